@@ -1,0 +1,131 @@
+package policy
+
+import (
+	"path"
+	"strings"
+	"sync"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/interpreter"
+)
+
+// Limits on `when` expressions.
+const (
+	// maxExprCodePoints bounds the size of one expression.
+	maxExprCodePoints = 4096
+	// maxEvalCost bounds the runtime cost of one evaluation (cel-go cost
+	// units, about one per operation or list element visited); past it the
+	// evaluation fails, which fails closed.
+	maxEvalCost = 100_000
+)
+
+// celEnv is the environment every `when` expression is checked in. A cel.Env
+// is safe for concurrent use.
+var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("claims", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("method", cel.StringType),
+		cel.Variable("server", cel.StringType),
+		cel.Variable("tool", cel.StringType),
+		cel.Variable("uri", cel.StringType),
+		cel.Variable("prompt", cel.StringType),
+		cel.Function("inside",
+			cel.Overload("inside_string_string",
+				[]*cel.Type{cel.StringType, cel.StringType}, cel.BoolType,
+				cel.BinaryBinding(insideBinding))),
+		cel.CrossTypeNumericComparisons(true),
+		cel.ParserExpressionSizeLimit(maxExprCodePoints),
+	)
+})
+
+func insideBinding(p, dir ref.Val) ref.Val {
+	ps, ok1 := p.(types.String)
+	ds, ok2 := dir.(types.String)
+	if !ok1 || !ok2 {
+		return types.NewErr("inside: want (string, string)")
+	}
+	in, err := inside(string(ps), string(ds))
+	if err != nil {
+		return types.WrapErr(err)
+	}
+	return types.Bool(in)
+}
+
+type insideError string
+
+func (e insideError) Error() string { return string(e) }
+
+const errInsideNUL = insideError("inside: NUL in path")
+
+// inside reports whether p is dir or below it: p and dir are absolute
+// ('/'-rooted), and path.Clean(p) is path.Clean(dir) or starts with it
+// followed by '/'. A relative p or dir gives false, as does a p that '..'
+// takes out of dir. A NUL in either is an error. Backslashes are ordinary
+// characters (POSIX paths).
+func inside(p, dir string) (bool, error) {
+	if strings.IndexByte(p, 0) >= 0 || strings.IndexByte(dir, 0) >= 0 {
+		return false, errInsideNUL
+	}
+	if !strings.HasPrefix(p, "/") || !strings.HasPrefix(dir, "/") {
+		return false, nil
+	}
+	cp, cd := path.Clean(p), path.Clean(dir)
+	if cd == "/" {
+		return true, nil
+	}
+	return cp == cd || strings.HasPrefix(cp, cd+"/"), nil
+}
+
+var emptyMap = map[string]any{}
+
+// activation resolves the `when` variables from a request.
+type activation struct{ r *request }
+
+func (a activation) ResolveName(name string) (any, bool) {
+	in := a.r.in
+	switch name {
+	case "args":
+		if in.Args == nil {
+			return emptyMap, true
+		}
+		return in.Args, true
+	case "claims":
+		if in.Claims == nil {
+			return emptyMap, true
+		}
+		return in.Claims, true
+	case "method":
+		return in.Method, true
+	case "server":
+		return in.Server, true
+	case "tool":
+		return in.Tool, true
+	case "uri":
+		if a.r.kind == kindResource {
+			return a.r.name, true // the normal form rules matched
+		}
+		return in.URI, true
+	case "prompt":
+		return in.Prompt, true
+	}
+	return nil, false
+}
+
+func (activation) Parent() interpreter.Activation { return nil }
+
+// evalWhen runs prg and reports whether it matched, failing closed: an
+// error or a non-bool result is a match unless failMatch is false.
+func evalWhen(prg cel.Program, r *request, failMatch bool) bool {
+	out, _, err := prg.Eval(activation{r})
+	if err != nil {
+		return failMatch
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return failMatch
+	}
+	return bool(b)
+}

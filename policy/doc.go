@@ -1,0 +1,107 @@
+// Package policy compiles a YAML authorization policy for MCP (Model Context
+// Protocol, revisions 2025-06-18, 2025-11-25 and 2026-07-28) traffic once,
+// and evaluates it for each operation: a JSON-RPC 2.0 request or
+// notification, a client's JSON-RPC response, or a bodiless HTTP GET or
+// DELETE. It is pure: no I/O, no logging, no clock. A compiled *Policy is
+// immutable and safe for concurrent use.
+//
+// # Format
+//
+//	default: deny            # deny | ask; absent means deny; allow is an error (fail closed)
+//	deny:                    # tool, resource and prompt rules
+//	  - "*/delete_*"         # a string is short for {match: ...}
+//	ask:
+//	  - id: big-refunds      # optional; otherwise "<list>[<index>]", e.g. "ask[0]"
+//	    match: payments/issue_refund
+//	    when: args.amountMinor > 2500   # optional CEL condition
+//	allow:
+//	  - match: "*/read_file"
+//	    when: inside(args.path, "/data")
+//	  - "resource:payments/file:///reports/*"
+//	  - "prompt:payments/summarize"
+//	methods:                 # every other operation; ids "methods.allow[0]" etc.
+//	  allow:
+//	    - initialize
+//	    - GET                # a bodiless HTTP GET (SSE stream)
+//	    - DELETE             # a bodiless HTTP DELETE (session end)
+//	    - response           # a client's JSON-RPC response
+//	    - method: logging/setLevel
+//	      id: log-level
+//	      when: claims.role == "admin"
+//	  deny: []
+//	  ask: []
+//
+// A rule is a string or a mapping with the fields id, match (deny, ask,
+// allow) or method (methods.*), when, and shadow (bool). Unknown fields,
+// duplicate keys, duplicate rule ids, YAML aliases and more than one YAML
+// document are compile errors. Compile reports every problem as
+// `file:line:col: rule "id": message`.
+//
+// # Patterns
+//
+// A match pattern is one of
+//
+//	server/tool   or  tool              a tools/call (tool alone: any server)
+//	resource:server/URI-glob            a resources/read, resources/subscribe or resources/unsubscribe
+//	prompt:server/name or prompt:name   a prompts/get
+//
+// Tool rules never match resources or prompts, nor the other way round. The
+// server and the name are matched separately, never as one joined string,
+// and a tool or prompt pattern with more than one '/' is an error. '*' is
+// the only wildcard ('.', '?', '[' are literal) and matches any run of
+// characters. In allow rules '*' never matches '/'. In deny and ask rules
+// '*' in a server, tool or prompt name also matches a '/' in the request's
+// name, so a tool called "delete_x/y" cannot slip past "*/delete_*".
+//
+// A resource URI glob is normalized with NormalizeURI at compile time (a
+// pattern without a normal form is an error). In it '*' matches within one
+// path segment and '**' across '/': "file:///srv/docs/*" matches
+// "file:///srv/docs/a.md" but not "file:///srv/docs/sub/a.md". The request
+// URI is normalized too; if NormalizeURI refuses it (dot segments, encoded
+// '/' or '.', '\', NUL, ...) Evaluate denies with CauseUnsafeURI before
+// looking at any rule.
+//
+// deny and ask rules match loosely: pattern literals and request names
+// (server, tool, prompt and URI alike) are compared after NFKC, Unicode case
+// folding, removal of default-ignorable characters, and mapping '-', '.' and
+// '_' to one character. So "*/delete_*" catches "Delete-Repo",
+// "DELETE_Repo", "Delete.Repo" and "ＤＥＬＥＴＥ.repo", and "delete-*"
+// catches "delete_repo". allow rules match exactly and case-sensitively:
+// allow "read_*" does not allow "READ_FILE".
+//
+// A method pattern matches the JSON-RPC method exactly and case-sensitively
+// in every list; '*' matches within one '/'-separated segment
+// ("notifications/*"). GET, DELETE and response are reserved words that
+// match only their operation, never a JSON-RPC method of that name. Method
+// rules never decide tools/call, resources/read, resources/subscribe,
+// resources/unsubscribe or prompts/get; naming one of them in a methods list
+// is an error.
+//
+// # Decisions
+//
+// Any matching deny rule denies; otherwise any matching ask rule asks;
+// otherwise any matching allow rule allows; otherwise the default decides.
+// List order only chooses which rule id is reported: the first match in its
+// list. Shadow rules (`shadow: true`) are evaluated on every request and
+// reported in Result.Shadow but never decide.
+//
+// # Conditions
+//
+// `when` is a CEL expression (https://cel.dev) over
+//
+//	args    map(string, dyn)  tools/call or prompts/get arguments
+//	claims  map(string, dyn)  verified token claims
+//	method, server, tool, uri, prompt  string  (uri is the normal form)
+//
+// and the function inside(path, dir) bool: true iff path is absolute, and
+// path.Clean(path) is path.Clean(dir) or lies below it; a relative path or a
+// '..' escape gives false; a NUL in either is an error. Numbers compare
+// across int and double, so `args.amountMinor > 2500` works whether the
+// JSON number decoded as int64 or float64. An expression whose type is
+// known and is not bool is a compile error. Expressions are limited in
+// size (4096 code points) and in evaluation cost.
+//
+// At run time an expression that fails (a missing key, a wrong type, the
+// cost limit) or yields a non-bool counts as matching in deny and ask rules
+// and as not matching in allow rules: it fails closed.
+package policy

@@ -1,0 +1,61 @@
+package policy
+
+import "cel.dev/cel-go/cel"
+
+// rule is one compiled rule.
+type rule struct {
+	id       string
+	decision Decision
+	kind     kind
+	// loose rules (deny, ask) compare loose forms; allow rules the exact
+	// text.
+	loose bool
+	// server and name are used by tool, resource and prompt rules; name
+	// alone by method rules; reserved-word rules use neither.
+	server, name glob
+	when         cel.Program // nil: no condition
+}
+
+// request is one Input being evaluated, with the forms rules compare,
+// computed at most once.
+type request struct {
+	in   *Input
+	kind kind
+	name string // tool name, prompt name, normal-form URI or method
+
+	looseDone              bool
+	looseServer, looseName string
+}
+
+func (r *request) loose() (server, name string) {
+	if !r.looseDone {
+		r.looseServer, r.looseName = loose(r.in.Server), loose(r.name)
+		r.looseDone = true
+	}
+	return r.looseServer, r.looseName
+}
+
+// matches reports whether ru matches r, `when` included.
+func (ru *rule) matches(r *request) bool {
+	if ru.kind != r.kind {
+		return false
+	}
+	switch r.kind {
+	case kindTool, kindResource, kindPrompt:
+		server, name := r.in.Server, r.name
+		if ru.loose {
+			server, name = r.loose()
+		}
+		if !ru.server.match(server) || !ru.name.match(name) {
+			return false
+		}
+	case kindMethod:
+		if !ru.name.match(r.name) {
+			return false
+		}
+	}
+	if ru.when == nil {
+		return true
+	}
+	return evalWhen(ru.when, r, ru.decision != Allow)
+}

@@ -1,0 +1,245 @@
+package policy
+
+import (
+	"strconv"
+)
+
+// Decision is the outcome of Evaluate. The zero value is Deny, so a Result
+// that was never filled in fails closed.
+type Decision int
+
+const (
+	Deny Decision = iota
+	Ask
+	Allow
+)
+
+// String returns "deny", "ask" or "allow".
+func (d Decision) String() string {
+	switch d {
+	case Deny:
+		return "deny"
+	case Ask:
+		return "ask"
+	case Allow:
+		return "allow"
+	}
+	return "Decision(" + strconv.Itoa(int(d)) + ")"
+}
+
+// Cause says why Evaluate decided as it did.
+type Cause int
+
+const (
+	// CauseRule: a rule matched; Result.RuleID names it.
+	CauseRule Cause = iota + 1
+	// CauseDefault: no rule matched; the decision is the policy default.
+	CauseDefault
+	// CauseUnsafeURI: the resource URI failed NormalizeURI; always Deny.
+	CauseUnsafeURI
+	// CauseInvalidInput: the Input cannot be decided (nil, unknown Op,
+	// OpRequest without a method, or a tools/call, resources/* or
+	// prompts/get without the name or URI it needs); always Deny.
+	CauseInvalidInput
+)
+
+// String returns "rule", "default", "unsafe_uri" or "invalid_input".
+func (c Cause) String() string {
+	switch c {
+	case CauseRule:
+		return "rule"
+	case CauseDefault:
+		return "default"
+	case CauseUnsafeURI:
+		return "unsafe_uri"
+	case CauseInvalidInput:
+		return "invalid_input"
+	}
+	return "Cause(" + strconv.Itoa(int(c)) + ")"
+}
+
+// Op says what kind of operation is being decided.
+type Op int
+
+const (
+	// OpRequest is a JSON-RPC request or notification; Input.Method is set.
+	OpRequest Op = iota + 1
+	// OpResponse is a client's JSON-RPC response to a server request.
+	OpResponse
+	// OpHTTPGet is a bodiless HTTP GET (an SSE stream).
+	OpHTTPGet
+	// OpHTTPDelete is a bodiless HTTP DELETE (session end).
+	OpHTTPDelete
+)
+
+// String returns "request", "response", "GET" or "DELETE".
+func (o Op) String() string {
+	switch o {
+	case OpRequest:
+		return "request"
+	case OpResponse:
+		return "response"
+	case OpHTTPGet:
+		return "GET"
+	case OpHTTPDelete:
+		return "DELETE"
+	}
+	return "Op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Input is one operation to decide. Evaluate does not modify it.
+type Input struct {
+	Op     Op
+	Method string // JSON-RPC method ("tools/call", ...); empty for OpResponse and OpHTTP*
+	Server string // MCP server id
+	Tool   string // tools/call params.name
+	URI    string // resources/read|subscribe|unsubscribe params.uri, raw as sent
+	Prompt string // prompts/get params.name
+	// Args holds tools/call or prompts/get arguments as decoded JSON
+	// (int64, float64, string, bool, nil, []any, map[string]any). nil is an
+	// empty map.
+	Args map[string]any
+	// Claims holds the verified token claims. nil is an empty map.
+	Claims map[string]any
+}
+
+// Result is the outcome of Evaluate.
+type Result struct {
+	Decision Decision
+	Cause    Cause
+	// RuleID is the id of the deciding rule; "" unless Cause is CauseRule.
+	RuleID string
+	// Shadow lists the shadow rules (`shadow: true`) that matched, in file
+	// order, with the decision each would have given. They never change
+	// Decision. nil when none matched.
+	Shadow []ShadowMatch
+}
+
+// ShadowMatch is a shadow rule that matched and the decision it would have
+// given.
+type ShadowMatch struct {
+	RuleID   string
+	Decision Decision
+}
+
+// Policy is a compiled policy. It is immutable after Compile and safe for
+// concurrent use by any number of goroutines.
+type Policy struct {
+	def Decision
+	// rules by decision, each in file order (tool/resource/prompt list
+	// first, then the methods list); shadow rules are kept apart.
+	deny, ask, allow []*rule
+	shadow           []*rule
+}
+
+// Default returns the decision given when no rule matches: Deny or Ask.
+func (p *Policy) Default() Decision { return p.def }
+
+// Methods decided by tool, resource and prompt rules; method rules never
+// apply to them.
+const (
+	methodToolsCall  = "tools/call"
+	methodPromptsGet = "prompts/get"
+	methodResRead    = "resources/read"
+	methodResSub     = "resources/subscribe"
+	methodResUnsub   = "resources/unsubscribe"
+	reservedGET      = "GET"
+	reservedDELETE   = "DELETE"
+	reservedResponse = "response"
+)
+
+// kind is the kind of operation a rule or an input is about.
+type kind int
+
+const (
+	kindTool kind = iota + 1
+	kindResource
+	kindPrompt
+	kindMethod   // OpRequest with any other method
+	kindGET      // OpHTTPGet
+	kindDELETE   // OpHTTPDelete
+	kindResponse // OpResponse
+)
+
+func isResourceMethod(m string) bool {
+	return m == methodResRead || m == methodResSub || m == methodResUnsub
+}
+
+// Evaluate decides in. Deny rules win over ask rules, ask over allow, and
+// allow over the default; within one decision the first matching rule in
+// file order is reported. Shadow rules are all evaluated and reported but
+// never decide. A resource URI that NormalizeURI rejects is denied before
+// any rule (CauseUnsafeURI). A nil or malformed Input is denied
+// (CauseInvalidInput).
+//
+// A `when` expression that fails (missing key, wrong type, cost limit) or
+// does not yield a bool counts as matching in deny and ask rules and as not
+// matching in allow rules.
+func (p *Policy) Evaluate(in *Input) Result {
+	if in == nil {
+		return Result{Decision: Deny, Cause: CauseInvalidInput}
+	}
+	r := request{in: in}
+	switch in.Op {
+	case OpRequest:
+		switch {
+		case in.Method == "":
+			return Result{Decision: Deny, Cause: CauseInvalidInput}
+		case in.Method == methodToolsCall:
+			if in.Tool == "" {
+				return Result{Decision: Deny, Cause: CauseInvalidInput}
+			}
+			r.kind, r.name = kindTool, in.Tool
+		case in.Method == methodPromptsGet:
+			if in.Prompt == "" {
+				return Result{Decision: Deny, Cause: CauseInvalidInput}
+			}
+			r.kind, r.name = kindPrompt, in.Prompt
+		case isResourceMethod(in.Method):
+			if in.URI == "" {
+				return Result{Decision: Deny, Cause: CauseInvalidInput}
+			}
+			u, ok := NormalizeURI(in.URI)
+			if !ok {
+				return Result{Decision: Deny, Cause: CauseUnsafeURI}
+			}
+			r.kind, r.name = kindResource, u
+		default:
+			r.kind, r.name = kindMethod, in.Method
+		}
+	case OpResponse:
+		r.kind = kindResponse
+	case OpHTTPGet:
+		r.kind = kindGET
+	case OpHTTPDelete:
+		r.kind = kindDELETE
+	default:
+		return Result{Decision: Deny, Cause: CauseInvalidInput}
+	}
+
+	var res Result
+	switch {
+	case r.first(p.deny, &res, Deny):
+	case r.first(p.ask, &res, Ask):
+	case r.first(p.allow, &res, Allow):
+	default:
+		res = Result{Decision: p.def, Cause: CauseDefault}
+	}
+	for _, ru := range p.shadow {
+		if ru.matches(&r) {
+			res.Shadow = append(res.Shadow, ShadowMatch{RuleID: ru.id, Decision: ru.decision})
+		}
+	}
+	return res
+}
+
+// first sets *res and reports true if a rule in rules matches.
+func (r *request) first(rules []*rule, res *Result, d Decision) bool {
+	for _, ru := range rules {
+		if ru.matches(r) {
+			*res = Result{Decision: d, Cause: CauseRule, RuleID: ru.id}
+			return true
+		}
+	}
+	return false
+}
