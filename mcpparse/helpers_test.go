@@ -1,0 +1,131 @@
+package mcpparse
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// sharedDir is the project's shared/ folder, beside the repository: the
+// package is at <repo>/mcpparse, so shared is at ../../shared.
+const sharedDir = "../../shared"
+
+// wantKind fails t unless err is a *ParseError of kind want.
+func wantKind(t *testing.T, err error, want ErrorKind) *ParseError {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want %s", want)
+	}
+	var pe *ParseError
+	if !errors.As(err, &pe) {
+		t.Fatalf("got error %T %v, want *ParseError", err, err)
+	}
+	if pe.Kind != want {
+		t.Fatalf("got %v, want kind %s", pe, want)
+	}
+	return pe
+}
+
+// corpusRecord is one line of shared/corpus/mcp-real/*.jsonl.
+type corpusRecord struct {
+	Session string `json:"session"`
+	Seq     int    `json:"seq"`
+	HTTP    struct {
+		Method  string `json:"method"`
+		BodyB64 string `json:"body_b64"`
+	} `json:"http"`
+	JSONRPC *struct {
+		Method    string          `json:"method"`
+		ID        json.RawMessage `json:"id"`
+		ToolOrURI *string         `json:"tool_or_uri"`
+	} `json:"jsonrpc"`
+	body []byte
+}
+
+// loadCorpus returns every record with a non-empty body. A missing corpus
+// is a failure, not a skip: CI must not go green without it.
+func loadCorpus(tb testing.TB) []corpusRecord {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join(sharedDir, "corpus", "mcp-real", "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("corpus not found at %s/corpus/mcp-real (err %v)", sharedDir, err)
+	}
+	sort.Strings(files)
+	var out []corpusRecord
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
+		for sc.Scan() {
+			var r corpusRecord
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				tb.Fatalf("%s: %v", f, err)
+			}
+			r.body, err = base64.StdEncoding.DecodeString(r.HTTP.BodyB64)
+			if err != nil {
+				tb.Fatalf("%s seq %d: %v", f, r.Seq, err)
+			}
+			if len(r.body) > 0 {
+				out = append(out, r)
+			}
+		}
+		fh.Close()
+		if err := sc.Err(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if len(out) == 0 {
+		tb.Fatal("corpus has no request bodies")
+	}
+	return out
+}
+
+// caseRecord is one line of shared/cases/cases.jsonl.
+type caseRecord struct {
+	ID      string `json:"id"`
+	Request struct {
+		BodyText *string `json:"body_text"`
+		BodyHex  *string `json:"body_hex"`
+	} `json:"request"`
+}
+
+func loadCases(tb testing.TB) map[string][]byte {
+	tb.Helper()
+	raw, err := os.ReadFile(filepath.Join(sharedDir, "cases", "cases.jsonl"))
+	if err != nil {
+		tb.Fatalf("cases not found: %v", err)
+	}
+	out := map[string][]byte{}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
+	for sc.Scan() {
+		var c caseRecord
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			tb.Fatal(err)
+		}
+		switch {
+		case c.Request.BodyHex != nil:
+			b, err := hex.DecodeString(*c.Request.BodyHex)
+			if err != nil {
+				tb.Fatalf("%s: %v", c.ID, err)
+			}
+			out[c.ID] = b
+		case c.Request.BodyText != nil:
+			out[c.ID] = []byte(*c.Request.BodyText)
+		}
+	}
+	return out
+}
