@@ -1,0 +1,316 @@
+package envoy
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+)
+
+// configs returns every YAML file under envoy/, keyed by name.
+func configs(t *testing.T) map[string][]byte {
+	t.Helper()
+	paths, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[p] = b
+	}
+	for _, want := range []string{"sidecar.yaml", "gateway.yaml"} {
+		if out[want] == nil {
+			t.Fatalf("%s missing", want)
+		}
+	}
+	return out
+}
+
+func load(t *testing.T, name string) *bootstrapv3.Bootstrap {
+	t.Helper()
+	y, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ValidateBootstrapYAML(y)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return b
+}
+
+func TestConfigsValidateAndKeepInvariants(t *testing.T) {
+	for name, y := range configs(t) {
+		t.Run(name, func(t *testing.T) {
+			b, err := ValidateBootstrapYAML(y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := CheckInvariants(b); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// mutate replaces old with new in y and fails the test unless old occurs.
+func mutate(t *testing.T, y []byte, old, new string) []byte {
+	t.Helper()
+	if !strings.Contains(string(y), old) {
+		t.Fatalf("mutation target %q not in config", old)
+	}
+	return []byte(strings.ReplaceAll(string(y), old, new))
+}
+
+func TestValidateBootstrapYAMLRejects(t *testing.T) {
+	sidecar, err := os.ReadFile("sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		old, new string
+		want     string
+	}{
+		{"unknown field", "failure_mode_allow: false", "failure_mode_alow: false", "failure_mode_alow"},
+		{"unresolvable typed_config", "router.v3.Router", "router.v3.Routr", "router.v3.Routr"},
+		{"pgv rule inside an Any", "stat_prefix: mcp", `stat_prefix: ""`, "StatPrefix"},
+		{"pgv rule on the bootstrap", "connect_timeout: 1s", "connect_timeout: -1s", "ConnectTimeout"},
+		{"duplicate key", "stat_prefix: mcp\n", "stat_prefix: mcp\n          stat_prefix: mcp2\n", "already set"},
+		{"zero body limit inside ext_authz", "max_request_bytes: 1048576", "max_request_bytes: 0", "MaxRequestBytes"},
+		{"undefined cluster", "cluster: mcp_server", "cluster: nowhere", "undefined clusters: nowhere"},
+		{"undefined grpc cluster", "cluster_name: ext_authz }", "cluster_name: authz }", "undefined clusters: authz"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ValidateBootstrapYAML(mutate(t, sidecar, tt.old, tt.new))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckInvariantsRejects(t *testing.T) {
+	sidecar, err := os.ReadFile("sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const extAuthzThenRouter = "          - name: envoy.filters.http.ext_authz\n"
+	tests := []struct {
+		name     string
+		old, new string
+		want     string
+	}{
+		{"fail open", "failure_mode_allow: false", "failure_mode_allow: true", "failure_mode_allow is true"},
+		{"partial bodies", "allow_partial_message: false", "allow_partial_message: true", "allow_partial_message is true"},
+		{"body as string", "pack_as_bytes: true", "pack_as_bytes: false", "pack_as_bytes is false"},
+		{"no body", "              with_request_body:\n                max_request_bytes: 1048576\n                allow_partial_message: false\n                pack_as_bytes: true\n", "", "no with_request_body"},
+		{"no check timeout", "timeout: 1s\n              # A gRPC", "\n              # A gRPC", "grpc_service.timeout unset"},
+		{"transport auto", "transport_api_version: V3", "transport_api_version: AUTO", "want V3"},
+		{"admin on all interfaces", "address: 127.0.0.1, port_value: 9901", "address: 0.0.0.0, port_value: 9901", "admin address"},
+		{"grpc over HTTP/1.1", "http2_protocol_options: {}", "http_protocol_options: {}", "without HTTP/2"},
+		{"no ext_authz", "name: envoy.filters.http.ext_authz\n", "name: envoy.filters.http.ext_authz_gone\n", "forwards without"},
+		{"runtime off switch", "failure_mode_allow: false", "failure_mode_allow: false\n              filter_enabled: { default_value: { numerator: 0 } }", "filter_enabled"},
+		// A router inserted ahead of ext_authz.
+		{"router first", extAuthzThenRouter, "          - name: envoy.filters.http.router\n            typed_config:\n              \"@type\": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router\n" + extAuthzThenRouter, "after envoy.filters.http.router"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := ValidateBootstrapYAML(mutate(t, sidecar, tt.old, tt.new))
+			if err != nil {
+				t.Fatalf("mutated config no longer loads: %v", err)
+			}
+			err = CheckInvariants(b)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSidecarStaysOnLoopback(t *testing.T) {
+	b := load(t, "sidecar.yaml")
+	for _, name := range []string{"ext_authz", "mcp_server"} {
+		c := Cluster(b, name)
+		if c == nil {
+			t.Fatalf("cluster %s missing", name)
+		}
+		eps := Endpoints(c)
+		if len(eps) == 0 {
+			t.Fatalf("cluster %s: no endpoints", name)
+		}
+		for _, ep := range eps {
+			ap, err := netip.ParseAddrPort(ep)
+			if err != nil || !ap.Addr().IsLoopback() {
+				t.Errorf("cluster %s: endpoint %s is not loopback", name, ep)
+			}
+		}
+	}
+	if got := Endpoints(Cluster(b, "ext_authz")); len(got) != 1 || got[0] != "127.0.0.1:9191" {
+		t.Errorf("ext_authz endpoints = %v, want [127.0.0.1:9191] (extauthz --grpc-addr in sidecar mode)", got)
+	}
+}
+
+func TestExtAuthzSettings(t *testing.T) {
+	for name := range configs(t) {
+		t.Run(name, func(t *testing.T) {
+			hcms, err := HTTPConnectionManagers(load(t, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range hcms {
+				if !Forwards(h.HCM) {
+					continue
+				}
+				ea, _, err := ExtAuthz(h.HCM)
+				if err != nil || ea == nil {
+					t.Fatalf("listener %s: ext_authz %v %v", h.Listener, ea, err)
+				}
+				if got := ea.GetStatusOnError().GetCode(); got != typev3.StatusCode_ServiceUnavailable {
+					t.Errorf("status_on_error = %v, want ServiceUnavailable", got)
+				}
+				if ea.GetClearRouteCache() {
+					t.Error("clear_route_cache is true")
+				}
+				if got := ea.GetWithRequestBody().GetMaxRequestBytes(); got != 1<<20 {
+					t.Errorf("max_request_bytes = %d, want 1 MiB (extauthz --max-body-bytes default)", got)
+				}
+				// The check must see the token, the MCP headers and any
+				// client-sent x-mcp-* the service strips.
+				for _, h := range []string{"authorization", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "x-mcp-principal"} {
+					if !allowsHeader(ea, h) {
+						t.Errorf("allowed_headers drops %q", h)
+					}
+				}
+				if allowsHeader(ea, "cookie") {
+					t.Error("allowed_headers sends cookie to the check")
+				}
+			}
+		})
+	}
+}
+
+// allowsHeader evaluates ea.allowed_headers for a lower-case header name.
+func allowsHeader(ea *extauthzv3.ExtAuthz, name string) bool {
+	for _, p := range ea.GetAllowedHeaders().GetPatterns() {
+		switch {
+		case p.GetExact() != "" && p.GetExact() == name,
+			p.GetPrefix() != "" && strings.HasPrefix(name, strings.ToLower(p.GetPrefix())):
+			return true
+		}
+	}
+	return false
+}
+
+func TestRoutesKeepSSEOpen(t *testing.T) {
+	for name := range configs(t) {
+		t.Run(name, func(t *testing.T) {
+			hcms, err := HTTPConnectionManagers(load(t, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range hcms {
+				for _, vh := range h.HCM.GetRouteConfig().GetVirtualHosts() {
+					for _, r := range vh.GetRoutes() {
+						ra := r.GetRoute()
+						if ra == nil {
+							continue
+						}
+						if ra.GetTimeout() == nil || ra.GetTimeout().AsDuration() != 0 {
+							t.Errorf("route %v: timeout %v, want 0s (SSE streams)", r.GetMatch(), ra.GetTimeout())
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestAccessLogPrintsDecision(t *testing.T) {
+	want := []string{"decision_id", "decision", "reason", "args_digest", "request_digest", "policy_version"}
+	for name := range configs(t) {
+		t.Run(name, func(t *testing.T) {
+			hcms, err := HTTPConnectionManagers(load(t, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range hcms {
+				if !Forwards(h.HCM) {
+					continue
+				}
+				if len(h.HCM.GetAccessLog()) == 0 {
+					t.Fatalf("listener %s: no access log", h.Listener)
+				}
+				l := &streamv3.StdoutAccessLog{}
+				if err := h.HCM.GetAccessLog()[0].GetTypedConfig().UnmarshalTo(l); err != nil {
+					t.Fatal(err)
+				}
+				fields := l.GetLogFormat().GetJsonFormat().GetFields()
+				var values []string
+				for _, v := range fields {
+					values = append(values, v.GetStringValue())
+				}
+				all := strings.Join(values, " ")
+				for _, k := range want {
+					ref := "%DYNAMIC_METADATA(envoy.filters.http.ext_authz:" + k + ")%"
+					if !strings.Contains(all, ref) {
+						t.Errorf("access log lacks %s", ref)
+					}
+				}
+				if strings.Contains(strings.ToUpper(all), "AUTHORIZATION") {
+					t.Error("access log prints the Authorization header")
+				}
+			}
+		})
+	}
+}
+
+func TestGatewayRoutesNameTheirServer(t *testing.T) {
+	hcms, err := HTTPConnectionManagers(load(t, "gateway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{} // path -> mcp_server
+	for _, h := range hcms {
+		for _, vh := range h.HCM.GetRouteConfig().GetVirtualHosts() {
+			for _, r := range vh.GetRoutes() {
+				if r.GetRoute() == nil {
+					continue
+				}
+				a, ok := r.GetTypedPerFilterConfig()[ExtAuthzFilter]
+				if !ok {
+					t.Errorf("route %v: no %s per-route config", r.GetMatch(), ExtAuthzFilter)
+					continue
+				}
+				pr := &extauthzv3.ExtAuthzPerRoute{}
+				if err := a.UnmarshalTo(pr); err != nil {
+					t.Fatal(err)
+				}
+				if pr.GetDisabled() {
+					t.Errorf("route %v: ext_authz disabled", r.GetMatch())
+				}
+				got[r.GetMatch().GetPath()] = pr.GetCheckSettings().GetContextExtensions()[ServerIDContextKey]
+			}
+		}
+	}
+	want := map[string]string{"/payments/mcp": "payments", "/github/mcp": "github"}
+	if len(got) != len(want) {
+		t.Errorf("routes = %v, want %v", got, want)
+	}
+	for path, server := range want {
+		if got[path] != server {
+			t.Errorf("route %s: %s = %q, want %q", path, ServerIDContextKey, got[path], server)
+		}
+	}
+}

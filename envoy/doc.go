@@ -1,0 +1,16 @@
+// Package envoy holds the Envoy v3 bootstrap configs that put mcp-extauthz in
+// front of MCP servers (sidecar.yaml: one server in one Pod; gateway.yaml: one
+// Envoy routing to several servers), and the checks that keep them honest:
+// ValidateBootstrapYAML loads a config into go-control-plane's Bootstrap the
+// way Envoy reads it (every field known, every typed_config resolvable, every
+// protoc-gen-validate rule met, nested Any included), and CheckInvariants
+// asserts the properties this project relies on (ext_authz before the router
+// on every forwarding listener, failing closed, exact request bodies).
+//
+// The package is also used by the k8s tests, which validate the Envoy config
+// the Helm chart renders in the same way.
+//
+// References:
+//   - https://www.envoyproxy.io/docs/envoy/latest/api-v3/config/bootstrap/v3/bootstrap.proto
+//   - https://www.envoyproxy.io/docs/envoy/latest/configuration/http/http_filters/ext_authz_filter
+package envoy

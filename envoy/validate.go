@@ -1,0 +1,301 @@
+package envoy
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
+	"sigs.k8s.io/yaml"
+
+	// Register every typed_config type our configs use, so protojson can
+	// resolve their Any URLs. An unregistered type is a load error, as it is
+	// for an Envoy built without that extension.
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+)
+
+// Filter and extension names, as Envoy's docs spell them.
+const (
+	ExtAuthzFilter = "envoy.filters.http.ext_authz"
+	RouterFilter   = "envoy.filters.http.router"
+	// HTTPProtocolOptionsKey is the typed_extension_protocol_options key
+	// that selects a cluster's upstream HTTP version.
+	HTTPProtocolOptionsKey = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+	// ServerIDContextKey is the per-route context extension that names the
+	// MCP server for the policy.
+	ServerIDContextKey = "mcp_server"
+)
+
+// ValidateBootstrapYAML parses an Envoy v3 bootstrap written in YAML and
+// validates it: YAML → JSON (duplicate keys are an error) → protojson into
+// bootstrapv3.Bootstrap with unknown fields rejected and every Any resolved,
+// then protoc-gen-validate's ValidateAll on the bootstrap and on the message
+// inside every Any (ValidateAll alone does not look inside an Any), and
+// finally every cluster a route or gRPC service names must be defined in
+// static_resources. It does not do what only a running Envoy can (DNS,
+// sockets, extension factories' own checks); errors name the first problem
+// found in each step.
+func ValidateBootstrapYAML(y []byte) (*bootstrapv3.Bootstrap, error) {
+	j, err := yaml.YAMLToJSONStrict(y)
+	if err != nil {
+		return nil, fmt.Errorf("yaml: %w", err)
+	}
+	b := &bootstrapv3.Bootstrap{}
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: false}).Unmarshal(j, b); err != nil {
+		return nil, fmt.Errorf("protojson: %w", err)
+	}
+	if err := b.ValidateAll(); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	refs := map[string]bool{}
+	if err := walk(b.ProtoReflect(), refs); err != nil {
+		return nil, err
+	}
+	defined := map[string]bool{}
+	for _, c := range b.GetStaticResources().GetClusters() {
+		defined[c.GetName()] = true
+	}
+	var missing []string
+	for name := range refs {
+		if !defined[name] {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("undefined clusters: %s", strings.Join(missing, ", "))
+	}
+	return b, nil
+}
+
+type validator interface{ ValidateAll() error }
+
+// walk visits every message under m, validates the content of every Any and
+// records in refs the clusters that routes and Envoy gRPC services name.
+func walk(m protoreflect.Message, refs map[string]bool) error {
+	switch v := m.Interface().(type) {
+	case *anypb.Any:
+		inner, err := v.UnmarshalNew()
+		if err != nil {
+			return fmt.Errorf("any %s: %w", v.GetTypeUrl(), err)
+		}
+		if iv, ok := inner.(validator); ok {
+			if err := iv.ValidateAll(); err != nil {
+				return fmt.Errorf("validate %s: %w", v.GetTypeUrl(), err)
+			}
+		}
+		return walk(inner.ProtoReflect(), refs)
+	case *routev3.RouteAction:
+		if c := v.GetCluster(); c != "" {
+			refs[c] = true
+		}
+	case *corev3.GrpcService_EnvoyGrpc:
+		refs[v.GetClusterName()] = true
+	}
+	var err error
+	m.Range(func(fd protoreflect.FieldDescriptor, val protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			l := val.List()
+			for i := 0; i < l.Len() && err == nil; i++ {
+				err = walk(l.Get(i).Message(), refs)
+			}
+		case fd.IsMap() && fd.MapValue().Message() != nil:
+			val.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+				err = walk(mv.Message(), refs)
+				return err == nil
+			})
+		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
+			err = walk(val.Message(), refs)
+		}
+		return err == nil
+	})
+	return err
+}
+
+// HTTPConnectionManager is one HTTP connection manager found in a listener.
+type HTTPConnectionManager struct {
+	Listener string
+	HCM      *hcmv3.HttpConnectionManager
+}
+
+// HTTPConnectionManagers returns the HTTP connection managers of every
+// static listener's filter chains, in order.
+func HTTPConnectionManagers(b *bootstrapv3.Bootstrap) ([]HTTPConnectionManager, error) {
+	var out []HTTPConnectionManager
+	for _, l := range b.GetStaticResources().GetListeners() {
+		for _, fc := range l.GetFilterChains() {
+			for _, f := range fc.GetFilters() {
+				tc := f.GetTypedConfig()
+				if tc == nil || !tc.MessageIs(&hcmv3.HttpConnectionManager{}) {
+					continue
+				}
+				h := &hcmv3.HttpConnectionManager{}
+				if err := tc.UnmarshalTo(h); err != nil {
+					return nil, fmt.Errorf("listener %s: %w", l.GetName(), err)
+				}
+				out = append(out, HTTPConnectionManager{Listener: l.GetName(), HCM: h})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Forwards reports whether h routes any request to a cluster (as opposed to
+// answering everything itself, like a health listener).
+func Forwards(h *hcmv3.HttpConnectionManager) bool {
+	for _, vh := range h.GetRouteConfig().GetVirtualHosts() {
+		for _, r := range vh.GetRoutes() {
+			if r.GetRoute() != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ExtAuthz returns h's ext_authz filter config and its index in the filter
+// chain, or index -1 if there is none.
+func ExtAuthz(h *hcmv3.HttpConnectionManager) (*extauthzv3.ExtAuthz, int, error) {
+	for i, f := range h.GetHttpFilters() {
+		if f.GetName() != ExtAuthzFilter {
+			continue
+		}
+		ea := &extauthzv3.ExtAuthz{}
+		if err := f.GetTypedConfig().UnmarshalTo(ea); err != nil {
+			return nil, i, fmt.Errorf("%s: %w", ExtAuthzFilter, err)
+		}
+		return ea, i, nil
+	}
+	return nil, -1, nil
+}
+
+// Cluster returns the static cluster called name, or nil.
+func Cluster(b *bootstrapv3.Bootstrap, name string) *clusterv3.Cluster {
+	for _, c := range b.GetStaticResources().GetClusters() {
+		if c.GetName() == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// CheckInvariants reports, joined, every way b breaks the properties the
+// mcp-extauthz deployment relies on:
+//   - every HTTP connection manager that forwards to a cluster runs ext_authz
+//     before the router, so no request reaches an MCP server unchecked;
+//   - ext_authz uses transport API V3, a gRPC service with a timeout,
+//     failure_mode_allow false, and with_request_body with a
+//     max_request_bytes, allow_partial_message false and pack_as_bytes true;
+//   - the gRPC cluster speaks HTTP/2;
+//   - Envoy's admin listens on loopback only.
+func CheckInvariants(b *bootstrapv3.Bootstrap) error {
+	var errs []error
+	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	admin := b.GetAdmin().GetAddress().GetSocketAddress().GetAddress()
+	if ip, err := netip.ParseAddr(admin); err != nil || !ip.IsLoopback() {
+		fail("admin address %q is not loopback", admin)
+	}
+	hcms, err := HTTPConnectionManagers(b)
+	if err != nil {
+		return err
+	}
+	forwarding := 0
+	for _, h := range hcms {
+		if !Forwards(h.HCM) {
+			continue
+		}
+		forwarding++
+		ea, at, err := ExtAuthz(h.HCM)
+		if err != nil {
+			return err
+		}
+		router := slices.IndexFunc(h.HCM.GetHttpFilters(), func(f *hcmv3.HttpFilter) bool { return f.GetName() == RouterFilter })
+		switch {
+		case ea == nil:
+			fail("listener %s: forwards without %s", h.Listener, ExtAuthzFilter)
+			continue
+		case router < 0:
+			fail("listener %s: no %s", h.Listener, RouterFilter)
+		case at > router:
+			fail("listener %s: %s after %s", h.Listener, ExtAuthzFilter, RouterFilter)
+		}
+		if ea.GetTransportApiVersion() != corev3.ApiVersion_V3 {
+			fail("listener %s: transport_api_version %v, want V3", h.Listener, ea.GetTransportApiVersion())
+		}
+		if ea.GetFailureModeAllow() {
+			fail("listener %s: failure_mode_allow is true", h.Listener)
+		}
+		if ea.GetFilterEnabled() != nil || ea.GetFilterEnabledMetadata() != nil {
+			fail("listener %s: ext_authz may be disabled at runtime (filter_enabled)", h.Listener)
+		}
+		body := ea.GetWithRequestBody()
+		switch {
+		case body == nil:
+			fail("listener %s: no with_request_body", h.Listener)
+		case body.GetMaxRequestBytes() == 0:
+			fail("listener %s: with_request_body.max_request_bytes unset", h.Listener)
+		case body.GetAllowPartialMessage():
+			fail("listener %s: with_request_body.allow_partial_message is true", h.Listener)
+		case !body.GetPackAsBytes():
+			fail("listener %s: with_request_body.pack_as_bytes is false", h.Listener)
+		}
+		gs := ea.GetGrpcService()
+		if gs.GetTimeout().AsDuration() <= 0 {
+			fail("listener %s: grpc_service.timeout unset", h.Listener)
+		}
+		name := gs.GetEnvoyGrpc().GetClusterName()
+		if name == "" {
+			fail("listener %s: ext_authz is not an envoy_grpc service", h.Listener)
+			continue
+		}
+		if !HTTP2(Cluster(b, name)) {
+			fail("cluster %s: ext_authz gRPC cluster without HTTP/2", name)
+		}
+	}
+	if forwarding == 0 {
+		fail("no listener forwards to a cluster")
+	}
+	return errors.Join(errs...)
+}
+
+// HTTP2 reports whether c is set to speak HTTP/2 upstream through
+// HttpProtocolOptions.explicit_http_config.http2_protocol_options.
+func HTTP2(c *clusterv3.Cluster) bool {
+	a, ok := c.GetTypedExtensionProtocolOptions()[HTTPProtocolOptionsKey]
+	if !ok {
+		return false
+	}
+	o := &upstreamhttpv3.HttpProtocolOptions{}
+	if err := a.UnmarshalTo(o); err != nil {
+		return false
+	}
+	return o.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil
+}
+
+// Endpoints returns the socket addresses ("host:port") of c's static
+// load_assignment.
+func Endpoints(c *clusterv3.Cluster) []string {
+	var out []string
+	for _, le := range c.GetLoadAssignment().GetEndpoints() {
+		for _, lb := range le.GetLbEndpoints() {
+			sa := lb.GetEndpoint().GetAddress().GetSocketAddress()
+			out = append(out, fmt.Sprintf("%s:%d", sa.GetAddress(), sa.GetPortValue()))
+		}
+	}
+	return out
+}
