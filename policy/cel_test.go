@@ -1,0 +1,152 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestInside(t *testing.T) {
+	tests := []struct {
+		path, dir string
+		want      bool
+		wantErr   bool
+	}{
+		{path: "/data/x", dir: "/data", want: true},
+		{path: "/data", dir: "/data", want: true},
+		{path: "/data/", dir: "/data", want: true},
+		{path: "/data/x", dir: "/data/", want: true},
+		{path: "/data//x/./y", dir: "/data", want: true},
+		{path: "/data/../etc", dir: "/data"},
+		{path: "/data/x/../../etc", dir: "/data"},
+		{path: "/data/..", dir: "/data"},
+		{path: "../../etc/passwd", dir: "/data"},
+		{path: "data/x", dir: "data"},
+		{path: "", dir: "/data"},
+		{path: "/database", dir: "/data"},
+		{path: "/dat", dir: "/data"},
+		{path: "/etc/passwd", dir: "/", want: true}, // everything absolute is inside "/"
+		{path: "/x", dir: "data"},
+		{path: "/data/x\x00", dir: "/data", wantErr: true},
+		{path: "/data/x", dir: "/data\x00", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := inside(tt.path, tt.dir)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("inside(%q, %q) = %v, %v; want %v, error %v", tt.path, tt.dir, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// whenPolicy puts one `when` into a deny, an ask and an allow rule, each on
+// its own server, so one expression can be checked in all three lists.
+func whenPolicy(t *testing.T, when string) *Policy {
+	t.Helper()
+	q := "'" + strings.ReplaceAll(when, "'", "''") + "'"
+	return mustCompile(t, lines(
+		"deny: [{id: d, match: deny/t, when: "+q+"}]",
+		"ask: [{id: a, match: ask/t, when: "+q+"}]",
+		"allow: [{id: l, match: allow/t, when: "+q+"}]",
+	))
+}
+
+func TestWhenFailsClosed(t *testing.T) {
+	tests := []struct {
+		name string
+		when string
+		args map[string]any
+		// want: 1 the expression is true, 0 false, -1 it fails (error or
+		// non-bool).
+		want int
+	}{
+		{name: "true", when: "args.n > 1", args: map[string]any{"n": int64(2)}, want: 1},
+		{name: "false", when: "args.n > 1", args: map[string]any{"n": int64(1)}, want: 0},
+		{name: "missing key", when: "args.n > 1", args: map[string]any{}, want: -1},
+		{name: "nil args", when: "args.n > 1", args: nil, want: -1},
+		{name: "wrong type", when: "args.n > 1", args: map[string]any{"n": "2"}, want: -1},
+		{name: "null value", when: "args.n > 1", args: map[string]any{"n": nil}, want: -1},
+		{name: "non-bool dyn", when: "args.n", args: map[string]any{"n": "yes"}, want: -1},
+		{name: "bool dyn", when: "args.n", args: map[string]any{"n": true}, want: 1},
+		{name: "inside NUL", when: `inside(args.p, "/data")`, args: map[string]any{"p": "/data/\x00"}, want: -1},
+		{name: "inside non-string", when: `inside(args.p, "/data")`, args: map[string]any{"p": int64(1)}, want: -1},
+		{name: "has() guards", when: "has(args.n) && args.n > 1", args: map[string]any{}, want: 0},
+		{name: "cost limit", when: "args.l.all(x, args.l.all(y, args.l.all(z, true)))",
+			args: map[string]any{"l": make([]any, 100)}, want: -1},
+	}
+	for _, tt := range tests {
+		p := whenPolicy(t, tt.when)
+		wantDeny, wantAsk, wantAllow := tt.want != 0, tt.want != 0, tt.want == 1
+		for _, c := range []struct {
+			server string
+			d      Decision
+			want   bool
+		}{{"deny", Deny, wantDeny}, {"ask", Ask, wantAsk}, {"allow", Allow, wantAllow}} {
+			r := p.Evaluate(toolCall(c.server, "t", tt.args))
+			if got := r.Cause == CauseRule && r.Decision == c.d; got != c.want {
+				t.Errorf("%s: %s rule matched = %v (%+v), want %v", tt.name, c.server, got, r, c.want)
+			}
+		}
+	}
+}
+
+func TestWhenValues(t *testing.T) {
+	tests := []struct {
+		when string
+		give *Input
+		want bool
+	}{
+		// Numbers compare across int64 and float64.
+		{when: "args.n > 2500", give: toolCall("allow", "t", map[string]any{"n": int64(3000)}), want: true},
+		{when: "args.n > 2500", give: toolCall("allow", "t", map[string]any{"n": float64(3000)}), want: true},
+		{when: "args.n > 2500", give: toolCall("allow", "t", map[string]any{"n": 2500.5}), want: true},
+		{when: "args.n > 2500", give: toolCall("allow", "t", map[string]any{"n": float64(2500)}), want: false},
+		{when: "args.n <= 5000", give: toolCall("allow", "t", map[string]any{"n": int64(9007199254740992)}), want: false},
+		{when: "args.n == 2", give: toolCall("allow", "t", map[string]any{"n": 2.0}), want: true},
+		{when: "args.n > 2.5", give: toolCall("allow", "t", map[string]any{"n": int64(3)}), want: true},
+		// Nested values.
+		{when: `args.o.k[1] == "b"`, give: toolCall("allow", "t", map[string]any{"o": map[string]any{"k": []any{"a", "b"}}}), want: true},
+		// Claims.
+		{when: `claims.role == "admin"`, give: &Input{Op: OpRequest, Method: "tools/call", Server: "allow", Tool: "t", Claims: map[string]any{"role": "admin"}}, want: true},
+		{when: `claims.role == "admin"`, give: &Input{Op: OpRequest, Method: "tools/call", Server: "allow", Tool: "t", Claims: map[string]any{"role": "user"}}, want: false},
+		{when: `"write" in claims.scope`, give: &Input{Op: OpRequest, Method: "tools/call", Server: "allow", Tool: "t", Claims: map[string]any{"scope": []any{"read", "write"}}}, want: true},
+		{when: `claims.role == "admin"`, give: toolCall("allow", "t", nil), want: false}, // missing: no allow
+		// The string variables.
+		{when: `server == "allow" && tool == "t" && method == "tools/call" && uri == "" && prompt == ""`, give: toolCall("allow", "t", nil), want: true},
+	}
+	for _, tt := range tests {
+		p := whenPolicy(t, tt.when)
+		r := p.Evaluate(tt.give)
+		if got := r.Decision == Allow; got != tt.want {
+			t.Errorf("%s on %+v = %+v, want allow %v", tt.when, *tt.give, r, tt.want)
+		}
+	}
+}
+
+func TestWhenVariables(t *testing.T) {
+	p := mustCompile(t, lines(
+		"allow:",
+		"  - match: \"resource:s/file:///a/*\"",
+		"    when: uri == \"file:///a/~\" && server == \"s\"",
+		"  - match: \"prompt:s/p\"",
+		"    when: prompt == \"p\" && args.lang == \"de\"",
+		"methods:",
+		"  allow:",
+		"    - method: logging/setLevel",
+		"      when: claims.role == \"admin\" && method == \"logging/setLevel\"",
+	))
+	tests := []struct {
+		give *Input
+		want Decision
+	}{
+		{give: resRead("s", "FILE:///a/%7E"), want: Allow}, // uri is the normal form
+		{give: resRead("s", "file:///a/b"), want: Deny},
+		{give: &Input{Op: OpRequest, Method: "prompts/get", Server: "s", Prompt: "p", Args: map[string]any{"lang": "de"}}, want: Allow},
+		{give: &Input{Op: OpRequest, Method: "prompts/get", Server: "s", Prompt: "p"}, want: Deny},
+		{give: &Input{Op: OpRequest, Method: "logging/setLevel", Claims: map[string]any{"role": "admin"}}, want: Allow},
+		{give: &Input{Op: OpRequest, Method: "logging/setLevel"}, want: Deny},
+	}
+	for _, tt := range tests {
+		if got := p.Evaluate(tt.give).Decision; got != tt.want {
+			t.Errorf("Evaluate(%+v) = %v, want %v", *tt.give, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestGlobMatch(t *testing.T) {
+	tests := []struct {
+		pattern string
+		opts    globOptions
+		give    string
+		want    bool
+	}{
+		{pattern: "abc", give: "abc", want: true},
+		{pattern: "abc", give: "abcd"},
+		{pattern: "a.c", give: "abc"}, // not a regexp
+		{pattern: "a?c", give: "abc"},
+		{pattern: "a[b]c", give: "abc"},
+		{pattern: "*", give: "", want: true},
+		{pattern: "*", give: "anything", want: true},
+		{pattern: "*", give: "a/b"},
+		{pattern: "*", opts: globOptions{starCrossesSlash: true}, give: "a/b", want: true},
+		{pattern: "a*c", give: "ac", want: true},
+		{pattern: "a*c", give: "abbbc", want: true},
+		{pattern: "a*c", give: "ab/c"},
+		{pattern: "a*b*c", give: "aXbYc", want: true},
+		{pattern: "a*b*c", give: "aXbYbZc", want: true},
+		{pattern: "a*b*c", give: "acb"},
+		{pattern: "*/x", give: "a/x", want: true},
+		{pattern: "*/x", give: "a/b/x"},
+		{pattern: "**/x", opts: globOptions{doubleStar: true}, give: "a/b/x", want: true},
+		{pattern: "**", opts: globOptions{doubleStar: true}, give: "", want: true},
+		{pattern: "a/**/b", opts: globOptions{doubleStar: true}, give: "a//b", want: true},
+		{pattern: "a/**/b", opts: globOptions{doubleStar: true}, give: "a/x/y/b", want: true},
+		{pattern: "a/**/b", opts: globOptions{doubleStar: true}, give: "a/b"},
+		{pattern: "x/*/**", opts: globOptions{doubleStar: true}, give: "x/a/b/c", want: true},
+		{pattern: "***", opts: globOptions{doubleStar: true}, give: "a/b", want: true},
+		{pattern: "**", give: "a/b"}, // without doubleStar, two single stars
+		{pattern: "*.md", give: "é.md", want: true},
+		{pattern: "a*", give: strings.Repeat("a", 1000), want: true}, // past the stack buffer
+		{pattern: "*b", give: strings.Repeat("a", 1000)},
+		{pattern: "Delete_*", opts: globOptions{fold: loose}, give: "delete_x", want: true},
+		{pattern: "Delete_*", opts: globOptions{fold: loose}, give: "Delete_x"}, // subjects are folded by the caller
+	}
+	for _, tt := range tests {
+		g := parseGlob(tt.pattern, tt.opts)
+		if got := g.match(tt.give); got != tt.want {
+			t.Errorf("glob %q %+v match %q = %v, want %v", tt.pattern, tt.opts, tt.give, got, tt.want)
+		}
+	}
+}
+
+func TestLoose(t *testing.T) {
+	tests := []struct {
+		give string
+		want string
+	}{
+		{give: "delete_repo", want: "delete_repo"},
+		{give: "DELETE-Repo", want: "delete_repo"},
+		{give: "Delete.Repo", want: "delete_repo"},
+		{give: "ＤＥＬＥＴＥ．ｒｅｐｏ", want: "delete_repo"},
+		{give: "STRASSE", want: "strasse"},
+		{give: "Straße", want: "strasse"}, // full case folding
+		{give: "\u212Aelvin", want: "kelvin"},
+		{give: "de\u200Blete", want: "delete"},
+		{give: "de\u00ADlete", want: "delete"},
+		{give: "a*b", want: "a*b"},
+		{give: "a/b", want: "a/b"},
+		{give: "", want: ""},
+	}
+	for _, tt := range tests {
+		if got := loose(tt.give); got != tt.want {
+			t.Errorf("loose(%q) = %q, want %q", tt.give, got, tt.want)
+		}
+	}
+}
