@@ -1,0 +1,237 @@
+package mcpparse
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestCases(t *testing.T) {
+	cases := loadCases(t)
+	tests := []struct {
+		give       string // case id
+		want       ErrorKind
+		wantKind   Kind // when want == 0
+		wantMethod string
+	}{
+		{give: "C01", want: ErrCaseVariantKey},
+		{give: "C02", want: ErrDuplicateKey},
+		{give: "C03", want: ErrCaseVariantKey},
+		{give: "C04", want: ErrTrailingData},
+		{give: "C05", want: ErrBatchNotSupported},
+		{give: "C08", wantKind: KindRequest, wantMethod: "Tools/Call"},
+		{give: "C09", want: ErrInvalidRequest},
+		{give: "C18", want: ErrNonCanonicalNumber},
+		{give: "C19", want: ErrInvalidUTF8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			body, ok := cases[tt.give]
+			if !ok {
+				t.Fatalf("case %s not in cases.jsonl", tt.give)
+			}
+			b, err := Parse(body, ParseOptions{})
+			if tt.want != 0 {
+				wantKind(t, err, tt.want)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := b.Messages[0]; m.Kind != tt.wantKind || m.Method != tt.wantMethod || m.Tool != "" {
+				t.Errorf("got %s %q tool %q, want %s %q and no tool", m.Kind, m.Method, m.Tool, tt.wantKind, tt.wantMethod)
+			}
+		})
+	}
+}
+
+// TestCaseVariations covers the variations the cases ask for beyond their
+// literal body.
+func TestCaseVariations(t *testing.T) {
+	tests := []struct {
+		name string
+		give string
+		want ErrorKind
+	}{
+		{"C02 reversed", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"delete_repo","name":"read_file","arguments":{}}}`, ErrDuplicateKey},
+		{"C03 name number", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":5,"arguments":{}}}`, ErrInvalidParams},
+		{"C03 name array", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":["delete_repo"],"arguments":{}}}`, ErrInvalidParams},
+		{"C03 name object", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":{},"arguments":{}}}`, ErrInvalidParams},
+		{"C05 empty", `[]`, ErrBatchNotSupported},
+		{"C09 null id", `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"delete_repo","arguments":{}}}`, ErrInvalidRequest},
+		{"C18 above 2^53 negative", `{"jsonrpc":"2.0","id":27,"method":"tools/call","params":{"name":"transfer_funds","arguments":{"amount":-9007199254740993}}}`, ErrNonCanonicalNumber},
+		{"C19 byte 0xFE", "{\"jsonrpc\":\"2.0\",\"id\":29,\"method\":\"tools/call\",\"params\":{\"name\":\"transfer_funds\",\"arguments\":{\"memo\":\"a\xfe\"}}}", ErrInvalidUTF8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.give), ParseOptions{})
+			wantKind(t, err, tt.want)
+		})
+	}
+	// C08's other spellings are unknown methods: parsed, left to the policy.
+	for _, method := range []string{`tools/call `, `tools//call`, `tools/call\u0000`} {
+		body := `{"jsonrpc":"2.0","id":12,"method":"` + method + `","params":{"name":"delete_repo","arguments":{}}}`
+		b, err := Parse([]byte(body), ParseOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		if m := b.Messages[0]; m.Method == "tools/call" || m.Tool != "" {
+			t.Errorf("%s parsed as %q tool %q", method, m.Method, m.Tool)
+		}
+	}
+	// C18: the safe neighbour parses, and its digest is the one the case names.
+	b, err := Parse([]byte(`{"jsonrpc":"2.0","id":27,"method":"tools/call","params":{"name":"transfer_funds","arguments":{"amount":9007199254740992}}}`), ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.Messages[0].ArgsDigest, "sha256:a2102c7fa09a83bf190218094fc70210b6ae22b18f2669457afe43fd8d00f107"; got != want {
+		t.Errorf("C18 approval digest = %s, want %s", got, want)
+	}
+}
+
+// isUnsafeBigInt reports the Go SDK bodies that carry 2^53+1, which the
+// corpus README documents as real client behaviour.
+func isUnsafeBigInt(body []byte) bool {
+	return bytes.Contains(body, []byte(`"amountMinor":9007199254740993`))
+}
+
+func TestCorpus(t *testing.T) {
+	recs := loadCorpus(t)
+	var parsed, rejected int
+	for _, r := range recs {
+		t.Run(fmt.Sprintf("%s/%d", r.Session, r.Seq), func(t *testing.T) {
+			b, err := Parse(r.body, ParseOptions{})
+			if isUnsafeBigInt(r.body) {
+				wantKind(t, err, ErrNonCanonicalNumber)
+				rejected++
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			parsed++
+			if r.JSONRPC == nil {
+				t.Fatal("record has a body but no jsonrpc summary")
+			}
+			if b.Batch || len(b.Messages) != 1 {
+				t.Fatalf("Batch=%v len=%d", b.Batch, len(b.Messages))
+			}
+			m := b.Messages[0]
+			if m.Method != r.JSONRPC.Method {
+				t.Errorf("Method = %q, want %q", m.Method, r.JSONRPC.Method)
+			}
+			var target string
+			switch {
+			case m.Tool != "":
+				target = m.Tool
+			case m.URI != "":
+				target = m.URI
+			case m.Prompt != "":
+				target = m.Prompt
+			}
+			want := ""
+			if r.JSONRPC.ToolOrURI != nil {
+				want = *r.JSONRPC.ToolOrURI
+			}
+			if target != want {
+				t.Errorf("target = %q, want %q", target, want)
+			}
+			switch m.Method {
+			case "tools/call":
+				if m.Tool != want {
+					t.Errorf("Tool = %q, want %q", m.Tool, want)
+				}
+			case "prompts/get":
+				if m.Prompt != want {
+					t.Errorf("Prompt = %q, want %q", m.Prompt, want)
+				}
+			case "resources/read", "resources/subscribe", "resources/unsubscribe":
+				if m.URI != want {
+					t.Errorf("URI = %q, want %q", m.URI, want)
+				}
+			}
+			wantID := string(r.JSONRPC.ID)
+			if wantID == "null" {
+				wantID = ""
+			}
+			if string(m.ID) != wantID {
+				t.Errorf("ID = %s, want %s", m.ID, wantID)
+			}
+			if wantID == "" && m.Kind != KindNotification || wantID != "" && m.Kind != KindRequest {
+				t.Errorf("Kind = %s for id %q", m.Kind, wantID)
+			}
+		})
+	}
+	if parsed == 0 || rejected == 0 {
+		t.Errorf("parsed %d bodies and rejected %d: the corpus should give both", parsed, rejected)
+	}
+}
+
+// goldenRecord renders what Parse derives from a corpus body as one
+// RFC 8785 object, so the canonical arguments appear in it byte for byte:
+// {"args_digest":…,"arguments":<Arguments>,"method":…,"target":…}.
+func goldenRecord(m Message) []byte {
+	b := []byte(`{"args_digest":`)
+	b = appendJCSString(b, m.ArgsDigest)
+	b = append(b, `,"arguments":`...)
+	b = append(b, m.Arguments...)
+	b = append(b, `,"method":`...)
+	b = appendJCSString(b, m.Method)
+	b = append(b, `,"target":`...)
+	b = appendJCSString(b, m.Tool+m.Prompt)
+	return append(b, "}\n"...)
+}
+
+// TestGoldenCorpusArguments pins the canonical arguments and digest of
+// every corpus tools/call and prompts/get body (go test -update rewrites).
+func TestGoldenCorpusArguments(t *testing.T) {
+	dir := filepath.Join("testdata", "golden")
+	if *update {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, r := range loadCorpus(t) {
+		if r.JSONRPC == nil || (r.JSONRPC.Method != "tools/call" && r.JSONRPC.Method != "prompts/get") || isUnsafeBigInt(r.body) {
+			continue
+		}
+		n++
+		name := fmt.Sprintf("%s-%03d.json", r.Session, r.Seq)
+		t.Run(name, func(t *testing.T) {
+			b, err := Parse(r.body, ParseOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := b.Messages[0]
+			got := goldenRecord(m)
+			path := filepath.Join(dir, name)
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("golden mismatch for %s:\ngot  %s\nwant %s", path, got, want)
+			}
+			// The golden record is itself canonical, and its digest is that
+			// of its arguments.
+			if c, err := Canonicalize(want, Limits{}); err != nil || !bytes.Equal(append(c, '\n'), want) {
+				t.Errorf("golden record is not canonical (%v)", err)
+			}
+			if m.ArgsDigest != Digest(m.Arguments) {
+				t.Errorf("ArgsDigest is not Digest(Arguments)")
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no tools/call or prompts/get bodies in the corpus")
+	}
+}
