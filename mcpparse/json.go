@@ -1,6 +1,7 @@
 package mcpparse
 
 import (
+	"slices"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -76,6 +77,10 @@ type parser struct {
 	lenient bool
 	stack   []keyEntry
 	buf     []byte // scratch for decoding strings with escapes
+	// Children of the open containers, innermost last; a container copies
+	// its own out once, at its end, so each costs one exact allocation.
+	elemStack []value
+	memStack  []member
 }
 
 func (p *parser) fail(k ErrorKind, off int, msg string) *ParseError {
@@ -197,6 +202,8 @@ func (p *parser) parseArray(batch bool) (value, *ParseError) {
 	}
 	p.pos++ // '['
 	v := value{kind: vArray, off: off}
+	base := len(p.elemStack)
+	defer func() { clear(p.elemStack[base:]); p.elemStack = p.elemStack[:base] }()
 	p.skipWS()
 	if p.pos < len(p.in) && p.in[p.pos] == ']' {
 		p.pos++
@@ -207,8 +214,8 @@ func (p *parser) parseArray(batch bool) (value, *ParseError) {
 	for {
 		p.skipWS()
 		if batch {
-			p.index = len(v.elems)
-			if len(v.elems) >= p.lim.MaxBatch {
+			p.index = len(p.elemStack) - base
+			if len(p.elemStack)-base >= p.lim.MaxBatch {
 				return value{}, p.fail(ErrTooManyElements, p.pos, "more than "+strconv.Itoa(p.lim.MaxBatch)+" messages in the batch")
 			}
 		}
@@ -216,7 +223,7 @@ func (p *parser) parseArray(batch bool) (value, *ParseError) {
 		if err != nil {
 			return value{}, err
 		}
-		v.elems = appendDoubling(v.elems, e)
+		p.elemStack = appendDoubling(p.elemStack, e)
 		p.skipWS()
 		if p.pos >= len(p.in) {
 			return value{}, p.fail(ErrSyntax, p.pos, "unexpected end of input in array")
@@ -228,6 +235,7 @@ func (p *parser) parseArray(batch bool) (value, *ParseError) {
 			p.pos++
 			p.depth--
 			v.end = p.pos
+			v.elems = slices.Clone(p.elemStack[base:])
 			if batch {
 				p.index = -1
 			}
@@ -248,7 +256,12 @@ func (p *parser) parseObject(env bool) (value, *ParseError) {
 	p.pos++ // '{'
 	v := value{kind: vObject, off: off}
 	base := len(p.stack)
-	defer func() { p.stack = p.stack[:base] }()
+	mbase := len(p.memStack)
+	defer func() {
+		p.stack = p.stack[:base]
+		clear(p.memStack[mbase:])
+		p.memStack = p.memStack[:mbase]
+	}()
 	var sets *foldSets // built once an object grows past linearKeys members
 	p.skipWS()
 	if p.pos < len(p.in) && p.in[p.pos] == '}' {
@@ -287,7 +300,7 @@ func (p *parser) parseObject(env bool) (value, *ParseError) {
 		if err != nil {
 			return value{}, err
 		}
-		v.mems = appendDoubling(v.mems, member{key: key, keyOff: keyOff, val: val})
+		p.memStack = appendDoubling(p.memStack, member{key: key, keyOff: keyOff, val: val})
 		p.skipWS()
 		if p.pos >= len(p.in) {
 			return value{}, p.fail(ErrSyntax, p.pos, "unexpected end of input in object")
@@ -299,6 +312,7 @@ func (p *parser) parseObject(env bool) (value, *ParseError) {
 			p.pos++
 			p.depth--
 			v.end = p.pos
+			v.mems = slices.Clone(p.memStack[mbase:])
 			return v, nil
 		default:
 			return value{}, p.fail(ErrSyntax, p.pos, "expected ',' or '}'")

@@ -1,0 +1,226 @@
+package mcpparse
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
+)
+
+// fuzzSeeds returns the corpus bodies, the case bodies and a few hand-made
+// edge cases.
+func fuzzSeeds(tb testing.TB) [][]byte {
+	var seeds [][]byte
+	for _, r := range loadCorpus(tb) {
+		seeds = append(seeds, r.body)
+	}
+	for _, b := range loadCases(tb) {
+		seeds = append(seeds, b)
+	}
+	for _, s := range []string{
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`,
+		call(`{"k":1,"\u212a":2}`),
+		call(`{"\ud83d\ude00":"\u0000","\ue000":[1E2,-0,0.1,12.50]}`),
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/resource","uri":"u"}}}`,
+	} {
+		seeds = append(seeds, []byte(s))
+	}
+	return seeds
+}
+
+// FuzzParse: Parse never panics, errors are *ParseError with a kind and an
+// offset inside the body, and a successful parse is deterministic and
+// self-consistent.
+func FuzzParse(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, batch bool) {
+		opt := ParseOptions{AllowBatch: batch}
+		b, err := Parse(body, opt)
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %T is not *ParseError", err)
+			}
+			if pe.Kind.String() == "" || pe.Kind < ErrSyntax || pe.Kind > ErrBatchNotSupported {
+				t.Fatalf("bad kind %d", pe.Kind)
+			}
+			if pe.Offset < 0 || pe.Offset > int64(len(body)) {
+				t.Fatalf("offset %d outside body of %d bytes", pe.Offset, len(body))
+			}
+			if b != nil {
+				t.Fatal("non-nil body with an error")
+			}
+			return
+		}
+		if len(b.Messages) == 0 || (!batch && b.Batch) {
+			t.Fatalf("Batch=%v with %d messages", b.Batch, len(b.Messages))
+		}
+		again, err := Parse(body, opt)
+		if err != nil || !reflect.DeepEqual(b, again) {
+			t.Fatalf("re-parse differs: %v", err)
+		}
+		for _, m := range b.Messages {
+			c, err := Canonicalize(m.Arguments, Limits{})
+			if err != nil || !bytes.Equal(c, m.Arguments) {
+				t.Fatalf("Arguments %q not canonical: %v", m.Arguments, err)
+			}
+			if m.ArgsDigest != Digest(m.Arguments) || m.Args == nil {
+				t.Fatal("ArgsDigest or Args inconsistent")
+			}
+			if m.Kind == KindRequest && (len(m.ID) == 0 || string(m.ID) == "null") {
+				t.Fatalf("request with id %q", m.ID)
+			}
+			if m.Method == "tools/call" && m.Tool == "" {
+				t.Fatal("tools/call without a tool")
+			}
+		}
+	})
+}
+
+// FuzzCanonicalize: canonical of canonical is itself, and whatever we
+// accept an independent RFC 8785 implementation canonicalizes identically.
+func FuzzCanonicalize(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, err := Canonicalize(in, Limits{})
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %T is not *ParseError", err)
+			}
+			return
+		}
+		c2, err := Canonicalize(c, Limits{})
+		if err != nil {
+			t.Fatalf("canonical form rejected: %v", err)
+		}
+		if !bytes.Equal(c, c2) {
+			t.Fatalf("not idempotent:\n%q\n%q", c, c2)
+		}
+		ref, err := jcs.Transform(in)
+		if err != nil {
+			t.Fatalf("gowebpki/jcs rejects what we accept: %v", err)
+		}
+		if !bytes.Equal(c, ref) {
+			t.Fatalf("differs from gowebpki/jcs:\nours %q\njcs  %q", c, ref)
+		}
+	})
+}
+
+// FuzzDigestStable: re-serializing a parsed body with members reordered,
+// other whitespace and other string escapes never changes what Parse
+// derives from it, the argument digest above all.
+func FuzzDigestStable(f *testing.F) {
+	for i, s := range fuzzSeeds(f) {
+		f.Add(s, uint64(i))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, seed uint64) {
+		b, err := Parse(body, ParseOptions{})
+		if err != nil {
+			return
+		}
+		root, perr := parseDocument(body, DefaultLimits(), true, false)
+		if perr != nil {
+			t.Fatalf("parseDocument rejects what Parse accepts: %v", perr)
+		}
+		rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+		other := writeShuffled(nil, body, &root, rng)
+		b2, err := Parse(other, ParseOptions{Limits: Limits{MaxBytes: 64 << 20}})
+		if err != nil {
+			t.Fatalf("reordered body rejected: %v\n%q", err, other)
+		}
+		m, m2 := b.Messages[0], b2.Messages[0]
+		if m.ArgsDigest != m2.ArgsDigest || !bytes.Equal(m.Arguments, m2.Arguments) {
+			t.Fatalf("digest changed: %s -> %s\n%q\n%q", m.ArgsDigest, m2.ArgsDigest, body, other)
+		}
+		if m.Kind != m2.Kind || m.Method != m2.Method || m.Tool != m2.Tool || m.URI != m2.URI ||
+			m.Prompt != m2.Prompt || m.RefType != m2.RefType || !reflect.DeepEqual(m.Args, m2.Args) {
+			t.Fatalf("message changed:\n%+v\n%+v", m, m2)
+		}
+		c1, err1 := Canonicalize(body, Limits{})
+		c2, err2 := Canonicalize(other, Limits{MaxBytes: 64 << 20})
+		if (err1 == nil) != (err2 == nil) || !bytes.Equal(c1, c2) {
+			t.Fatalf("canonical form changed: %v / %v", err1, err2)
+		}
+	})
+}
+
+// writeShuffled writes v with members in a random order, random JSON
+// whitespace and random (valid) string escapes; numbers keep their literal.
+func writeShuffled(dst, in []byte, v *value, rng *rand.Rand) []byte {
+	ws := func() {
+		for range rng.IntN(3) {
+			dst = append(dst, " \t\n\r"[rng.IntN(4)])
+		}
+	}
+	ws()
+	switch v.kind {
+	case vObject:
+		dst = append(dst, '{')
+		order := rng.Perm(len(v.mems))
+		for i, j := range order {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			ws()
+			dst = writeEscaped(dst, v.mems[j].key, rng)
+			ws()
+			dst = append(dst, ':')
+			dst = writeShuffled(dst, in, &v.mems[j].val, rng)
+		}
+		ws()
+		dst = append(dst, '}')
+	case vArray:
+		dst = append(dst, '[')
+		for i := range v.elems {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = writeShuffled(dst, in, &v.elems[i], rng)
+		}
+		ws()
+		dst = append(dst, ']')
+	case vString:
+		dst = writeEscaped(dst, v.s, rng)
+	default:
+		dst = append(dst, in[v.off:v.end]...)
+	}
+	ws()
+	return dst
+}
+
+func writeEscaped(dst []byte, s string, rng *rand.Rand) []byte {
+	const hex = "0123456789abcdef"
+	u := func(r rune) {
+		dst = append(dst, '\\', 'u', hex[r>>12&0xF], hex[r>>8&0xF], hex[r>>4&0xF], hex[r&0xF])
+	}
+	dst = append(dst, '"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\' || r < 0x20 || rng.IntN(4) == 0:
+			if r == '/' && rng.IntN(2) == 0 {
+				dst = append(dst, '\\', '/')
+			} else if r > 0xFFFF {
+				r1, r2 := utf16.EncodeRune(r)
+				u(r1)
+				u(r2)
+			} else {
+				u(r)
+			}
+		default:
+			dst = utf8.AppendRune(dst, r)
+		}
+	}
+	return append(dst, '"')
+}
