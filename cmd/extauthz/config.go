@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the validated configuration of `extauthz serve`.
+type Config struct {
+	GRPCAddr            string
+	HTTPAddr            string
+	PolicyFile          string
+	Issuer              string
+	JWKSFile            string
+	Audiences           []string
+	ServerID            string
+	ResourceMetadataURL string
+	LogLevel            string
+	MaxBodyBytes        int
+}
+
+// listFlag is a repeatable string flag; the environment form is comma-separated.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// parseServeConfig reads flags, then EXTAUTHZ_* environment variables for
+// flags not given, then the --config YAML file for what is still unset.
+func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (*Config, error) {
+	c := &Config{}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var configFile string
+	var aud listFlag
+	fs.StringVar(&configFile, "config", "", "YAML file whose keys are these flag names")
+	fs.StringVar(&c.GRPCAddr, "grpc-addr", "127.0.0.1:9191", "gRPC listen address (ext_authz and grpc.health.v1)")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:9192", "HTTP listen address for /metrics, /healthz, /readyz; empty disables")
+	fs.StringVar(&c.PolicyFile, "policy", "", "policy YAML file (required)")
+	fs.StringVar(&c.Issuer, "issuer", "", "OIDC issuer URL every token must carry as iss (required)")
+	fs.StringVar(&c.JWKSFile, "jwks-file", "", "static JSON Web Key Set; without it keys come from OIDC discovery")
+	fs.Var(&aud, "audience", "accepted audience: the MCP server's RFC 8707 resource URI (repeatable, required)")
+	fs.StringVar(&c.ServerID, "server-id", "", "MCP server id in policy targets, unless the route sets context extension mcp_server")
+	fs.StringVar(&c.ResourceMetadataURL, "resource-metadata-url", "", "RFC 9728 metadata URL for WWW-Authenticate (default: derived from the first audience)")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.IntVar(&c.MaxBodyBytes, "max-body-bytes", 1<<20, "largest request body decided; keep >= Envoy's max_request_bytes")
+	if err := fs.Parse(args); err != nil {
+		return nil, &exitError{code: 2, err: nil}
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["config"] {
+		configFile = getenv("EXTAUTHZ_CONFIG")
+	}
+	var file map[string]any
+	if configFile != "" {
+		b, err := os.ReadFile(configFile)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if err := yaml.Unmarshal(b, &file); err != nil {
+			return nil, fmt.Errorf("config %s: %w", configFile, err)
+		}
+	}
+	for name := range file {
+		if fs.Lookup(name) == nil || name == "config" {
+			return nil, fmt.Errorf("config %s: unknown key %q", configFile, name)
+		}
+	}
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || f.Name == "config" {
+			return
+		}
+		env := "EXTAUTHZ_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(env); v != "" {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			}
+			return
+		}
+		v, ok := file[f.Name]
+		if !ok {
+			return
+		}
+		var vals []string
+		switch v := v.(type) {
+		case []any:
+			for _, e := range v {
+				vals = append(vals, fmt.Sprint(e))
+			}
+		default:
+			vals = []string{fmt.Sprint(v)}
+		}
+		for _, s := range vals {
+			if err := f.Value.Set(s); err != nil {
+				errs = append(errs, fmt.Errorf("config %s: %s: %w", configFile, f.Name, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	c.Audiences = aud
+	switch {
+	case c.PolicyFile == "":
+		return nil, errors.New("--policy is required")
+	case c.Issuer == "":
+		return nil, errors.New("--issuer is required")
+	case len(c.Audiences) == 0:
+		return nil, errors.New("--audience is required (the MCP server's resource URI)")
+	case c.MaxBodyBytes <= 0:
+		return nil, errors.New("--max-body-bytes must be positive")
+	}
+	return c, nil
+}

@@ -1,0 +1,308 @@
+package extauthz
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// caseLine is one line of ../shared/cases/cases.jsonl.
+type caseLine struct {
+	ID      string          `json:"id"`
+	Request json.RawMessage `json:"request"`
+	Expect  string          `json:"expect"`
+}
+
+// caseWant is the outcome a case must get under testdata/cases-policy.yaml,
+// which translates the cases' policy words: deny delete_* and delete-*,
+// ask transfer_*, allow read_*, tools/list and file:///srv/docs/*, default ask.
+type caseWant struct {
+	reason Reason
+	status int
+	code   int // JSON-RPC error.code; 0 for allowed
+	id     string
+}
+
+var caseWants = map[string]caseWant{
+	"C01": {ReasonCaseVariantKey, 400, CodeInvalidRequest, "null"},
+	"C02": {ReasonDuplicateKey, 400, CodeInvalidRequest, "null"},
+	"C03": {ReasonCaseVariantKey, 400, CodeInvalidRequest, "null"},
+	"C04": {ReasonTrailingData, 400, CodeParseError, "null"},
+	"C05": {ReasonBatchNotSupported, 400, CodeInvalidRequest, "null"},
+	"C06": {ReasonUnsupportedMediaType, 415, CodeInvalidRequest, "null"},
+	"C07": {ReasonPolicyDenied, 403, CodeForbidden, "11"},
+	"C08": {ReasonUnknownMethod, 403, CodeMethodNotFound, "12"},
+	"C09": {ReasonInvalidRequest, 400, CodeInvalidRequest, "null"},
+	"C10": {ReasonPolicyDenied, 403, CodeForbidden, "13"},
+	"C11": {ReasonPolicyDenied, 403, CodeForbidden, "15"},
+	"C12": {ReasonUnsafeURI, 403, CodeForbidden, "17"},
+	"C13": {ReasonBodyTruncated, 413, CodeRequestRejected, "null"},
+	"C14": {ReasonPolicyDenied, 403, CodeForbidden, "20"},
+	"C15": {ReasonParseError, 400, CodeParseError, "null"},
+	"C16": {ReasonTokenWrongAudience, 401, CodeUnauthenticated, "null"},
+	"C17": {ReasonAllowed, 200, 0, ""},
+	"C18": {ReasonNonCanonicalNumber, 400, CodeInvalidParams, "null"},
+	"C19": {ReasonInvalidUTF8, 400, CodeParseError, "null"},
+}
+
+// caseRig is a server on loopback with the cases policy and an identity
+// provider whose clock the test moves.
+type caseRig struct {
+	idp    *testIdP
+	k1, k2 *testKey
+	mu     sync.Mutex
+	now    time.Time
+	tokens map[string]string
+}
+
+func newCaseRig(t *testing.T) (*caseRig, func(*CapturedRequest, bool) (Reason, int, int, string)) {
+	rig := &caseRig{k1: newTestKey(t, "k1"), k2: newTestKey(t, "k2"), now: time.Now()}
+	rig.idp = newTestIdP(t, rig.k1)
+	v, err := NewOIDCVerifier(OIDCConfig{Issuer: rig.idp.issuer(), Audiences: []string{testAudience}, Now: rig.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := startGRPC(t, newTestServer(compileStore(t, filepath.Join("testdata", "cases-policy.yaml")), v, nil))
+	claims := rig.idp.claims()
+	wrongAud := rig.idp.claims()
+	wrongAud["aud"] = []string{"some-other-client"}
+	rig.tokens = map[string]string{
+		"{{TOKEN_OK}}":         rig.k1.sign(t, claims),
+		"{{TOKEN_WRONG_AUD}}":  rig.k1.sign(t, wrongAud),
+		"{{TOKEN_ROTATED_K2}}": rig.k2.sign(t, claims),
+	}
+	do := func(c *CapturedRequest, pack bool) (Reason, int, int, string) {
+		t.Helper()
+		for k, v := range c.Headers {
+			for ph, tok := range rig.tokens {
+				v = strings.ReplaceAll(v, ph, tok)
+			}
+			c.Headers[k] = v
+		}
+		resp := check(t, client, c.CheckRequest(pack))
+		if resp.GetOkResponse() != nil {
+			okHeaders(t, resp)
+			return ReasonAllowed, 200, 0, ""
+		}
+		d, status := parseDenial(t, resp)
+		return Reason(d.Error.Data.Reason), status, d.Error.Code, string(d.ID)
+	}
+	return rig, do
+}
+
+func (r *caseRig) clock() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.now
+}
+
+func (r *caseRig) advance(d time.Duration) {
+	r.mu.Lock()
+	r.now = r.now.Add(d)
+	r.mu.Unlock()
+}
+
+func loadCases(t *testing.T) []caseLine {
+	t.Helper()
+	f, err := os.Open(filepath.Join(sharedDir, "cases", "cases.jsonl"))
+	if err != nil {
+		t.Fatalf("cases: %v (the tests need ../shared beside the repository)", err)
+	}
+	defer f.Close()
+	var out []caseLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		if len(strings.TrimSpace(sc.Text())) == 0 {
+			continue
+		}
+		var c caseLine
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestCases runs every case of ../shared/cases/cases.jsonl as Envoy would
+// send it (raw_body, and the string body where the bytes are valid UTF-8).
+// A case without an expectation here fails: each new case must be decided.
+func TestCases(t *testing.T) {
+	rig, do := newCaseRig(t)
+	// Prime the key cache with k1, then rotate to k2 a minute later (C17).
+	if r, _, _, _ := do(caseReq(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), true); r != ReasonAllowed {
+		t.Fatalf("priming request: %s", r)
+	}
+	rig.idp.setKeys(rig.k2)
+	rig.advance(time.Minute)
+
+	// C17 goes first: its k2 token must trigger the refetch. After it, the
+	// valid token is the one signed by the key the provider now serves.
+	cases := loadCases(t)
+	sort.SliceStable(cases, func(i, j int) bool { return cases[i].ID == "C17" && cases[j].ID != "C17" })
+	for i, c := range cases {
+		if i == 1 {
+			rig.tokens["{{TOKEN_OK}}"] = rig.tokens["{{TOKEN_ROTATED_K2}}"]
+			wrongAud := rig.idp.claims()
+			wrongAud["aud"] = []string{"some-other-client"}
+			rig.tokens["{{TOKEN_WRONG_AUD}}"] = rig.k2.sign(t, wrongAud)
+		}
+		t.Run(c.ID, func(t *testing.T) {
+			want, ok := caseWants[c.ID]
+			if !ok {
+				t.Fatalf("case %s has no expectation in caseWants: decide it (expect: %s)", c.ID, c.Expect)
+			}
+			capt, err := ParseCapturedRequest(c.Request)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reason, status, code, id := do(capt, true)
+			if reason != want.reason || status != want.status || code != want.code || id != want.id {
+				t.Errorf("got %s %d code %d id %s; want %s %d code %d id %s (expect: %s)",
+					reason, status, code, id, want.reason, want.status, want.code, want.id, c.Expect)
+			}
+		})
+	}
+}
+
+func caseReq(body string) *CapturedRequest {
+	return &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body), Headers: map[string]string{
+		"content-type": "application/json", "authorization": "Bearer {{TOKEN_OK}}", "mcp-protocol-version": "2025-11-25",
+	}}
+}
+
+// TestCaseKinds covers each case's whole kind of fault, beyond its literal
+// input.
+func TestCaseKinds(t *testing.T) {
+	_, do := newCaseRig(t)
+	withHeader := func(c *CapturedRequest, k, v string) *CapturedRequest {
+		if v == "" {
+			delete(c.Headers, k)
+		} else {
+			c.Headers[k] = v
+		}
+		return c
+	}
+	tests := []struct {
+		name       string
+		give       *CapturedRequest
+		wantReason Reason
+		wantStatus int
+	}{
+		// C01-C03: case variants and duplicates, at any depth and either order.
+		{"C02 reversed duplicate", caseReq(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"delete_repo","name":"read_file","arguments":{}}}`), ReasonDuplicateKey, 400},
+		{"duplicate via escape", caseReq(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","\u006eame":"delete_repo"}}`), ReasonDuplicateKey, 400},
+		{"duplicate deep in arguments", caseReq(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":{"a":{"p":1,"p":2}}}}`), ReasonDuplicateKey, 400},
+		{"Method case variant", caseReq(`{"jsonrpc":"2.0","id":4,"Method":"tools/call","method":"tools/list"}`), ReasonCaseVariantKey, 400},
+		{"PARAMS case variant", caseReq(`{"jsonrpc":"2.0","id":4,"method":"tools/list","PARAMS":{}}`), ReasonCaseVariantKey, 400},
+		{"case variants in arguments", caseReq(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/a","Path":"/etc"}}}`), ReasonCaseVariantKey, 400},
+		{"C03 name is a number", caseReq(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":5,"arguments":{}}}`), ReasonInvalidParams, 400},
+		{"C03 name is an object", caseReq(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":{"x":1}}}`), ReasonInvalidParams, 400},
+		{"C03 name missing", caseReq(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"arguments":{}}}`), ReasonInvalidParams, 400},
+		{"C03 name empty", caseReq(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":""}}`), ReasonInvalidParams, 400},
+		// C04: trailing data; whitespace alone is fine.
+		{"C04 trailing whitespace", caseReq("{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/list\"}\r\n\t "), ReasonAllowed, 200},
+		{"C04 trailing garbage", caseReq(`{"jsonrpc":"2.0","id":6,"method":"tools/list"}x`), ReasonTrailingData, 400},
+		// C05: batches.
+		{"C05 empty batch", caseReq(`[]`), ReasonBatchNotSupported, 400},
+		{"C05 batch of notifications", caseReq(`[{"jsonrpc":"2.0","method":"notifications/initialized"}]`), ReasonBatchNotSupported, 400},
+		{"empty batch on 2025-03-26", withHeader(caseReq(`[]`), "mcp-protocol-version", ""), ReasonInvalidRequest, 400},
+		{"batch on 2025-03-26 with a denied element", withHeader(caseReq(`[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"delete_repo"}}]`), "mcp-protocol-version", "2025-03-26"), ReasonPolicyDenied, 403},
+		{"batch on 2025-03-26 all allowed", withHeader(caseReq(`[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/x"}}}]`), "mcp-protocol-version", "2025-03-26"), ReasonAllowed, 200},
+		// C06/C07: media types.
+		{"C06 missing content-type", withHeader(caseReq(`{"jsonrpc":"2.0","id":10,"method":"tools/list"}`), "content-type", ""), ReasonUnsupportedMediaType, 415},
+		{"C07 space before parameter", withHeader(caseReq(`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"delete_repo"}}`), "content-type", "application/json ;charset=utf-8"), ReasonPolicyDenied, 403},
+		{"C07 vendor +json", withHeader(caseReq(`{"jsonrpc":"2.0","id":11,"method":"tools/list"}`), "content-type", "application/vnd.foo+json"), ReasonUnsupportedMediaType, 415},
+		// C08: unknown method spellings.
+		{"C08 trailing space", caseReq(`{"jsonrpc":"2.0","id":12,"method":"tools/call ","params":{"name":"delete_repo"}}`), ReasonUnknownMethod, 403},
+		{"C08 double slash", caseReq(`{"jsonrpc":"2.0","id":12,"method":"tools//call","params":{"name":"delete_repo"}}`), ReasonUnknownMethod, 403},
+		{"C08 NUL", caseReq(`{"jsonrpc":"2.0","id":12,"method":"tools/call\u0000","params":{"name":"delete_repo"}}`), ReasonUnknownMethod, 403},
+		// C09: ids.
+		{"C09 null id on a request", caseReq(`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"delete_repo"}}`), ReasonInvalidRequest, 400},
+		{"C09 notification of a read", caseReq(`{"jsonrpc":"2.0","method":"tools/list"}`), ReasonInvalidRequest, 400},
+		{"fractional id", caseReq(`{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}`), ReasonInvalidRequest, 400},
+		// C10/C11: loose deny, exact allow.
+		{"C10 READ_FILE is not allowed by read_*", caseReq(`{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"READ_FILE","arguments":{}}}`), ReasonAuthorizationRequired, 403},
+		{"C11 delete__repo", caseReq(`{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"delete__repo"}}`), ReasonPolicyDenied, 403},
+		{"C11 fullwidth", caseReq(`{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"ＤＥＬＥＴＥ.repo"}}`), ReasonPolicyDenied, 403},
+		// C12: resources.
+		{"C12 control allow", caseReq(`{"jsonrpc":"2.0","id":18,"method":"resources/read","params":{"uri":"file:///srv/docs/a.md"}}`), ReasonAllowed, 200},
+		{"C12 one segment only", caseReq(`{"jsonrpc":"2.0","id":18,"method":"resources/read","params":{"uri":"file:///srv/docs/sub/a.md"}}`), ReasonAuthorizationRequired, 403},
+		{"C12 encoded slash", caseReq(`{"jsonrpc":"2.0","id":18,"method":"resources/read","params":{"uri":"file:///srv/docs/..%2F..%2Fetc%2Fpasswd"}}`), ReasonUnsafeURI, 403},
+		{"C12 encoded dots", caseReq(`{"jsonrpc":"2.0","id":18,"method":"resources/read","params":{"uri":"file:///srv/docs/%2e%2e/x"}}`), ReasonUnsafeURI, 403},
+		// C13/C14: body delivery.
+		{"C13 content-length longer than body", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "4096"), ReasonBodyTruncated, 413},
+		{"C14 no body delivered", withHeader(caseReq(``), "content-length", "80"), ReasonBodyTruncated, 413},
+		{"C14 no body, no length", caseReq(``), ReasonBodyMissing, 400},
+		// HTTP methods.
+		{"PUT", func() *CapturedRequest { c := caseReq(``); c.Method = "PUT"; return c }(), ReasonMethodNotAllowed, 405},
+		{"GET with a body", func() *CapturedRequest { c := caseReq(`{}`); c.Method = "GET"; return c }(), ReasonInvalidRequest, 400},
+		// C19: other invalid bytes, lone surrogates.
+		{"C19 0xFE", caseReq("{\"jsonrpc\":\"2.0\",\"id\":29,\"method\":\"tools/call\",\"params\":{\"name\":\"transfer_funds\",\"arguments\":{\"memo\":\"a\xfe\"}}}"), ReasonInvalidUTF8, 400},
+		{"C19 lone surrogate", caseReq(`{"jsonrpc":"2.0","id":29,"method":"tools/call","params":{"name":"transfer_funds","arguments":{"memo":"a\ud800"}}}`), ReasonInvalidUTF8, 400},
+		// MCP 2026-07-28 headers against the body.
+		{"Mcp-Method disagrees", withHeader(caseReq(`{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"delete_repo"}}`), "mcp-method", "tools/list"), ReasonHeaderMismatch, 400},
+		{"Mcp-Name disagrees", withHeader(withHeader(caseReq(`{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"delete_repo"}}`), "mcp-method", "tools/call"), "mcp-name", "read_file"), ReasonHeaderMismatch, 400},
+		{"Mcp-Name base64 agrees", withHeader(withHeader(caseReq(`{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"read_file","arguments":{}}}`), "mcp-method", "tools/call"), "mcp-name", "=?base64?cmVhZF9maWxl?="), ReasonAllowed, 200},
+		{"Mcp-Name base64 disagrees", withHeader(withHeader(caseReq(`{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"delete_repo"}}`), "mcp-method", "tools/call"), "mcp-name", "=?base64?cmVhZF9maWxl?="), ReasonHeaderMismatch, 400},
+		{"Mcp-Method is case-sensitive", withHeader(caseReq(`{"jsonrpc":"2.0","id":30,"method":"tools/list"}`), "mcp-method", "Tools/List"), ReasonHeaderMismatch, 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, pack := range []bool{true, false} {
+				if !pack && !utf8.Valid(tt.give.Body) {
+					continue // Envoy's string body cannot carry these bytes
+				}
+				reason, status, _, _ := do(cloneCapture(tt.give), pack)
+				if reason != tt.wantReason || status != tt.wantStatus {
+					t.Errorf("raw_body=%v: got %s %d, want %s %d", pack, reason, status, tt.wantReason, tt.wantStatus)
+				}
+			}
+		})
+	}
+}
+
+func cloneCapture(c *CapturedRequest) *CapturedRequest {
+	d := *c
+	d.Headers = make(map[string]string, len(c.Headers))
+	for k, v := range c.Headers {
+		d.Headers[k] = v
+	}
+	return &d
+}
+
+// staticVerifier accepts any token as one principal, for tests of the
+// decision path alone.
+type staticVerifier struct{ p Principal }
+
+func (v staticVerifier) Verify(context.Context, string) (*Principal, error) {
+	p := v.p
+	return &p, nil
+}
+
+// TestC18ApprovalDigest: an approval recorded for {"amount":9007199254740992}
+// (args_sha256 a2102c7f…) must not cover 9007199254740993, which is refused
+// before hashing, while 2^53 itself keeps exactly the recorded digest.
+func TestC18ApprovalDigest(t *testing.T) {
+	d := &Decider{ServerID: testServerID, Policies: compileStore(t, filepath.Join("testdata", "cases-policy.yaml")),
+		Verifier: staticVerifier{Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience}}}
+	req := func(amount string) *Request {
+		return caseReq(`{"jsonrpc":"2.0","id":27,"method":"tools/call","params":{"name":"transfer_funds","arguments":{"amount":` + amount + `}}}`).Request()
+	}
+	got := d.Decide(t.Context(), req("9007199254740992"))
+	if got.Reason != ReasonAuthorizationRequired || got.ArgsDigest != "sha256:a2102c7fa09a83bf190218094fc70210b6ae22b18f2669457afe43fd8d00f107" {
+		t.Fatalf("2^53: %s %s", got.Reason, got.ArgsDigest)
+	}
+	if got := d.Decide(t.Context(), req("9007199254740993")); got.Reason != ReasonNonCanonicalNumber || got.ArgsDigest != "" {
+		t.Fatalf("2^53+1: %s %s", got.Reason, got.ArgsDigest)
+	}
+}

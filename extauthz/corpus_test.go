@@ -1,0 +1,274 @@
+package extauthz
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gowebpki/jcs"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// corpusRecord is one line of ../shared/corpus/mcp-real/*.jsonl.
+type corpusRecord struct {
+	Session string          `json:"session"`
+	Seq     int             `json:"seq"`
+	HTTP    json.RawMessage `json:"http"`
+	JSONRPC *struct {
+		Method    string          `json:"method"`
+		ID        json.RawMessage `json:"id"`
+		ToolOrURI *string         `json:"tool_or_uri"`
+	} `json:"jsonrpc"`
+	line []byte
+}
+
+func loadCorpus(t testing.TB) []corpusRecord {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(sharedDir, "corpus", "mcp-real", "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no corpus under %s (err %v): the tests need ../shared beside the repository", sharedDir, err)
+	}
+	var out []corpusRecord
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			var r corpusRecord
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			r.line = append([]byte(nil), sc.Bytes()...)
+			out = append(out, r)
+		}
+		fh.Close()
+	}
+	return out
+}
+
+// wantForCorpus is what the reference policy (examples/policy.yaml) decides
+// for each request the SDK clients sent.
+func wantForCorpus(r corpusRecord, body []byte) Reason {
+	if r.JSONRPC == nil || r.JSONRPC.Method != "tools/call" {
+		return ReasonAllowed // lifecycle, lists, reports/*, summarize, completion, GET, DELETE
+	}
+	switch tool := *r.JSONRPC.ToolOrURI; {
+	case tool == "issue_refund" && bytes.Contains(body, []byte("9007199254740993")):
+		return ReasonNonCanonicalNumber // 2^53+1 from the Go clients: would share a digest with 2^53
+	case tool == "issue_refund" && bytes.Contains(body, []byte("9007199254740992")):
+		return ReasonAuthorizationRequired // ask: amountMinor > 2500
+	case tool == "issue_refund":
+		return ReasonDefaultDeny // CHF 1250: the allow rule wants EUR
+	case tool == "read_file":
+		return ReasonDefaultDeny // /reports/… and ../../etc/passwd are not inside /data
+	case tool == "delete_repo":
+		return ReasonPolicyDenied
+	case tool == "search":
+		return ReasonAllowed
+	}
+	return "unexpected tool"
+}
+
+// independentArgsDigest computes the arguments digest without mcpparse:
+// encoding/json to find params.arguments, the jcs library for RFC 8785.
+func independentArgsDigest(t testing.TB, body []byte) string {
+	t.Helper()
+	var msg struct {
+		Params struct {
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	args := []byte("{}")
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &msg); err != nil {
+			t.Fatal(err)
+		}
+		if len(msg.Params.Arguments) > 0 {
+			args = msg.Params.Arguments
+		}
+	}
+	canon, err := jcs.Transform(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(canon)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// independentRequestDigest recomputes the request digest from README's
+// specification of its envelope.
+func independentRequestDigest(t testing.TB, aud, iss, server, method, target string, body []byte) string {
+	t.Helper()
+	var msg struct {
+		Params struct {
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	args := json.RawMessage("{}")
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &msg); err != nil {
+			t.Fatal(err)
+		}
+		if len(msg.Params.Arguments) > 0 {
+			args = msg.Params.Arguments
+		}
+	}
+	env, err := json.Marshal(map[string]any{
+		"v": "mcp-extauthz/request/v1", "aud": aud, "iss": iss, "sub": testSubject,
+		"server": server, "method": method, "target": target, "args": args,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	canon, err := jcs.Transform(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(canon)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+type corpusGolden struct {
+	Request       string `json:"request"`
+	Decision      string `json:"decision"`
+	Reason        string `json:"reason"`
+	RuleID        string `json:"rule_id"`
+	HTTPStatus    int    `json:"http_status"`
+	ArgsDigest    string `json:"args_digest,omitempty"`
+	RequestDigest string `json:"request_digest_set,omitempty"`
+}
+
+// TestCorpusReplay sends every captured request of the real SDK clients
+// through a real gRPC client to the server on loopback, with a real token
+// verified through OIDC discovery and the JWKS of a loopback identity
+// provider, once with body and once with raw_body.
+func TestCorpusReplay(t *testing.T) {
+	key := newTestKey(t, "k1")
+	idp := newTestIdP(t, key)
+	client := startGRPC(t, newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), nil))
+	token := key.sign(t, idp.claims())
+
+	var golden []corpusGolden
+	seen := map[Reason]int{}
+	for _, r := range loadCorpus(t) {
+		capt, err := ParseCapturedRequest(r.line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		capt.Headers["authorization"] = "Bearer " + token
+		want := wantForCorpus(r, capt.Body)
+		for _, pack := range []bool{true, false} {
+			name := fmt.Sprintf("%s/%d/raw_body=%v", r.Session, r.Seq, pack)
+			t.Run(name, func(t *testing.T) {
+				resp := check(t, client, capt.CheckRequest(pack))
+				g := corpusGolden{Request: name}
+				if want == ReasonAllowed {
+					h := okHeaders(t, resp)
+					wantDigest := independentArgsDigest(t, capt.Body)
+					if h[HeaderArgsDigest] != wantDigest {
+						t.Errorf("x-mcp-args-digest = %s, independently %s", h[HeaderArgsDigest], wantDigest)
+					}
+					method, target := "GET", ""
+					if r.JSONRPC != nil {
+						method = r.JSONRPC.Method
+						if r.JSONRPC.ToolOrURI != nil {
+							target = *r.JSONRPC.ToolOrURI
+						}
+					} else if capt.Method == "DELETE" {
+						method = "DELETE"
+					}
+					if h[HeaderMethod] != method {
+						t.Errorf("x-mcp-method = %q, want %q", h[HeaderMethod], method)
+					}
+					if method == "tools/call" && h[HeaderTool] != target {
+						t.Errorf("x-mcp-tool = %q, want %q", h[HeaderTool], target)
+					}
+					if wantRD := independentRequestDigest(t, testAudience, idp.issuer(), testServerID, method, target, capt.Body); h[HeaderRequestDigest] != wantRD {
+						t.Errorf("x-mcp-request-digest = %s, independently %s", h[HeaderRequestDigest], wantRD)
+					}
+					if h[HeaderPrincipal] != testSubject || len(h[HeaderDecisionID]) != 32 {
+						t.Errorf("principal %q, decision id %q", h[HeaderPrincipal], h[HeaderDecisionID])
+					}
+					g.Decision, g.Reason, g.HTTPStatus, g.ArgsDigest = "allow", string(ReasonAllowed), 200, h[HeaderArgsDigest]
+					g.RuleID = resp.GetDynamicMetadata().GetFields()["rule_id"].GetStringValue()
+				} else {
+					d, status := parseDenial(t, resp)
+					if Reason(d.Error.Data.Reason) != want {
+						t.Fatalf("reason = %s, want %s", d.Error.Data.Reason, want)
+					}
+					if want != ReasonNonCanonicalNumber && !bytes.Equal(d.ID, r.JSONRPC.ID) {
+						t.Errorf("error id = %s, want the request's id %s byte for byte", d.ID, r.JSONRPC.ID)
+					}
+					if want == ReasonAuthorizationRequired && d.Error.Data.Decision != "ask" {
+						t.Errorf("decision = %s, want ask", d.Error.Data.Decision)
+					}
+					g.Decision, g.Reason, g.RuleID, g.HTTPStatus = d.Error.Data.Decision, d.Error.Data.Reason, d.Error.Data.RuleID, status
+					g.RequestDigest = d.Error.Data.RequestDigest
+					if g.RequestDigest != "" {
+						g.RequestDigest = "set"
+					}
+				}
+				seen[want]++
+				golden = append(golden, g)
+			})
+		}
+	}
+	for _, r := range []Reason{ReasonAllowed, ReasonPolicyDenied, ReasonDefaultDeny, ReasonAuthorizationRequired, ReasonNonCanonicalNumber} {
+		if seen[r] == 0 {
+			t.Errorf("the corpus replay never produced %s", r)
+		}
+	}
+	sort.Slice(golden, func(i, j int) bool { return golden[i].Request < golden[j].Request })
+	compareGolden(t, "corpus.golden.json", golden)
+}
+
+// compareGolden compares v, as indented JSON, with testdata/name; -update
+// rewrites the file.
+func compareGolden(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run go test -update and review the diff):\n%s", path, firstDiff(string(want), string(got)))
+	}
+}
+
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) && i < len(bl); i++ {
+		if al[i] != bl[i] {
+			return fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, al[i], bl[i])
+		}
+	}
+	return fmt.Sprintf("lengths differ: %d vs %d lines", len(al), len(bl))
+}

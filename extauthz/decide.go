@@ -1,0 +1,435 @@
+package extauthz
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"mime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
+)
+
+// ContextExtensionServer is the ext_authz per-route context extension
+// (check_settings.context_extensions) that names the MCP server of a route.
+const ContextExtensionServer = "mcp_server"
+
+// Request is one HTTP request as Envoy forwards it to Check, independent of
+// the wire form (CheckRequest, or a captured request for `extauthz check`).
+type Request struct {
+	ID                string            // Envoy's request id (x-request-id), for the log only
+	Method            string            // HTTP method
+	Path              string            // path and query, never used to decide
+	Headers           Headers           // lower-cased names
+	Body              []byte            // exact bytes
+	ContextExtensions map[string]string // attributes.context_extensions
+}
+
+// Headers maps lower-cased header names to every value received for them.
+type Headers map[string][]string
+
+// Get returns the value of name (lower-case) and how many times it occurred.
+func (h Headers) Get(name string) (string, int) {
+	v := h[name]
+	if len(v) == 0 {
+		return "", 0
+	}
+	return v[0], len(v)
+}
+
+// Decision is the outcome of one Check, with everything the response, the
+// decision log and the metrics need. It never holds the token or raw
+// arguments.
+type Decision struct {
+	ID            string          // decision id: 32 lowercase hex digits
+	Decision      policy.Decision // allow, deny or ask (ask is answered as a denial)
+	Reason        Reason
+	RuleID        string
+	Server        string
+	Method        string // JSON-RPC method; "GET", "DELETE" for bodiless requests; "response" for client responses; "batch"
+	Tool          string // tools/call params.name
+	Target        string // tool name, resource URI, prompt name or completion ref
+	ArgsDigest    string // sha256:<hex> of the JCS form of params.arguments ({} when absent)
+	RequestDigest string // see mcpparse.RequestDigest
+	Principal     *Principal
+	RPCID         []byte // the request's JSON-RPC id, byte for byte; nil answers with id null
+	BatchIndex    int    // index of the deciding batch element; -1 outside batches
+	BatchDigests  []string
+	Detail        string // internal detail for the log (a parse error's message); never argument values
+	PolicyVersion string // sha256:<hex> of the policy file
+}
+
+// Allowed reports whether the request may reach the upstream.
+func (d *Decision) Allowed() bool { return d.Reason == ReasonAllowed && d.Decision == policy.Allow }
+
+// LoadedPolicy is a compiled policy and the identity of the file it came
+// from. It is never mutated after it is stored.
+type LoadedPolicy struct {
+	Policy  *policy.Policy
+	File    string
+	Version string // "sha256:" + lowercase hex SHA-256 of the file bytes
+}
+
+// PolicyStore holds the live policy; Load and Store are atomic, so a Check sees
+// either the old or the new policy, never a mix.
+type PolicyStore struct{ p atomic.Pointer[LoadedPolicy] }
+
+// Load returns the live policy, or nil before the first Store.
+func (s *PolicyStore) Load() *LoadedPolicy { return s.p.Load() }
+
+// Store publishes lp.
+func (s *PolicyStore) Store(lp *LoadedPolicy) { s.p.Store(lp) }
+
+// CompilePolicy compiles src (the bytes of file) into a LoadedPolicy.
+// Errors are *policy.CompileError.
+func CompilePolicy(file string, src []byte) (*LoadedPolicy, error) {
+	p, err := policy.Compile(file, src)
+	if err != nil {
+		return nil, err
+	}
+	return &LoadedPolicy{Policy: p, File: file, Version: mcpparse.Digest(src)}, nil
+}
+
+// Decider decides Requests. It is safe for concurrent use.
+type Decider struct {
+	ServerID string // default MCP server id when the route names none
+	Verifier TokenVerifier
+	Policies *PolicyStore
+	Limits   mcpparse.Limits
+}
+
+// knownMethods are the methods MCP defines for clients (2024-11-05 through
+// 2026-07-28). A method outside this set that no rule names is reported as
+// unknown_method (JSON-RPC -32601) rather than default_deny.
+var knownMethods = map[string]bool{
+	"initialize": true, "notifications/initialized": true, "server/discover": true, "ping": true,
+	"tools/list": true, "tools/call": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+	"resources/subscribe": true, "resources/unsubscribe": true, "subscriptions/listen": true,
+	"prompts/list": true, "prompts/get": true, "completion/complete": true, "logging/setLevel": true,
+	"notifications/cancelled": true, "notifications/progress": true, "notifications/roots/list_changed": true,
+	"tasks/get": true, "tasks/update": true, "tasks/cancel": true, "tasks/result": true, "tasks/list": true,
+}
+
+// Decide runs the whole decision for r: server, body framing, token, strict
+// parse, digests, policy. It never returns nil and never panics out: a
+// recovered panic is a denial with reason internal_error.
+func (d *Decider) Decide(ctx context.Context, r *Request) (dec *Decision) {
+	dec = &Decision{ID: newDecisionID(), Decision: policy.Deny, BatchIndex: -1}
+	defer func() {
+		if p := recover(); p != nil {
+			*dec = Decision{ID: dec.ID, Decision: policy.Deny, Reason: ReasonInternalError, BatchIndex: -1,
+				Detail: fmt.Sprintf("panic: %v", p)}
+		}
+	}()
+	dec.Reason = d.decide(ctx, r, dec)
+	if dec.Reason != ReasonAllowed && dec.Decision == policy.Allow {
+		dec.Decision = policy.Deny // fail closed: only ReasonAllowed admits
+	}
+	return dec
+}
+
+func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason {
+	if ctx.Err() != nil {
+		return ReasonDeadlineExceeded
+	}
+	lp := d.Policies.Load()
+	if lp == nil {
+		return ReasonPolicyUnavailable
+	}
+	dec.PolicyVersion = lp.Version
+
+	dec.Server = r.ContextExtensions[ContextExtensionServer]
+	if dec.Server == "" {
+		dec.Server = d.ServerID
+	}
+	if dec.Server == "" {
+		return ReasonUnknownServer
+	}
+
+	var op policy.Op
+	switch r.Method {
+	case "POST":
+		op = policy.OpRequest
+		if v, _ := r.Headers.Get("x-envoy-auth-partial-body"); strings.EqualFold(v, "true") {
+			return ReasonBodyTruncated
+		}
+		if cl, n := r.Headers.Get("content-length"); n > 0 {
+			want, err := strconv.ParseInt(cl, 10, 64)
+			if n > 1 || err != nil || want < 0 {
+				return ReasonInvalidRequest
+			}
+			if int64(len(r.Body)) < want {
+				return ReasonBodyTruncated
+			}
+		}
+	case "GET":
+		op, dec.Method = policy.OpHTTPGet, "GET"
+	case "DELETE":
+		op, dec.Method = policy.OpHTTPDelete, "DELETE"
+	default:
+		return ReasonMethodNotAllowed
+	}
+
+	principal, reason := d.authenticate(ctx, r)
+	if reason != "" {
+		return reason
+	}
+	dec.Principal = principal
+
+	if op != policy.OpRequest {
+		if len(r.Body) != 0 {
+			return ReasonInvalidRequest
+		}
+		return d.evaluate(lp, dec, &policy.Input{Op: op, Server: dec.Server, Claims: principal.Claims}, nil)
+	}
+
+	if reason := checkMediaType(r.Headers); reason != "" {
+		return reason
+	}
+	if len(r.Body) == 0 {
+		return ReasonBodyMissing
+	}
+	version, _ := r.Headers.Get("mcp-protocol-version")
+	body, err := mcpparse.Parse(r.Body, mcpparse.ParseOptions{
+		Limits: d.Limits,
+		// Batches exist only in 2025-03-26, the version a server assumes
+		// when the header is absent.
+		AllowBatch: version == "" || version == "2025-03-26",
+	})
+	if err != nil {
+		var pe *mcpparse.ParseError
+		if errors.As(err, &pe) {
+			dec.Detail = pe.Error()
+			return parseReason(pe.Kind)
+		}
+		return ReasonInternalError
+	}
+	if body.Batch {
+		dec.Method = "batch"
+		if _, n := r.Headers.Get("mcp-method"); n > 0 {
+			return ReasonHeaderMismatch
+		}
+	} else if reason := checkMCPHeaders(r.Headers, &body.Messages[0]); reason != "" {
+		dec.RPCID = body.Messages[0].ID
+		return reason
+	}
+
+	// Every element is decided; the first that is not allowed decides the
+	// whole body. Its id answers a single message; a batch answers id null.
+	var first *Decision
+	for i := range body.Messages {
+		m := &body.Messages[i]
+		el := &Decision{Server: dec.Server, Principal: principal, PolicyVersion: dec.PolicyVersion}
+		if !body.Batch {
+			el.RPCID = m.ID
+		}
+		reason := d.decideMessage(ctx, lp, el, m)
+		el.Reason = reason
+		if body.Batch {
+			dec.BatchDigests = append(dec.BatchDigests, el.RequestDigest)
+		}
+		if reason != ReasonAllowed && first == nil {
+			first = el
+			first.BatchIndex = -1
+			if body.Batch {
+				first.BatchIndex = i
+			}
+		}
+		if i == 0 {
+			copyDecision(dec, el)
+		}
+	}
+	if first == nil {
+		if body.Batch {
+			dec.Method, dec.Tool, dec.Target = "batch", "", ""
+			dec.ArgsDigest, dec.RequestDigest = "", mcpparse.Digest([]byte(strings.Join(dec.BatchDigests, ",")))
+		}
+		return ReasonAllowed
+	}
+	copyDecision(dec, first)
+	dec.BatchIndex = first.BatchIndex
+	return first.Reason
+}
+
+func copyDecision(dst, src *Decision) {
+	dst.Decision, dst.RuleID = src.Decision, src.RuleID
+	dst.Method, dst.Tool, dst.Target = src.Method, src.Tool, src.Target
+	dst.ArgsDigest, dst.RequestDigest, dst.RPCID = src.ArgsDigest, src.RequestDigest, src.RPCID
+}
+
+// decideMessage fills el for one JSON-RPC message and returns its reason.
+func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decision, m *mcpparse.Message) Reason {
+	if ctx.Err() != nil {
+		return ReasonDeadlineExceeded
+	}
+	in := &policy.Input{Server: el.Server, Claims: el.Principal.Claims}
+	switch m.Kind {
+	case mcpparse.KindResponse:
+		in.Op = policy.OpResponse
+		el.Method = "response"
+	default:
+		in.Op = policy.OpRequest
+		in.Method = m.Method
+		el.Method = m.Method
+	}
+	in.Tool, in.URI, in.Prompt, in.Args = m.Tool, m.URI, m.Prompt, m.Args
+	el.Tool = m.Tool
+	switch {
+	case m.Tool != "":
+		el.Target = m.Tool
+	case m.URI != "":
+		el.Target = m.URI
+	case m.Prompt != "":
+		el.Target = m.Prompt
+	}
+	args := m.Arguments
+	if args == nil {
+		args = []byte("{}")
+	}
+	el.ArgsDigest = m.ArgsDigest
+	if el.ArgsDigest == "" {
+		el.ArgsDigest = mcpparse.Digest(args)
+	}
+	el.RequestDigest = mcpparse.RequestDigest(mcpparse.RequestEnvelope{
+		Audience: el.Principal.Audience, Server: el.Server, Method: el.Method, Target: el.Target,
+		Arguments: args, Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
+	})
+	return d.evaluate(lp, el, in, m)
+}
+
+// evaluate runs the policy and maps its result to a reason.
+func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *mcpparse.Message) Reason {
+	if m == nil { // bodiless GET / DELETE
+		el.ArgsDigest = mcpparse.Digest([]byte("{}"))
+		el.RequestDigest = mcpparse.RequestDigest(mcpparse.RequestEnvelope{
+			Audience: el.Principal.Audience, Server: el.Server, Method: el.Method,
+			Arguments: []byte("{}"), Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
+		})
+	}
+	res := lp.Policy.Evaluate(in)
+	el.Decision, el.RuleID = res.Decision, res.RuleID
+	switch {
+	case res.Cause == policy.CauseUnsafeURI:
+		el.Decision = policy.Deny
+		return ReasonUnsafeURI
+	case res.Cause == policy.CauseDefault && in.Op == policy.OpRequest && !knownMethods[in.Method]:
+		// A method MCP does not define, that no rule names: denied even
+		// under default ask, since no approval can make it meaningful.
+		el.Decision = policy.Deny
+		return ReasonUnknownMethod
+	case res.Decision == policy.Allow:
+		return ReasonAllowed
+	case res.Decision == policy.Ask:
+		return ReasonAuthorizationRequired
+	case res.Cause == policy.CauseDefault:
+		return ReasonDefaultDeny
+	default:
+		el.Decision = policy.Deny
+		return ReasonPolicyDenied
+	}
+}
+
+// authenticate reads the single Authorization: Bearer header (RFC 6750
+// section 2.1; the scheme is case-insensitive) and verifies the token.
+func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Reason) {
+	h, n := r.Headers.Get("authorization")
+	if n == 0 {
+		return nil, ReasonTokenMissing
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if n > 1 || !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" || strings.ContainsAny(tok, " ,\t") {
+		return nil, ReasonTokenMalformed
+	}
+	p, err := d.Verifier.Verify(ctx, tok)
+	if err != nil {
+		var te *TokenError
+		if errors.As(err, &te) {
+			return nil, te.Reason
+		}
+		return nil, ReasonTokenInvalid
+	}
+	return p, ""
+}
+
+// checkMediaType requires Content-Type application/json (RFC 9110 section
+// 8.3: type and subtype are case-insensitive; parameters are allowed).
+func checkMediaType(h Headers) Reason {
+	ct, n := h.Get("content-type")
+	if n != 1 {
+		return ReasonUnsupportedMediaType
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return ReasonUnsupportedMediaType
+	}
+	return ""
+}
+
+// checkMCPHeaders enforces MCP 2026-07-28's rule that Mcp-Method and Mcp-Name,
+// when present, equal the body's method and name (or URI); values of the form
+// =?base64?…?= are decoded first.
+func checkMCPHeaders(h Headers, m *mcpparse.Message) Reason {
+	if v, n := h.Get("mcp-method"); n > 0 {
+		got, err := mcpparse.DecodeHeaderValue(v)
+		if n > 1 || err != nil || m.Kind == mcpparse.KindResponse || got != m.Method {
+			return ReasonHeaderMismatch
+		}
+	}
+	if v, n := h.Get("mcp-name"); n > 0 {
+		want := ""
+		switch m.Method {
+		case "tools/call":
+			want = m.Tool
+		case "prompts/get":
+			want = m.Prompt
+		case "resources/read", "resources/subscribe", "resources/unsubscribe":
+			want = m.URI
+		}
+		got, err := mcpparse.DecodeHeaderValue(v)
+		if n > 1 || err != nil || want == "" || got != want {
+			return ReasonHeaderMismatch
+		}
+	}
+	return ""
+}
+
+func parseReason(k mcpparse.ErrorKind) Reason {
+	switch k {
+	case mcpparse.ErrSyntax:
+		return ReasonParseError
+	case mcpparse.ErrInvalidUTF8:
+		return ReasonInvalidUTF8
+	case mcpparse.ErrDuplicateKey:
+		return ReasonDuplicateKey
+	case mcpparse.ErrCaseVariantKey:
+		return ReasonCaseVariantKey
+	case mcpparse.ErrTrailingData:
+		return ReasonTrailingData
+	case mcpparse.ErrTooLarge:
+		return ReasonBodyTooLarge
+	case mcpparse.ErrTooDeep, mcpparse.ErrTooManyKeys, mcpparse.ErrTooManyElements, mcpparse.ErrStringTooLong:
+		return ReasonLimitExceeded
+	case mcpparse.ErrInvalidRequest, mcpparse.ErrBatchEmpty:
+		return ReasonInvalidRequest
+	case mcpparse.ErrInvalidParams:
+		return ReasonInvalidParams
+	case mcpparse.ErrNonCanonicalNumber:
+		return ReasonNonCanonicalNumber
+	case mcpparse.ErrBatchNotSupported:
+		return ReasonBatchNotSupported
+	}
+	return ReasonParseError
+}
+
+// newDecisionID returns 16 random bytes as 32 lowercase hex digits.
+func newDecisionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}

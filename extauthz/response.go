@@ -1,0 +1,229 @@
+package extauthz
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Headers the service sets on an allowed request for the upstream. Any other
+// client-sent x-mcp-* header is removed, so the upstream can trust them.
+const (
+	HeaderMethod        = "x-mcp-method"
+	HeaderTool          = "x-mcp-tool"
+	HeaderArgsDigest    = "x-mcp-args-digest"
+	HeaderRequestDigest = "x-mcp-request-digest"
+	HeaderPrincipal     = "x-mcp-principal"
+	HeaderDecisionID    = "x-mcp-decision-id"
+)
+
+// RequestFromCheck converts Envoy's CheckRequest into a Request. Headers come
+// from header_map when Envoy's encode_raw_headers is on (one entry per
+// occurrence), else from headers (duplicates already joined with ","). The
+// body comes from raw_body (pack_as_bytes: exact bytes) or else body.
+func RequestFromCheck(req *authv3.CheckRequest) *Request {
+	attrs := req.GetAttributes()
+	h := attrs.GetRequest().GetHttp()
+	r := &Request{
+		ID:                h.GetId(),
+		Method:            h.GetMethod(),
+		Path:              h.GetPath(),
+		ContextExtensions: attrs.GetContextExtensions(),
+	}
+	if hm := h.GetHeaderMap(); len(hm.GetHeaders()) > 0 {
+		r.Headers = make(Headers, len(hm.GetHeaders()))
+		for _, hv := range hm.GetHeaders() {
+			v := hv.GetValue()
+			if len(hv.GetRawValue()) > 0 {
+				v = string(hv.GetRawValue())
+			}
+			k := strings.ToLower(hv.GetKey())
+			r.Headers[k] = append(r.Headers[k], v)
+		}
+	} else {
+		r.Headers = make(Headers, len(h.GetHeaders()))
+		for k, v := range h.GetHeaders() {
+			k = strings.ToLower(k)
+			r.Headers[k] = append(r.Headers[k], v)
+		}
+	}
+	if raw := h.GetRawBody(); len(raw) > 0 {
+		r.Body = raw
+	} else if b := h.GetBody(); b != "" {
+		r.Body = []byte(b)
+	}
+	return r
+}
+
+// Responder turns Decisions into CheckResponses.
+type Responder struct {
+	// ResourceMetadataURL is the RFC 9728 protected resource metadata URL
+	// advertised in WWW-Authenticate on 401 (MCP authorization, 2025-06-18).
+	ResourceMetadataURL string
+}
+
+// ResourceMetadataURL derives the RFC 9728 section 3.1 well-known URL of the
+// protected resource metadata from a resource URI: the path of the resource
+// is appended to /.well-known/oauth-protected-resource.
+func ResourceMetadataURL(resource string) string {
+	u, err := url.Parse(resource)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + strings.TrimSuffix(u.EscapedPath(), "/")
+}
+
+// Response builds the CheckResponse for d. Allowed: status OK with an
+// OkHttpResponse. Otherwise: a non-OK status with a DeniedHttpResponse whose
+// body is a JSON-RPC 2.0 error response. reqHeaders are the request's
+// headers, to strip client-sent x-mcp-* copies. Both carry d as dynamic
+// metadata (namespace envoy.filters.http.ext_authz in Envoy's access log).
+func (rs *Responder) Response(d *Decision, reqHeaders Headers) *authv3.CheckResponse {
+	md := decisionMetadata(d)
+	if d.Allowed() {
+		return &authv3.CheckResponse{
+			Status:          &rpcstatus.Status{Code: 0},
+			DynamicMetadata: md,
+			HttpResponse:    &authv3.CheckResponse_OkResponse{OkResponse: rs.okResponse(d, reqHeaders)},
+		}
+	}
+	o := d.Reason.outcome()
+	headers := []*corev3.HeaderValueOption{header("content-type", "application/json")}
+	if d.Reason.isTokenReason() {
+		headers = append(headers, header("www-authenticate", rs.wwwAuthenticate(d.Reason)))
+	}
+	return &authv3.CheckResponse{
+		Status:          &rpcstatus.Status{Code: int32(o.grpc), Message: string(d.Reason)},
+		DynamicMetadata: md,
+		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
+			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(o.http)},
+			Headers: headers,
+			Body:    string(ErrorBody(d)),
+		}},
+	}
+}
+
+func (rs *Responder) okResponse(d *Decision, reqHeaders Headers) *authv3.OkHttpResponse {
+	set := map[string]string{
+		HeaderMethod:        d.Method,
+		HeaderArgsDigest:    d.ArgsDigest,
+		HeaderRequestDigest: d.RequestDigest,
+		HeaderDecisionID:    d.ID,
+	}
+	if d.Tool != "" {
+		set[HeaderTool] = d.Tool
+	}
+	if d.Principal != nil {
+		set[HeaderPrincipal] = d.Principal.Subject
+	}
+	if len(d.BatchDigests) > 0 {
+		set[HeaderRequestDigest] = strings.Join(d.BatchDigests, ",")
+	}
+	names := make([]string, 0, len(set))
+	for k := range set {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	ok := &authv3.OkHttpResponse{}
+	for _, k := range names {
+		ok.Headers = append(ok.Headers, header(k, set[k]))
+	}
+	for k := range reqHeaders {
+		if _, ours := set[k]; !ours && strings.HasPrefix(k, "x-mcp-") {
+			ok.HeadersToRemove = append(ok.HeadersToRemove, k)
+		}
+	}
+	sort.Strings(ok.HeadersToRemove)
+	return ok
+}
+
+// wwwAuthenticate builds the RFC 6750 section 3 challenge with the RFC 9728
+// resource_metadata parameter.
+func (rs *Responder) wwwAuthenticate(r Reason) string {
+	var b strings.Builder
+	b.WriteString("Bearer")
+	sep := " "
+	if r != ReasonTokenMissing {
+		b.WriteString(` error="invalid_token"`)
+		sep = ", "
+	}
+	if rs.ResourceMetadataURL != "" {
+		b.WriteString(sep + `resource_metadata="` + rs.ResourceMetadataURL + `"`)
+	}
+	return b.String()
+}
+
+func header(k, v string) *corev3.HeaderValueOption {
+	return &corev3.HeaderValueOption{
+		Header:       &corev3.HeaderValue{Key: k, Value: v},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	}
+}
+
+// ErrorBody is the JSON-RPC 2.0 error response of a denial:
+//
+//	{"jsonrpc":"2.0","id":<id byte for byte, or null>,"error":{"code":<int>,
+//	 "message":<text>,"data":{"decision":"deny"|"ask","reason":<Reason>,
+//	 "rule_id":<id or "">,"request_digest":<sha256:… or "">,
+//	 "decision_id":<hex>,"policy_version":<sha256:… or "">}}}
+//
+// data also carries "batch_index" when a batch element decided.
+func ErrorBody(d *Decision) []byte {
+	o := d.Reason.outcome()
+	data := map[string]any{
+		"decision":       d.Decision.String(),
+		"reason":         string(d.Reason),
+		"rule_id":        d.RuleID,
+		"request_digest": d.RequestDigest,
+		"decision_id":    d.ID,
+		"policy_version": d.PolicyVersion,
+	}
+	if d.BatchIndex >= 0 {
+		data["batch_index"] = d.BatchIndex
+	}
+	dataJSON, _ := json.Marshal(data) // strings and ints only: cannot fail
+	msg, _ := json.Marshal(o.message)
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	if len(d.RPCID) > 0 {
+		b.Write(d.RPCID) // validated by mcpparse: a JSON string or integer literal
+	} else {
+		b.WriteString("null")
+	}
+	b.WriteString(`,"error":{"code":` + strconv.Itoa(o.code) + `,"message":`)
+	b.Write(msg)
+	b.WriteString(`,"data":`)
+	b.Write(dataJSON)
+	b.WriteString("}}")
+	return b.Bytes()
+}
+
+// decisionMetadata is d as a flat struct of strings, for Envoy's dynamic
+// metadata.
+func decisionMetadata(d *Decision) *structpb.Struct {
+	f := map[string]*structpb.Value{
+		"decision_id":    structpb.NewStringValue(d.ID),
+		"decision":       structpb.NewStringValue(d.Decision.String()),
+		"reason":         structpb.NewStringValue(string(d.Reason)),
+		"rule_id":        structpb.NewStringValue(d.RuleID),
+		"method":         structpb.NewStringValue(d.Method),
+		"server":         structpb.NewStringValue(d.Server),
+		"target":         structpb.NewStringValue(d.Target),
+		"args_digest":    structpb.NewStringValue(d.ArgsDigest),
+		"request_digest": structpb.NewStringValue(d.RequestDigest),
+		"policy_version": structpb.NewStringValue(d.PolicyVersion),
+	}
+	if d.Principal != nil {
+		f["principal"] = structpb.NewStringValue(d.Principal.Subject)
+	}
+	return &structpb.Struct{Fields: f}
+}

@@ -1,0 +1,361 @@
+package extauthz
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	jose "github.com/go-jose/go-jose/v4"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// staticRig decides with a fixed principal and the reference policy, so the
+// tests below exercise the request path rather than token verification.
+func staticRig(t testing.TB, log *zap.Logger) *Server {
+	return newTestServer(referencePolicy(t), staticVerifier{Principal{
+		Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience,
+		Claims: map[string]any{"sub": testSubject},
+	}}, log)
+}
+
+func postReq(body string) *CapturedRequest {
+	return &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body), Headers: map[string]string{
+		"content-type": "application/json", "authorization": "Bearer secret-token-value", "mcp-protocol-version": "2025-11-25",
+	}}
+}
+
+func TestOkResponseHeaders(t *testing.T) {
+	srv := staticRig(t, nil)
+	c := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`)
+	c.Headers["x-mcp-tool"] = "delete_repo" // forged copy of ours: overwritten
+	c.Headers["x-mcp-approved"] = "yes"     // not ours: removed
+	c.Headers["x-mcp-principal"] = "admin"  // forged: overwritten
+	c.Headers["mcp-session-id"] = "s1"      // MCP's own: untouched
+	resp, err := srv.Check(t.Context(), c.CheckRequest(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := okHeaders(t, resp)
+	if h[HeaderTool] != "search" || h[HeaderPrincipal] != testSubject || h[HeaderMethod] != "tools/call" {
+		t.Errorf("headers = %v", h)
+	}
+	for _, o := range resp.GetOkResponse().GetHeaders() {
+		if o.GetAppendAction() != corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD {
+			t.Errorf("%s: append action %v, want OVERWRITE_IF_EXISTS_OR_ADD", o.GetHeader().GetKey(), o.GetAppendAction())
+		}
+	}
+	rm := resp.GetOkResponse().GetHeadersToRemove()
+	if len(rm) != 1 || rm[0] != "x-mcp-approved" {
+		t.Errorf("headers_to_remove = %v, want [x-mcp-approved]", rm)
+	}
+	md := resp.GetDynamicMetadata().GetFields()
+	for _, k := range []string{"decision_id", "decision", "reason", "rule_id", "method", "server", "target", "args_digest", "request_digest", "policy_version", "principal"} {
+		if md[k].GetStringValue() == "" {
+			t.Errorf("dynamic metadata %s is empty", k)
+		}
+	}
+	if md["decision"].GetStringValue() != "allow" || md["decision_id"].GetStringValue() != h[HeaderDecisionID] {
+		t.Errorf("metadata = %v", md)
+	}
+}
+
+// TestHeaderMap: with encode_raw_headers, headers arrive in header_map, one
+// entry per occurrence, values in raw_value.
+func TestHeaderMap(t *testing.T) {
+	srv := staticRig(t, nil)
+	mk := func(hs ...[2]string) *authv3.CheckRequest {
+		req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`).CheckRequest(true)
+		http := req.GetAttributes().GetRequest().GetHttp()
+		http.Headers = nil
+		http.HeaderMap = &corev3.HeaderMap{}
+		for _, h := range hs {
+			http.HeaderMap.Headers = append(http.HeaderMap.Headers, &corev3.HeaderValue{Key: h[0], RawValue: []byte(h[1])})
+		}
+		return req
+	}
+	ct, auth := [2]string{"content-type", "application/json"}, [2]string{"authorization", "Bearer t"}
+	resp, _ := srv.Check(t.Context(), mk(ct, auth))
+	okHeaders(t, resp)
+	resp, _ = srv.Check(t.Context(), mk(ct, auth, [2]string{"authorization", "Bearer u"}))
+	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonTokenMalformed) {
+		t.Errorf("two Authorization headers: %s", d.Error.Data.Reason)
+	}
+	resp, _ = srv.Check(t.Context(), mk(ct, auth, [2]string{"mcp-method", "tools/list"}, [2]string{"mcp-method", "tools/call"}))
+	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonHeaderMismatch) {
+		t.Errorf("two Mcp-Method headers: %s", d.Error.Data.Reason)
+	}
+}
+
+func TestBodilessAndServer(t *testing.T) {
+	srv := staticRig(t, nil)
+	get := &CapturedRequest{Method: "GET", Path: "/mcp", Headers: map[string]string{"authorization": "Bearer t", "accept": "text/event-stream", "mcp-session-id": "s"}}
+	resp, _ := srv.Check(t.Context(), get.CheckRequest(true))
+	if h := okHeaders(t, resp); h[HeaderMethod] != "GET" {
+		t.Errorf("GET: %v", h)
+	}
+	del := cloneCapture(get)
+	del.Method = "DELETE"
+	resp, _ = srv.Check(t.Context(), del.CheckRequest(true))
+	okHeaders(t, resp)
+	delete(get.Headers, "authorization")
+	resp, _ = srv.Check(t.Context(), get.CheckRequest(true))
+	if d, status := parseDenial(t, resp); status != 401 || d.Error.Data.Reason != string(ReasonTokenMissing) {
+		t.Errorf("GET without token: %d %s", status, d.Error.Data.Reason)
+	}
+
+	// The route's mcp_server context extension names the server: the
+	// reference policy's payments/issue_refund rules do not apply to billing.
+	refund := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"issue_refund","arguments":{"currency":"EUR","amountMinor":100}}}`)
+	req := refund.CheckRequest(true)
+	resp, _ = srv.Check(t.Context(), req)
+	okHeaders(t, resp)
+	req.Attributes.ContextExtensions = map[string]string{ContextExtensionServer: "billing"}
+	resp, _ = srv.Check(t.Context(), req)
+	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonDefaultDeny) {
+		t.Errorf("billing/issue_refund: %s", d.Error.Data.Reason)
+	}
+	srv.Decider.ServerID = ""
+	req.Attributes.ContextExtensions = nil
+	resp, _ = srv.Check(t.Context(), req)
+	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonUnknownServer) {
+		t.Errorf("no server id: %s", d.Error.Data.Reason)
+	}
+}
+
+// TestDenialBody checks the JSON-RPC error body: id byte for byte (a large
+// integer must not pass through a float), ask as decision, digests.
+func TestDenialBody(t *testing.T) {
+	srv := staticRig(t, nil)
+	tests := []struct {
+		give         string
+		wantID       string
+		wantDecision string
+		wantReason   Reason
+		wantCode     int
+	}{
+		{`{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call","params":{"name":"delete_repo"}}`, "123456789012345678901234567890", "deny", ReasonPolicyDenied, CodeForbidden},
+		{`{"jsonrpc":"2.0","id":"a\"b\\u00e9","method":"tools/call","params":{"name":"delete_repo"}}`, `"a\"b\\u00e9"`, "deny", ReasonPolicyDenied, CodeForbidden},
+		{`{"jsonrpc":"2.0","id":-7,"method":"tools/call","params":{"name":"issue_refund","arguments":{"currency":"EUR","amountMinor":3000}}}`, "-7", "ask", ReasonAuthorizationRequired, CodeAuthorizationRequired},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.wantReason)+tt.wantID, func(t *testing.T) {
+			resp, err := srv.Check(t.Context(), postReq(tt.give).CheckRequest(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, status := parseDenial(t, resp)
+			if string(d.ID) != tt.wantID || d.Error.Data.Decision != tt.wantDecision || Reason(d.Error.Data.Reason) != tt.wantReason || d.Error.Code != tt.wantCode || status != 403 {
+				t.Errorf("got id %s %s %s code %d status %d", d.ID, d.Error.Data.Decision, d.Error.Data.Reason, d.Error.Code, status)
+			}
+			if !strings.HasPrefix(d.Error.Data.RequestDigest, "sha256:") || d.Error.Data.RuleID == "" || !strings.HasPrefix(d.Error.Data.PolicyVersion, "sha256:") {
+				t.Errorf("data = %+v", d.Error.Data)
+			}
+		})
+	}
+}
+
+// panicVerifier panics inside Check.
+type panicVerifier struct{}
+
+func (panicVerifier) Verify(context.Context, string) (*Principal, error) { panic("boom") }
+
+func TestFailClosed(t *testing.T) {
+	t.Run("panic", func(t *testing.T) {
+		srv := newTestServer(referencePolicy(t), panicVerifier{}, nil)
+		resp, err := srv.Check(t.Context(), postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`).CheckRequest(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, status := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonInternalError) || status != 500 {
+			t.Errorf("%d %s", status, d.Error.Data.Reason)
+		}
+	})
+	t.Run("deadline", func(t *testing.T) {
+		srv := staticRig(t, nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		resp, err := srv.Check(ctx, postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`).CheckRequest(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonDeadlineExceeded) {
+			t.Errorf("%s", d.Error.Data.Reason)
+		}
+	})
+	t.Run("no policy", func(t *testing.T) {
+		srv := newTestServer(&PolicyStore{}, staticVerifier{}, nil)
+		resp, _ := srv.Check(t.Context(), postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`).CheckRequest(true))
+		if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonPolicyUnavailable) {
+			t.Errorf("%s", d.Error.Data.Reason)
+		}
+	})
+	t.Run("nil request", func(t *testing.T) {
+		srv := staticRig(t, nil)
+		resp, err := srv.Check(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parseDenial(t, resp)
+	})
+}
+
+// TestDecisionLog: one line per decision, with digests, never the token or
+// raw arguments.
+func TestDecisionLog(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	srv := staticRig(t, zap.New(core))
+	secretArg := "card-4111111111111111"
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"` + secretArg + `"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"delete_repo","arguments":{"repo":"` + secretArg + `"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","arguments":{"a":"` + secretArg + `","a":1}}}`,
+	} {
+		if _, err := srv.Check(t.Context(), postReq(body).CheckRequest(true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries := logs.All()
+	if len(entries) != 3 {
+		t.Fatalf("%d log lines, want one per decision (3)", len(entries))
+	}
+	for _, e := range entries {
+		b, _ := json.Marshal(e.ContextMap())
+		line := string(b)
+		if strings.Contains(line, "secret-token-value") || strings.Contains(line, secretArg) {
+			t.Errorf("log line leaks the token or an argument: %s", line)
+		}
+		m := e.ContextMap()
+		for _, k := range []string{"decision_id", "decision", "reason", "method", "server", "latency_us", "policy_version"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("log line lacks %s: %s", k, line)
+			}
+		}
+	}
+	if m := entries[0].ContextMap(); m["args_digest"] == "" || m["sub"] != testSubject || m["decision"] != "allow" {
+		t.Errorf("first line: %v", m)
+	}
+}
+
+// TestReasonTable: every reason has an answer, and only allowed is OK.
+func TestReasonTable(t *testing.T) {
+	for _, r := range Reasons() {
+		o := r.outcome()
+		if (r == ReasonAllowed) != (o.grpc == 0) {
+			t.Errorf("%s: grpc %v", r, o.grpc)
+		}
+		if r != ReasonAllowed && (o.http < 400 || o.code == 0 || o.message == "") {
+			t.Errorf("%s: %+v", r, o)
+		}
+		if o.code != 0 && o.code > -32000 && o.code < -32019 || o.code < -32700 {
+			t.Errorf("%s: JSON-RPC code %d outside the documented ranges", r, o.code)
+		}
+	}
+}
+
+// FuzzCheck: any body, headers and method give a non-nil response and no
+// error; an OK answer only ever comes with ReasonAllowed metadata.
+func FuzzCheck(f *testing.F) {
+	for _, r := range loadCorpus(f) {
+		if c, err := ParseCapturedRequest(r.line); err == nil {
+			f.Add(c.Method, c.Headers["content-type"], c.Headers["mcp-method"], c.Body)
+		}
+	}
+	f.Add("POST", "application/json", "", []byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`))
+	srv := staticRig(f, nil)
+	f.Fuzz(func(t *testing.T, method, ct, mcpMethod string, body []byte) {
+		c := postReq("")
+		c.Method, c.Body = method, body
+		c.Headers["content-type"] = ct
+		if mcpMethod != "" {
+			c.Headers["mcp-method"] = mcpMethod
+		}
+		resp, err := srv.Check(context.Background(), c.CheckRequest(true))
+		if err != nil || resp == nil {
+			t.Fatalf("Check = %v, %v", resp, err)
+		}
+		reason := resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue()
+		if (resp.GetOkResponse() != nil) != (reason == string(ReasonAllowed)) || (resp.GetStatus().GetCode() == 0) != (reason == string(ReasonAllowed)) {
+			t.Fatalf("status %v with reason %q", resp.GetStatus(), reason)
+		}
+		if _, ok := outcomes[Reason(reason)]; !ok {
+			t.Fatalf("reason %q outside the closed set", reason)
+		}
+	})
+}
+
+func benchRequest(b *testing.B, args string) (*Server, *authv3.CheckRequest) {
+	key := newTestKey(b, "k1")
+	ks := NewStaticKeySet([]jose.JSONWebKey{key.public()})
+	v, err := NewOIDCVerifier(OIDCConfig{Issuer: "https://idp.example.com", Audiences: []string{testAudience}, KeySet: ks})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	tok := key.sign(b, map[string]any{"iss": "https://idp.example.com", "sub": testSubject, "aud": testAudience, "exp": now.Add(time.Hour).Unix(), "iat": now.Unix()})
+	srv := newTestServer(referencePolicy(b), v, nil)
+	c := postReq(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"issue_refund","arguments":` + args + `}}`)
+	c.Headers["authorization"] = "Bearer " + tok
+	return srv, c.CheckRequest(true)
+}
+
+func runBench(b *testing.B, args string, want Reason) {
+	srv, req := benchRequest(b, args)
+	resp, _ := srv.Check(context.Background(), req)
+	if got := resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue(); got != string(want) {
+		b.Fatalf("reason %s, want %s", got, want)
+	}
+	b.SetBytes(int64(len(req.GetAttributes().GetRequest().GetHttp().GetRawBody())))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		_, _ = srv.Check(context.Background(), req)
+	}
+}
+
+// largeArgs returns issue_refund arguments padded to about n bytes.
+func largeArgs(n int) string {
+	var sb strings.Builder
+	sb.WriteString(`{"currency":"EUR","amountMinor":1250,"orderId":"ord-1","lines":[`)
+	for i := 0; sb.Len() < n-64; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"sku":"SKU-%06d","qty":%d,"note":"Zürich 🚀 line"}`, i, i%7+1)
+	}
+	sb.WriteString(`]}`)
+	return sb.String()
+}
+
+// BenchmarkCheck is the in-process Check path with a valid RS256 token
+// (verified every time: no cache yet) for the small issue_refund call.
+func BenchmarkCheck(b *testing.B) {
+	b.Run("allow", func(b *testing.B) {
+		runBench(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"EUR"}`, ReasonAllowed)
+	})
+	b.Run("ask", func(b *testing.B) {
+		runBench(b, `{"orderId":"ord-1","amountMinor":4000,"currency":"EUR"}`, ReasonAuthorizationRequired)
+	})
+	b.Run("deny", func(b *testing.B) {
+		runBench(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"CHF"}`, ReasonDefaultDeny)
+	})
+	b.Run("args=64KiB", func(b *testing.B) {
+		runBench(b, largeArgs(64<<10), ReasonAllowed)
+	})
+}
+
+func BenchmarkCheckParallel(b *testing.B) {
+	srv, req := benchRequest(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"EUR"}`)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_, _ = srv.Check(context.Background(), req)
+		}
+	})
+}

@@ -1,0 +1,238 @@
+package extauthz
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+)
+
+// SigningAlgorithms is the JWS algorithm allowlist (RFC 7518 section 3): asymmetric
+// only. "none" and the HMAC family are never accepted, so a public key can
+// never be used as a shared secret.
+var SigningAlgorithms = []string{
+	oidc.RS256, oidc.RS384, oidc.RS512,
+	oidc.PS256, oidc.PS384, oidc.PS512,
+	oidc.ES256, oidc.ES384, oidc.ES512,
+	oidc.EdDSA,
+}
+
+// Principal is who a verified bearer token speaks for.
+type Principal struct {
+	Issuer   string         // iss
+	Subject  string         // sub
+	Audience string         // the configured audience (RFC 8707 resource) the token carries; the first in configured order
+	Expiry   time.Time      // exp
+	Claims   map[string]any // every claim of the payload, as JSON decodes them (numbers float64)
+}
+
+// TokenError is a bearer token that did not verify; Reason is one of the
+// token_* reasons or idp_unavailable.
+type TokenError struct {
+	Reason Reason
+	Err    error
+}
+
+func (e *TokenError) Error() string {
+	if e.Err == nil {
+		return string(e.Reason)
+	}
+	return string(e.Reason) + ": " + e.Err.Error()
+}
+
+func (e *TokenError) Unwrap() error { return e.Err }
+
+// TokenVerifier verifies a raw compact JWS (without the "Bearer " prefix).
+// Errors are always *TokenError.
+type TokenVerifier interface {
+	Verify(ctx context.Context, rawToken string) (*Principal, error)
+}
+
+// OIDCConfig configures NewOIDCVerifier.
+type OIDCConfig struct {
+	Issuer    string   // required: the exact iss every token must carry
+	Audiences []string // required: RFC 8707 resource URIs of the guarded MCP server; a token must carry one
+	// KeySet verifies signatures. Nil means OIDC discovery: the issuer's
+	// /.well-known/openid-configuration is fetched on first use (and retried
+	// at most once per DiscoveryRetry while it fails) and its jwks_uri
+	// becomes a go-oidc RemoteKeySet.
+	KeySet         oidc.KeySet
+	HTTPClient     *http.Client     // for discovery and keys; nil means http.DefaultClient
+	Now            func() time.Time // nil means time.Now
+	DiscoveryRetry time.Duration    // zero means 5s
+}
+
+// OIDCVerifier verifies bearer tokens with go-oidc: signature against the key
+// set, issuer, exp and nbf (go-oidc's leeway of 5 minutes for nbf), the
+// algorithm allowlist, then the audience against the configured set. It does
+// not check nonce, azp or at_hash (access tokens carry none).
+type OIDCVerifier struct {
+	cfg OIDCConfig
+
+	mu           sync.Mutex
+	keys         oidc.KeySet
+	verifier     *oidc.IDTokenVerifier
+	lastAttempt  time.Time
+	lastDiscover error
+}
+
+var _ TokenVerifier = (*OIDCVerifier)(nil)
+
+// NewOIDCVerifier returns a verifier for cfg. It does no I/O; with a nil
+// KeySet, discovery happens on the first Verify.
+func NewOIDCVerifier(cfg OIDCConfig) (*OIDCVerifier, error) {
+	if cfg.Issuer == "" {
+		return nil, errors.New("issuer is required")
+	}
+	if len(cfg.Audiences) == 0 {
+		return nil, errors.New("at least one audience is required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.DiscoveryRetry == 0 {
+		cfg.DiscoveryRetry = 5 * time.Second
+	}
+	v := &OIDCVerifier{cfg: cfg}
+	if cfg.KeySet != nil {
+		v.keys = cfg.KeySet
+		v.verifier = oidc.NewVerifier(cfg.Issuer, cfg.KeySet, v.oidcConfig())
+	}
+	return v, nil
+}
+
+func (v *OIDCVerifier) oidcConfig() *oidc.Config {
+	return &oidc.Config{
+		// The audience is checked below against the whole configured set;
+		// go-oidc's ClientID check takes only one value.
+		SkipClientIDCheck:    true,
+		SupportedSigningAlgs: SigningAlgorithms,
+		Now:                  v.cfg.Now,
+	}
+}
+
+// idTokenVerifier returns the go-oidc verifier, running discovery if needed.
+func (v *OIDCVerifier) idTokenVerifier(ctx context.Context) (*oidc.IDTokenVerifier, oidc.KeySet, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.verifier != nil {
+		return v.verifier, v.keys, nil
+	}
+	now := v.cfg.Now()
+	if !v.lastAttempt.IsZero() && now.Sub(v.lastAttempt) < v.cfg.DiscoveryRetry {
+		return nil, nil, v.lastDiscover
+	}
+	v.lastAttempt = now
+	dctx, cancel := context.WithTimeout(oidc.ClientContext(context.WithoutCancel(ctx), v.httpClient()), 10*time.Second)
+	defer cancel()
+	p, err := oidc.NewProvider(dctx, v.cfg.Issuer)
+	if err != nil {
+		v.lastDiscover = fmt.Errorf("oidc discovery: %w", err)
+		return nil, nil, v.lastDiscover
+	}
+	var meta struct {
+		JWKSURI string `json:"jwks_uri"`
+	}
+	if err := p.Claims(&meta); err != nil || meta.JWKSURI == "" {
+		v.lastDiscover = errors.New("oidc discovery: no jwks_uri")
+		return nil, nil, v.lastDiscover
+	}
+	v.keys = &KeySet{URL: meta.JWKSURI, Client: v.httpClient(), Now: v.cfg.Now}
+	v.verifier = oidc.NewVerifier(v.cfg.Issuer, v.keys, v.oidcConfig())
+	return v.verifier, v.keys, nil
+}
+
+func (v *OIDCVerifier) httpClient() *http.Client {
+	if v.cfg.HTTPClient != nil {
+		return v.cfg.HTTPClient
+	}
+	return http.DefaultClient
+}
+
+// Verify checks rawToken and returns its principal. Cheap checks (shape,
+// issuer) come before the signature.
+func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal, error) {
+	iss, err := unverifiedIssuer(rawToken)
+	if err != nil {
+		return nil, &TokenError{Reason: ReasonTokenMalformed, Err: err}
+	}
+	if iss != v.cfg.Issuer {
+		return nil, &TokenError{Reason: ReasonTokenWrongIssuer}
+	}
+	verifier, keys, err := v.idTokenVerifier(ctx)
+	if err != nil {
+		return nil, &TokenError{Reason: ReasonIdPUnavailable, Err: err}
+	}
+	tok, err := verifier.Verify(ctx, rawToken)
+	if err != nil {
+		var expired *oidc.TokenExpiredError
+		if errors.As(err, &expired) {
+			return nil, &TokenError{Reason: ReasonTokenExpired}
+		}
+		if ks, ok := keys.(*KeySet); ok && !ks.Ready() {
+			return nil, &TokenError{Reason: ReasonIdPUnavailable, Err: err}
+		}
+		return nil, &TokenError{Reason: ReasonTokenInvalid, Err: err}
+	}
+	aud := ""
+	for _, want := range v.cfg.Audiences {
+		if slices.Contains(tok.Audience, want) {
+			aud = want
+			break
+		}
+	}
+	if aud == "" {
+		return nil, &TokenError{Reason: ReasonTokenWrongAudience}
+	}
+	if tok.Subject == "" {
+		return nil, &TokenError{Reason: ReasonTokenInvalid, Err: errors.New("no sub claim")}
+	}
+	var claims map[string]any
+	if err := tok.Claims(&claims); err != nil {
+		return nil, &TokenError{Reason: ReasonTokenMalformed, Err: err}
+	}
+	return &Principal{Issuer: tok.Issuer, Subject: tok.Subject, Audience: aud, Expiry: tok.Expiry, Claims: claims}, nil
+}
+
+// unverifiedIssuer reads iss from a compact JWS payload without checking the
+// signature, only to pick the cheap rejection first.
+func unverifiedIssuer(raw string) (string, error) {
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		return "", errors.New("not a compact JWS")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", fmt.Errorf("payload: %w", err)
+	}
+	var c struct {
+		Iss string `json:"iss"`
+	}
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return "", fmt.Errorf("payload: %w", err)
+	}
+	return c.Iss, nil
+}
+
+// LoadJWKS reads a JSON Web Key Set (RFC 7517 section 5) of public keys
+// from path into a fixed KeySet. Private or symmetric keys are refused.
+func LoadJWKS(path string) (*KeySet, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := parseJWKS(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return NewStaticKeySet(keys), nil
+}

@@ -1,0 +1,186 @@
+package extauthz
+
+import (
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+func unsignedToken(claims map[string]any) string {
+	h := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`))
+	p, _ := json.Marshal(claims)
+	return h + "." + base64.RawURLEncoding.EncodeToString(p) + "."
+}
+
+// hmacWithPublicKey signs with HS256 using the RSA public key's PEM as the
+// secret: the classic algorithm-confusion attack.
+func hmacWithPublicKey(t *testing.T, k *testKey, claims map[string]any) string {
+	der, err := x509.MarshalPKIXPublicKey(&k.priv.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: secret}, (&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := json.Marshal(claims)
+	jws, err := signer.Sign(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := jws.CompactSerialize()
+	return s
+}
+
+func TestTokenRejections(t *testing.T) {
+	key := newTestKey(t, "k1")
+	other := newTestKey(t, "k-unknown")
+	idp := newTestIdP(t, key)
+	client := startGRPC(t, newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), nil))
+	with := func(mut func(c map[string]any)) map[string]any {
+		c := idp.claims()
+		mut(c)
+		return c
+	}
+	now := time.Now()
+	tests := []struct {
+		name       string
+		give       string // Authorization header value; "" means absent
+		wantReason Reason
+	}{
+		{"none", "", ReasonTokenMissing},
+		{"basic scheme", "Basic YWxpY2U6cHc=", ReasonTokenMalformed},
+		{"not a jwt", "Bearer abc", ReasonTokenMalformed},
+		{"expired", "Bearer " + key.sign(t, with(func(c map[string]any) { c["exp"] = now.Add(-time.Hour).Unix() })), ReasonTokenExpired},
+		{"not yet valid", "Bearer " + key.sign(t, with(func(c map[string]any) { c["nbf"] = now.Add(time.Hour).Unix() })), ReasonTokenInvalid},
+		{"wrong issuer", "Bearer " + key.sign(t, with(func(c map[string]any) { c["iss"] = "https://evil.example.com" })), ReasonTokenWrongIssuer},
+		{"wrong audience", "Bearer " + key.sign(t, with(func(c map[string]any) { c["aud"] = []string{"some-other-client"} })), ReasonTokenWrongAudience},
+		{"no audience", "Bearer " + key.sign(t, with(func(c map[string]any) { delete(c, "aud") })), ReasonTokenWrongAudience},
+		{"alg none", "Bearer " + unsignedToken(idp.claims()), ReasonTokenInvalid},
+		{"hmac with public key", "Bearer " + hmacWithPublicKey(t, key, idp.claims()), ReasonTokenInvalid},
+		{"unknown key", "Bearer " + other.sign(t, idp.claims()), ReasonTokenInvalid},
+		{"tampered payload", "Bearer " + tamper(key.sign(t, idp.claims())), ReasonTokenInvalid},
+		{"two tokens", "Bearer " + key.sign(t, idp.claims()) + ", Bearer x.y.z", ReasonTokenMalformed},
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}`
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			capt := &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body),
+				Headers: map[string]string{"content-type": "application/json"}}
+			if tt.give != "" {
+				capt.Headers["authorization"] = tt.give
+			}
+			resp := check(t, client, capt.CheckRequest(true))
+			d, status := parseDenial(t, resp)
+			if status != http.StatusUnauthorized || Reason(d.Error.Data.Reason) != tt.wantReason {
+				t.Fatalf("got %d %s, want 401 %s", status, d.Error.Data.Reason, tt.wantReason)
+			}
+			if d.Error.Code != CodeUnauthenticated {
+				t.Errorf("error.code = %d", d.Error.Code)
+			}
+			www := responseHeader(resp.GetDeniedResponse().GetHeaders(), "www-authenticate")
+			if !strings.HasPrefix(www, "Bearer") || !strings.Contains(www, `resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`) {
+				t.Errorf("WWW-Authenticate = %q", www)
+			}
+			if gave := tt.give != ""; gave != strings.Contains(www, `error="invalid_token"`) {
+				t.Errorf("WWW-Authenticate = %q: error=invalid_token must appear exactly when a token was given", www)
+			}
+		})
+	}
+	// The same valid token is allowed, so the rejections above are the
+	// token's doing.
+	capt := &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body),
+		Headers: map[string]string{"content-type": "application/json", "authorization": "Bearer " + key.sign(t, idp.claims())}}
+	okHeaders(t, check(t, client, capt.CheckRequest(true)))
+}
+
+// tamper flips the payload's subject without re-signing.
+func tamper(tok string) string {
+	parts := strings.Split(tok, ".")
+	p, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	var c map[string]any
+	_ = json.Unmarshal(p, &c)
+	c["sub"] = "mallory"
+	p, _ = json.Marshal(c)
+	parts[1] = base64.RawURLEncoding.EncodeToString(p)
+	return strings.Join(parts, ".")
+}
+
+// TestIdPUnavailable: with the provider down, Checks are denied with
+// idp_unavailable (503), never allowed; once it answers, the same token is
+// allowed.
+func TestIdPUnavailable(t *testing.T) {
+	key := newTestKey(t, "k1")
+	idp := newTestIdP(t, key)
+	idp.down.Store(true)
+	v, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, DiscoveryRetry: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := startGRPC(t, newTestServer(referencePolicy(t), v, nil))
+	capt := &CapturedRequest{Method: "POST", Path: "/mcp",
+		Body:    []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`),
+		Headers: map[string]string{"content-type": "application/json", "authorization": "Bearer " + key.sign(t, idp.claims())}}
+	d, status := parseDenial(t, check(t, client, capt.CheckRequest(true)))
+	if status != http.StatusServiceUnavailable || Reason(d.Error.Data.Reason) != ReasonIdPUnavailable {
+		t.Fatalf("provider down: got %d %s, want 503 idp_unavailable", status, d.Error.Data.Reason)
+	}
+	idp.down.Store(false)
+	okHeaders(t, check(t, client, capt.CheckRequest(true)))
+}
+
+// TestKeyRotation is case C17: after the service cached k1, the provider
+// serves only k2; a k2 token is allowed after one refetch, and 50 tokens with
+// random unknown kids cause at most one more fetch.
+func TestKeyRotation(t *testing.T) {
+	k1, k2 := newTestKey(t, "k1"), newTestKey(t, "k2")
+	idp := newTestIdP(t, k1)
+	now := time.Now()
+	clock := func() time.Time { return now }
+	v, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := v.Verify(ctx, k1.sign(t, idp.claims())); err != nil {
+		t.Fatalf("k1 before rotation: %v", err)
+	}
+	v.mu.Lock()
+	v.keys.(*KeySet).Now = clock
+	v.mu.Unlock()
+	if got := idp.jwksGets.Load(); got != 1 {
+		t.Fatalf("jwks fetches after first token = %d, want 1", got)
+	}
+	idp.setKeys(k2)
+	now = now.Add(time.Minute)
+	if _, err := v.Verify(ctx, k2.sign(t, idp.claims())); err != nil {
+		t.Fatalf("k2 after rotation: %v", err)
+	}
+	if got := idp.jwksGets.Load(); got != 2 {
+		t.Fatalf("jwks fetches after rotation = %d, want 2", got)
+	}
+	if _, err := v.Verify(ctx, k1.sign(t, idp.claims())); err == nil {
+		t.Fatal("a k1 token still verifies after k1 left the key set")
+	}
+	rogue := newTestKey(t, "rogue")
+	for i := range 50 {
+		_, err := v.Verify(ctx, rogue.signAs(t, fmt.Sprintf("random-%d", i), idp.claims()))
+		var te *TokenError
+		if err == nil || !errors.As(err, &te) || te.Reason != ReasonTokenInvalid {
+			t.Fatalf("rogue kid %d: %v", i, err)
+		}
+	}
+	if got := idp.jwksGets.Load(); got > 3 {
+		t.Fatalf("50 unknown kids caused %d fetches in total, want the refresh rate-limited (<= 3)", got)
+	}
+}
