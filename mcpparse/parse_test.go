@@ -2,6 +2,7 @@ package mcpparse
 
 import (
 	"bytes"
+	"errors"
 	"reflect"
 	"strconv"
 	"strings"
@@ -505,17 +506,11 @@ func TestParseErrorOffset(t *testing.T) {
 		t.Run(tt.give, func(t *testing.T) {
 			_, err := Parse([]byte(tt.give), ParseOptions{})
 			var pe *ParseError
-			if !asParseError(err, &pe) || pe.Offset != tt.want {
+			if !errors.As(err, &pe) || pe.Offset != tt.want {
 				t.Errorf("err = %v, want offset %d", err, tt.want)
 			}
 		})
 	}
-}
-
-func asParseError(err error, pe **ParseError) bool {
-	p, ok := err.(*ParseError)
-	*pe = p
-	return ok
 }
 
 func TestParseErrorMessageOmitsValues(t *testing.T) {
