@@ -187,18 +187,18 @@ func TestLooseDenyExactAllow(t *testing.T) {
 		want outcome
 	}{
 		{give: "delete_repo", want: byRule(Deny, "deny[0]")},
-		{give: "DELETE_Repo", want: byRule(Deny, "deny[0]")},        // C10
-		{give: "Delete.Repo", want: byRule(Deny, "deny[0]")},        // C11
+		{give: "DELETE_Repo", want: byRule(Deny, "deny[0]")}, // C10
+		{give: "Delete.Repo", want: byRule(Deny, "deny[0]")}, // C11
 		{give: "Delete-Repo", want: byRule(Deny, "deny[0]")},
-		{give: "ＤＥＬＥＴＥ.repo", want: byRule(Deny, "deny[0]")},     // fullwidth
-		{give: "ｄｅｌｅｔｅ＿repo", want: byRule(Deny, "deny[0]")},     // fullwidth low line
+		{give: "ＤＥＬＥＴＥ.repo", want: byRule(Deny, "deny[0]")},       // fullwidth
+		{give: "ｄｅｌｅｔｅ＿repo", want: byRule(Deny, "deny[0]")},       // fullwidth low line
 		{give: "DELETE\u00ad_repo", want: byRule(Deny, "deny[0]")}, // soft hyphen removed
 		{give: "deleteſ_x", want: outcome{Ask, CauseDefault, ""}},  // no separator: not delete_*
-		{give: "delete__repo", want: byRule(Deny, "deny[0]")},       // '*' takes the second '_'
+		{give: "delete__repo", want: byRule(Deny, "deny[0]")},      // '*' takes the second '_'
 		{give: "delete", want: outcome{Ask, CauseDefault, ""}},
 		{give: "undelete_x", want: outcome{Ask, CauseDefault, ""}},
 		{give: "delete_x/y", want: byRule(Deny, "deny[0]")}, // '*' in deny spans a '/' in a name
-		{give: "purge_all", want: byRule(Deny, "dash")},    // pattern written with '-'
+		{give: "purge_all", want: byRule(Deny, "dash")},     // pattern written with '-'
 		{give: "PURGE.all", want: byRule(Deny, "dash")},
 		{give: "drop_t", want: byRule(Deny, "dot")},
 		{give: "drop-T", want: byRule(Deny, "dot")},

@@ -33,22 +33,12 @@ func NormalizeURI(uri string) (normal string, ok bool) {
 		}
 	}
 
-	// Regions to lower-case: the scheme [0, schemeEnd) and the host
-	// [hostStart, hostEnd). Percent-decoding never produces one of the
-	// delimiters used to find them, so they can be found on the raw text.
-	schemeEnd, hostStart, hostEnd := schemeAndHost(uri)
-
+	// Pass 1: check and normalize percent-encoding.
 	var b []byte // nil until the output differs from uri
 	for i := 0; i < len(uri); i++ {
 		c := uri[i]
-		lower := i < schemeEnd || (i >= hostStart && i < hostEnd)
 		if c != '%' {
-			if lower && c >= 'A' && c <= 'Z' {
-				if b == nil {
-					b = append(make([]byte, 0, len(uri)), uri[:i]...)
-				}
-				b = append(b, c+('a'-'A'))
-			} else if b != nil {
+			if b != nil {
 				b = append(b, c)
 			}
 			continue
@@ -63,9 +53,6 @@ func NormalizeURI(uri string) (normal string, ok bool) {
 		case isUnreserved(v):
 			if b == nil {
 				b = append(make([]byte, 0, len(uri)), uri[:i]...)
-			}
-			if lower && v >= 'A' && v <= 'Z' {
-				v += 'a' - 'A'
 			}
 			b = append(b, v)
 		default:
@@ -82,6 +69,17 @@ func NormalizeURI(uri string) (normal string, ok bool) {
 	out := uri
 	if b != nil {
 		out = string(b)
+	}
+
+	// Pass 2: lower-case the scheme and the host, found on the decoded
+	// text (decoding can complete a scheme, as in "%41:"; it never
+	// produces a delimiter). Escapes keep their upper-case hex.
+	schemeEnd, hostStart, hostEnd := schemeAndHost(out)
+	if hasUpper(out[:schemeEnd]) || hasUpperOutsideEscapes(out[hostStart:hostEnd]) {
+		lb := []byte(out)
+		lowerASCII(lb[:schemeEnd])
+		lowerASCII(lb[hostStart:hostEnd])
+		out = string(lb)
 	}
 	if hasDotSegment(out) {
 		return "", false
@@ -179,3 +177,36 @@ func unhex(c byte) byte {
 }
 
 const upperHex = "0123456789ABCDEF"
+
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 'A' && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+func hasUpperOutsideEscapes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '%':
+			i += 2
+		case s[i] >= 'A' && s[i] <= 'Z':
+			return true
+		}
+	}
+	return false
+}
+
+// lowerASCII lower-cases b in place, leaving %XX escapes as they are.
+func lowerASCII(b []byte) {
+	for i := 0; i < len(b); i++ {
+		switch {
+		case b[i] == '%':
+			i += 2
+		case b[i] >= 'A' && b[i] <= 'Z':
+			b[i] += 'a' - 'A'
+		}
+	}
+}

@@ -20,6 +20,8 @@ func TestNormalizeURI(t *testing.T) {
 		{give: "file:///ü", want: "file:///ü", wantOK: true}, // IRI text is kept
 		{give: "urn:isbn:0451450523", want: "urn:isbn:0451450523", wantOK: true},
 		{give: "1abc:/x", want: "1abc:/x", wantOK: true}, // not a scheme: left alone
+		{give: "%41:", want: "a:", wantOK: true},         // decoding completes a scheme (found by fuzzing)
+		{give: "h%54tp://%48ost/%48", want: "http://host/H", wantOK: true},
 		{give: "file:///a/b.c/..d/d..", want: "file:///a/b.c/..d/d..", wantOK: true},
 		{give: "file:///%FF", want: "file:///%FF", wantOK: true}, // encoded bytes need not be UTF-8
 
