@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -23,6 +24,8 @@ type Config struct {
 	ResourceMetadataURL string
 	LogLevel            string
 	MaxBodyBytes        int
+	DrainPeriod         time.Duration
+	ShutdownTimeout     time.Duration
 }
 
 // listFlag is a repeatable string flag; the environment form is comma-separated.
@@ -57,6 +60,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.ResourceMetadataURL, "resource-metadata-url", "", "RFC 9728 metadata URL for WWW-Authenticate (default: derived from the first audience)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&c.MaxBodyBytes, "max-body-bytes", 1<<20, "largest request body decided; keep >= Envoy's max_request_bytes")
+	fs.DurationVar(&c.DrainPeriod, "drain-period", 5*time.Second, "on SIGTERM, how long to report NOT_SERVING before stopping")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight Checks may take to finish after the drain")
 	if err := fs.Parse(args); err != nil {
 		return nil, &exitError{code: 2, err: nil}
 	}
@@ -127,6 +132,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return nil, errors.New("--audience is required (the MCP server's resource URI)")
 	case c.MaxBodyBytes <= 0:
 		return nil, errors.New("--max-body-bytes must be positive")
+	case c.DrainPeriod < 0 || c.ShutdownTimeout < 0:
+		return nil, errors.New("--drain-period and --shutdown-timeout must not be negative")
 	}
 	return c, nil
 }

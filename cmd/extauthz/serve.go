@@ -33,11 +33,6 @@ const (
 	// keepaliveMinTime accepts Envoy's HTTP/2 keepalive pings down to this
 	// interval instead of closing the connection with ENHANCE_YOUR_CALM.
 	keepaliveMinTime = 10 * time.Second
-	// drainPeriod is how long NOT_SERVING is reported before GracefulStop, so
-	// Envoy and the kubelet see it and stop sending new Checks.
-	drainPeriod = 5 * time.Second
-	// stopDeadline bounds GracefulStop; in-flight Checks past it are cut.
-	stopDeadline = 10 * time.Second
 )
 
 // healthService is the grpc.health.v1 service name of the Authorization API.
@@ -73,16 +68,19 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(stderr, "extauthz: shutting down: NOT_SERVING, draining")
+	// NOT_SERVING first, so Envoy and the kubelet stop sending new Checks;
+	// then GracefulStop lets in-flight Checks finish, up to a deadline.
 	hs.Shutdown()
-	time.Sleep(drainPeriod)
+	time.Sleep(cfg.DrainPeriod)
 	stopped := make(chan struct{})
 	go func() { gs.GracefulStop(); close(stopped) }()
 	select {
 	case <-stopped:
-	case <-time.After(stopDeadline):
+	case <-time.After(cfg.ShutdownTimeout):
 		gs.Stop()
+		<-stopped
 	}
-	return nil
+	return <-errc
 }
 
 // newServer builds the Check server from cfg: policy, token verifier, limits.

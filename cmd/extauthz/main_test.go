@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+)
+
+// The tests run in cmd/extauthz; the quick-start files are two levels up.
+func init() {
+	if err := os.Chdir(filepath.Join("..", "..")); err != nil {
+		panic(err)
+	}
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}
+
+func TestCheckCommand(t *testing.T) {
+	tests := []struct {
+		give     []string
+		wantCode int
+		wantOut  string
+	}{
+		{[]string{"examples/requests/search-allowed.json"}, 0, "reason:         allowed"},
+		{[]string{"examples/requests/delete-repo-denied.json"}, 1, "reason:         policy_denied"},
+		{[]string{"examples/requests/big-refund-ask.json"}, 1, "decision:       ask"},
+		{[]string{"--server-id", "billing", "examples/requests/search-allowed.json"}, 0, "server:         billing"},
+		{[]string{"no/such/file.json"}, 2, ""},
+		{[]string{"--policy", "README.md", "examples/requests/search-allowed.json"}, 2, ""},
+		{[]string{}, 2, ""},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.give, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(t.Context(), append([]string{"check"}, tt.give...), &out, &errb)
+			if got := exitCode(err); got != tt.wantCode {
+				t.Fatalf("exit %d, want %d (err %v, stderr %s)", got, tt.wantCode, err, errb.String())
+			}
+			if !strings.Contains(out.String(), tt.wantOut) {
+				t.Errorf("output lacks %q:\n%s", tt.wantOut, out.String())
+			}
+		})
+	}
+}
+
+// TestCheckVerifiesWithJWKS: with --jwks-file the captured token is verified;
+// the corpus placeholder token is refused, a minted one accepted.
+func TestCheckVerifiesWithJWKS(t *testing.T) {
+	var tok bytes.Buffer
+	if err := run(t.Context(), []string{"token"}, &tok, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("examples/requests/search-allowed.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withTok := strings.Replace(string(src), "PLACEHOLDER_TOKEN", strings.TrimSpace(tok.String()), 1)
+	f := filepath.Join(t.TempDir(), "req.json")
+	if err := os.WriteFile(f, []byte(withTok), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"check", "--jwks-file", "examples/jwks.json", f}, &out, io.Discard); err != nil {
+		t.Fatalf("minted token: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	err = run(t.Context(), []string{"check", "--jwks-file", "examples/jwks.json", "examples/requests/search-allowed.json"}, &out, io.Discard)
+	if exitCode(err) != 1 || !strings.Contains(out.String(), "token_malformed") {
+		t.Fatalf("placeholder token: exit %d\n%s", exitCode(err), out.String())
+	}
+}
+
+func TestServeConfig(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	base := []string{"--policy", "examples/policy.yaml", "--issuer", "https://idp.example.com", "--audience", "https://mcp.example.com/mcp"}
+
+	c, err := parseServeConfig(base, getenv, io.Discard)
+	if err != nil || c.GRPCAddr != "127.0.0.1:9191" || len(c.Audiences) != 1 {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	env["EXTAUTHZ_AUDIENCE"] = "https://a.example/mcp, https://b.example/mcp"
+	env["EXTAUTHZ_SERVER_ID"] = "from-env"
+	env["EXTAUTHZ_POLICY"] = "examples/policy.yaml"
+	env["EXTAUTHZ_ISSUER"] = "https://idp.example.com"
+	c, err = parseServeConfig([]string{"--server-id", "from-flag"}, getenv, io.Discard)
+	if err != nil || c.ServerID != "from-flag" || strings.Join(c.Audiences, " ") != "https://a.example/mcp https://b.example/mcp" {
+		t.Fatalf("env: %+v %v", c, err)
+	}
+	env = map[string]string{}
+	c, err = parseServeConfig([]string{"--config", "examples/config.yaml", "--grpc-addr", "127.0.0.1:7000"}, getenv, io.Discard)
+	if err != nil || c.ServerID != "payments" || c.JWKSFile != "examples/jwks.json" || c.GRPCAddr != "127.0.0.1:7000" {
+		t.Fatalf("config file: %+v %v", c, err)
+	}
+
+	bad := []struct {
+		name string
+		give []string
+		want string
+	}{
+		{"no policy", []string{"--issuer", "x", "--audience", "y"}, "--policy is required"},
+		{"no issuer", []string{"--policy", "p", "--audience", "y"}, "--issuer is required"},
+		{"no audience", []string{"--policy", "p", "--issuer", "x"}, "--audience is required"},
+		{"unknown flag", []string{"--bogus"}, ""},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseServeConfig(tt.give, getenv, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestServeStartFailures: a missing or invalid policy exits non-zero with a
+// one-line reason naming file and line.
+func TestServeStartFailures(t *testing.T) {
+	dir := t.TempDir()
+	badPolicy := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(badPolicy, []byte("default: deny\nallow:\n  - match: \"*/x\"\n    when: args.x >\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ policy, want string }{
+		{filepath.Join(dir, "missing.yaml"), "no such file"},
+		{badPolicy, badPolicy + ":4:"},
+	} {
+		err := run(t.Context(), []string{"serve", "--policy", tt.policy, "--issuer", "https://i", "--audience", "a", "--grpc-addr", "127.0.0.1:0"}, io.Discard, io.Discard)
+		if err == nil || exitCode(err) == 0 || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("policy %s: err = %v, want one line containing %q", tt.policy, err, tt.want)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeQuickStart runs README's quick-start: serve on the example config,
+// mint a token, decide the example requests over gRPC, probe health, stop.
+func TestServeQuickStart(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", "examples/config.yaml", "--grpc-addr", "127.0.0.1:0", "--http-addr", "", "--drain-period", "0s"}, io.Discard, &stderr)
+	}()
+	addrRE := regexp.MustCompile(`serving ext_authz on (\S+)`)
+	var addr string
+	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := addrRE.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		}
+	}
+	if addr == "" {
+		cancel()
+		t.Fatalf("serve did not start: %s %v", stderr.String(), <-done)
+	}
+	if err := run(t.Context(), []string{"healthcheck", "--addr", addr}, io.Discard, io.Discard); err != nil {
+		t.Fatalf("healthcheck: %v", err)
+	}
+	var tok bytes.Buffer
+	if err := run(t.Context(), []string{"token", "--sub", "alice"}, &tok, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := authv3.NewAuthorizationClient(conn)
+	for file, wantOK := range map[string]bool{"examples/requests/search-allowed.json": true, "examples/requests/delete-repo-denied.json": false} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := extauthz.ParseCapturedRequest(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Headers["authorization"] = "Bearer " + strings.TrimSpace(tok.String())
+		resp, err := client.Check(t.Context(), c.CheckRequest(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.GetOkResponse() != nil; got != wantOK {
+			t.Errorf("%s: allowed = %v, want %v (%v)", file, got, wantOK, resp.GetStatus())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve returned %v after shutdown", err)
+	}
+}
