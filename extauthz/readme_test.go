@@ -1,0 +1,40 @@
+package extauthz
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// TestReadmeReasons keeps README's reason table true: every reason listed
+// once, with the HTTP status and JSON-RPC code the service answers.
+func TestReadmeReasons(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `([a-z_0-9]+)` \\| ([0-9–]+) \\| (-?[0-9]+|–) \\|")
+	listed := map[Reason]bool{}
+	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
+		r := Reason(m[1])
+		o, ok := outcomes[r]
+		if !ok {
+			t.Errorf("README lists %s, which is not a reason", r)
+			continue
+		}
+		listed[r] = true
+		if r == ReasonAllowed {
+			continue
+		}
+		if m[2] != strconv.Itoa(o.http) || m[3] != strconv.Itoa(o.code) {
+			t.Errorf("README: %s %s %s; the service answers %d %d", r, m[2], m[3], o.http, o.code)
+		}
+	}
+	for _, r := range Reasons() {
+		if !listed[r] {
+			t.Errorf("README does not list reason %s", r)
+		}
+	}
+}
