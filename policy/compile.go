@@ -349,12 +349,8 @@ func (c *compiler) compileRule(item *yaml.Node, id string, d Decision, methods b
 	switch {
 	case shadow != nil && shadow.Value == "true":
 		c.p.shadow = append(c.p.shadow, ru)
-	case d == Deny:
-		c.p.deny = append(c.p.deny, ru)
-	case d == Ask:
-		c.p.ask = append(c.p.ask, ru)
 	default:
-		c.p.allow = append(c.p.allow, ru)
+		c.p.rules[d][ru.kind] = append(c.p.rules[d][ru.kind], ru)
 	}
 }
 

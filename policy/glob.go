@@ -99,6 +99,13 @@ func (g *glob) match(s string) bool {
 	if g.exact {
 		return s == g.lit
 	}
+	// Cheap rejections on a literal head or tail.
+	if t := g.toks[0]; t.kind == tokLit && !strings.HasPrefix(s, t.lit) {
+		return false
+	}
+	if t := g.toks[len(g.toks)-1]; t.kind == tokLit && !strings.HasSuffix(s, t.lit) {
+		return false
+	}
 	n := len(s)
 	var buf [2 * (stackMatch + 1)]bool
 	var cur, next []bool

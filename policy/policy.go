@@ -126,11 +126,14 @@ type ShadowMatch struct {
 // concurrent use by any number of goroutines.
 type Policy struct {
 	def Decision
-	// rules by decision, each in file order (tool/resource/prompt list
-	// first, then the methods list); shadow rules are kept apart.
-	deny, ask, allow []*rule
-	shadow           []*rule
+	// rules[decision][kind] in file order; a request has one kind, so the
+	// first match among its kind is the first match in the list. Shadow
+	// rules are kept apart, in file order.
+	rules  [numDecisions][numKinds][]*rule
+	shadow []*rule
 }
+
+const numDecisions = int(Allow) + 1
 
 // Default returns the decision given when no rule matches: Deny or Ask.
 func (p *Policy) Default() Decision { return p.def }
@@ -159,6 +162,8 @@ const (
 	kindGET      // OpHTTPGet
 	kindDELETE   // OpHTTPDelete
 	kindResponse // OpResponse
+
+	numKinds
 )
 
 func isResourceMethod(m string) bool {
@@ -219,9 +224,9 @@ func (p *Policy) Evaluate(in *Input) Result {
 
 	var res Result
 	switch {
-	case r.first(p.deny, &res, Deny):
-	case r.first(p.ask, &res, Ask):
-	case r.first(p.allow, &res, Allow):
+	case r.first(p.rules[Deny][r.kind], &res, Deny):
+	case r.first(p.rules[Ask][r.kind], &res, Ask):
+	case r.first(p.rules[Allow][r.kind], &res, Allow):
 	default:
 		res = Result{Decision: p.def, Cause: CauseDefault}
 	}
