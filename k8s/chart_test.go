@@ -1,0 +1,497 @@
+package k8s
+
+import (
+	"encoding/json"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mcp-extauthz/mcp-extauthz/envoy"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
+)
+
+const chartDir = "helm/mcp-extauthz"
+
+// kubeVersion is what the renders and lint assume: the chart's floor is 1.27.
+var kubeVersion = chartutil.KubeVersion{Version: "v1.33.0", Major: "1", Minor: "33"}
+
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	c, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// render does what `helm template --namespace mcp-extauthz mcp-extauthz
+// CHART -f values` does without a cluster: coalesce the values, validate
+// them against values.schema.json, and run the templates. It returns the
+// manifests (NOTES.txt and partials excluded) and the coalesced values.
+func render(c *chart.Chart, vals map[string]any) (string, chartutil.Values, error) {
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = kubeVersion
+	opts := chartutil.ReleaseOptions{Name: "mcp-extauthz", Namespace: "mcp-extauthz", Revision: 1, IsInstall: true}
+	rv, err := chartutil.ToRenderValues(c, vals, opts, caps)
+	if err != nil {
+		return "", nil, err
+	}
+	files, err := engine.Render(c, rv)
+	if err != nil {
+		return "", nil, err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		if strings.HasSuffix(n, ".yaml") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString("---\n# Source: " + n + "\n" + files[n] + "\n")
+	}
+	values, _ := rv["Values"].(chartutil.Values)
+	return b.String(), values, nil
+}
+
+// valueSets are the chart's default values and every ci/*-values.yaml file
+// (the chart-testing convention), keyed by name.
+func valueSets(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := map[string]map[string]any{"default": {}}
+	for _, f := range files {
+		v, err := chartutil.ReadValuesFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets[filepath.Base(f)] = v
+	}
+	for _, want := range []string{"sidecar-values.yaml", "standalone-values.yaml"} {
+		if sets[want] == nil {
+			t.Fatalf("ci/%s missing", want)
+		}
+	}
+	return sets
+}
+
+func TestChartLints(t *testing.T) {
+	for name, vals := range valueSets(t) {
+		t.Run(name, func(t *testing.T) {
+			l := lint.AllWithKubeVersion(chartDir, vals, "mcp-extauthz", &kubeVersion)
+			for _, m := range l.Messages {
+				// Like `helm lint --strict`: warnings fail too.
+				if m.Severity >= support.WarningSev {
+					t.Error(m)
+				}
+			}
+		})
+	}
+}
+
+func TestChartRendersEveryMode(t *testing.T) {
+	c := loadChart(t)
+	for name, vals := range valueSets(t) {
+		t.Run(name, func(t *testing.T) {
+			out, values, err := render(c, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := decodeObjects([]byte(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRelease(t, o, values)
+		})
+	}
+}
+
+// checkRelease asserts what every release must hold, whatever its values.
+func checkRelease(t *testing.T, o *Objects, v chartutil.Values) {
+	t.Helper()
+	if len(o.Deployments) != 1 {
+		t.Fatalf("%d Deployments, want 1", len(o.Deployments))
+	}
+	d := o.Deployments[0]
+	checkPodTemplate(t, "Deployment "+d.Name, d.Spec.Template)
+	podLabels := d.Spec.Template.Labels
+	if !selects(d.Spec.Selector.MatchLabels, podLabels) {
+		t.Errorf("Deployment selector %v does not select its Pods %v", d.Spec.Selector.MatchLabels, podLabels)
+	}
+	if got, want := *d.Spec.Replicas, int32(v["replicaCount"].(float64)); got != want {
+		t.Errorf("replicas = %d, want %d", got, want)
+	}
+
+	if len(o.PDBs) != 1 {
+		t.Fatalf("%d PodDisruptionBudgets, want 1", len(o.PDBs))
+	}
+	if pdb := o.PDBs[0]; !selects(pdb.Spec.Selector.MatchLabels, podLabels) || pdb.Spec.MinAvailable.IntValue() >= int(*d.Spec.Replicas) {
+		t.Errorf("PDB %s: selector %v, minAvailable %v for %d replicas", pdb.Name, pdb.Spec.Selector.MatchLabels, pdb.Spec.MinAvailable, *d.Spec.Replicas)
+	}
+	if len(o.Services) != 1 || !selects(o.Services[0].Spec.Selector, podLabels) {
+		t.Fatalf("want one Service selecting the Pods, got %+v", o.Services)
+	}
+	for _, sp := range o.Services[0].Spec.Ports {
+		if !podDeclaresPort(d.Spec.Template.Spec, sp.TargetPort.StrVal) {
+			t.Errorf("Service port %s targets %q, which no container declares", sp.Name, sp.TargetPort.StrVal)
+		}
+	}
+
+	// The policy from values is the file the service reads, and it compiles.
+	cm := o.configMap("-policy")
+	if cm == nil {
+		t.Fatal("no policy ConfigMap")
+	}
+	if cm.Data["policy.yaml"] != v["policy"] {
+		t.Errorf("policy ConfigMap holds %q, want the values' policy", cm.Data["policy.yaml"])
+	}
+	if _, err := policy.Compile("policy.yaml", []byte(cm.Data["policy.yaml"])); err != nil {
+		t.Errorf("policy does not compile: %v", err)
+	}
+
+	ex := container(d, "extauthz")
+	if ex == nil {
+		t.Fatal("no extauthz container")
+	}
+	checkServiceFlags(t, o, d, ex, v)
+
+	switch mode := v["mode"]; mode {
+	case "sidecar":
+		checkSidecar(t, o, d, ex, v)
+	case "standalone":
+		checkStandalone(t, d, ex)
+	default:
+		t.Fatalf("mode %v", mode)
+	}
+
+	nps := o.NetworkPolicies
+	if enabled := v["networkPolicy"].(map[string]any)["enabled"].(bool); enabled != (len(nps) == 1) {
+		t.Errorf("networkPolicy.enabled=%v but %d NetworkPolicies", enabled, len(nps))
+	}
+	for _, np := range nps {
+		if !selects(np.Spec.PodSelector.MatchLabels, podLabels) {
+			t.Errorf("NetworkPolicy %s does not select the Pods", np.Name)
+		}
+		for _, rule := range np.Spec.Ingress {
+			for _, p := range rule.Ports {
+				if !podDeclaresPort(d.Spec.Template.Spec, p.Port.StrVal) {
+					t.Errorf("NetworkPolicy opens %q, which no container declares", p.Port.StrVal)
+				}
+			}
+		}
+	}
+	sm := v["serviceMonitor"].(map[string]any)["enabled"].(bool)
+	if sm != (len(o.ServiceMonitors) == 1) {
+		t.Errorf("serviceMonitor.enabled=%v but %d ServiceMonitors", sm, len(o.ServiceMonitors))
+	}
+	for _, m := range o.ServiceMonitors {
+		if !selects(m.Spec.Selector.MatchLabels, o.Services[0].Labels) || len(m.Spec.Endpoints) == 0 || !serviceHasPort(o.Services[0], m.Spec.Endpoints[0].Port) {
+			t.Errorf("ServiceMonitor %s does not scrape the Service's metrics port", m.Name)
+		}
+	}
+}
+
+// knownEnv are the EXTAUTHZ_* variables of `extauthz serve` (one per flag).
+var knownEnv = map[string]bool{
+	"EXTAUTHZ_GRPC_ADDR": true, "EXTAUTHZ_HTTP_ADDR": true, "EXTAUTHZ_POLICY": true,
+	"EXTAUTHZ_ISSUER": true, "EXTAUTHZ_JWKS_FILE": true, "EXTAUTHZ_AUDIENCE": true,
+	"EXTAUTHZ_SERVER_ID": true, "EXTAUTHZ_RESOURCE_METADATA_URL": true,
+	"EXTAUTHZ_LOG_LEVEL": true, "EXTAUTHZ_MAX_BODY_BYTES": true, "EXTAUTHZ_CONFIG": true,
+}
+
+func checkServiceFlags(t *testing.T, o *Objects, d interface{ GetName() string }, ex *corev1.Container, v chartutil.Values) {
+	t.Helper()
+	if len(ex.Args) == 0 || ex.Args[0] != "serve" {
+		t.Errorf("extauthz args = %v, want serve", ex.Args)
+	}
+	for _, e := range ex.Env {
+		if !knownEnv[e.Name] {
+			t.Errorf("extauthz env %s is no flag of extauthz serve", e.Name)
+		}
+	}
+	auth := v["auth"].(map[string]any)
+	want := map[string]string{
+		"EXTAUTHZ_ISSUER":         auth["issuer"].(string),
+		"EXTAUTHZ_AUDIENCE":       joinAny(auth["audiences"].([]any)),
+		"EXTAUTHZ_MAX_BODY_BYTES": strconv.Itoa(int(v["maxRequestBytes"].(float64))),
+	}
+	for k, w := range want {
+		if got, _ := env(ex, k); got != w {
+			t.Errorf("%s = %q, want %q", k, got, w)
+		}
+	}
+	// The policy path is where the policy ConfigMap is mounted.
+	policyPath, _ := env(ex, "EXTAUTHZ_POLICY")
+	if !mountedFrom(ex, o.Deployments[0].Spec.Template.Spec, policyPath, "configMap") {
+		t.Errorf("EXTAUTHZ_POLICY=%s is not inside a ConfigMap mount", policyPath)
+	}
+	// JWKS: a mounted Secret when configured, OIDC discovery otherwise.
+	jwks := auth["jwks"].(map[string]any)
+	jwksFile, hasFile := env(ex, "EXTAUTHZ_JWKS_FILE")
+	wantFile := jwks["existingSecret"] != "" || jwks["inline"] != ""
+	if hasFile != wantFile {
+		t.Errorf("EXTAUTHZ_JWKS_FILE set=%v, want %v", hasFile, wantFile)
+	}
+	if hasFile && !mountedFrom(ex, o.Deployments[0].Spec.Template.Spec, jwksFile, "secret") {
+		t.Errorf("EXTAUTHZ_JWKS_FILE=%s is not inside a Secret mount", jwksFile)
+	}
+	if inline, _ := jwks["inline"].(string); inline != "" {
+		if len(o.Secrets) != 1 {
+			t.Fatalf("inline JWKS: %d Secrets, want 1", len(o.Secrets))
+		}
+		var set struct {
+			Keys []map[string]any `json:"keys"`
+		}
+		if err := json.Unmarshal([]byte(o.Secrets[0].StringData[jwks["key"].(string)]), &set); err != nil || len(set.Keys) == 0 {
+			t.Errorf("JWKS Secret does not hold a key set: %v", err)
+		}
+		for _, k := range set.Keys {
+			if _, private := k["d"]; private {
+				t.Error("JWKS Secret holds a private key")
+			}
+		}
+	}
+}
+
+func joinAny(xs []any) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = x.(string)
+	}
+	return strings.Join(s, ",")
+}
+
+// mountedFrom reports whether path lies under a mount of c backed by a
+// volume of the given source ("configMap" or "secret").
+func mountedFrom(c *corev1.Container, ps corev1.PodSpec, path, source string) bool {
+	for _, m := range c.VolumeMounts {
+		if !strings.HasPrefix(path, strings.TrimSuffix(m.MountPath, "/")+"/") {
+			continue
+		}
+		for _, vol := range ps.Volumes {
+			if vol.Name != m.Name {
+				continue
+			}
+			switch {
+			case source == "configMap" && vol.ConfigMap != nil, source == "secret" && vol.Secret != nil:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func podDeclaresPort(ps corev1.PodSpec, name string) bool {
+	for _, c := range ps.Containers {
+		for _, p := range c.Ports {
+			if p.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func serviceHasPort(s *corev1.Service, name string) bool {
+	for _, p := range s.Spec.Ports {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func checkStandalone(t *testing.T, d interface{}, ex *corev1.Container) {
+	t.Helper()
+	addr, _ := env(ex, "EXTAUTHZ_GRPC_ADDR")
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().IsUnspecified() {
+		t.Errorf("standalone EXTAUTHZ_GRPC_ADDR = %q, want 0.0.0.0:port (the Service reaches it)", addr)
+	}
+	for name, p := range map[string]*corev1.Probe{"readiness": ex.ReadinessProbe, "liveness": ex.LivenessProbe} {
+		if p == nil || p.GRPC == nil || p.GRPC.Port != int32(ap.Port()) {
+			t.Errorf("standalone %s probe is not a gRPC probe on %d: %+v", name, ap.Port(), p)
+		}
+	}
+}
+
+func checkSidecar(t *testing.T, o *Objects, d interface{}, ex *corev1.Container, v chartutil.Values) {
+	t.Helper()
+	dep := o.Deployments[0]
+	mcpName := v["sidecar"].(map[string]any)["mcpServer"].(map[string]any)["name"].(string)
+	ev, mcp := container(dep, "envoy"), container(dep, mcpName)
+	if ev == nil || mcp == nil {
+		t.Fatalf("sidecar Pod lacks envoy or %s: %v", mcpName, dep.Spec.Template.Spec.Containers)
+	}
+	addr, _ := env(ex, "EXTAUTHZ_GRPC_ADDR")
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().IsLoopback() {
+		t.Errorf("sidecar EXTAUTHZ_GRPC_ADDR = %q, want loopback", addr)
+	}
+	// Loopback is out of the kubelet's reach: readiness runs the image's
+	// gRPC health client against the same address.
+	if p := ex.ReadinessProbe; p == nil || p.Exec == nil || strings.Join(p.Exec.Command, " ") != "/extauthz healthcheck --addr "+addr {
+		t.Errorf("sidecar extauthz readiness = %+v, want exec /extauthz healthcheck --addr %s", p, addr)
+	}
+
+	cm := o.configMap("-envoy")
+	if cm == nil {
+		t.Fatal("no Envoy ConfigMap")
+	}
+	b, err := envoy.ValidateBootstrapYAML([]byte(cm.Data["envoy.yaml"]))
+	if err != nil {
+		t.Fatalf("Envoy config: %v", err)
+	}
+	if err := envoy.CheckInvariants(b); err != nil {
+		t.Fatalf("Envoy config: %v", err)
+	}
+	if got := envoy.Endpoints(envoy.Cluster(b, "ext_authz")); len(got) != 1 || got[0] != addr {
+		t.Errorf("Envoy ext_authz cluster = %v, want [%s]", got, addr)
+	}
+	mcpPort := containerPort(mcp, "mcp-server")
+	if got := envoy.Endpoints(envoy.Cluster(b, "mcp_server")); len(got) != 1 || got[0] != "127.0.0.1:"+strconv.Itoa(int(mcpPort)) {
+		t.Errorf("Envoy mcp_server cluster = %v, want [127.0.0.1:%d]", got, mcpPort)
+	}
+	hcms, err := envoy.HTTPConnectionManagers(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hcms {
+		if ea, _, _ := envoy.ExtAuthz(h.HCM); ea != nil {
+			if got, _ := env(ex, "EXTAUTHZ_MAX_BODY_BYTES"); got != strconv.Itoa(int(ea.GetWithRequestBody().GetMaxRequestBytes())) {
+				t.Errorf("Envoy max_request_bytes %d != service --max-body-bytes %s", ea.GetWithRequestBody().GetMaxRequestBytes(), got)
+			}
+		}
+	}
+	listeners := map[string]uint32{}
+	for _, l := range b.GetStaticResources().GetListeners() {
+		listeners[l.GetName()] = l.GetAddress().GetSocketAddress().GetPortValue()
+	}
+	if listeners["mcp"] != uint32(containerPort(ev, "mcp")) || listeners["health"] != uint32(containerPort(ev, "envoy-ready")) {
+		t.Errorf("Envoy listeners %v do not match the envoy container ports %v", listeners, ev.Ports)
+	}
+	if ev.ReadinessProbe.HTTPGet == nil || ev.ReadinessProbe.HTTPGet.Port.StrVal != "envoy-ready" {
+		t.Errorf("envoy readiness = %+v, want httpGet on envoy-ready", ev.ReadinessProbe)
+	}
+	admin := b.GetAdmin().GetAddress().GetSocketAddress().GetPortValue()
+	for _, p := range ev.Ports {
+		if uint32(p.ContainerPort) == admin {
+			t.Errorf("envoy declares the admin port %d", admin)
+		}
+	}
+	if cfg := argAfter(ev.Args, "--config-path"); !mountedFrom(ev, dep.Spec.Template.Spec, cfg, "configMap") {
+		t.Errorf("envoy --config-path %q is not inside a ConfigMap mount", cfg)
+	}
+	if tp := o.Services[0].Spec.Ports[0].TargetPort.StrVal; tp != "mcp" {
+		t.Errorf("sidecar Service targets %q, want Envoy's mcp port", tp)
+	}
+}
+
+func containerPort(c *corev1.Container, name string) int32 {
+	for _, p := range c.Ports {
+		if p.Name == name {
+			return p.ContainerPort
+		}
+	}
+	return 0
+}
+
+func argAfter(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// TestChartEnvoyConfigMirrorsSidecarFile keeps templates/_envoy.tpl and
+// envoy/sidecar.yaml one config: with the file's ports they must render to
+// the same Bootstrap.
+func TestChartEnvoyConfigMirrorsSidecarFile(t *testing.T) {
+	out, _, err := render(loadChart(t), valueSets(t)["sidecar-values.yaml"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeObjects([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := envoy.ValidateBootstrapYAML([]byte(o.configMap("-envoy").Data["envoy.yaml"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := os.ReadFile("../envoy/sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := envoy.ValidateBootstrapYAML(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(got, want) {
+		m := protojson.MarshalOptions{Multiline: true}
+		t.Errorf("chart Envoy config differs from envoy/sidecar.yaml\nchart: %s\nfile: %s", m.Format(got), m.Format(want))
+	}
+}
+
+func TestChartRejectsWrongValues(t *testing.T) {
+	c := loadChart(t)
+	tests := []struct {
+		name string
+		give string // YAML values over the defaults
+		want string
+	}{
+		{"unknown mode", "mode: bogus", "'/mode'"},
+		{"negative replicas", "replicaCount: -1", "'/replicaCount'"},
+		{"zero replicas", "replicaCount: 0", "'/replicaCount'"},
+		{"missing issuer", "auth: {issuer: ''}", "'/auth/issuer'"},
+		{"null issuer", "auth: {issuer: null}", "'issuer'"},
+		{"plain http issuer", "auth: {issuer: 'http://idp.example.com'}", "'/auth/issuer'"},
+		{"no audience", "auth: {audiences: []}", "'/auth/audiences'"},
+		{"empty policy", "policy: ''", "'/policy'"},
+		{"typo at top level", "replicas: 3", "'replicas' not allowed"},
+		{"sidecar without an MCP server image", "mode: sidecar", "'/sidecar/mcpServer/image/repository'"},
+		{"writable root filesystem", "securityContext: {readOnlyRootFilesystem: false}", "'/securityContext/readOnlyRootFilesystem'"},
+		{"root allowed", "podSecurityContext: {runAsNonRoot: false}", "'/podSecurityContext/runAsNonRoot'"},
+		{"no limits", "resources: {limits: null}", "missing property 'limits'"},
+		{"port out of range", "ports: {grpc: 70000}", "'/ports/grpc'"},
+		{"body limit zero", "maxRequestBytes: 0", "'/maxRequestBytes'"},
+		{"check timeout not an Envoy duration", "mode: sidecar\nsidecar: {mcpServer: {image: {repository: x}}, envoy: {checkTimeout: 500ms}}", "'/sidecar/envoy/checkTimeout'"},
+		{"MCP server named like a chart container", "mode: sidecar\nsidecar: {mcpServer: {name: envoy, image: {repository: x}}}", "'/sidecar/mcpServer/name'"},
+		{"MCP server container weakened", "mode: sidecar\nsidecar: {mcpServer: {image: {repository: x}, securityContext: {readOnlyRootFilesystem: false}}}", "'/sidecar/mcpServer/securityContext/readOnlyRootFilesystem'"},
+		{"capability added", "securityContext: {capabilities: {drop: [ALL], add: [NET_ADMIN]}}", "'/securityContext/capabilities/add'"},
+		{"PDB that blocks every drain", "replicaCount: 2\npodDisruptionBudget: {minAvailable: 2}", "minAvailable must be below replicaCount"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var vals map[string]any
+			if err := yaml.Unmarshal([]byte(tt.give), &vals); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := render(c, vals)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+}

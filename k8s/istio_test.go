@@ -1,0 +1,195 @@
+package k8s
+
+import (
+	"net/netip"
+	"os"
+	"strconv"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Istio's types are not in go-control-plane and istio.io/api is too heavy
+// for three files, so these structs hold the fields our files use, written
+// from the Istio references below, and the files are decoded into them
+// strictly: a misspelled or unknown field fails.
+
+// AuthorizationPolicy is security.istio.io/v1 AuthorizationPolicy.
+// https://istio.io/latest/docs/reference/config/security/authorization-policy/
+type AuthorizationPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Selector *struct {
+			MatchLabels map[string]string `json:"matchLabels"`
+		} `json:"selector,omitempty"`
+		Action   string `json:"action"`
+		Provider *struct {
+			Name string `json:"name"`
+		} `json:"provider,omitempty"`
+		Rules []struct {
+			From []map[string]any `json:"from,omitempty"`
+			To   []map[string]any `json:"to,omitempty"`
+			When []map[string]any `json:"when,omitempty"`
+		} `json:"rules"`
+	} `json:"spec"`
+}
+
+// ServiceEntry is networking.istio.io/v1 ServiceEntry.
+// https://istio.io/latest/docs/reference/config/networking/service-entry/
+type ServiceEntry struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Hosts     []string `json:"hosts"`
+		Endpoints []struct {
+			Address string `json:"address"`
+		} `json:"endpoints"`
+		Ports []struct {
+			Name     string `json:"name"`
+			Number   int    `json:"number"`
+			Protocol string `json:"protocol"`
+		} `json:"ports"`
+		Resolution string `json:"resolution"`
+	} `json:"spec"`
+}
+
+// istioOperator is the part of install.istio.io/v1alpha1 IstioOperator that
+// mesh-config.yaml sets: MeshConfig.ExtensionProvider.EnvoyExternalAuthorizationGrpcProvider.
+// https://istio.io/latest/docs/reference/config/istio.mesh.v1alpha1/#MeshConfig-ExtensionProvider-EnvoyExternalAuthorizationGrpcProvider
+type istioOperator struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		MeshConfig struct {
+			ExtensionProviders []struct {
+				Name              string `json:"name"`
+				EnvoyExtAuthzGrpc *struct {
+					Service                   string `json:"service"`
+					Port                      int    `json:"port"`
+					Timeout                   string `json:"timeout"`
+					FailOpen                  *bool  `json:"failOpen"`
+					StatusOnError             string `json:"statusOnError"`
+					ClearRouteCache           *bool  `json:"clearRouteCache"`
+					IncludeRequestBodyInCheck *struct {
+						MaxRequestBytes     int   `json:"maxRequestBytes"`
+						AllowPartialMessage *bool `json:"allowPartialMessage"`
+						PackAsBytes         *bool `json:"packAsBytes"`
+					} `json:"includeRequestBodyInCheck"`
+				} `json:"envoyExtAuthzGrpc"`
+			} `json:"extensionProviders"`
+		} `json:"meshConfig"`
+	} `json:"spec"`
+}
+
+func decodeStrict(t *testing.T, path string, into any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(b, into); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// meshProviders returns the gRPC ext_authz providers of mesh-config.yaml by
+// name, failing the test for any that does not fail closed on exact bodies.
+func meshProviders(t *testing.T) map[string]string {
+	t.Helper()
+	var op istioOperator
+	decodeStrict(t, "istio/mesh-config.yaml", &op)
+	out := map[string]string{} // name -> service:port
+	for _, p := range op.Spec.MeshConfig.ExtensionProviders {
+		g := p.EnvoyExtAuthzGrpc
+		if g == nil {
+			t.Errorf("provider %s: not envoyExtAuthzGrpc", p.Name)
+			continue
+		}
+		body := g.IncludeRequestBodyInCheck
+		switch {
+		case g.FailOpen == nil || *g.FailOpen:
+			t.Errorf("provider %s: failOpen is not explicitly false", p.Name)
+		case g.Timeout == "":
+			t.Errorf("provider %s: no timeout (Istio's default is 10m)", p.Name)
+		case body == nil || body.MaxRequestBytes <= 0:
+			t.Errorf("provider %s: includeRequestBodyInCheck.maxRequestBytes unset", p.Name)
+		case body.AllowPartialMessage == nil || *body.AllowPartialMessage:
+			t.Errorf("provider %s: allowPartialMessage is not explicitly false", p.Name)
+		case body.PackAsBytes == nil || !*body.PackAsBytes:
+			t.Errorf("provider %s: packAsBytes is not true", p.Name)
+		case g.Port != 9191:
+			t.Errorf("provider %s: port %d, want 9191", p.Name, g.Port)
+		}
+		if body != nil && body.MaxRequestBytes > 1<<20 {
+			t.Errorf("provider %s: maxRequestBytes %d above the service's default --max-body-bytes", p.Name, body.MaxRequestBytes)
+		}
+		out[p.Name] = g.Service + ":" + strconv.Itoa(g.Port)
+	}
+	return out
+}
+
+func TestIstioMeshConfig(t *testing.T) {
+	got := meshProviders(t)
+	want := map[string]string{
+		// Shared layout: the standalone Service (Helm release or kustomize
+		// base, both "mcp-extauthz" in namespace mcp-extauthz).
+		"mcp-extauthz": "mcp-extauthz.mcp-extauthz.svc.cluster.local:9191",
+		// In-pod layout: the ServiceEntry's name for 127.0.0.1.
+		"mcp-extauthz-local": "mcp-extauthz.local:9191",
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("provider %s = %q, want %q", name, got[name], w)
+		}
+	}
+}
+
+func TestIstioAuthorizationPolicy(t *testing.T) {
+	providers := meshProviders(t)
+	var ap AuthorizationPolicy
+	decodeStrict(t, "istio/authorizationpolicy.yaml", &ap)
+	checkAuthorizationPolicy(t, &ap, providers)
+}
+
+// checkAuthorizationPolicy asserts a CUSTOM policy that sends every request
+// of the selected workloads to a provider the mesh config defines.
+func checkAuthorizationPolicy(t *testing.T, ap *AuthorizationPolicy, providers map[string]string) {
+	t.Helper()
+	s := ap.Spec
+	if ap.APIVersion != "security.istio.io/v1" || ap.Kind != "AuthorizationPolicy" {
+		t.Errorf("%s/%s", ap.APIVersion, ap.Kind)
+	}
+	if s.Action != "CUSTOM" {
+		t.Errorf("action %q, want CUSTOM", s.Action)
+	}
+	if s.Provider == nil || providers[s.Provider.Name] == "" {
+		t.Errorf("provider %+v is not in mesh-config.yaml", s.Provider)
+	}
+	if s.Selector == nil || len(s.Selector.MatchLabels) == 0 {
+		t.Error("no workload selector: the policy would apply to the whole namespace")
+	}
+	// Exactly one empty rule: match every request, whatever path or method.
+	if len(s.Rules) != 1 || len(s.Rules[0].From)+len(s.Rules[0].To)+len(s.Rules[0].When) != 0 {
+		t.Errorf("rules %+v, want [{}] (check every request)", s.Rules)
+	}
+}
+
+func TestIstioServiceEntryForInPodLayout(t *testing.T) {
+	providers := meshProviders(t)
+	var se ServiceEntry
+	decodeStrict(t, "istio/serviceentry-local.yaml", &se)
+	if len(se.Spec.Hosts) != 1 || len(se.Spec.Ports) != 1 || len(se.Spec.Endpoints) != 1 {
+		t.Fatalf("want one host, port and endpoint: %+v", se.Spec)
+	}
+	if got := se.Spec.Hosts[0] + ":" + strconv.Itoa(se.Spec.Ports[0].Number); got != providers["mcp-extauthz-local"] {
+		t.Errorf("ServiceEntry %s, provider mcp-extauthz-local %s", got, providers["mcp-extauthz-local"])
+	}
+	if a, err := netip.ParseAddr(se.Spec.Endpoints[0].Address); err != nil || !a.IsLoopback() {
+		t.Errorf("endpoint %q is not loopback", se.Spec.Endpoints[0].Address)
+	}
+	if se.Spec.Ports[0].Protocol != "GRPC" || se.Spec.Resolution != "STATIC" {
+		t.Errorf("protocol %s resolution %s, want GRPC STATIC", se.Spec.Ports[0].Protocol, se.Spec.Resolution)
+	}
+}

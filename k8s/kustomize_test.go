@@ -1,0 +1,161 @@
+package k8s
+
+import (
+	"bytes"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/mcp-extauthz/mcp-extauthz/envoy"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
+)
+
+// build runs `kustomize build dir` (what `kubectl apply -k` applies) on the
+// real filesystem with kustomize's default, root-only load restrictions.
+func build(t *testing.T, dir string) *Objects {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := rm.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeObjects(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func TestKustomizeBuilds(t *testing.T) {
+	tests := []struct {
+		dir        string
+		containers []string
+		grpcAddr   string // want EXTAUTHZ_GRPC_ADDR
+		netpol     bool
+		authz      bool
+	}{
+		{dir: "kustomize/base", containers: []string{"extauthz"}, grpcAddr: "0.0.0.0:9191"},
+		{dir: "kustomize/overlays/standalone", containers: []string{"extauthz"}, grpcAddr: "0.0.0.0:9191", netpol: true},
+		{dir: "kustomize/overlays/istio", containers: []string{"extauthz"}, grpcAddr: "0.0.0.0:9191", authz: true},
+		{dir: "kustomize/overlays/sidecar", containers: []string{"extauthz", "envoy", "mcp-server"}, grpcAddr: "127.0.0.1:9191"},
+	}
+	entries, err := os.ReadDir("kustomize/overlays")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(tests)-1 {
+		t.Fatalf("kustomize/overlays has %d entries; add the new ones to this table", len(entries))
+	}
+	for _, tt := range tests {
+		t.Run(tt.dir, func(t *testing.T) {
+			o := build(t, tt.dir)
+			if len(o.Deployments) != 1 || len(o.PDBs) != 1 || len(o.Services) != 1 {
+				t.Fatalf("want one Deployment, PDB and Service; got %d, %d, %d", len(o.Deployments), len(o.PDBs), len(o.Services))
+			}
+			d := o.Deployments[0]
+			checkPodTemplate(t, "Deployment "+d.Name, d.Spec.Template)
+			labels := d.Spec.Template.Labels
+			if !selects(d.Spec.Selector.MatchLabels, labels) || !selects(o.PDBs[0].Spec.Selector.MatchLabels, labels) || !selects(o.Services[0].Spec.Selector, labels) {
+				t.Error("Deployment, PDB or Service selector does not select the Pods")
+			}
+			for _, sp := range o.Services[0].Spec.Ports {
+				if !podDeclaresPort(d.Spec.Template.Spec, sp.TargetPort.StrVal) {
+					t.Errorf("Service port %s targets %q, which no container declares", sp.Name, sp.TargetPort.StrVal)
+				}
+			}
+			var names []string
+			for _, c := range d.Spec.Template.Spec.Containers {
+				names = append(names, c.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tt.containers, ",") {
+				t.Errorf("containers %v, want %v", names, tt.containers)
+			}
+			ex := container(d, "extauthz")
+			for _, e := range ex.Env {
+				if !knownEnv[e.Name] {
+					t.Errorf("extauthz env %s is no flag of extauthz serve", e.Name)
+				}
+			}
+			if got, _ := env(ex, "EXTAUTHZ_GRPC_ADDR"); got != tt.grpcAddr {
+				t.Errorf("EXTAUTHZ_GRPC_ADDR = %q, want %q", got, tt.grpcAddr)
+			}
+			cm := o.configMap("mcp-extauthz-policy")
+			if cm == nil {
+				t.Fatal("no policy ConfigMap")
+			}
+			if _, err := policy.Compile("policy.yaml", []byte(cm.Data["policy.yaml"])); err != nil {
+				t.Errorf("policy: %v", err)
+			}
+			if p, _ := env(ex, "EXTAUTHZ_POLICY"); !mountedFrom(ex, d.Spec.Template.Spec, p, "configMap") {
+				t.Errorf("EXTAUTHZ_POLICY=%s is not inside a ConfigMap mount", p)
+			}
+			if got := len(o.NetworkPolicies) == 1; got != tt.netpol {
+				t.Errorf("NetworkPolicy present = %v, want %v", got, tt.netpol)
+			}
+			for _, np := range o.NetworkPolicies {
+				if !selects(np.Spec.PodSelector.MatchLabels, labels) {
+					t.Error("NetworkPolicy does not select the Pods")
+				}
+			}
+			if got := len(o.AuthzPolicies) == 1; got != tt.authz {
+				t.Errorf("AuthorizationPolicy present = %v, want %v", got, tt.authz)
+			}
+			for _, ap := range o.AuthzPolicies {
+				checkAuthorizationPolicy(t, ap, meshProviders(t))
+				if id, ok := env(ex, "EXTAUTHZ_SERVER_ID"); !ok || id == "" {
+					t.Error("Istio sets no context extension: EXTAUTHZ_SERVER_ID must name the server")
+				}
+			}
+			if tt.grpcAddr == "127.0.0.1:9191" {
+				checkKustomizeSidecar(t, o)
+			}
+		})
+	}
+}
+
+func checkKustomizeSidecar(t *testing.T, o *Objects) {
+	t.Helper()
+	cm := o.configMap("mcp-extauthz-envoy")
+	if cm == nil {
+		t.Fatal("no Envoy ConfigMap")
+	}
+	want, err := os.ReadFile("../envoy/sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal([]byte(cm.Data["envoy.yaml"]), want) {
+		t.Error("kustomize/overlays/sidecar/envoy.yaml differs from envoy/sidecar.yaml: copy it over")
+	}
+	b, err := envoy.ValidateBootstrapYAML([]byte(cm.Data["envoy.yaml"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := envoy.CheckInvariants(b); err != nil {
+		t.Fatal(err)
+	}
+	d := o.Deployments[0]
+	c := container(d, "extauthz")
+	addr, _ := env(c, "EXTAUTHZ_GRPC_ADDR")
+	if ap, err := netip.ParseAddrPort(addr); err != nil || envoy.Endpoints(envoy.Cluster(b, "ext_authz"))[0] != ap.String() {
+		t.Errorf("Envoy ext_authz cluster %v does not reach EXTAUTHZ_GRPC_ADDR %s", envoy.Endpoints(envoy.Cluster(b, "ext_authz")), addr)
+	}
+	if p := c.ReadinessProbe; p.Exec == nil || strings.Join(p.Exec.Command, " ") != "/extauthz healthcheck --addr "+addr {
+		t.Errorf("sidecar extauthz readiness = %+v, want exec healthcheck on %s", p, addr)
+	}
+	mcp := container(d, "mcp-server")
+	if got := envoy.Endpoints(envoy.Cluster(b, "mcp_server")); len(got) != 1 || !strings.HasSuffix(got[0], ":"+strconv.Itoa(int(containerPort(mcp, "mcp-server")))) {
+		t.Errorf("Envoy mcp_server cluster %v does not reach the mcp-server container port", got)
+	}
+	if mcp.Image != "ghcr.io/mcp-extauthz/example-payments-mcp:0.1.0" {
+		t.Errorf("mcp-server image %q: the images transformer did not apply", mcp.Image)
+	}
+}
