@@ -83,7 +83,10 @@
 // otherwise any matching allow rule allows; otherwise the default decides.
 // List order only chooses which rule id is reported: the first match in its
 // list. Shadow rules (`shadow: true`) are evaluated on every request and
-// reported in Result.Shadow but never decide.
+// reported in Result.Shadow but never decide. An Input that cannot be
+// decided (nil, an unknown Op, OpRequest without a method, or a tools/call,
+// resources/* or prompts/get without its name or URI) is denied with
+// CauseInvalidInput, whatever the rules say.
 //
 // # Conditions
 //
