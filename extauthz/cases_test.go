@@ -70,6 +70,9 @@ func newCaseRig(t *testing.T) (*caseRig, func(*CapturedRequest, bool) (Reason, i
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := v.Warm(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	client := startGRPC(t, newTestServer(compileStore(t, filepath.Join("testdata", "cases-policy.yaml")), v, nil))
 	claims := rig.idp.claims()
 	wrongAud := rig.idp.claims()

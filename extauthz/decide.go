@@ -60,8 +60,9 @@ type Decision struct {
 	RPCID         []byte // the request's JSON-RPC id, byte for byte; nil answers with id null
 	BatchIndex    int    // index of the deciding batch element; -1 outside batches
 	BatchDigests  []string
-	Detail        string // internal detail for the log (a parse error's message); never argument values
-	PolicyVersion string // sha256:<hex> of the policy file
+	Detail        string               // internal detail for the log (a parse error's message); never argument values
+	PolicyVersion string               // sha256:<hex> of the policy file
+	Shadow        []policy.ShadowMatch // shadow rules that matched; they never decide
 }
 
 // Allowed reports whether the request may reach the upstream.
@@ -261,6 +262,7 @@ func copyDecision(dst, src *Decision) {
 	dst.Decision, dst.RuleID = src.Decision, src.RuleID
 	dst.Method, dst.Tool, dst.Target = src.Method, src.Tool, src.Target
 	dst.ArgsDigest, dst.RequestDigest, dst.RPCID = src.ArgsDigest, src.RequestDigest, src.RPCID
+	dst.Shadow = src.Shadow
 }
 
 // decideMessage fills el for one JSON-RPC message and returns its reason.
@@ -313,11 +315,14 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *
 		})
 	}
 	res := lp.Policy.Evaluate(in)
-	el.Decision, el.RuleID = res.Decision, res.RuleID
+	el.Decision, el.RuleID, el.Shadow = res.Decision, res.RuleID, res.Shadow
 	switch {
 	case res.Cause == policy.CauseUnsafeURI:
 		el.Decision = policy.Deny
 		return ReasonUnsafeURI
+	case res.Cause == policy.CauseInvalidInput: // a target mcpparse should have refused
+		el.Decision = policy.Deny
+		return ReasonInvalidParams
 	case res.Cause == policy.CauseDefault && in.Op == policy.OpRequest && !knownMethods[in.Method]:
 		// A method MCP does not define, that no rule names: denied even
 		// under default ask, since no approval can make it meaningful.

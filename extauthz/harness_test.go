@@ -211,6 +211,9 @@ func newDiscoveryVerifier(t testing.TB, idp *testIdP) *OIDCVerifier {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := v.Warm(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return v
 }
 

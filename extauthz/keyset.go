@@ -2,11 +2,13 @@ package extauthz
 
 import (
 	"context"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +35,8 @@ type KeySet struct {
 
 	mu        sync.Mutex
 	keys      []jose.JSONWebKey
+	print     string // thumbprints of keys, to notice a change
+	gen       uint64 // incremented when the keys change
 	fetched   bool
 	lastFetch time.Time
 	lastErr   error
@@ -54,6 +58,13 @@ func (s *KeySet) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+// Generation changes whenever a fetch brings a different set of keys.
+func (s *KeySet) Generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
 }
 
 // Ready reports whether keys are available (fetched at least once).
@@ -167,9 +178,29 @@ func (s *KeySet) refresh(done chan struct{}) {
 // store records a fetch result; the caller holds s.mu.
 func (s *KeySet) store(keys []jose.JSONWebKey, err error) {
 	s.lastErr = err
-	if err == nil {
-		s.keys, s.fetched = keys, true
+	if err != nil {
+		return
 	}
+	if p := thumbprints(keys); p != s.print {
+		s.print = p
+		s.gen++
+	}
+	s.keys, s.fetched = keys, true
+}
+
+// thumbprints identifies a key set by its RFC 7638 thumbprints, in order.
+func thumbprints(keys []jose.JSONWebKey) string {
+	var b strings.Builder
+	for _, k := range keys {
+		tp, err := k.Thumbprint(crypto.SHA256)
+		if err != nil {
+			tp = []byte(k.KeyID) // Valid() keys always have one; fall back to the kid
+		}
+		b.Write(tp)
+		b.WriteString(k.KeyID)
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // maxJWKSBytes bounds the key set document.

@@ -24,6 +24,10 @@ const (
 	HeaderRequestDigest = "x-mcp-request-digest"
 	HeaderPrincipal     = "x-mcp-principal"
 	HeaderDecisionID    = "x-mcp-decision-id"
+	// HeaderDryRunDecision and HeaderDryRunReason carry, in dry-run mode,
+	// the decision the service would have enforced (allow, deny or ask).
+	HeaderDryRunDecision = "x-mcp-dry-run-decision"
+	HeaderDryRunReason   = "x-mcp-dry-run-reason"
 )
 
 // RequestFromCheck converts Envoy's CheckRequest into a Request. Headers come
@@ -93,7 +97,7 @@ func (rs *Responder) Response(d *Decision, reqHeaders Headers) *authv3.CheckResp
 		return &authv3.CheckResponse{
 			Status:          &rpcstatus.Status{Code: 0},
 			DynamicMetadata: md,
-			HttpResponse:    &authv3.CheckResponse_OkResponse{OkResponse: rs.okResponse(d, reqHeaders)},
+			HttpResponse:    &authv3.CheckResponse_OkResponse{OkResponse: rs.okResponse(d, reqHeaders, false)},
 		}
 	}
 	o := d.Reason.outcome()
@@ -112,7 +116,20 @@ func (rs *Responder) Response(d *Decision, reqHeaders Headers) *authv3.CheckResp
 	}
 }
 
-func (rs *Responder) okResponse(d *Decision, reqHeaders Headers) *authv3.OkHttpResponse {
+// DryRunResponse admits the request whatever d decided, passing the decision
+// upstream in x-mcp-dry-run-decision and x-mcp-dry-run-reason. Dynamic
+// metadata carries the real decision and dry_run "true".
+func (rs *Responder) DryRunResponse(d *Decision, reqHeaders Headers) *authv3.CheckResponse {
+	md := decisionMetadata(d)
+	md.Fields["dry_run"] = structpb.NewStringValue("true")
+	return &authv3.CheckResponse{
+		Status:          &rpcstatus.Status{Code: 0},
+		DynamicMetadata: md,
+		HttpResponse:    &authv3.CheckResponse_OkResponse{OkResponse: rs.okResponse(d, reqHeaders, true)},
+	}
+}
+
+func (rs *Responder) okResponse(d *Decision, reqHeaders Headers, dryRun bool) *authv3.OkHttpResponse {
 	set := map[string]string{
 		HeaderMethod:        d.Method,
 		HeaderArgsDigest:    d.ArgsDigest,
@@ -128,8 +145,16 @@ func (rs *Responder) okResponse(d *Decision, reqHeaders Headers) *authv3.OkHttpR
 	if len(d.BatchDigests) > 0 {
 		set[HeaderRequestDigest] = strings.Join(d.BatchDigests, ",")
 	}
+	if dryRun {
+		set[HeaderDryRunDecision] = d.Decision.String()
+		set[HeaderDryRunReason] = string(d.Reason)
+	}
 	names := make([]string, 0, len(set))
-	for k := range set {
+	for k, v := range set {
+		if v == "" { // e.g. no digest for a body that did not parse
+			delete(set, k)
+			continue
+		}
 		names = append(names, k)
 	}
 	sort.Strings(names)

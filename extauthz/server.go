@@ -18,7 +18,11 @@ type Server struct {
 	Decider   *Decider
 	Responder *Responder
 	Log       *zap.Logger      // one line per decision
+	Metrics   *Metrics         // nil disables metrics
 	Now       func() time.Time // nil means time.Now
+	// DryRun admits every request, logging, counting and passing upstream
+	// (x-mcp-dry-run-decision) the decision it would have enforced.
+	DryRun bool
 }
 
 var _ authv3.AuthorizationServer = (*Server)(nil)
@@ -31,6 +35,10 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 		now = s.Now
 	}
 	start := now()
+	if s.Metrics != nil {
+		s.Metrics.InFlight.Inc()
+		defer s.Metrics.InFlight.Dec()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			d := &Decision{ID: newDecisionID(), Reason: ReasonInternalError, BatchIndex: -1}
@@ -40,9 +48,35 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 	}()
 	r := RequestFromCheck(req)
 	d := s.Decider.Decide(ctx, r)
-	resp = s.Responder.Response(d, r.Headers)
-	s.logDecision(d, r, now().Sub(start))
+	if s.DryRun {
+		resp = s.Responder.DryRunResponse(d, r.Headers)
+	} else {
+		resp = s.Responder.Response(d, r.Headers)
+	}
+	latency := now().Sub(start)
+	s.observe(d, latency)
+	s.logDecision(d, r, latency)
 	return resp, nil
+}
+
+// observe counts d in the metrics.
+func (s *Server) observe(d *Decision, latency time.Duration) {
+	m := s.Metrics
+	if m == nil {
+		return
+	}
+	m.CheckDuration.Observe(latency.Seconds())
+	dry := "false"
+	if s.DryRun {
+		dry = "true"
+	}
+	m.Decisions.WithLabelValues(d.Decision.String(), string(d.Reason), methodLabel(d.Method), dry).Inc()
+	if d.Reason.isTokenReason() || d.Reason == ReasonIdPUnavailable {
+		m.TokenFailures.WithLabelValues(string(d.Reason)).Inc()
+	}
+	for _, sm := range d.Shadow {
+		m.ShadowMatches.WithLabelValues(sm.Decision.String()).Inc()
+	}
 }
 
 // logDecision writes the one decision line: never the token, never raw
@@ -76,6 +110,16 @@ func (s *Server) logDecision(d *Decision, r *Request, latency time.Duration) {
 	}
 	if d.Detail != "" {
 		fields = append(fields, zap.String("detail", d.Detail))
+	}
+	if s.DryRun {
+		fields = append(fields, zap.Bool("dry_run", true))
+	}
+	if len(d.Shadow) > 0 {
+		sh := make([]string, len(d.Shadow))
+		for i, m := range d.Shadow {
+			sh[i] = m.RuleID + "=" + m.Decision.String()
+		}
+		fields = append(fields, zap.Strings("shadow", sh))
 	}
 	s.Log.Info("decision", fields...)
 }

@@ -61,34 +61,42 @@ type TokenVerifier interface {
 type OIDCConfig struct {
 	Issuer    string   // required: the exact iss every token must carry
 	Audiences []string // required: RFC 8707 resource URIs of the guarded MCP server; a token must carry one
-	// KeySet verifies signatures. Nil means OIDC discovery: the issuer's
-	// /.well-known/openid-configuration is fetched on first use (and retried
-	// at most once per DiscoveryRetry while it fails) and its jwks_uri
-	// becomes a go-oidc RemoteKeySet.
+	// KeySet verifies signatures. Nil means OIDC discovery (OpenID Connect
+	// Discovery 1.0 section 4): the issuer's openid-configuration is fetched
+	// by Warm, or in the background on first use, retried at most once per
+	// DiscoveryRetry while it fails, and its jwks_uri becomes a KeySet.
 	KeySet         oidc.KeySet
 	HTTPClient     *http.Client     // for discovery and keys; nil means http.DefaultClient
 	Now            func() time.Time // nil means time.Now
 	DiscoveryRetry time.Duration    // zero means 5s
+	// OnKeySetRefresh, if set, is called after every key-set fetch of a
+	// discovered KeySet with its error (nil on success).
+	OnKeySetRefresh func(error)
 }
 
 // OIDCVerifier verifies bearer tokens with go-oidc: signature against the key
 // set, issuer, exp and nbf (go-oidc's leeway of 5 minutes for nbf), the
 // algorithm allowlist, then the audience against the configured set. It does
-// not check nonce, azp or at_hash (access tokens carry none).
+// not check nonce, azp or at_hash (access tokens carry none). Until discovery
+// has succeeded, Verify fails with idp_unavailable at once rather than
+// waiting for the identity provider.
 type OIDCVerifier struct {
 	cfg OIDCConfig
 
 	mu           sync.Mutex
 	keys         oidc.KeySet
 	verifier     *oidc.IDTokenVerifier
+	discovering  bool
 	lastAttempt  time.Time
 	lastDiscover error
 }
 
 var _ TokenVerifier = (*OIDCVerifier)(nil)
 
-// NewOIDCVerifier returns a verifier for cfg. It does no I/O; with a nil
-// KeySet, discovery happens on the first Verify.
+// errDiscovering is returned while discovery is under way.
+var errDiscovering = errors.New("oidc discovery in progress")
+
+// NewOIDCVerifier returns a verifier for cfg. It does no I/O.
 func NewOIDCVerifier(cfg OIDCConfig) (*OIDCVerifier, error) {
 	if cfg.Issuer == "" {
 		return nil, errors.New("issuer is required")
@@ -120,35 +128,102 @@ func (v *OIDCVerifier) oidcConfig() *oidc.Config {
 	}
 }
 
-// idTokenVerifier returns the go-oidc verifier, running discovery if needed.
-func (v *OIDCVerifier) idTokenVerifier(ctx context.Context) (*oidc.IDTokenVerifier, oidc.KeySet, error) {
+// Ready reports whether tokens can be verified now: discovery done and
+// signing keys fetched at least once (always true for a static key set).
+func (v *OIDCVerifier) Ready() bool {
+	v.mu.Lock()
+	keys := v.keys
+	v.mu.Unlock()
+	if keys == nil {
+		return false
+	}
+	if ks, ok := keys.(*KeySet); ok {
+		return ks.Ready()
+	}
+	return true
+}
+
+// KeyGeneration changes whenever the signing keys change; a token cache
+// drops entries of another generation.
+func (v *OIDCVerifier) KeyGeneration() uint64 {
+	v.mu.Lock()
+	keys := v.keys
+	v.mu.Unlock()
+	if ks, ok := keys.(*KeySet); ok {
+		return ks.Generation()
+	}
+	return 0
+}
+
+// Warm runs discovery and fetches the signing keys now, ignoring the retry
+// interval. It is what serve calls at start and until it succeeds.
+func (v *OIDCVerifier) Warm(ctx context.Context) error {
+	v.mu.Lock()
+	ok := v.verifier != nil
+	v.mu.Unlock()
+	if !ok {
+		if err := v.discover(ctx); err != nil {
+			return err
+		}
+	}
+	v.mu.Lock()
+	keys := v.keys
+	v.mu.Unlock()
+	if ks, ok := keys.(*KeySet); ok && ks.URL != "" && !ks.Ready() {
+		return ks.Refresh(ctx)
+	}
+	return nil
+}
+
+// discover fetches the discovery document and installs the verifier.
+func (v *OIDCVerifier) discover(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, v.httpClient()), 10*time.Second)
+	defer cancel()
+	p, err := oidc.NewProvider(dctx, v.cfg.Issuer)
+	var meta struct {
+		JWKSURI string `json:"jwks_uri"`
+	}
+	if err == nil {
+		if cerr := p.Claims(&meta); cerr != nil || meta.JWKSURI == "" {
+			err = errors.New("no jwks_uri")
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err != nil {
+		v.lastDiscover = fmt.Errorf("oidc discovery: %w", err)
+		return v.lastDiscover
+	}
+	if v.verifier == nil {
+		v.keys = &KeySet{URL: meta.JWKSURI, Client: v.httpClient(), Now: v.cfg.Now, OnRefresh: v.cfg.OnKeySetRefresh}
+		v.verifier = oidc.NewVerifier(v.cfg.Issuer, v.keys, v.oidcConfig())
+	}
+	return nil
+}
+
+// idTokenVerifier returns the go-oidc verifier, or starts discovery in the
+// background (at most once per DiscoveryRetry) and fails at once.
+func (v *OIDCVerifier) idTokenVerifier() (*oidc.IDTokenVerifier, oidc.KeySet, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.verifier != nil {
 		return v.verifier, v.keys, nil
 	}
+	if v.discovering {
+		return nil, nil, errDiscovering
+	}
 	now := v.cfg.Now()
 	if !v.lastAttempt.IsZero() && now.Sub(v.lastAttempt) < v.cfg.DiscoveryRetry {
 		return nil, nil, v.lastDiscover
 	}
-	v.lastAttempt = now
-	dctx, cancel := context.WithTimeout(oidc.ClientContext(context.WithoutCancel(ctx), v.httpClient()), 10*time.Second)
-	defer cancel()
-	p, err := oidc.NewProvider(dctx, v.cfg.Issuer)
-	if err != nil {
-		v.lastDiscover = fmt.Errorf("oidc discovery: %w", err)
-		return nil, nil, v.lastDiscover
-	}
-	var meta struct {
-		JWKSURI string `json:"jwks_uri"`
-	}
-	if err := p.Claims(&meta); err != nil || meta.JWKSURI == "" {
-		v.lastDiscover = errors.New("oidc discovery: no jwks_uri")
-		return nil, nil, v.lastDiscover
-	}
-	v.keys = &KeySet{URL: meta.JWKSURI, Client: v.httpClient(), Now: v.cfg.Now}
-	v.verifier = oidc.NewVerifier(v.cfg.Issuer, v.keys, v.oidcConfig())
-	return v.verifier, v.keys, nil
+	v.lastAttempt, v.discovering = now, true
+	go func() {
+		_ = v.discover(context.Background())
+		v.mu.Lock()
+		v.discovering = false
+		v.mu.Unlock()
+	}()
+	return nil, nil, errDiscovering
 }
 
 func (v *OIDCVerifier) httpClient() *http.Client {
@@ -168,7 +243,7 @@ func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal,
 	if iss != v.cfg.Issuer {
 		return nil, &TokenError{Reason: ReasonTokenWrongIssuer}
 	}
-	verifier, keys, err := v.idTokenVerifier(ctx)
+	verifier, keys, err := v.idTokenVerifier()
 	if err != nil {
 		return nil, &TokenError{Reason: ReasonIdPUnavailable, Err: err}
 	}

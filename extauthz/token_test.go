@@ -136,7 +136,20 @@ func TestIdPUnavailable(t *testing.T) {
 		t.Fatalf("provider down: got %d %s, want 503 idp_unavailable", status, d.Error.Data.Reason)
 	}
 	idp.down.Store(false)
-	okHeaders(t, check(t, client, capt.CheckRequest(true)))
+	// Discovery is retried in the background; the first answer after it
+	// succeeds is an allow.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp := check(t, client, capt.CheckRequest(true))
+		if resp.GetOkResponse() != nil {
+			break
+		}
+		if d, _ := parseDenial(t, resp); Reason(d.Error.Data.Reason) != ReasonIdPUnavailable || time.Now().After(deadline) {
+			t.Fatalf("after the provider came back: %s", d.Error.Data.Reason)
+		}
+	}
+	if !v.Ready() {
+		t.Error("verifier not ready after an allowed Check")
+	}
 }
 
 // TestKeyRotation is case C17: after the service cached k1, the provider
@@ -152,6 +165,9 @@ func TestKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
+	if err := v.Warm(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := v.Verify(ctx, k1.sign(t, idp.claims())); err != nil {
 		t.Fatalf("k1 before rotation: %v", err)
 	}

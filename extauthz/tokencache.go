@@ -1,0 +1,96 @@
+package extauthz
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// CachingVerifier remembers verified tokens, keyed by the SHA-256 of the raw
+// token, in a bounded LRU, so the steady state does not repeat the
+// signature check. An entry lives until the token's exp at the latest (an
+// expired token is refused even when cached) and only while the signing keys
+// are those it was verified with: when the key set changes, every entry is
+// verified again, so a token whose key left the set stops verifying after the
+// next refresh. Failures are never cached.
+type CachingVerifier struct {
+	next  TokenVerifier
+	gen   func() uint64
+	now   func() time.Time
+	cache *lru.Cache[[sha256.Size]byte, cachedToken]
+	m     *Metrics
+}
+
+type cachedToken struct {
+	p   *Principal
+	gen uint64
+}
+
+// KeyGenerationer is a TokenVerifier whose key set can change.
+type KeyGenerationer interface {
+	KeyGeneration() uint64
+}
+
+// NewCachingVerifier caches up to size verified tokens of next. now may be
+// nil (time.Now); m may be nil.
+func NewCachingVerifier(next TokenVerifier, size int, now func() time.Time, m *Metrics) (*CachingVerifier, error) {
+	if size <= 0 {
+		return nil, errors.New("token cache size must be positive")
+	}
+	c, err := lru.New[[sha256.Size]byte, cachedToken](size)
+	if err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	gen := func() uint64 { return 0 }
+	if g, ok := next.(KeyGenerationer); ok {
+		gen = g.KeyGeneration
+	}
+	return &CachingVerifier{next: next, gen: gen, now: now, cache: c, m: m}, nil
+}
+
+var _ TokenVerifier = (*CachingVerifier)(nil)
+
+// Verify answers from the cache when it can, else asks the next verifier
+// and caches a success.
+func (c *CachingVerifier) Verify(ctx context.Context, rawToken string) (*Principal, error) {
+	key := sha256.Sum256([]byte(rawToken))
+	gen := c.gen()
+	if e, ok := c.cache.Get(key); ok {
+		switch {
+		case !c.now().Before(e.p.Expiry):
+			c.cache.Remove(key)
+			c.m.tokenCacheResult("expired")
+			return nil, &TokenError{Reason: ReasonTokenExpired}
+		case e.gen == gen:
+			c.m.tokenCacheResult("hit")
+			return e.p, nil
+		default:
+			c.cache.Remove(key)
+			c.m.tokenCacheResult("stale")
+		}
+	} else {
+		c.m.tokenCacheResult("miss")
+	}
+	p, err := c.next.Verify(ctx, rawToken)
+	if err != nil {
+		return nil, err
+	}
+	if !p.Expiry.IsZero() {
+		c.cache.Add(key, cachedToken{p: p, gen: gen})
+	}
+	return p, nil
+}
+
+// Ready passes the next verifier's readiness through.
+func (c *CachingVerifier) Ready() bool {
+	if r, ok := c.next.(interface{ Ready() bool }); ok {
+		return r.Ready()
+	}
+	return true
+}
