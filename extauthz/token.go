@@ -175,6 +175,18 @@ func (v *OIDCVerifier) Warm(ctx context.Context) error {
 	return nil
 }
 
+// RefreshKeys fetches a discovered key set again now (a static one is left
+// alone). A failure keeps the last good keys.
+func (v *OIDCVerifier) RefreshKeys(ctx context.Context) error {
+	v.mu.Lock()
+	keys := v.keys
+	v.mu.Unlock()
+	if ks, ok := keys.(*KeySet); ok && ks.URL != "" {
+		return ks.Refresh(ctx)
+	}
+	return nil
+}
+
 // discover fetches the discovery document and installs the verifier.
 func (v *OIDCVerifier) discover(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, v.httpClient()), 10*time.Second)

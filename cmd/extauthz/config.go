@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
 // Config is the validated configuration of `extauthz serve`.
@@ -26,6 +28,13 @@ type Config struct {
 	MaxBodyBytes        int
 	DrainPeriod         time.Duration
 	ShutdownTimeout     time.Duration
+	DryRun              bool
+	TokenCacheSize      int
+	JWKSRefresh         time.Duration
+	MaxJSONDepth        int
+	MaxJSONKeys         int
+	MaxJSONElements     int
+	MaxStringBytes      int
 }
 
 // listFlag is a repeatable string flag; the environment form is comma-separated.
@@ -60,6 +69,14 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.ResourceMetadataURL, "resource-metadata-url", "", "RFC 9728 metadata URL for WWW-Authenticate (default: derived from the first audience)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&c.MaxBodyBytes, "max-body-bytes", 1<<20, "largest request body decided; keep >= Envoy's max_request_bytes")
+	lim := mcpparse.DefaultLimits()
+	fs.IntVar(&c.MaxJSONDepth, "max-json-depth", lim.MaxDepth, "deepest nesting of arrays and objects in a body")
+	fs.IntVar(&c.MaxJSONKeys, "max-json-keys", lim.MaxKeys, "most object members in a body")
+	fs.IntVar(&c.MaxJSONElements, "max-json-elements", lim.MaxElements, "most values in a body")
+	fs.IntVar(&c.MaxStringBytes, "max-string-bytes", lim.MaxStringLen, "longest decoded JSON string in a body")
+	fs.BoolVar(&c.DryRun, "dry-run", false, "admit every request; log, count and pass upstream (x-mcp-dry-run-decision) the decision that would have been enforced")
+	fs.IntVar(&c.TokenCacheSize, "token-cache-size", 10000, "verified tokens kept (LRU, until exp at the latest); 0 disables the cache")
+	fs.DurationVar(&c.JWKSRefresh, "jwks-refresh-interval", 5*time.Minute, "how often a discovered key set is fetched again; 0 only on unknown kid")
 	fs.DurationVar(&c.DrainPeriod, "drain-period", 5*time.Second, "on SIGTERM, how long to report NOT_SERVING before stopping")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight Checks may take to finish after the drain")
 	if err := fs.Parse(args); err != nil {
@@ -132,6 +149,10 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return nil, errors.New("--audience is required (the MCP server's resource URI)")
 	case c.MaxBodyBytes <= 0:
 		return nil, errors.New("--max-body-bytes must be positive")
+	case c.MaxJSONDepth <= 0 || c.MaxJSONKeys <= 0 || c.MaxJSONElements <= 0 || c.MaxStringBytes <= 0:
+		return nil, errors.New("--max-json-* and --max-string-bytes must be positive")
+	case c.TokenCacheSize < 0 || c.JWKSRefresh < 0:
+		return nil, errors.New("--token-cache-size and --jwks-refresh-interval must not be negative")
 	case c.DrainPeriod < 0 || c.ShutdownTimeout < 0:
 		return nil, errors.New("--drain-period and --shutdown-timeout must not be negative")
 	}

@@ -6,11 +6,17 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
@@ -35,9 +41,6 @@ const (
 	keepaliveMinTime = 10 * time.Second
 )
 
-// healthService is the grpc.health.v1 service name of the Authorization API.
-const healthService = "envoy.service.auth.v3.Authorization"
-
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg, err := parseServeConfig(args, os.Getenv, stderr)
 	if err != nil {
@@ -49,7 +52,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer func() { _ = log.Sync() }()
 
-	srv, err := newServer(cfg, log)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := extauthz.NewMetrics(reg)
+
+	svc, err := newService(cfg, log, metrics)
 	if err != nil {
 		return err
 	}
@@ -57,50 +64,87 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gs, hs := newGRPCServer(cfg, srv)
-	fmt.Fprintf(stderr, "extauthz: serving ext_authz on %s (policy %s, server id %q)\n", lis.Addr(), cfg.PolicyFile, cfg.ServerID)
+	var httpLis net.Listener
+	if cfg.HTTPAddr != "" {
+		if httpLis, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			lis.Close()
+			return err
+		}
+	}
 
-	errc := make(chan error, 1)
-	go func() { errc <- gs.Serve(lis) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // runs before wg.Wait: every goroutine below ends with ctx
+
+	wg.Add(3)
+	go func() { defer wg.Done(); svc.keepKeysFresh(ctx, cfg.JWKSRefresh) }()
+	go func() {
+		defer wg.Done()
+		if err := svc.loader.Watch(ctx); err != nil {
+			log.Error("policy watch stopped; SIGHUP still reloads", zap.Error(err))
+		}
+	}()
+	go func() { defer wg.Done(); reloadOnSIGHUP(ctx, svc.loader) }()
+	if httpLis != nil {
+		hsrv := &http.Server{Handler: extauthz.HTTPHandler(svc.readiness, reg), ReadHeaderTimeout: 5 * time.Second}
+		wg.Add(2)
+		go func() { defer wg.Done(); _ = hsrv.Serve(httpLis) }()
+		go func() {
+			defer wg.Done()
+			<-ctx.Done()
+			sctx, scancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+			defer scancel()
+			_ = hsrv.Shutdown(sctx)
+		}()
+		fmt.Fprintf(stderr, "extauthz: serving /metrics, /healthz, /readyz on http://%s\n", httpLis.Addr())
 	}
-	fmt.Fprintln(stderr, "extauthz: shutting down: NOT_SERVING, draining")
-	// NOT_SERVING first, so Envoy and the kubelet stop sending new Checks;
-	// then GracefulStop lets in-flight Checks finish, up to a deadline.
-	hs.Shutdown()
-	time.Sleep(cfg.DrainPeriod)
-	stopped := make(chan struct{})
-	go func() { gs.GracefulStop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(cfg.ShutdownTimeout):
-		gs.Stop()
-		<-stopped
+
+	gs, hs := newGRPCServer(cfg, svc.server)
+	lc := &extauthz.Lifecycle{
+		GRPC: gs, Health: hs, Readiness: svc.readiness,
+		DrainPeriod: cfg.DrainPeriod, ShutdownTimeout: cfg.ShutdownTimeout,
+		OnShutdown: func() { fmt.Fprintln(stderr, "extauthz: shutting down: NOT_SERVING, draining") },
 	}
-	return <-errc
+	mode := "enforcing"
+	if cfg.DryRun {
+		mode = "DRY-RUN: every request is admitted"
+	}
+	fmt.Fprintf(stderr, "extauthz: serving ext_authz on %s (policy %s, server id %q, %s)\n", lis.Addr(), cfg.PolicyFile, cfg.ServerID, mode)
+	return lc.Serve(ctx, lis)
 }
 
-// newServer builds the Check server from cfg: policy, token verifier, limits.
-func newServer(cfg *Config, log *zap.Logger) (*extauthz.Server, error) {
-	src, err := os.ReadFile(cfg.PolicyFile)
-	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
-	}
-	lp, err := extauthz.CompilePolicy(cfg.PolicyFile, src)
-	if err != nil {
+// service is the assembled decision service and what keeps it current.
+type service struct {
+	server    *extauthz.Server
+	loader    *extauthz.PolicyLoader
+	readiness *extauthz.Readiness
+	oidc      *extauthz.OIDCVerifier
+	log       *zap.Logger
+}
+
+// newService builds the Check server from cfg: policy, token verifier and
+// cache, limits. A missing or invalid policy is an error naming file:line.
+func newService(cfg *Config, log *zap.Logger, metrics *extauthz.Metrics) (*service, error) {
+	store := &extauthz.PolicyStore{}
+	loader := &extauthz.PolicyLoader{File: cfg.PolicyFile, Store: store, Metrics: metrics}
+	if err := loader.Load(); err != nil {
 		var ce *policy.CompileError
 		if errors.As(err, &ce) {
 			return nil, fmt.Errorf("policy: %s", strings.ReplaceAll(strings.TrimSpace(ce.Error()), "\n", "; "))
 		}
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	store := &extauthz.PolicyStore{}
-	store.Store(lp)
+	loader.Log = log // from now on a bad reload is logged, not fatal
 
-	oc := extauthz.OIDCConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences}
+	oc := extauthz.OIDCConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences, OnKeySetRefresh: func(err error) {
+		if err != nil {
+			metrics.KeySetRefreshes.WithLabelValues("error").Inc()
+			log.Warn("key set refresh failed; keeping the last good keys", zap.Error(err))
+			return
+		}
+		metrics.KeySetRefreshes.WithLabelValues("ok").Inc()
+	}}
 	if cfg.JWKSFile != "" {
 		ks, err := extauthz.LoadJWKS(cfg.JWKSFile)
 		if err != nil {
@@ -108,21 +152,87 @@ func newServer(cfg *Config, log *zap.Logger) (*extauthz.Server, error) {
 		}
 		oc.KeySet = ks
 	}
-	verifier, err := extauthz.NewOIDCVerifier(oc)
+	ov, err := extauthz.NewOIDCVerifier(oc)
 	if err != nil {
 		return nil, err
 	}
-	lim := mcpparse.DefaultLimits()
-	lim.MaxBytes = cfg.MaxBodyBytes
+	var verifier extauthz.TokenVerifier = ov
+	if cfg.TokenCacheSize > 0 {
+		if verifier, err = extauthz.NewCachingVerifier(ov, cfg.TokenCacheSize, nil, metrics); err != nil {
+			return nil, err
+		}
+	}
+	lim := mcpparse.Limits{
+		MaxBytes: cfg.MaxBodyBytes, MaxDepth: cfg.MaxJSONDepth, MaxKeys: cfg.MaxJSONKeys,
+		MaxElements: cfg.MaxJSONElements, MaxStringLen: cfg.MaxStringBytes,
+	}
 	rm := cfg.ResourceMetadataURL
 	if rm == "" {
 		rm = extauthz.ResourceMetadataURL(cfg.Audiences[0])
 	}
-	return &extauthz.Server{
-		Decider:   &extauthz.Decider{ServerID: cfg.ServerID, Verifier: verifier, Policies: store, Limits: lim},
-		Responder: &extauthz.Responder{ResourceMetadataURL: rm},
-		Log:       log,
+	return &service{
+		server: &extauthz.Server{
+			Decider:   &extauthz.Decider{ServerID: cfg.ServerID, Verifier: verifier, Policies: store, Limits: lim},
+			Responder: &extauthz.Responder{ResourceMetadataURL: rm},
+			Log:       log,
+			Metrics:   metrics,
+			DryRun:    cfg.DryRun,
+		},
+		loader:    loader,
+		readiness: &extauthz.Readiness{Policies: store, Verifier: ov, Metrics: metrics},
+		oidc:      ov,
+		log:       log,
 	}, nil
+}
+
+// keepKeysFresh runs discovery and the first key fetch until they succeed
+// (backing off from 1s to 30s), then refreshes the key set every interval,
+// so a key the identity provider removed stops verifying. It returns when
+// ctx ends.
+func (s *service) keepKeysFresh(ctx context.Context, interval time.Duration) {
+	backoff := time.Second
+	for !s.oidc.Ready() {
+		if err := s.oidc.Warm(ctx); err != nil {
+			s.log.Warn("identity provider not ready; Checks are denied (idp_unavailable)", zap.Error(err), zap.Duration("retry_in", backoff))
+		}
+		if s.oidc.Ready() {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = s.oidc.RefreshKeys(ctx) // a failure keeps the last good keys; the hook logs and counts it
+		}
+	}
+}
+
+// reloadOnSIGHUP reloads the policy on every SIGHUP until ctx ends.
+func reloadOnSIGHUP(ctx context.Context, l *extauthz.PolicyLoader) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			_ = l.Load() // logged and counted inside
+		}
+	}
 }
 
 func newGRPCServer(cfg *Config, srv *extauthz.Server) (*grpc.Server, *health.Server) {
@@ -132,9 +242,7 @@ func newGRPCServer(cfg *Config, srv *extauthz.Server) (*grpc.Server, *health.Ser
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
 	)
 	authv3.RegisterAuthorizationServer(gs, srv)
-	hs := health.NewServer()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	hs.SetServingStatus(healthService, healthpb.HealthCheckResponse_SERVING)
+	hs := health.NewServer() // statuses follow readiness (extauthz.Lifecycle)
 	healthpb.RegisterHealthServer(gs, hs)
 	return gs, hs
 }

@@ -1,0 +1,135 @@
+package extauthz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// HealthService is the grpc.health.v1 service name of the Authorization API;
+// the server also answers for "" (the whole server).
+const HealthService = "envoy.service.auth.v3.Authorization"
+
+// Readiness says whether the service can decide: a policy is compiled and
+// signing keys are available.
+type Readiness struct {
+	Policies *PolicyStore
+	Verifier interface{ Ready() bool } // nil counts as ready
+	Metrics  *Metrics
+}
+
+// Ready reports readiness and, when not ready, why.
+func (r *Readiness) Ready() (bool, string) {
+	ok, why := true, ""
+	switch {
+	case r.Policies.Load() == nil:
+		ok, why = false, "no policy compiled"
+	case r.Verifier != nil && !r.Verifier.Ready():
+		ok, why = false, "signing keys not available from the identity provider"
+	}
+	if r.Metrics != nil {
+		v := 0.0
+		if ok {
+			v = 1
+		}
+		r.Metrics.Ready.Set(v)
+	}
+	return ok, why
+}
+
+// HTTPHandler serves /metrics (Prometheus text format from g), /healthz
+// (200 while the process runs) and /readyz (200 when ready, else 503 with
+// the reason).
+func HTTPHandler(r *Readiness, g prometheus.Gatherer) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if ok, why := r.Ready(); !ok {
+			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = fmt.Fprintln(w, "ready")
+	})
+	return mux
+}
+
+// Lifecycle runs a gRPC server whose health follows Readiness, and stops it
+// without dropping in-flight Checks.
+type Lifecycle struct {
+	GRPC      *grpc.Server
+	Health    *health.Server
+	Readiness *Readiness
+	// DrainPeriod: after ctx ends, NOT_SERVING is reported for this long
+	// before GracefulStop, so Envoy and the kubelet stop sending Checks.
+	DrainPeriod time.Duration
+	// ShutdownTimeout bounds GracefulStop; past it the server is stopped
+	// hard.
+	ShutdownTimeout time.Duration
+	// PollInterval is how often health follows readiness; zero means 500ms.
+	PollInterval time.Duration
+	// OnShutdown, if set, is called when the drain starts.
+	OnShutdown func()
+}
+
+// Serve serves lis until ctx ends, then drains and stops. It returns nil
+// after a clean stop, or the error that stopped the server.
+func (l *Lifecycle) Serve(ctx context.Context, lis net.Listener) error {
+	poll := l.PollInterval
+	if poll == 0 {
+		poll = 500 * time.Millisecond
+	}
+	l.syncHealth()
+	errc := make(chan error, 1)
+	go func() { errc <- l.GRPC.Serve(lis) }()
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case <-tick.C:
+			l.syncHealth()
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	if l.OnShutdown != nil {
+		l.OnShutdown()
+	}
+	l.Health.Shutdown() // NOT_SERVING for every service, and it stays so
+	time.Sleep(l.DrainPeriod)
+	stopped := make(chan struct{})
+	go func() { l.GRPC.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(l.ShutdownTimeout):
+		l.GRPC.Stop()
+		<-stopped
+	}
+	if err := <-errc; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return err
+	}
+	return nil
+}
+
+func (l *Lifecycle) syncHealth() {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if ok, _ := l.Readiness.Ready(); ok {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	l.Health.SetServingStatus("", st)
+	l.Health.SetServingStatus(HealthService, st)
+}
