@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -290,12 +294,21 @@ func FuzzCheck(f *testing.F) {
 	})
 }
 
-func benchRequest(b *testing.B, args string) (*Server, *authv3.CheckRequest) {
+// benchRequest returns a server verifying RS256 tokens against a static key
+// set, with or without the verified-token cache, and a tools/call of
+// issue_refund with args.
+func benchRequest(b *testing.B, args string, cache bool) (*Server, *authv3.CheckRequest) {
 	key := newTestKey(b, "k1")
 	ks := NewStaticKeySet([]jose.JSONWebKey{key.public()})
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: "https://idp.example.com", Audiences: []string{testAudience}, KeySet: ks})
+	ov, err := NewOIDCVerifier(OIDCConfig{Issuer: "https://idp.example.com", Audiences: []string{testAudience}, KeySet: ks})
 	if err != nil {
 		b.Fatal(err)
+	}
+	var v TokenVerifier = ov
+	if cache {
+		if v, err = NewCachingVerifier(ov, 1024, nil, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 	now := time.Now()
 	tok := key.sign(b, map[string]any{"iss": "https://idp.example.com", "sub": testSubject, "aud": testAudience, "exp": now.Add(time.Hour).Unix(), "iat": now.Unix()})
@@ -306,16 +319,24 @@ func benchRequest(b *testing.B, args string) (*Server, *authv3.CheckRequest) {
 }
 
 func runBench(b *testing.B, args string, want Reason) {
-	srv, req := benchRequest(b, args)
-	resp, _ := srv.Check(context.Background(), req)
-	if got := resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue(); got != string(want) {
-		b.Fatalf("reason %s, want %s", got, want)
-	}
-	b.SetBytes(int64(len(req.GetAttributes().GetRequest().GetHttp().GetRawBody())))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		_, _ = srv.Check(context.Background(), req)
+	for _, cache := range []bool{false, true} {
+		name := "cache=off"
+		if cache {
+			name = "cache=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv, req := benchRequest(b, args, cache)
+			resp, _ := srv.Check(context.Background(), req) // also warms the cache
+			if got := resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue(); got != string(want) {
+				b.Fatalf("reason %s, want %s", got, want)
+			}
+			b.SetBytes(int64(len(req.GetAttributes().GetRequest().GetHttp().GetRawBody())))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				_, _ = srv.Check(context.Background(), req)
+			}
+		})
 	}
 }
 
@@ -333,8 +354,9 @@ func largeArgs(n int) string {
 	return sb.String()
 }
 
-// BenchmarkCheck is the in-process Check path with a valid RS256 token
-// (verified every time: no cache yet) for the small issue_refund call.
+// BenchmarkCheck is the in-process Check path with a valid RS256 token for
+// the small issue_refund call and a 64 KiB one, with the verified-token
+// cache off (every Check verifies the signature) and on (warm).
 func BenchmarkCheck(b *testing.B) {
 	b.Run("allow", func(b *testing.B) {
 		runBench(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"EUR"}`, ReasonAllowed)
@@ -351,11 +373,120 @@ func BenchmarkCheck(b *testing.B) {
 }
 
 func BenchmarkCheckParallel(b *testing.B) {
-	srv, req := benchRequest(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"EUR"}`)
+	srv, req := benchRequest(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"EUR"}`, true)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			_, _ = srv.Check(context.Background(), req)
 		}
 	})
+}
+
+// TestDryRun: every request is admitted, but the decision that would have
+// been enforced is logged, counted and passed upstream.
+func TestDryRun(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	srv := staticRig(t, zap.New(core))
+	srv.DryRun = true
+	srv.Metrics = NewMetrics(prometheus.NewRegistry())
+	tests := []struct {
+		give         string
+		wantDecision string
+		wantReason   Reason
+		wantMethod   string // metric label
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_repo"}}`, "deny", ReasonPolicyDenied, "tools/call"},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"issue_refund","arguments":{"currency":"EUR","amountMinor":9000}}}`, "ask", ReasonAuthorizationRequired, "tools/call"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{}}}`, "allow", ReasonAllowed, "tools/call"},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","name":"y"}}`, "deny", ReasonDuplicateKey, "none"},
+		{`{"jsonrpc":"2.0","id":5,"method":"Tools/Call","params":{"name":"x"}}`, "deny", ReasonUnknownMethod, "other"},
+	}
+	for _, tt := range tests {
+		resp, err := srv.Check(t.Context(), postReq(tt.give).CheckRequest(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := okHeaders(t, resp)
+		if h[HeaderDryRunDecision] != tt.wantDecision || h[HeaderDryRunReason] != string(tt.wantReason) {
+			t.Errorf("%s: dry-run headers %q %q, want %s %s", tt.give, h[HeaderDryRunDecision], h[HeaderDryRunReason], tt.wantDecision, tt.wantReason)
+		}
+		md := resp.GetDynamicMetadata().GetFields()
+		if md["dry_run"].GetStringValue() != "true" || md["reason"].GetStringValue() != string(tt.wantReason) {
+			t.Errorf("metadata %v", md)
+		}
+		if got := testutil.ToFloat64(srv.Metrics.Decisions.WithLabelValues(tt.wantDecision, string(tt.wantReason), tt.wantMethod, "true")); got != 1 {
+			t.Errorf("%s: decisions_total{dry_run=true} = %v, want 1", tt.wantReason, got)
+		}
+	}
+	for _, e := range logs.All() {
+		if e.ContextMap()["dry_run"] != true {
+			t.Errorf("log line without dry_run: %v", e.ContextMap())
+		}
+	}
+}
+
+// TestShadowRule: a shadow deny is logged and counted but the allow decides.
+func TestShadowRule(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	srv := newTestServer(compileStore(t, filepath.Join("testdata", "shadow-policy.yaml")), staticVerifier{Principal{Subject: testSubject}}, zap.New(core))
+	srv.Metrics = NewMetrics(prometheus.NewRegistry())
+	resp, _ := srv.Check(t.Context(), postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search"}}`).CheckRequest(true))
+	okHeaders(t, resp)
+	if got := logs.All()[0].ContextMap()["shadow"]; fmt.Sprint(got) != "[try-no-search=deny]" {
+		t.Errorf("shadow log field = %v", got)
+	}
+	if got := testutil.ToFloat64(srv.Metrics.ShadowMatches.WithLabelValues("deny")); got != 1 {
+		t.Errorf("shadow_matches_total{deny} = %v", got)
+	}
+}
+
+// TestLimitsBoundMemory: hostile bodies are refused with their own reason
+// while allocating a small fraction of their size.
+func TestLimitsBoundMemory(t *testing.T) {
+	srv := staticRig(t, nil)
+	srv.Decider.Limits.MaxBytes = 64 << 20 // let the bodies reach the parser
+	var keys strings.Builder
+	keys.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{`)
+	for i := range 1_000_000 {
+		if i > 0 {
+			keys.WriteByte(',')
+		}
+		fmt.Fprintf(&keys, `"k%d":0`, i)
+	}
+	keys.WriteString(`}}}`)
+	tests := []struct {
+		name string
+		give []byte
+		want Reason
+	}{
+		{"deep nesting", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}}}`), ReasonLimitExceeded},
+		{"a million keys", []byte(keys.String()), ReasonLimitExceeded},
+		{"a 50 MB string", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":"` + strings.Repeat("x", 50<<20) + `"}}}`), ReasonLimitExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := postReq("")
+			c.Body = tt.give
+			r := c.Request()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			d := srv.Decider.Decide(t.Context(), r)
+			runtime.ReadMemStats(&after)
+			if d.Reason != tt.want {
+				t.Fatalf("reason %s, want %s", d.Reason, tt.want)
+			}
+			// The limits (10k keys, 100k elements, depth 64, 256 KiB
+			// strings) bound the work, not the body's size.
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+				t.Errorf("deciding a %d-byte body allocated %d bytes; want it bounded by the limits (16 MiB)", len(tt.give), alloc)
+			}
+		})
+	}
+	// Past the body limit nothing is parsed at all.
+	srv.Decider.Limits.MaxBytes = 1 << 20
+	c := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":"` + strings.Repeat("x", 2<<20) + `"}}}`)
+	if d := srv.Decider.Decide(t.Context(), c.Request()); d.Reason != ReasonBodyTooLarge {
+		t.Fatalf("2 MiB body: %s", d.Reason)
+	}
 }

@@ -265,6 +265,9 @@ func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal,
 		if errors.As(err, &expired) {
 			return nil, &TokenError{Reason: ReasonTokenExpired}
 		}
+		if ctx.Err() != nil {
+			return nil, &TokenError{Reason: ReasonDeadlineExceeded, Err: ctx.Err()}
+		}
 		if ks, ok := keys.(*KeySet); ok && !ks.Ready() {
 			return nil, &TokenError{Reason: ReasonIdPUnavailable, Err: err}
 		}

@@ -216,6 +216,9 @@ var knownEnv = map[string]bool{
 	"EXTAUTHZ_ISSUER": true, "EXTAUTHZ_JWKS_FILE": true, "EXTAUTHZ_AUDIENCE": true,
 	"EXTAUTHZ_SERVER_ID": true, "EXTAUTHZ_RESOURCE_METADATA_URL": true,
 	"EXTAUTHZ_LOG_LEVEL": true, "EXTAUTHZ_MAX_BODY_BYTES": true, "EXTAUTHZ_CONFIG": true,
+	"EXTAUTHZ_MAX_JSON_DEPTH": true, "EXTAUTHZ_MAX_JSON_KEYS": true, "EXTAUTHZ_MAX_JSON_ELEMENTS": true,
+	"EXTAUTHZ_MAX_STRING_BYTES": true, "EXTAUTHZ_DRY_RUN": true, "EXTAUTHZ_TOKEN_CACHE_SIZE": true,
+	"EXTAUTHZ_JWKS_REFRESH_INTERVAL": true, "EXTAUTHZ_DRAIN_PERIOD": true, "EXTAUTHZ_SHUTDOWN_TIMEOUT": true,
 }
 
 func checkServiceFlags(t *testing.T, o *Objects, d interface{ GetName() string }, ex *corev1.Container, v chartutil.Values) {

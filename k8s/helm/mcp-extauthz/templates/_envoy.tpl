@@ -102,6 +102,8 @@ static_resources:
                 - { exact: user-agent }
                 - { exact: x-request-id }
                 - { exact: traceparent }
+                - { exact: content-length }           # body_truncated: fewer bytes than announced
+                - { exact: x-envoy-auth-partial-body } # set by Envoy itself on a cut body
                 - { prefix: mcp-, ignore_case: true }
                 - { prefix: x-mcp-, ignore_case: true }
           - name: envoy.filters.http.router

@@ -1,0 +1,521 @@
+package extauthz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
+)
+
+// waitTimeout bounds every poll below: long enough for a loaded CI machine
+// under -race, far above what a working watcher needs (one debounce).
+const waitTimeout = 10 * time.Second
+
+// waitFor polls cond every few milliseconds until it holds, and fails the
+// test with what when it does not within waitTimeout.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// searchPolicy is a valid policy that allows */search under the rule id
+// searchID, so two such policies decide the same request alike but report
+// different rule ids.
+func searchPolicy(searchID string) []byte {
+	return fmt.Appendf(nil, `default: deny
+deny:
+  - id: no-deletes
+    match: "*/delete_*"
+allow:
+  - id: %s
+    match: "*/search"
+methods:
+  allow: [initialize, tools/list]
+`, searchID)
+}
+
+// version is the Version CompilePolicy gives src.
+func version(src []byte) string { return mcpparse.Digest(src) }
+
+// writeFile writes src to file, failing the test on error.
+func writeFile(t testing.TB, file string, src []byte) {
+	t.Helper()
+	if err := os.WriteFile(file, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loaderRig is a PolicyLoader with its own registry, metrics and observed
+// log.
+type loaderRig struct {
+	loader  *PolicyLoader
+	metrics *Metrics
+	logs    *observer.ObservedLogs
+}
+
+// newLoaderRig loads file once (it must hold a valid policy) and returns the
+// loader. The watcher is not started.
+func newLoaderRig(t testing.TB, file string) *loaderRig {
+	t.Helper()
+	core, logs := observer.New(zapcore.InfoLevel)
+	m := NewMetrics(prometheus.NewRegistry())
+	l := &PolicyLoader{File: file, Store: &PolicyStore{}, Log: zap.New(core), Metrics: m, Debounce: 20 * time.Millisecond}
+	if err := l.Load(); err != nil {
+		t.Fatalf("initial Load: %v", err)
+	}
+	return &loaderRig{loader: l, metrics: m, logs: logs}
+}
+
+// reloads returns policy_reloads_total.
+func (r *loaderRig) reloads() float64 { return testutil.ToFloat64(r.metrics.PolicyReloads) }
+
+// reloadErrors returns policy_reload_errors_total.
+func (r *loaderRig) reloadErrors() float64 { return testutil.ToFloat64(r.metrics.PolicyReloadError) }
+
+// live returns the live policy version, or "" when there is none.
+func (r *loaderRig) live() string {
+	if lp := r.loader.Store.Load(); lp != nil {
+		return lp.Version
+	}
+	return ""
+}
+
+// watch runs Watch until the test ends and returns once the watcher is
+// known to be live. Readiness is proven, not assumed: the store is set to a
+// sentinel and a scratch file beside the policy is touched until the
+// watcher's reload puts the file's policy back. Watch must return nil when
+// its context ends; the cleanup waits for it, so no goroutine outlives the
+// test.
+func (r *loaderRig) watch(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.loader.Watch(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Watch returned %v after its context ended, want nil", err)
+			}
+		case <-time.After(waitTimeout):
+			t.Errorf("Watch did not return within %v of its context ending", waitTimeout)
+		}
+	})
+
+	want := r.live()
+	sentinel := &LoadedPolicy{Policy: r.loader.Store.Load().Policy, File: "sentinel", Version: "sha256:sentinel"}
+	r.loader.Store.Store(sentinel)
+	probe := filepath.Join(filepath.Dir(r.loader.File), ".watch-probe")
+	deadline := time.Now().Add(waitTimeout)
+	for r.live() != want {
+		select {
+		case err := <-done:
+			t.Fatalf("Watch returned early: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watcher never reloaded after touching %s", probe)
+		}
+		writeFile(t, probe, []byte(time.Now().String()))
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := os.Remove(probe); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitLive polls until the live policy is src's.
+func (r *loaderRig) waitLive(t testing.TB, what string, src []byte) {
+	t.Helper()
+	want := version(src)
+	waitFor(t, what+": new policy live", func() bool { return r.live() == want })
+}
+
+// TestWatchReloadsFile: a policy written in place, or written beside and
+// renamed over (as editors and config tools do), is live within the poll
+// deadline and counted once per change.
+func TestWatchReloadsFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "policy.yaml")
+	writeFile(t, file, searchPolicy("v0"))
+	r := newLoaderRig(t, file)
+	r.watch(t)
+	base := r.reloads() // the initial Load and the watcher's proof of life
+
+	v1 := searchPolicy("v1")
+	writeFile(t, file, v1)
+	r.waitLive(t, "os.WriteFile", v1)
+	waitFor(t, "policy_reloads_total +1 after WriteFile", func() bool { return r.reloads() == base+1 })
+
+	v2 := searchPolicy("v2")
+	tmp := filepath.Join(dir, ".policy.yaml.tmp")
+	writeFile(t, tmp, v2)
+	if err := os.Rename(tmp, file); err != nil {
+		t.Fatal(err)
+	}
+	r.waitLive(t, "write-to-temp and rename", v2)
+	waitFor(t, "policy_reloads_total +2 after rename", func() bool { return r.reloads() == base+2 })
+
+	if lp := r.loader.Store.Load(); lp.File != file || lp.Policy == nil {
+		t.Errorf("live policy = %+v, want compiled from %s", lp, file)
+	}
+	if got := testutil.ToFloat64(r.metrics.PolicyInfo.WithLabelValues(version(v2))); got != 1 {
+		t.Errorf("policy_info{version=v2} = %v, want 1", got)
+	}
+	if n := testutil.CollectAndCount(r.metrics.PolicyInfo); n != 1 {
+		t.Errorf("policy_info has %d series, want only the live version", n)
+	}
+	if got := r.reloadErrors(); got != 0 {
+		t.Errorf("policy_reload_errors_total = %v, want 0", got)
+	}
+}
+
+// configMap lays out a mounted Kubernetes ConfigMap volume as the kubelet's
+// atomic writer does: the data in a timestamped directory, ..data a symlink
+// to it, and each key a symlink through ..data.
+type configMap struct {
+	t   testing.TB
+	dir string
+	cur string // the timestamped directory ..data points to
+}
+
+func newConfigMap(t testing.TB, src []byte) *configMap {
+	t.Helper()
+	c := &configMap{t: t, dir: t.TempDir(), cur: "..2026_01_01_v1"}
+	c.writeVersion(c.cur, src)
+	if err := os.Symlink(c.cur, filepath.Join(c.dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..data", "policy.yaml"), c.file()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// file is the path the pod reads: dir/policy.yaml.
+func (c *configMap) file() string { return filepath.Join(c.dir, "policy.yaml") }
+
+func (c *configMap) writeVersion(name string, src []byte) {
+	c.t.Helper()
+	if err := os.Mkdir(filepath.Join(c.dir, name), 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	writeFile(c.t, filepath.Join(c.dir, name, "policy.yaml"), src)
+}
+
+// update swaps in src the way the kubelet does: new timestamped directory,
+// ..data_tmp symlink to it, rename over ..data (atomic), remove the old
+// directory.
+func (c *configMap) update(name string, src []byte) {
+	c.t.Helper()
+	c.writeVersion(name, src)
+	tmp := filepath.Join(c.dir, "..data_tmp")
+	if err := os.Symlink(name, tmp); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(c.dir, "..data")); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(c.dir, c.cur)); err != nil {
+		c.t.Fatal(err)
+	}
+	c.cur = name
+}
+
+// TestWatchConfigMapSwap: a ConfigMap update (the ..data symlink swap) makes
+// the new policy live, and so does the next one, after the directory the
+// watcher first resolved has been deleted.
+func TestWatchConfigMapSwap(t *testing.T) {
+	v1 := searchPolicy("cm-v1")
+	cm := newConfigMap(t, v1)
+	r := newLoaderRig(t, cm.file())
+	r.watch(t)
+	base := r.reloads()
+
+	v2 := searchPolicy("cm-v2")
+	cm.update("..2026_01_01_v2", v2)
+	r.waitLive(t, "first ConfigMap swap", v2)
+
+	v3 := searchPolicy("cm-v3")
+	cm.update("..2026_01_01_v3", v3)
+	r.waitLive(t, "second ConfigMap swap", v3)
+
+	waitFor(t, "policy_reloads_total +2", func() bool { return r.reloads() == base+2 })
+	if got := r.reloadErrors(); got != 0 {
+		t.Errorf("policy_reload_errors_total = %v, want 0 (a swap must never expose a half-written policy)", got)
+	}
+}
+
+// TestLoadRefusesInvalidPolicy: a policy that does not compile leaves the
+// last good one live, is returned as a *policy.CompileError positioned at
+// file:line, counted, logged with its problems, and does not make the
+// service unready.
+func TestLoadRefusesInvalidPolicy(t *testing.T) {
+	tests := []struct {
+		name     string
+		give     string
+		wantLine int // line of the first problem
+	}{
+		{
+			name: "bad CEL",
+			give: "default: deny\nallow:\n  - id: broken\n    match: \"*/search\"\n    when: args.query ==\n",
+			wantLine: 5,
+		},
+		{
+			name:     "unknown CEL function",
+			give:     "default: deny\nallow:\n  - id: broken\n    match: \"*/search\"\n    when: nosuchfn(args.query)\n",
+			wantLine: 5,
+		},
+		{
+			name:     "YAML garbage",
+			give:     "default: deny\nallow:\n  - id: broken\n  match: [unterminated\n",
+			wantLine: 4,
+		},
+		{
+			name:     "default allow",
+			give:     "default: allow\n",
+			wantLine: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			good := searchPolicy("good")
+			file := filepath.Join(t.TempDir(), "policy.yaml")
+			writeFile(t, file, good)
+			r := newLoaderRig(t, file)
+			ready := &Readiness{Policies: r.loader.Store, Metrics: r.metrics}
+			before := r.loader.Store.Load()
+
+			writeFile(t, file, []byte(tt.give))
+			err := r.loader.Load()
+
+			var ce *policy.CompileError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Load = %v (%T), want a *policy.CompileError", err, err)
+			}
+			if len(ce.Problems) == 0 || ce.Problems[0].File != file || ce.Problems[0].Line != tt.wantLine {
+				t.Errorf("problems = %+v, want the first at %s line %d", ce.Problems, file, tt.wantLine)
+			}
+			if re := regexp.MustCompile(`^` + regexp.QuoteMeta(file) + `:` + fmt.Sprint(tt.wantLine) + `:\d+: `); !re.MatchString(err.Error()) {
+				t.Errorf("error text %q does not start with %s:%d:col", err, file, tt.wantLine)
+			}
+			if got := r.loader.Store.Load(); got != before {
+				t.Errorf("live policy changed to %+v; the last good policy must stay", got)
+			}
+			if got := r.reloadErrors(); got != 1 {
+				t.Errorf("policy_reload_errors_total = %v, want 1", got)
+			}
+			if got := r.reloads(); got != 1 {
+				t.Errorf("policy_reloads_total = %v, want 1 (the initial load only)", got)
+			}
+
+			errs := r.logs.FilterLevelExact(zapcore.ErrorLevel).All()
+			if len(errs) != 1 {
+				t.Fatalf("%d error lines, want 1: %v", len(errs), r.logs.All())
+			}
+			fields := errs[0].ContextMap()
+			probs, _ := fields["problems"].([]any)
+			if len(probs) != len(ce.Problems) || !strings.HasPrefix(fmt.Sprint(probs[0]), fmt.Sprintf("%s:%d:", file, tt.wantLine)) {
+				t.Errorf("logged problems = %v, want %d starting with %s:%d:", fields["problems"], len(ce.Problems), file, tt.wantLine)
+			}
+			if fields["kept_policy_version"] != version(good) || fields["file"] != file {
+				t.Errorf("error line fields = %v", fields)
+			}
+
+			if ok, why := ready.Ready(); !ok {
+				t.Errorf("Ready = false (%s) after a refused reload, want true", why)
+			}
+			if got := testutil.ToFloat64(r.metrics.Ready); got != 1 {
+				t.Errorf("mcp_extauthz_ready = %v, want 1", got)
+			}
+		})
+	}
+}
+
+// TestWatchRefusesInvalidPolicy: through the watcher, a broken policy is
+// counted and logged while the good one stays live, and the next good
+// write is picked up.
+func TestWatchRefusesInvalidPolicy(t *testing.T) {
+	good := searchPolicy("good")
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, file, good)
+	r := newLoaderRig(t, file)
+	r.watch(t)
+
+	writeFile(t, file, []byte("default: deny\nallow:\n  - {id: x, match: \"*/search\", when: \"args.q ==\"}\n"))
+	waitFor(t, "policy_reload_errors_total to count the broken write", func() bool { return r.reloadErrors() >= 1 })
+	if got := r.live(); got != version(good) {
+		t.Errorf("live version = %s after a broken write, want the good %s", got, version(good))
+	}
+	if n := r.logs.FilterMessage("policy reload refused; keeping the last good policy").Len(); n == 0 {
+		t.Error("no error line for the refused policy")
+	}
+
+	fixed := searchPolicy("fixed")
+	writeFile(t, file, fixed)
+	r.waitLive(t, "the fixed policy after a broken one", fixed)
+}
+
+// TestLoadMissingFile: a policy file that disappears keeps the last good
+// policy and reports the read error.
+func TestLoadMissingFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, file, searchPolicy("good"))
+	r := newLoaderRig(t, file)
+	before := r.loader.Store.Load()
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.loader.Load(); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load = %v, want fs.ErrNotExist", err)
+	}
+	if r.loader.Store.Load() != before || r.reloadErrors() != 1 {
+		t.Errorf("live = %+v, errors = %v; want the old policy kept and 1 error", r.loader.Store.Load(), r.reloadErrors())
+	}
+}
+
+// TestLoadCountsChangesOnly: loading unchanged content publishes nothing and
+// counts nothing; a change back to an earlier content is a change.
+func TestLoadCountsChangesOnly(t *testing.T) {
+	a, b := searchPolicy("a"), searchPolicy("b")
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, file, a)
+	r := newLoaderRig(t, file)
+	first := r.loader.Store.Load()
+
+	for range 2 {
+		if err := r.loader.Load(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.loader.Store.Load() != first {
+		t.Error("reloading the same content replaced the live policy")
+	}
+	if got := r.reloads(); got != 1 {
+		t.Errorf("policy_reloads_total = %v after loading the same content three times, want 1", got)
+	}
+	if n := r.logs.FilterMessage("policy loaded").Len(); n != 1 {
+		t.Errorf("%d \"policy loaded\" lines, want 1", n)
+	}
+
+	for i, src := range [][]byte{b, b, a} {
+		writeFile(t, file, src)
+		if err := r.loader.Load(); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.live(); got != version(src) {
+			t.Errorf("step %d: live = %s, want %s", i, got, version(src))
+		}
+	}
+	if got := r.reloads(); got != 3 {
+		t.Errorf("policy_reloads_total = %v after a, b, b, a; want 3", got)
+	}
+}
+
+// TestReloadIsAtomic: Checks running while the policy flips between A and B
+// always report the rule id of the policy version they report: a Check never
+// decides with one policy and labels the answer with the other.
+func TestReloadIsAtomic(t *testing.T) {
+	a, b := searchPolicy("a-search"), searchPolicy("b-search")
+	want := map[string]string{version(a): "a-search", version(b): "b-search"}
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, file, a)
+	r := newLoaderRig(t, file)
+	srv := staticRig(t, nil)
+	srv.Decider.Policies = r.loader.Store
+	req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`).CheckRequest(true)
+
+	const (
+		checkers = 8
+		minSwaps = 200
+	)
+	var (
+		stop       atomic.Bool
+		seen       [2]atomic.Int64 // Checks answered under A, under B
+		checks     atomic.Int64
+		wg         sync.WaitGroup
+		mismatchMu sync.Mutex
+		mismatches []string
+	)
+	for range checkers {
+		wg.Go(func() {
+			for !stop.Load() {
+				resp, err := srv.Check(context.Background(), req)
+				checks.Add(1)
+				if err != nil || resp.GetOkResponse() == nil {
+					mismatchMu.Lock()
+					mismatches = append(mismatches, fmt.Sprintf("not allowed: %v %v", resp.GetStatus(), err))
+					mismatchMu.Unlock()
+					continue
+				}
+				md := resp.GetDynamicMetadata().GetFields()
+				v, rule := md["policy_version"].GetStringValue(), md["rule_id"].GetStringValue()
+				if want[v] != rule {
+					mismatchMu.Lock()
+					mismatches = append(mismatches, fmt.Sprintf("policy_version %s with rule_id %q", v, rule))
+					mismatchMu.Unlock()
+				}
+				if v == version(a) {
+					seen[0].Add(1)
+				} else {
+					seen[1].Add(1)
+				}
+			}
+		})
+	}
+
+	deadline := time.Now().Add(waitTimeout)
+	swaps := 0
+	for swaps < minSwaps || seen[0].Load() == 0 || seen[1].Load() == 0 {
+		if time.Now().After(deadline) {
+			break
+		}
+		src := a
+		if swaps%2 == 0 {
+			src = b
+		}
+		writeFile(t, file, src)
+		if err := r.loader.Load(); err != nil {
+			t.Error(err)
+			break
+		}
+		swaps++
+	}
+	stop.Store(true)
+	wg.Wait()
+
+	if len(mismatches) > 0 {
+		t.Errorf("%d of %d Checks mixed two policies, e.g. %s", len(mismatches), checks.Load(), mismatches[0])
+	}
+	if seen[0].Load() == 0 || seen[1].Load() == 0 {
+		t.Errorf("Checks saw A %d times and B %d times; the test needs both", seen[0].Load(), seen[1].Load())
+	}
+	if got := r.reloads(); got != float64(swaps+1) {
+		t.Errorf("policy_reloads_total = %v after %d swaps, want %d", got, swaps, swaps+1)
+	}
+	t.Logf("%d swaps, %d Checks (A %d, B %d)", swaps, checks.Load(), seen[0].Load(), seen[1].Load())
+}
