@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -58,15 +57,14 @@ var caseWants = map[string]caseWant{
 type caseRig struct {
 	idp    *testIdP
 	k1, k2 *testKey
-	mu     sync.Mutex
-	now    time.Time
+	clock  *fakeClock
 	tokens map[string]string
 }
 
 func newCaseRig(t *testing.T) (*caseRig, func(*CapturedRequest, bool) (Reason, int, int, string)) {
-	rig := &caseRig{k1: newTestKey(t, "k1"), k2: newTestKey(t, "k2"), now: time.Now()}
+	rig := &caseRig{k1: newTestKey(t, "k1"), k2: newTestKey(t, "k2"), clock: newFakeClock()}
 	rig.idp = newTestIdP(t, rig.k1)
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: rig.idp.issuer(), Audiences: []string{testAudience}, Now: rig.clock})
+	v, err := NewOIDCVerifier(OIDCConfig{Issuer: rig.idp.issuer(), Audiences: []string{testAudience}, Now: rig.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,18 +97,6 @@ func newCaseRig(t *testing.T) (*caseRig, func(*CapturedRequest, bool) (Reason, i
 		return Reason(d.Error.Data.Reason), status, d.Error.Code, string(d.ID)
 	}
 	return rig, do
-}
-
-func (r *caseRig) clock() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.now
-}
-
-func (r *caseRig) advance(d time.Duration) {
-	r.mu.Lock()
-	r.now = r.now.Add(d)
-	r.mu.Unlock()
 }
 
 func loadCases(t *testing.T) []caseLine {
@@ -146,7 +132,7 @@ func TestCases(t *testing.T) {
 		t.Fatalf("priming request: %s", r)
 	}
 	rig.idp.setKeys(rig.k2)
-	rig.advance(time.Minute)
+	rig.clock.Advance(time.Minute)
 
 	// C17 goes first: its k2 token must trigger the refetch. After it, the
 	// valid token is the one signed by the key the provider now serves.
