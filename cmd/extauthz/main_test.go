@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,5 +231,130 @@ func TestServeQuickStart(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("serve returned %v after shutdown", err)
+	}
+}
+
+// startServe runs `extauthz serve args...` until the test ends and returns
+// its gRPC and HTTP addresses, read from its stderr.
+func startServe(t *testing.T, args ...string) (grpcAddr, httpAddr string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, append([]string{"serve"}, args...), io.Discard, &stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	grpcRE := regexp.MustCompile(`serving ext_authz on (\S+)`)
+	httpRE := regexp.MustCompile(`on http://(\S+)`)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if g, h := grpcRE.FindStringSubmatch(stderr.String()), httpRE.FindStringSubmatch(stderr.String()); g != nil && h != nil {
+			return g[1], h[1]
+		}
+	}
+	t.Fatalf("serve did not start: %s", stderr.String())
+	return "", ""
+}
+
+func httpStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestServeIdentityProviderDown: started while the identity provider is
+// down, serve is not ready and denies with idp_unavailable; once the
+// provider answers it becomes ready and allows, without a restart.
+func TestServeIdentityProviderDown(t *testing.T) {
+	jwks, err := os.ReadFile("examples/jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up atomic.Bool
+	var idp *httptest.Server
+	idp = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "down", http.StatusBadGateway)
+			return
+		}
+		switch r.URL.Path {
+		case "/.well-known/openid-configuration":
+			fmt.Fprintf(w, `{"issuer":%q,"jwks_uri":%q,"authorization_endpoint":%q,"token_endpoint":%q}`,
+				idp.URL, idp.URL+"/jwks", idp.URL+"/a", idp.URL+"/t")
+		case "/jwks":
+			_, _ = w.Write(jwks)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer idp.Close()
+
+	grpcAddr, httpAddr := startServe(t, "--policy", "examples/policy.yaml", "--issuer", idp.URL,
+		"--audience", "https://mcp.example.com/mcp", "--server-id", "payments",
+		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--drain-period", "0s")
+	var tok bytes.Buffer
+	if err := run(t.Context(), []string{"token", "--issuer", idp.URL}, &tok, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile("examples/requests/search-allowed.json")
+	c, err := extauthz.ParseCapturedRequest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Headers["authorization"] = "Bearer " + strings.TrimSpace(tok.String())
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := authv3.NewAuthorizationClient(conn)
+	reason := func() string {
+		resp, err := client.Check(t.Context(), c.CheckRequest(true))
+		if err != nil {
+			t.Fatalf("Check: RPC error %v", err)
+		}
+		return resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue()
+	}
+
+	if got := httpStatus(t, "http://"+httpAddr+"/readyz"); got != http.StatusServiceUnavailable {
+		t.Errorf("/readyz with the provider down = %d, want 503", got)
+	}
+	if got := httpStatus(t, "http://"+httpAddr+"/healthz"); got != http.StatusOK {
+		t.Errorf("/healthz = %d, want 200", got)
+	}
+	if got := reason(); got != string(extauthz.ReasonIdPUnavailable) {
+		t.Fatalf("provider down: reason %s, want idp_unavailable", got)
+	}
+	up.Store(true)
+	for deadline := time.Now().Add(15 * time.Second); httpStatus(t, "http://"+httpAddr+"/readyz") != http.StatusOK; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not ready 15s after the provider came up")
+		}
+	}
+	if got := reason(); got != string(extauthz.ReasonAllowed) {
+		t.Fatalf("provider up: reason %s, want allowed", got)
+	}
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`mcp_extauthz_decisions_total{decision="deny",dry_run="false",method="none",reason="idp_unavailable"} 1`,
+		`mcp_extauthz_decisions_total{decision="allow",dry_run="false",method="tools/call",reason="allowed"} 1`,
+		`mcp_extauthz_keyset_refreshes_total{result="ok"}`,
+		`mcp_extauthz_ready 1`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
