@@ -101,8 +101,7 @@ func (l *PolicyLoader) Watch(ctx context.Context) error {
 	if debounce == 0 {
 		debounce = 100 * time.Millisecond
 	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	timer := time.NewTimer(debounce) // one load once watched: a change since the caller's Load is not lost
 	defer timer.Stop()
 	for {
 		select {

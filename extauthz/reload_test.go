@@ -28,9 +28,9 @@ import (
 // under -race, far above what a working watcher needs (one debounce).
 const waitTimeout = 10 * time.Second
 
-// waitFor polls cond every few milliseconds until it holds, and fails the
+// pollUntil polls cond every few milliseconds until it holds, and fails the
 // test with what when it does not within waitTimeout.
-func waitFor(t testing.TB, what string, cond func() bool) {
+func pollUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for !cond() {
@@ -57,11 +57,11 @@ methods:
 `, searchID)
 }
 
-// version is the Version CompilePolicy gives src.
-func version(src []byte) string { return mcpparse.Digest(src) }
+// versionOf is the Version CompilePolicy gives src.
+func versionOf(src []byte) string { return mcpparse.Digest(src) }
 
-// writeFile writes src to file, failing the test on error.
-func writeFile(t testing.TB, file string, src []byte) {
+// writePolicyFile writes src to file, failing the test on error.
+func writePolicyFile(t testing.TB, file string, src []byte) {
 	t.Helper()
 	if err := os.WriteFile(file, src, 0o644); err != nil {
 		t.Fatal(err)
@@ -77,12 +77,12 @@ type loaderRig struct {
 }
 
 // newLoaderRig loads file once (it must hold a valid policy) and returns the
-// loader. The watcher is not started.
+// loader, with the production debounce (100ms). The watcher is not started.
 func newLoaderRig(t testing.TB, file string) *loaderRig {
 	t.Helper()
 	core, logs := observer.New(zapcore.InfoLevel)
 	m := NewMetrics(prometheus.NewRegistry())
-	l := &PolicyLoader{File: file, Store: &PolicyStore{}, Log: zap.New(core), Metrics: m, Debounce: 20 * time.Millisecond}
+	l := &PolicyLoader{File: file, Store: &PolicyStore{}, Log: zap.New(core), Metrics: m}
 	if err := l.Load(); err != nil {
 		t.Fatalf("initial Load: %v", err)
 	}
@@ -140,8 +140,12 @@ func (r *loaderRig) watch(t testing.TB) {
 		if time.Now().After(deadline) {
 			t.Fatalf("watcher never reloaded after touching %s", probe)
 		}
-		writeFile(t, probe, []byte(time.Now().String()))
-		time.Sleep(10 * time.Millisecond)
+		// Touch, then leave the debounce (100ms) time to expire: touching
+		// faster than that would keep postponing the reload.
+		writePolicyFile(t, probe, []byte(time.Now().String()))
+		for end := time.Now().Add(300 * time.Millisecond); r.live() != want && time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 	if err := os.Remove(probe); err != nil {
 		t.Fatal(err)
@@ -151,8 +155,8 @@ func (r *loaderRig) watch(t testing.TB) {
 // waitLive polls until the live policy is src's.
 func (r *loaderRig) waitLive(t testing.TB, what string, src []byte) {
 	t.Helper()
-	want := version(src)
-	waitFor(t, what+": new policy live", func() bool { return r.live() == want })
+	want := versionOf(src)
+	pollUntil(t, what+": new policy live", func() bool { return r.live() == want })
 }
 
 // TestWatchReloadsFile: a policy written in place, or written beside and
@@ -161,29 +165,29 @@ func (r *loaderRig) waitLive(t testing.TB, what string, src []byte) {
 func TestWatchReloadsFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "policy.yaml")
-	writeFile(t, file, searchPolicy("v0"))
+	writePolicyFile(t, file, searchPolicy("v0"))
 	r := newLoaderRig(t, file)
 	r.watch(t)
 	base := r.reloads() // the initial Load and the watcher's proof of life
 
 	v1 := searchPolicy("v1")
-	writeFile(t, file, v1)
+	writePolicyFile(t, file, v1)
 	r.waitLive(t, "os.WriteFile", v1)
-	waitFor(t, "policy_reloads_total +1 after WriteFile", func() bool { return r.reloads() == base+1 })
+	pollUntil(t, "policy_reloads_total +1 after WriteFile", func() bool { return r.reloads() == base+1 })
 
 	v2 := searchPolicy("v2")
 	tmp := filepath.Join(dir, ".policy.yaml.tmp")
-	writeFile(t, tmp, v2)
+	writePolicyFile(t, tmp, v2)
 	if err := os.Rename(tmp, file); err != nil {
 		t.Fatal(err)
 	}
 	r.waitLive(t, "write-to-temp and rename", v2)
-	waitFor(t, "policy_reloads_total +2 after rename", func() bool { return r.reloads() == base+2 })
+	pollUntil(t, "policy_reloads_total +2 after rename", func() bool { return r.reloads() == base+2 })
 
 	if lp := r.loader.Store.Load(); lp.File != file || lp.Policy == nil {
 		t.Errorf("live policy = %+v, want compiled from %s", lp, file)
 	}
-	if got := testutil.ToFloat64(r.metrics.PolicyInfo.WithLabelValues(version(v2))); got != 1 {
+	if got := testutil.ToFloat64(r.metrics.PolicyInfo.WithLabelValues(versionOf(v2))); got != 1 {
 		t.Errorf("policy_info{version=v2} = %v, want 1", got)
 	}
 	if n := testutil.CollectAndCount(r.metrics.PolicyInfo); n != 1 {
@@ -192,6 +196,28 @@ func TestWatchReloadsFile(t *testing.T) {
 	if got := r.reloadErrors(); got != 0 {
 		t.Errorf("policy_reload_errors_total = %v, want 0", got)
 	}
+}
+
+// TestWatchCatchesChangeBeforeStart: a change that lands between the first
+// Load and Watch adding its watches (serve loads, then builds the verifier,
+// then starts Watch) is not lost: it goes live without any further event.
+func TestWatchCatchesChangeBeforeStart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	writePolicyFile(t, file, searchPolicy("v0"))
+	r := newLoaderRig(t, file)
+	v1 := searchPolicy("v1")
+	writePolicyFile(t, file, v1)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.loader.Watch(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Watch = %v, want nil", err)
+		}
+	}()
+	r.waitLive(t, "a change made before Watch started", v1)
 }
 
 // configMap lays out a mounted Kubernetes ConfigMap volume as the kubelet's
@@ -224,7 +250,7 @@ func (c *configMap) writeVersion(name string, src []byte) {
 	if err := os.Mkdir(filepath.Join(c.dir, name), 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	writeFile(c.t, filepath.Join(c.dir, name, "policy.yaml"), src)
+	writePolicyFile(c.t, filepath.Join(c.dir, name, "policy.yaml"), src)
 }
 
 // update swaps in src the way the kubelet does: new timestamped directory,
@@ -264,7 +290,7 @@ func TestWatchConfigMapSwap(t *testing.T) {
 	cm.update("..2026_01_01_v3", v3)
 	r.waitLive(t, "second ConfigMap swap", v3)
 
-	waitFor(t, "policy_reloads_total +2", func() bool { return r.reloads() == base+2 })
+	pollUntil(t, "policy_reloads_total +2", func() bool { return r.reloads() == base+2 })
 	if got := r.reloadErrors(); got != 0 {
 		t.Errorf("policy_reload_errors_total = %v, want 0 (a swap must never expose a half-written policy)", got)
 	}
@@ -281,8 +307,8 @@ func TestLoadRefusesInvalidPolicy(t *testing.T) {
 		wantLine int // line of the first problem
 	}{
 		{
-			name: "bad CEL",
-			give: "default: deny\nallow:\n  - id: broken\n    match: \"*/search\"\n    when: args.query ==\n",
+			name:     "bad CEL",
+			give:     "default: deny\nallow:\n  - id: broken\n    match: \"*/search\"\n    when: args.query ==\n",
 			wantLine: 5,
 		},
 		{
@@ -292,8 +318,13 @@ func TestLoadRefusesInvalidPolicy(t *testing.T) {
 		},
 		{
 			name:     "YAML garbage",
-			give:     "default: deny\nallow:\n  - id: broken\n  match: [unterminated\n",
-			wantLine: 4,
+			give:     "default: deny\nallow:\n  - id: ok\n    match: \"*/x\"\n\t- tab\n",
+			wantLine: 5,
+		},
+		{
+			name:     "not YAML at all",
+			give:     "{{{{\n",
+			wantLine: 1,
 		},
 		{
 			name:     "default allow",
@@ -305,12 +336,12 @@ func TestLoadRefusesInvalidPolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			good := searchPolicy("good")
 			file := filepath.Join(t.TempDir(), "policy.yaml")
-			writeFile(t, file, good)
+			writePolicyFile(t, file, good)
 			r := newLoaderRig(t, file)
 			ready := &Readiness{Policies: r.loader.Store, Metrics: r.metrics}
 			before := r.loader.Store.Load()
 
-			writeFile(t, file, []byte(tt.give))
+			writePolicyFile(t, file, []byte(tt.give))
 			err := r.loader.Load()
 
 			var ce *policy.CompileError
@@ -320,8 +351,8 @@ func TestLoadRefusesInvalidPolicy(t *testing.T) {
 			if len(ce.Problems) == 0 || ce.Problems[0].File != file || ce.Problems[0].Line != tt.wantLine {
 				t.Errorf("problems = %+v, want the first at %s line %d", ce.Problems, file, tt.wantLine)
 			}
-			if re := regexp.MustCompile(`^` + regexp.QuoteMeta(file) + `:` + fmt.Sprint(tt.wantLine) + `:\d+: `); !re.MatchString(err.Error()) {
-				t.Errorf("error text %q does not start with %s:%d:col", err, file, tt.wantLine)
+			if re := regexp.MustCompile(`^` + regexp.QuoteMeta(file) + `:` + fmt.Sprint(tt.wantLine) + `(:\d+)?: `); !re.MatchString(err.Error()) {
+				t.Errorf("error text %q does not start with %s:%d:", err, file, tt.wantLine)
 			}
 			if got := r.loader.Store.Load(); got != before {
 				t.Errorf("live policy changed to %+v; the last good policy must stay", got)
@@ -342,7 +373,7 @@ func TestLoadRefusesInvalidPolicy(t *testing.T) {
 			if len(probs) != len(ce.Problems) || !strings.HasPrefix(fmt.Sprint(probs[0]), fmt.Sprintf("%s:%d:", file, tt.wantLine)) {
 				t.Errorf("logged problems = %v, want %d starting with %s:%d:", fields["problems"], len(ce.Problems), file, tt.wantLine)
 			}
-			if fields["kept_policy_version"] != version(good) || fields["file"] != file {
+			if fields["kept_policy_version"] != versionOf(good) || fields["file"] != file {
 				t.Errorf("error line fields = %v", fields)
 			}
 
@@ -362,21 +393,21 @@ func TestLoadRefusesInvalidPolicy(t *testing.T) {
 func TestWatchRefusesInvalidPolicy(t *testing.T) {
 	good := searchPolicy("good")
 	file := filepath.Join(t.TempDir(), "policy.yaml")
-	writeFile(t, file, good)
+	writePolicyFile(t, file, good)
 	r := newLoaderRig(t, file)
 	r.watch(t)
 
-	writeFile(t, file, []byte("default: deny\nallow:\n  - {id: x, match: \"*/search\", when: \"args.q ==\"}\n"))
-	waitFor(t, "policy_reload_errors_total to count the broken write", func() bool { return r.reloadErrors() >= 1 })
-	if got := r.live(); got != version(good) {
-		t.Errorf("live version = %s after a broken write, want the good %s", got, version(good))
+	writePolicyFile(t, file, []byte("default: deny\nallow:\n  - {id: x, match: \"*/search\", when: \"args.q ==\"}\n"))
+	pollUntil(t, "policy_reload_errors_total to count the broken write", func() bool { return r.reloadErrors() >= 1 })
+	if got := r.live(); got != versionOf(good) {
+		t.Errorf("live version = %s after a broken write, want the good %s", got, versionOf(good))
 	}
 	if n := r.logs.FilterMessage("policy reload refused; keeping the last good policy").Len(); n == 0 {
 		t.Error("no error line for the refused policy")
 	}
 
 	fixed := searchPolicy("fixed")
-	writeFile(t, file, fixed)
+	writePolicyFile(t, file, fixed)
 	r.waitLive(t, "the fixed policy after a broken one", fixed)
 }
 
@@ -384,7 +415,7 @@ func TestWatchRefusesInvalidPolicy(t *testing.T) {
 // policy and reports the read error.
 func TestLoadMissingFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "policy.yaml")
-	writeFile(t, file, searchPolicy("good"))
+	writePolicyFile(t, file, searchPolicy("good"))
 	r := newLoaderRig(t, file)
 	before := r.loader.Store.Load()
 	if err := os.Remove(file); err != nil {
@@ -403,7 +434,7 @@ func TestLoadMissingFile(t *testing.T) {
 func TestLoadCountsChangesOnly(t *testing.T) {
 	a, b := searchPolicy("a"), searchPolicy("b")
 	file := filepath.Join(t.TempDir(), "policy.yaml")
-	writeFile(t, file, a)
+	writePolicyFile(t, file, a)
 	r := newLoaderRig(t, file)
 	first := r.loader.Store.Load()
 
@@ -423,12 +454,12 @@ func TestLoadCountsChangesOnly(t *testing.T) {
 	}
 
 	for i, src := range [][]byte{b, b, a} {
-		writeFile(t, file, src)
+		writePolicyFile(t, file, src)
 		if err := r.loader.Load(); err != nil {
 			t.Fatal(err)
 		}
-		if got := r.live(); got != version(src) {
-			t.Errorf("step %d: live = %s, want %s", i, got, version(src))
+		if got := r.live(); got != versionOf(src) {
+			t.Errorf("step %d: live = %s, want %s", i, got, versionOf(src))
 		}
 	}
 	if got := r.reloads(); got != 3 {
@@ -441,9 +472,9 @@ func TestLoadCountsChangesOnly(t *testing.T) {
 // decides with one policy and labels the answer with the other.
 func TestReloadIsAtomic(t *testing.T) {
 	a, b := searchPolicy("a-search"), searchPolicy("b-search")
-	want := map[string]string{version(a): "a-search", version(b): "b-search"}
+	want := map[string]string{versionOf(a): "a-search", versionOf(b): "b-search"}
 	file := filepath.Join(t.TempDir(), "policy.yaml")
-	writeFile(t, file, a)
+	writePolicyFile(t, file, a)
 	r := newLoaderRig(t, file)
 	srv := staticRig(t, nil)
 	srv.Decider.Policies = r.loader.Store
@@ -479,7 +510,7 @@ func TestReloadIsAtomic(t *testing.T) {
 					mismatches = append(mismatches, fmt.Sprintf("policy_version %s with rule_id %q", v, rule))
 					mismatchMu.Unlock()
 				}
-				if v == version(a) {
+				if v == versionOf(a) {
 					seen[0].Add(1)
 				} else {
 					seen[1].Add(1)
@@ -498,7 +529,7 @@ func TestReloadIsAtomic(t *testing.T) {
 		if swaps%2 == 0 {
 			src = b
 		}
-		writeFile(t, file, src)
+		writePolicyFile(t, file, src)
 		if err := r.loader.Load(); err != nil {
 			t.Error(err)
 			break

@@ -1,0 +1,478 @@
+package extauthz
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// toggleVerifier is a Readiness verifier the test switches.
+type toggleVerifier struct{ ready atomic.Bool }
+
+func (v *toggleVerifier) Ready() bool { return v.ready.Load() }
+
+// startHTTP serves h on 127.0.0.1 until the test ends.
+func startHTTP(t testing.TB, h http.Handler) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: h}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// get fetches url and returns the status code and body.
+func get(t testing.TB, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestHTTPHandlerProbes: /healthz is 200 while the process runs; /readyz
+// follows the policy store and the verifier, and says why it is not ready.
+func TestHTTPHandlerProbes(t *testing.T) {
+	store := &PolicyStore{}
+	v := &toggleVerifier{}
+	m := NewMetrics(prometheus.NewRegistry())
+	url := startHTTP(t, HTTPHandler(&Readiness{Policies: store, Verifier: v, Metrics: m}, prometheus.NewRegistry()))
+
+	if code, body := get(t, url+"/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz = %d %q, want 200 ok", code, body)
+	}
+
+	steps := []struct {
+		name      string
+		give      func()
+		wantCode  int
+		wantBody  string
+		wantReady float64
+	}{
+		{"no policy", func() { v.ready.Store(true) }, http.StatusServiceUnavailable, "no policy compiled", 0},
+		{"policy and keys", func() { store.Store(referencePolicy(t).Load()) }, http.StatusOK, "ready", 1},
+		{"keys lost", func() { v.ready.Store(false) }, http.StatusServiceUnavailable, "signing keys not available", 0},
+		{"keys back", func() { v.ready.Store(true) }, http.StatusOK, "ready", 1},
+	}
+	for _, tt := range steps {
+		tt.give()
+		code, body := get(t, url+"/readyz")
+		if code != tt.wantCode || !strings.Contains(body, tt.wantBody) {
+			t.Errorf("%s: /readyz = %d %q, want %d containing %q", tt.name, code, body, tt.wantCode, tt.wantBody)
+		}
+		if got := gaugeValue(m.Ready); got != tt.wantReady {
+			t.Errorf("%s: mcp_extauthz_ready = %v, want %v", tt.name, got, tt.wantReady)
+		}
+	}
+
+	if code, _ := get(t, url+"/nothing"); code != http.StatusNotFound {
+		t.Errorf("/nothing = %d, want 404", code)
+	}
+}
+
+// gaugeValue reads a gauge without the testutil helpers, so this file
+// depends only on what it exposes.
+func gaugeValue(g prometheus.Gauge) float64 {
+	var pb dto.Metric
+	if err := g.Write(&pb); err != nil {
+		return -1
+	}
+	return pb.GetGauge().GetValue()
+}
+
+// scrape fetches /metrics and parses the Prometheus text format.
+func scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	code, body := get(t, url+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics = %d", code)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics is not the text format: %v\n%s", err, body)
+	}
+	return mfs
+}
+
+// series returns the metric of family name whose labels include want, or
+// nil.
+func series(mfs map[string]*dto.MetricFamily, name string, want map[string]string) *dto.Metric {
+	mf := mfs[name]
+	if mf == nil {
+		return nil
+	}
+next:
+	for _, m := range mf.GetMetric() {
+		got := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			got[lp.GetName()] = lp.GetValue()
+		}
+		for k, v := range want {
+			if got[k] != v {
+				continue next
+			}
+		}
+		return m
+	}
+	return nil
+}
+
+// TestMetricsEndpoint: after Checks through a Server with Metrics, /metrics
+// exposes the decision counter with bounded labels, the duration
+// histogram, the in-flight gauge and the token failure counter.
+func TestMetricsEndpoint(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	srv := staticRig(t, nil)
+	srv.Metrics = NewMetrics(reg)
+	url := startHTTP(t, HTTPHandler(&Readiness{Policies: srv.Decider.Policies, Metrics: srv.Metrics}, reg))
+
+	denied := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_repo","arguments":{"repo":"r"}}}`)
+	noToken := postReq(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`)
+	delete(noToken.Headers, "authorization")
+	for _, c := range []*CapturedRequest{denied, noToken} {
+		resp, err := srv.Check(t.Context(), c.CheckRequest(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parseDenial(t, resp)
+	}
+
+	mfs := scrape(t, url)
+	tests := []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"mcp_extauthz_decisions_total", map[string]string{"decision": "deny", "reason": "policy_denied", "method": "tools/call", "dry_run": "false"}},
+		{"mcp_extauthz_decisions_total", map[string]string{"decision": "deny", "reason": "token_missing", "method": "none", "dry_run": "false"}},
+		{"mcp_extauthz_token_verification_failures_total", map[string]string{"reason": "token_missing"}},
+	}
+	for _, tt := range tests {
+		m := series(mfs, tt.name, tt.labels)
+		if m == nil {
+			t.Errorf("no series %s%v in /metrics; have %v", tt.name, tt.labels, mfs[tt.name].GetMetric())
+			continue
+		}
+		if got := m.GetCounter().GetValue(); got != 1 {
+			t.Errorf("%s%v = %v, want 1", tt.name, tt.labels, got)
+		}
+	}
+	if n := len(mfs["mcp_extauthz_token_verification_failures_total"].GetMetric()); n != 1 {
+		t.Errorf("token_verification_failures_total has %d series, want only token_missing", n)
+	}
+	if h := mfs["mcp_extauthz_check_duration_seconds"].GetMetric(); len(h) != 1 || h[0].GetHistogram().GetSampleCount() != 2 {
+		t.Errorf("check_duration_seconds = %v, want one histogram with 2 samples", h)
+	}
+	if g := mfs["mcp_extauthz_checks_in_flight"].GetMetric(); len(g) != 1 || g[0].GetGauge().GetValue() != 0 {
+		t.Errorf("checks_in_flight = %v, want 0 once the Checks returned", g)
+	}
+	for name, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if strings.Contains(lp.GetValue(), testSubject) || strings.Contains(lp.GetValue(), "delete_repo") {
+					t.Errorf("%s has a high-cardinality label %s=%q", name, lp.GetName(), lp.GetValue())
+				}
+			}
+		}
+	}
+}
+
+// lifecycleRig is a Lifecycle serving one Server on 127.0.0.1:0, with a
+// client connection to it.
+type lifecycleRig struct {
+	lc       *Lifecycle
+	addr     string
+	conn     *grpc.ClientConn
+	cancel   context.CancelFunc // ends Serve: the SIGTERM path
+	done     chan struct{}      // closed when Serve has returned
+	serveErr error              // Serve's result, once done is closed
+}
+
+func startLifecycle(t *testing.T, srv *Server, r *Readiness, lc Lifecycle) *lifecycleRig {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc.GRPC = grpc.NewServer()
+	lc.Health = health.NewServer()
+	lc.Readiness = r
+	authv3.RegisterAuthorizationServer(lc.GRPC, srv)
+	healthpb.RegisterHealthServer(lc.GRPC, lc.Health)
+	ctx, cancel := context.WithCancel(context.Background())
+	rig := &lifecycleRig{lc: &lc, addr: lis.Addr().String(), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(rig.done)
+		rig.serveErr = rig.lc.Serve(ctx, lis)
+	}()
+	rig.conn, err = grpc.NewClient(rig.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = rig.conn.Close()
+		cancel()
+		select {
+		case <-rig.done:
+		case <-time.After(waitTimeout):
+			t.Error("Serve did not return after its context ended")
+			rig.lc.GRPC.Stop()
+		}
+	})
+	return rig
+}
+
+// stop ends Serve's context and returns Serve's result; what is waited
+// for is named in the failure.
+func (r *lifecycleRig) stop(t testing.TB, what string) error {
+	t.Helper()
+	r.cancel()
+	return r.wait(t, what)
+}
+
+// wait returns Serve's result once it has returned.
+func (r *lifecycleRig) wait(t testing.TB, what string) error {
+	t.Helper()
+	select {
+	case <-r.done:
+		return r.serveErr
+	case <-time.After(waitTimeout):
+		t.Fatalf("Serve did not return within %v: %s", waitTimeout, what)
+		return nil
+	}
+}
+
+// healthStatus asks grpc.health.v1 for service; an RPC error fails the
+// test.
+func (r *lifecycleRig) healthStatus(t testing.TB, service string) healthpb.HealthCheckResponse_ServingStatus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := healthpb.NewHealthClient(r.conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+	if err != nil {
+		t.Fatalf("health Check(%q): %v", service, err)
+	}
+	return resp.GetStatus()
+}
+
+// reachable reports whether a new connection can complete a health RPC.
+func (r *lifecycleRig) reachable() bool {
+	conn, err := grpc.NewClient(r.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	return err == nil
+}
+
+// waitHealth polls until both "" and HealthService report want.
+func (r *lifecycleRig) waitHealth(t testing.TB, want healthpb.HealthCheckResponse_ServingStatus) {
+	t.Helper()
+	for _, svc := range []string{"", HealthService} {
+		pollUntil(t, "health("+svc+") "+want.String(), func() bool { return r.healthStatus(t, svc) == want })
+	}
+}
+
+// TestLifecycleHealthFollowsReadiness: gRPC health for the server and for
+// the Authorization service follows readiness both ways while serving, and
+// Serve returns nil when its context ends.
+func TestLifecycleHealthFollowsReadiness(t *testing.T) {
+	v := &toggleVerifier{}
+	srv := staticRig(t, nil)
+	rig := startLifecycle(t, srv, &Readiness{Policies: srv.Decider.Policies, Verifier: v},
+		Lifecycle{PollInterval: 20 * time.Millisecond, ShutdownTimeout: 10 * time.Second})
+
+	// Health is synced before the first RPC can arrive: not a poll.
+	for _, svc := range []string{"", HealthService} {
+		if got := rig.healthStatus(t, svc); got != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Errorf("health(%q) = %v before the keys are ready, want NOT_SERVING", svc, got)
+		}
+	}
+	v.ready.Store(true)
+	rig.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
+	v.ready.Store(false)
+	rig.waitHealth(t, healthpb.HealthCheckResponse_NOT_SERVING)
+	v.ready.Store(true)
+	rig.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
+
+	if err := rig.stop(t, "after its context ended"); err != nil {
+		t.Errorf("Serve = %v, want nil after a clean stop", err)
+	}
+}
+
+// blockingVerifier holds every Verify until release is closed (or the
+// RPC's context ends), counting the callers waiting.
+type blockingVerifier struct {
+	entered atomic.Int64
+	release chan struct{}
+}
+
+func (v *blockingVerifier) Verify(ctx context.Context, _ string) (*Principal, error) {
+	v.entered.Add(1)
+	select {
+	case <-v.release:
+		return &Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience,
+			Claims: map[string]any{"sub": testSubject}}, nil
+	case <-ctx.Done():
+		return nil, &TokenError{Reason: ReasonTokenInvalid, Err: ctx.Err()}
+	}
+}
+
+// TestLifecycleShutdownDrains: when Serve's context ends, health turns
+// NOT_SERVING while Checks are still in flight, every in-flight Check is
+// answered with a CheckResponse, Serve returns nil, and afterwards the
+// server accepts nothing.
+func TestLifecycleShutdownDrains(t *testing.T) {
+	const n = 20
+	v := &blockingVerifier{release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(v.release) }) }
+	t.Cleanup(release)
+
+	srv := newTestServer(referencePolicy(t), v, nil)
+	rig := startLifecycle(t, srv, &Readiness{Policies: srv.Decider.Policies},
+		Lifecycle{PollInterval: 20 * time.Millisecond, DrainPeriod: 200 * time.Millisecond, ShutdownTimeout: 10 * time.Second})
+	rig.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
+
+	// Watch health before shutdown starts: the stream delivers the
+	// NOT_SERVING of the drain however briefly it lasts.
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	watches := map[string]healthpb.Health_WatchClient{}
+	for _, svc := range []string{"", HealthService} {
+		w, err := healthpb.NewHealthClient(rig.conn).Watch(watchCtx, &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := w.Recv(); err != nil || st.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("Watch(%q) first status = %v, %v; want SERVING", svc, st, err)
+		}
+		watches[svc] = w
+	}
+
+	client := authv3.NewAuthorizationClient(rig.conn)
+	req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`).CheckRequest(true)
+	type result struct {
+		resp *authv3.CheckResponse
+		err  error
+	}
+	results := make(chan result, n)
+	for range n {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+			defer cancel()
+			resp, err := client.Check(ctx, req)
+			results <- result{resp, err}
+		}()
+	}
+	pollUntil(t, "every Check in flight", func() bool { return v.entered.Load() == n })
+
+	rig.cancel() // SIGTERM
+	for svc, w := range watches {
+		st, err := w.Recv()
+		if err != nil || st.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Fatalf("Watch(%q) after shutdown began = %v, %v; want NOT_SERVING", svc, st, err)
+		}
+	}
+	stopWatch() // a Watch stream is in flight too: it would hold GracefulStop
+	// During the drain the server still answers, so probes see NOT_SERVING
+	// rather than a refused connection.
+	for _, svc := range []string{"", HealthService} {
+		if got := rig.healthStatus(t, svc); got != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Errorf("health(%q) during the drain = %v, want NOT_SERVING", svc, got)
+		}
+	}
+	// Release only once the drain is over and the stop has begun (the
+	// listener is closed), so the Checks must outlive the stop itself.
+	pollUntil(t, "the listener to close after the drain", func() bool { return !rig.reachable() })
+	select {
+	case <-rig.done:
+		t.Fatalf("Serve returned %v while %d Checks were in flight", rig.serveErr, n)
+	case r := <-results:
+		t.Fatalf("a Check returned before its verifier was released: %v, %v", r.resp, r.err)
+	default:
+	}
+
+	release()
+	for range n {
+		r := <-results
+		if r.err != nil {
+			t.Errorf("in-flight Check dropped by shutdown: %v", r.err)
+			continue
+		}
+		okHeaders(t, r.resp)
+	}
+	if err := rig.wait(t, "after the in-flight Checks finished"); err != nil {
+		t.Errorf("Serve = %v, want nil after a clean drain", err)
+	}
+
+	conn, err := grpc.NewClient(rig.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if resp, err := authv3.NewAuthorizationClient(conn).Check(ctx, req); err == nil {
+		t.Errorf("Check after shutdown = %v, want a connection error", resp)
+	} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("Check after shutdown hung until its deadline instead of failing to connect: %v", err)
+	}
+}
+
+// TestLifecycleShutdownTimeout: a Check that never finishes cannot hold
+// shutdown past ShutdownTimeout; the server is stopped hard and Serve
+// still returns nil.
+func TestLifecycleShutdownTimeout(t *testing.T) {
+	v := &blockingVerifier{release: make(chan struct{})} // never released
+	srv := newTestServer(referencePolicy(t), v, nil)
+	rig := startLifecycle(t, srv, &Readiness{Policies: srv.Decider.Policies},
+		Lifecycle{PollInterval: 20 * time.Millisecond, ShutdownTimeout: 100 * time.Millisecond})
+
+	req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`).CheckRequest(true)
+	checked := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+		defer cancel()
+		_, err := authv3.NewAuthorizationClient(rig.conn).Check(ctx, req)
+		checked <- err
+	}()
+	pollUntil(t, "the Check in flight", func() bool { return v.entered.Load() == 1 })
+
+	if err := rig.stop(t, "GracefulStop not bounded by ShutdownTimeout"); err != nil {
+		t.Errorf("Serve = %v, want nil after a forced stop", err)
+	}
+	if err := <-checked; err == nil {
+		t.Error("the Check cut off by the forced stop returned no error")
+	}
+}
