@@ -1,6 +1,7 @@
 package extauthz
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,7 +75,7 @@ type Lifecycle struct {
 	// DrainPeriod: after ctx ends, NOT_SERVING is reported for this long
 	// before GracefulStop, so Envoy and the kubelet stop sending Checks.
 	DrainPeriod time.Duration
-	// ShutdownTimeout bounds GracefulStop; past it the server is stopped
+	// ShutdownTimeout bounds GracefulStop (zero means 10s); past it the server is stopped
 	// hard.
 	ShutdownTimeout time.Duration
 	// PollInterval is how often health follows readiness; zero means 500ms.
@@ -115,7 +116,7 @@ func (l *Lifecycle) Serve(ctx context.Context, lis net.Listener) error {
 	go func() { l.GRPC.GracefulStop(); close(stopped) }()
 	select {
 	case <-stopped:
-	case <-time.After(l.ShutdownTimeout):
+	case <-time.After(cmp.Or(l.ShutdownTimeout, 10*time.Second)):
 		l.GRPC.Stop()
 		<-stopped
 	}

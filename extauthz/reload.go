@@ -81,7 +81,8 @@ func (l *PolicyLoader) Load() error {
 // ConfigMap update swaps the ..data symlink instead of writing the file, and
 // editors replace files by rename; the content hash decides whether anything
 // changed. When the file is a symlink, the directory it resolves to is
-// watched too.
+// watched too. Watch also loads once when its watches are in place, so a
+// change between the caller's first Load and Watch is not missed.
 func (l *PolicyLoader) Watch(ctx context.Context) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -101,26 +102,37 @@ func (l *PolicyLoader) Watch(ctx context.Context) error {
 	if debounce == 0 {
 		debounce = 100 * time.Millisecond
 	}
-	timer := time.NewTimer(debounce) // one load once watched: a change since the caller's Load is not lost
+	// One load once watched: a change since the caller's Load is not lost.
+	timer := time.NewTimer(debounce)
 	defer timer.Stop()
+	pending := true
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-w.Events:
+		case _, ok := <-w.Events:
 			if !ok {
 				return nil
 			}
-			_ = ev
-			timer.Reset(debounce)
+			// The first event arms the timer; later ones do not push it
+			// back, so a directory that keeps changing still reloads.
+			if !pending {
+				timer.Reset(debounce)
+				pending = true
+			}
 		case err, ok := <-w.Errors:
 			if !ok {
 				return nil
 			}
 			if l.Log != nil {
-				l.Log.Warn("policy watch error", zap.Error(err))
+				l.Log.Warn("policy watch error; reloading to be safe", zap.Error(err))
+			}
+			if !pending { // e.g. an event overflow: something may have changed
+				timer.Reset(debounce)
+				pending = true
 			}
 		case <-timer.C:
+			pending = false
 			_ = l.Load() // logged and counted inside
 			// A symlink may now point into a new directory (ConfigMap
 			// ..data swap): watch it as well.
