@@ -300,7 +300,11 @@ func TestGatewayRoutesNameTheirServer(t *testing.T) {
 				if pr.GetDisabled() {
 					t.Errorf("route %v: ext_authz disabled", r.GetMatch())
 				}
-				got[r.GetMatch().GetPath()] = pr.GetCheckSettings().GetContextExtensions()[ServerIDContextKey]
+				ext := pr.GetCheckSettings().GetContextExtensions()
+				got[r.GetMatch().GetPath()] = ext[ServerIDContextKey]
+				if aud := ext["mcp_audience"]; !strings.HasPrefix(aud, "https://") || !strings.HasSuffix(aud, "/"+ext[ServerIDContextKey]+"/mcp") {
+					t.Errorf("route %v: mcp_audience %q does not name its server's resource URI", r.GetMatch(), aud)
+				}
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,9 +16,18 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
-// ContextExtensionServer is the ext_authz per-route context extension
-// (check_settings.context_extensions) that names the MCP server of a route.
-const ContextExtensionServer = "mcp_server"
+// Per-route ext_authz context extensions (check_settings.context_extensions)
+// the service reads.
+const (
+	// ContextExtensionServer names the MCP server of a route (the server
+	// segment of policy targets); it overrides --server-id.
+	ContextExtensionServer = "mcp_server"
+	// ContextExtensionAudience is the RFC 8707 resource URI of the route's
+	// MCP server. When set, the token must carry exactly this audience (and
+	// it must be one of the configured audiences): in a gateway, a token
+	// issued for one MCP server is not accepted by another.
+	ContextExtensionAudience = "mcp_audience"
+)
 
 // Request is one HTTP request as Envoy forwards it to Check, independent of
 // the wire form (CheckRequest, or a captured request for `extauthz check`).
@@ -359,7 +369,25 @@ func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Rea
 		}
 		return nil, ReasonTokenInvalid
 	}
+	if aud := r.ContextExtensions[ContextExtensionAudience]; aud != "" {
+		if !slices.Contains(p.Audiences, aud) || !d.audienceConfigured(aud) {
+			return nil, ReasonTokenWrongAudience
+		}
+		if p.Audience != aud { // the digest names the route's audience
+			q := *p
+			q.Audience = aud
+			p = &q
+		}
+	}
 	return p, ""
+}
+
+// audienceConfigured reports whether aud is one the verifier accepts.
+func (d *Decider) audienceConfigured(aud string) bool {
+	if a, ok := d.Verifier.(interface{ Audiences() []string }); ok {
+		return slices.Contains(a.Audiences(), aud)
+	}
+	return true
 }
 
 // checkMediaType requires Content-Type application/json (RFC 9110 section

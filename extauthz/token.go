@@ -30,7 +30,8 @@ var SigningAlgorithms = []string{
 type Principal struct {
 	Issuer   string         // iss
 	Subject  string         // sub
-	Audience string         // the configured audience (RFC 8707 resource) the token carries; the first in configured order
+	Audience  string         // the configured audience (RFC 8707 resource) the token carries; the first in configured order
+	Audiences []string       // every aud of the token
 	Expiry   time.Time      // exp
 	Claims   map[string]any // every claim of the payload, as JSON decodes them (numbers float64)
 }
@@ -127,6 +128,9 @@ func (v *OIDCVerifier) oidcConfig() *oidc.Config {
 		Now:                  v.cfg.Now,
 	}
 }
+
+// Audiences returns the configured audiences.
+func (v *OIDCVerifier) Audiences() []string { return v.cfg.Audiences }
 
 // Ready reports whether tokens can be verified now: discovery done and
 // signing keys fetched at least once (always true for a static key set).
@@ -290,7 +294,7 @@ func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal,
 	if err := tok.Claims(&claims); err != nil {
 		return nil, &TokenError{Reason: ReasonTokenMalformed, Err: err}
 	}
-	return &Principal{Issuer: tok.Issuer, Subject: tok.Subject, Audience: aud, Expiry: tok.Expiry, Claims: claims}, nil
+	return &Principal{Issuer: tok.Issuer, Subject: tok.Subject, Audience: aud, Audiences: tok.Audience, Expiry: tok.Expiry, Claims: claims}, nil
 }
 
 // unverifiedIssuer reads iss from a compact JWS payload without checking the

@@ -200,3 +200,61 @@ func TestKeyRotation(t *testing.T) {
 		t.Fatalf("50 unknown kids caused %d fetches in total, want the refresh rate-limited (<= 3)", got)
 	}
 }
+
+// TestRouteAudience: in a gateway, each route names its MCP server's
+// resource URI (context extension mcp_audience); a token issued for one
+// server is refused on another's route, though both are configured.
+func TestRouteAudience(t *testing.T) {
+	const payments, github = "https://gw.example.com/payments/mcp", "https://gw.example.com/github/mcp"
+	key := newTestKey(t, "k1")
+	idp := newTestIdP(t, key)
+	ov, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{payments, github}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ov.Warm(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cv, err := NewCachingVerifier(ov, 16, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := startGRPC(t, newTestServer(referencePolicy(t), cv, nil))
+	tokenFor := func(aud ...string) string {
+		c := idp.claims()
+		c["aud"] = aud
+		return key.sign(t, c)
+	}
+	tests := []struct {
+		name       string
+		token      string
+		route      map[string]string
+		wantReason Reason
+	}{
+		{"payments token on payments route", tokenFor(payments), map[string]string{"mcp_server": "payments", "mcp_audience": payments}, ReasonAllowed},
+		{"payments token on github route", tokenFor(payments), map[string]string{"mcp_server": "github", "mcp_audience": github}, ReasonTokenWrongAudience},
+		{"token for both on github route", tokenFor(payments, github), map[string]string{"mcp_server": "github", "mcp_audience": github}, ReasonAllowed},
+		{"route audience not configured", tokenFor("https://other.example.com/mcp", payments), map[string]string{"mcp_server": "payments", "mcp_audience": "https://other.example.com/mcp"}, ReasonTokenWrongAudience},
+		{"no route audience: any configured one", tokenFor(github), map[string]string{"mcp_server": "payments"}, ReasonAllowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search"}}`)
+			c.Headers["authorization"] = "Bearer " + tt.token
+			req := c.CheckRequest(true)
+			req.Attributes.ContextExtensions = tt.route
+			resp := check(t, client, req)
+			got := Reason(resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue())
+			if got != tt.wantReason {
+				t.Fatalf("reason %s, want %s", got, tt.wantReason)
+			}
+			if got == ReasonAllowed && tt.route["mcp_audience"] != "" {
+				h := okHeaders(t, resp)
+				want := independentRequestDigest(t, tt.route["mcp_audience"], idp.issuer(), tt.route["mcp_server"], "tools/call", "search", []byte(`{}`))
+				if h[HeaderRequestDigest] != want {
+					t.Errorf("request digest does not bind the route's audience")
+				}
+			}
+		})
+	}
+}

@@ -87,6 +87,14 @@ func (c *CachingVerifier) Verify(ctx context.Context, rawToken string) (*Princip
 	return p, nil
 }
 
+// Audiences passes the next verifier's configured audiences through.
+func (c *CachingVerifier) Audiences() []string {
+	if a, ok := c.next.(interface{ Audiences() []string }); ok {
+		return a.Audiences()
+	}
+	return nil
+}
+
 // Ready passes the next verifier's readiness through.
 func (c *CachingVerifier) Ready() bool {
 	if r, ok := c.next.(interface{ Ready() bool }); ok {
