@@ -9,6 +9,11 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
@@ -25,25 +30,29 @@ func (v offlineVerifier) Verify(context.Context, string) (*extauthz.Principal, e
 	return &p, nil
 }
 
-// runCheck decides one captured HTTP request offline, exactly as serve would,
-// and prints the decision. Exit 0 allow, 1 deny (or ask), 2 bad input.
+// runCheck decides one captured HTTP request, offline exactly as serve would,
+// or by sending it as a CheckRequest to a running service (--addr), and
+// prints the decision. Exit 0 allow, 1 deny (or ask), 2 bad input.
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: extauthz check [flags] REQUEST.json   (one captured request; - for stdin)")
+		fmt.Fprintln(stderr, "Offline by default (this policy, tokens not verified unless --jwks-file); with --addr the running service decides.")
 		fs.PrintDefaults()
 	}
 	policyFile := fs.String("policy", "examples/policy.yaml", "policy YAML file")
-	serverID := fs.String("server-id", "payments", "MCP server id, unless the request names one with --context-extension")
+	serverID := fs.String("server-id", "payments", "MCP server id (offline)")
+	addr := fs.String("addr", "", "send the request to the ext_authz service at this gRPC address instead of deciding offline")
+	token := fs.String("token", "", "bearer token to put in the request's Authorization header (e.g. from `extauthz token`)")
 	issuer := fs.String("issuer", "https://idp.example.com", "issuer")
 	var aud listFlag
 	fs.Var(&aud, "audience", "accepted audience (repeatable; default https://mcp.example.com/mcp)")
 	jwks := fs.String("jwks-file", "", "verify the request's bearer token against this JWKS; without it any token maps to --sub")
 	sub := fs.String("sub", "offline-check", "principal sub when tokens are not verified")
 	asJSON := fs.Bool("json", false, "print the decision as one JSON object")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -79,6 +88,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return bad(err)
 	}
+	if *token != "" {
+		capt.Headers["authorization"] = "Bearer " + strings.TrimSpace(*token)
+	}
+	if *addr != "" {
+		return checkRemote(ctx, *addr, capt, stdout, *asJSON)
+	}
 	var verifier extauthz.TokenVerifier = offlineVerifier{extauthz.Principal{
 		Issuer: *issuer, Subject: *sub, Audience: aud[0], Claims: map[string]any{"iss": *issuer, "sub": *sub},
 	}}
@@ -104,18 +119,51 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-func printDecision(w io.Writer, d *extauthz.Decision, asJSON bool) error {
-	fields := [][2]string{
-		{"decision", d.Decision.String()},
-		{"reason", string(d.Reason)},
-		{"rule_id", d.RuleID},
-		{"server", d.Server},
-		{"method", d.Method},
-		{"target", d.Target},
-		{"args_digest", d.ArgsDigest},
-		{"request_digest", d.RequestDigest},
-		{"policy_version", d.PolicyVersion},
+// checkRemote sends capt to a running service as Envoy would (raw_body) and
+// prints the decision it returns in dynamic metadata.
+func checkRemote(ctx context.Context, addr string, capt *extauthz.CapturedRequest, stdout io.Writer, asJSON bool) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return &exitError{code: 2, err: err}
 	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := authv3.NewAuthorizationClient(conn).Check(ctx, capt.CheckRequest(true))
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("check %s: %w", addr, err)}
+	}
+	md := resp.GetDynamicMetadata().GetFields()
+	fields := make([][2]string, len(decisionFields))
+	for i, k := range decisionFields {
+		fields[i] = [2]string{k, md[k].GetStringValue()}
+	}
+	if err := printFields(stdout, fields, asJSON); err != nil {
+		return err
+	}
+	if resp.GetOkResponse() == nil {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
+// decisionFields are the facts check prints, in order.
+var decisionFields = []string{"decision", "reason", "rule_id", "server", "method", "target", "args_digest", "request_digest", "policy_version"}
+
+func printDecision(w io.Writer, d *extauthz.Decision, asJSON bool) error {
+	v := map[string]string{
+		"decision": d.Decision.String(), "reason": string(d.Reason), "rule_id": d.RuleID,
+		"server": d.Server, "method": d.Method, "target": d.Target, "args_digest": d.ArgsDigest,
+		"request_digest": d.RequestDigest, "policy_version": d.PolicyVersion,
+	}
+	fields := make([][2]string, len(decisionFields))
+	for i, k := range decisionFields {
+		fields[i] = [2]string{k, v[k]}
+	}
+	return printFields(w, fields, asJSON)
+}
+
+func printFields(w io.Writer, fields [][2]string, asJSON bool) error {
 	if asJSON {
 		m := make(map[string]string, len(fields))
 		for _, f := range fields {

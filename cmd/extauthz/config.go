@@ -79,8 +79,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.DurationVar(&c.JWKSRefresh, "jwks-refresh-interval", 5*time.Minute, "how often a discovered key set is fetched again; 0 only on unknown kid")
 	fs.DurationVar(&c.DrainPeriod, "drain-period", 5*time.Second, "on SIGTERM, how long to report NOT_SERVING before stopping")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight Checks may take to finish after the drain")
-	if err := fs.Parse(args); err != nil {
-		return nil, &exitError{code: 2, err: nil}
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))

@@ -20,8 +20,8 @@ func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	addr := fs.String("addr", "127.0.0.1:9191", "gRPC address of the service")
 	service := fs.String("service", "", `health service name ("" for the whole server)`)
 	timeout := fs.Duration("timeout", 2*time.Second, "deadline for the probe")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()

@@ -6,6 +6,7 @@
 //	                           decide one captured HTTP request offline
 //	extauthz token [flags]     mint a test bearer token (quick-start only)
 //	extauthz healthcheck       gRPC health probe for exec probes
+//	extauthz version           print the build's version
 //
 // Every serve flag can also be set as EXTAUTHZ_<FLAG> (upper snake case) or
 // in a --config YAML file; a flag beats the environment, which beats the file.
@@ -14,10 +15,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -56,7 +59,12 @@ func main() {
 // run dispatches to a subcommand; serve is the default.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+	switch {
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
+		cmd, args = "help", nil
+	case len(args) > 0 && (args[0] == "-version" || args[0] == "--version"):
+		cmd, args = "version", nil
+	case len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-':
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -68,9 +76,51 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runToken(args, stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, args, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "extauthz", version())
+		return nil
 	case "help":
-		fmt.Fprintln(stdout, "usage: extauthz [serve|check|token|healthcheck] [flags]; extauthz CMD -h for flags")
+		fmt.Fprint(stdout, usage)
 		return nil
 	}
 	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, token or healthcheck)", cmd)}
+}
+
+const usage = `usage: extauthz <command> [flags]
+
+commands:
+  serve        run the ext_authz gRPC service (the default)
+  check        decide one captured HTTP request: offline, or by a running service (--addr)
+  token        mint a test bearer token with the quick-start key
+  healthcheck  probe a running service's gRPC health (exit 0 when SERVING)
+  version      print the build's version
+
+Run "extauthz <command> -h" for its flags.
+`
+
+// version is the module version the binary was built from, with the VCS
+// revision when the build recorded one.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " (" + s.Value[:12] + ")"
+		}
+	}
+	return v
+}
+
+// parseFlags parses args into fs: -h exits 0 after the usage, a bad flag 2.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &exitError{code: 0}
+		}
+		return &exitError{code: 2}
+	}
+	return nil
 }

@@ -210,6 +210,18 @@ func TestServeQuickStart(t *testing.T) {
 	}
 	defer conn.Close()
 	client := authv3.NewAuthorizationClient(conn)
+	// README's way: extauthz check --addr sends the request to the service.
+	for file, wantCode := range map[string]int{"examples/requests/search-allowed.json": 0, "examples/requests/delete-repo-denied.json": 1} {
+		var out bytes.Buffer
+		err := run(t.Context(), []string{"check", "--addr", addr, "--token", tok.String(), file}, &out, io.Discard)
+		if exitCode(err) != wantCode || !strings.Contains(out.String(), "policy_version: ") {
+			t.Errorf("check --addr %s: exit %d (%v), want %d\n%s", file, exitCode(err), err, wantCode, out.String())
+		}
+	}
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"check", "--addr", addr, "examples/requests/search-allowed.json"}, &out, io.Discard); exitCode(err) != 1 || !strings.Contains(out.String(), "token_malformed") {
+		t.Errorf("check --addr with the corpus placeholder token: exit %d\n%s", exitCode(err), out.String())
+	}
 	for file, wantOK := range map[string]bool{"examples/requests/search-allowed.json": true, "examples/requests/delete-repo-denied.json": false} {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -356,5 +368,17 @@ func TestServeIdentityProviderDown(t *testing.T) {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"help"}, {"--version"}, {"version"}, {"check", "-h"}, {"serve", "-h"}, {"token", "-h"}, {"healthcheck", "-h"}} {
+		var out bytes.Buffer
+		if err := run(t.Context(), args, &out, io.Discard); exitCode(err) != 0 {
+			t.Errorf("%v: exit %d (%v)", args, exitCode(err), err)
+		}
+	}
+	if err := run(t.Context(), []string{"bogus"}, io.Discard, io.Discard); exitCode(err) != 2 {
+		t.Errorf("unknown command: exit %d", exitCode(err))
 	}
 }

@@ -26,8 +26,8 @@ func runToken(args []string, stdout, stderr io.Writer) error {
 	ttl := fs.Duration("ttl", time.Hour, "lifetime; negative mints an expired token")
 	var extra listFlag
 	fs.Var(&extra, "claim", "extra claim NAME=VALUE (repeatable; VALUE parsed as JSON when it is valid JSON)")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	b, err := os.ReadFile(*keyFile)
 	if err != nil {
