@@ -409,7 +409,7 @@ func compileMatch(ru *rule, s string) string {
 		ru.server = parseGlob(server, nameOpts)
 		uriOpts := globOptions{doubleStar: true}
 		if ru.loose {
-			uriOpts.fold = loose
+			uriOpts.fold = looseURI
 		}
 		ru.name = parseGlob(norm, uriOpts)
 		return ""

@@ -56,3 +56,38 @@ func looseASCII(r rune) rune {
 	}
 	return r
 }
+
+// looseURI is loose for URIs: percent-encoded octets are decoded first when
+// the result is valid UTF-8, so "geheim%C3%A9" and "geheimé" (and
+// "%EF%BC%A4ELETE" and "ＤELETE") share one loose form. NormalizeURI has
+// already refused encoded '/', '.', '\' and control characters.
+func looseURI(s string) string {
+	if d, ok := percentDecode(s); ok {
+		s = d
+	}
+	return loose(s)
+}
+
+// percentDecode decodes every %XX in s; ok is false when s has none, an
+// escape is malformed, or the result is not valid UTF-8.
+func percentDecode(s string) (string, bool) {
+	if strings.IndexByte(s, '%') < 0 {
+		return s, false
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b = append(b, s[i])
+			continue
+		}
+		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			return "", false
+		}
+		b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+		i += 2
+	}
+	if !utf8.Valid(b) {
+		return "", false
+	}
+	return string(b), true
+}

@@ -30,6 +30,9 @@ type request struct {
 func (r *request) loose() (server, name string) {
 	if !r.looseDone {
 		r.looseServer, r.looseName = loose(r.in.Server), loose(r.name)
+		if r.kind == kindResource {
+			r.looseName = looseURI(r.name)
+		}
 		r.looseDone = true
 	}
 	return r.looseServer, r.looseName

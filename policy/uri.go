@@ -19,8 +19,9 @@ import (
 // percent-encoded (%00 included); a '\' or %5C; an encoded '/' (%2F); an
 // encoded '.' (%2E) anywhere; a '.' or '..' segment anywhere in the URI
 // (segments are split at '/', '?' and '#'; a segment whose NFKC form is '.'
-// or '..', such as "．．", counts too); invalid percent-encoding. The empty
-// string is ok.
+// or '..', such as "．．", counts too, raw or percent-encoded); invalid
+// percent-encoding, or percent-encoded octets of a segment that are not
+// UTF-8 (such as the overlong "%C0%AE"). The empty string is ok.
 //
 // The normal form of a normal form is itself.
 func NormalizeURI(uri string) (normal string, ok bool) {
@@ -139,7 +140,20 @@ func hasDotSegment(s string) bool {
 		if isDots(seg) {
 			return true
 		}
-		if len(seg) <= 16 && !isASCII(seg) && isDots(norm.NFKC.String(seg)) {
+		// Judge the segment as a server would see it once decoded:
+		// "%EF%BC%8E%EF%BC%8E" is "．．", whose NFKC form is "..". Escapes
+		// that do not decode to UTF-8 (the overlong "%C0%AE") are refused.
+		if strings.IndexByte(seg, '%') >= 0 {
+			d, ok := percentDecode(seg)
+			if !ok {
+				return true
+			}
+			seg = d
+			if isDots(seg) {
+				return true
+			}
+		}
+		if len(seg) <= 64 && !isASCII(seg) && isDots(norm.NFKC.String(seg)) {
 			return true
 		}
 	}

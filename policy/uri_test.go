@@ -23,7 +23,11 @@ func TestNormalizeURI(t *testing.T) {
 		{give: "%41:", want: "a:", wantOK: true},         // decoding completes a scheme (found by fuzzing)
 		{give: "h%54tp://%48ost/%48", want: "http://host/H", wantOK: true},
 		{give: "file:///a/b.c/..d/d..", want: "file:///a/b.c/..d/d..", wantOK: true},
-		{give: "file:///%FF", want: "file:///%FF", wantOK: true}, // encoded bytes need not be UTF-8
+		{give: "file:///%FF", wantOK: false},                        // encoded octets that are not UTF-8: refused
+		{give: "file:///reports/%EF%BC%8E%EF%BC%8E", wantOK: false}, // "．．" encoded: NFKC "..", a dot segment
+		{give: "file:///reports/%E2%80%A5/x", wantOK: false},        // "‥" (U+2025), NFKC ".."
+		{give: "file:///reports/%C0%AE%C0%AE/x", wantOK: false},     // overlong '.', not UTF-8
+		{give: "file:///reports/%EF%BC%8E%EF%BC%8E%EF%BC%8Ex", want: "file:///reports/%EF%BC%8E%EF%BC%8E%EF%BC%8Ex", wantOK: true},
 
 		// Refused: dot segments, raw or encoded.
 		{give: "file:///srv/docs/../../etc/passwd"},
@@ -75,6 +79,8 @@ func TestResources(t *testing.T) {
 		"deny:",
 		"  - id: no-secrets",
 		"    match: \"resource:*/file:///srv/Secret/**\"",
+		"  - id: no-geheim",
+		"    match: \"resource:*/file:///reports/geheimé*\"",
 		"ask:",
 		"  - id: ask-%41",
 		"    match: \"resource:s/https://Example.com/%41sk/*\"",
@@ -124,6 +130,12 @@ func TestResources(t *testing.T) {
 		{give: resRead("s", "file:///SRV/SECRET/x"), want: byRule(Deny, "no-secrets")},
 		{give: resRead("s", "https://example.com/ask/x"), want: byRule(Ask, "ask-%41")},
 		{give: resRead("s", "https://example.com/ASK/x"), want: byRule(Ask, "ask-%41")},
+		// deny and ask see through percent-encoding of non-ASCII text.
+		{give: resRead("s", "file:///reports/geheimé.pdf"), want: byRule(Deny, "no-geheim")},
+		{give: resRead("s", "file:///reports/geheim%C3%A9.pdf"), want: byRule(Deny, "no-geheim")},
+		{give: resRead("s", "file:///reports/GEHEIM%C3%89.pdf"), want: byRule(Deny, "no-geheim")},
+		{give: resRead("s", "file:///srv/%EF%BC%B3ecret/x"), want: byRule(Deny, "no-secrets")}, // fullwidth S, encoded
+		{give: resRead("s", "file:///srv/docs/%EF%BC%8E%EF%BC%8E"), want: unsafeURI},
 		{give: &Input{Op: OpRequest, Method: "resources/subscribe", Server: "s", URI: "file:///srv/docs/a"}, want: byRule(Allow, "docs")},
 		{give: &Input{Op: OpRequest, Method: "resources/unsubscribe", Server: "s", URI: "file:///srv/docs/a"}, want: byRule(Allow, "docs")},
 		{give: &Input{Op: OpRequest, Method: "resources/unsubscribe", Server: "s", URI: "file:///srv/.."}, want: unsafeURI},
