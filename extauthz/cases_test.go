@@ -36,7 +36,7 @@ var caseWants = map[string]caseWant{
 	"C03": {ReasonCaseVariantKey, 400, CodeInvalidRequest, "null"},
 	"C04": {ReasonTrailingData, 400, CodeParseError, "null"},
 	"C05": {ReasonBatchNotSupported, 400, CodeInvalidRequest, "null"},
-	"C06": {ReasonUnsupportedMediaType, 415, CodeInvalidRequest, "null"},
+	"C06": {ReasonUnsupportedMediaType, 415, CodeInvalidRequest, "10"},
 	"C07": {ReasonPolicyDenied, 403, CodeForbidden, "11"},
 	"C08": {ReasonUnknownMethod, 403, CodeMethodNotFound, "12"},
 	"C09": {ReasonInvalidRequest, 400, CodeInvalidRequest, "null"},
@@ -46,7 +46,7 @@ var caseWants = map[string]caseWant{
 	"C13": {ReasonBodyTruncated, 413, CodeRequestRejected, "null"},
 	"C14": {ReasonPolicyDenied, 403, CodeForbidden, "20"},
 	"C15": {ReasonParseError, 400, CodeParseError, "null"},
-	"C16": {ReasonTokenWrongAudience, 401, CodeUnauthenticated, "null"},
+	"C16": {ReasonTokenWrongAudience, 401, CodeUnauthenticated, "23"},
 	"C17": {ReasonAllowed, 200, 0, ""},
 	"C18": {ReasonNonCanonicalNumber, 400, CodeInvalidParams, "null"},
 	"C19": {ReasonInvalidUTF8, 400, CodeParseError, "null"},
@@ -232,6 +232,20 @@ func TestCaseKinds(t *testing.T) {
 		{"C13 content-length longer than body", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "4096"), ReasonBodyTruncated, 413},
 		{"C14 no body delivered", withHeader(caseReq(``), "content-length", "80"), ReasonBodyTruncated, 413},
 		{"C14 no body, no length", caseReq(``), ReasonBodyMissing, 400},
+		{"content-length shorter than body", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "5"), ReasonInvalidRequest, 400},
+		{"content-length with a sign", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "+47"), ReasonInvalidRequest, 400},
+		{"content-length exact", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "47"), ReasonAllowed, 200},
+		{"GET announcing a body", func() *CapturedRequest {
+			c := withHeader(caseReq(``), "content-length", "50")
+			c.Method = "GET"
+			return c
+		}(), ReasonInvalidRequest, 400},
+		{"GET with a partial body", func() *CapturedRequest {
+			c := withHeader(caseReq(``), "x-envoy-auth-partial-body", "true")
+			c.Method = "GET"
+			return c
+		}(), ReasonInvalidRequest, 400},
+		{"batch with Mcp-Name", withHeader(withHeader(caseReq(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file"}}]`), "mcp-protocol-version", "2025-03-26"), "mcp-name", "delete_repo"), ReasonHeaderMismatch, 400},
 		// HTTP methods.
 		{"PUT", func() *CapturedRequest { c := caseReq(``); c.Method = "PUT"; return c }(), ReasonMethodNotAllowed, 405},
 		{"GET with a body", func() *CapturedRequest { c := caseReq(`{}`); c.Method = "GET"; return c }(), ReasonInvalidRequest, 400},

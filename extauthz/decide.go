@@ -73,6 +73,8 @@ type Decision struct {
 	Detail        string               // internal detail for the log (a parse error's message); never argument values
 	PolicyVersion string               // sha256:<hex> of the policy file
 	Shadow        []policy.ShadowMatch // shadow rules that matched; they never decide
+
+	parsed bool // the body went through mcpparse.Parse
 }
 
 // Allowed reports whether the request may reach the upstream.
@@ -142,7 +144,30 @@ func (d *Decider) Decide(ctx context.Context, r *Request) (dec *Decision) {
 	if dec.Reason != ReasonAllowed && dec.Decision == policy.Allow {
 		dec.Decision = policy.Deny // fail closed: only ReasonAllowed admits
 	}
+	if dec.Reason != ReasonAllowed && !dec.parsed {
+		d.peek(r, dec)
+	}
 	return dec
+}
+
+// peek fills the JSON-RPC id and method of a request denied before its body
+// was parsed (a bad token, media type or length), so the error answers the
+// request's id and the log and metrics name its method. Only a body that
+// parses strictly as one message is read; nothing else changes.
+func (d *Decider) peek(r *Request, dec *Decision) {
+	if r.Method != "POST" || len(r.Body) == 0 {
+		return
+	}
+	body, err := mcpparse.Parse(r.Body, mcpparse.ParseOptions{Limits: d.Limits})
+	if err != nil || body.Batch || len(body.Messages) != 1 {
+		return
+	}
+	m := &body.Messages[0]
+	dec.RPCID = m.ID
+	dec.Method = m.Method
+	if m.Kind == mcpparse.KindResponse {
+		dec.Method = "response"
+	}
 }
 
 func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason {
@@ -170,19 +195,18 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		if v, _ := r.Headers.Get("x-envoy-auth-partial-body"); strings.EqualFold(v, "true") {
 			return ReasonBodyTruncated
 		}
-		if cl, n := r.Headers.Get("content-length"); n > 0 {
-			want, err := strconv.ParseInt(cl, 10, 64)
-			if n > 1 || err != nil || want < 0 {
-				return ReasonInvalidRequest
-			}
-			if int64(len(r.Body)) < want {
-				return ReasonBodyTruncated
-			}
+		if reason := checkContentLength(r); reason != "" {
+			return reason
 		}
-	case "GET":
-		op, dec.Method = policy.OpHTTPGet, "GET"
-	case "DELETE":
-		op, dec.Method = policy.OpHTTPDelete, "DELETE"
+	case "GET", "DELETE":
+		op, dec.Method = policy.OpHTTPGet, r.Method
+		if r.Method == "DELETE" {
+			op = policy.OpHTTPDelete
+		}
+		// Bodiless by definition: a body, announced or delivered, is refused.
+		if len(r.Body) != 0 || r.Headers["x-envoy-auth-partial-body"] != nil || checkContentLength(r) != "" {
+			return ReasonInvalidRequest
+		}
 	default:
 		return ReasonMethodNotAllowed
 	}
@@ -194,9 +218,6 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 	dec.Principal = principal
 
 	if op != policy.OpRequest {
-		if len(r.Body) != 0 {
-			return ReasonInvalidRequest
-		}
 		return d.evaluate(lp, dec, &policy.Input{Op: op, Server: dec.Server, Claims: principal.Claims}, nil)
 	}
 
@@ -207,6 +228,7 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		return ReasonBodyMissing
 	}
 	version, _ := r.Headers.Get("mcp-protocol-version")
+	dec.parsed = true
 	body, err := mcpparse.Parse(r.Body, mcpparse.ParseOptions{
 		Limits: d.Limits,
 		// Batches exist only in 2025-03-26, the version a server assumes
@@ -223,7 +245,8 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 	}
 	if body.Batch {
 		dec.Method = "batch"
-		if _, n := r.Headers.Get("mcp-method"); n > 0 {
+		// MCP 2026-07-28 has no batches: its headers name one message.
+		if r.Headers["mcp-method"] != nil || r.Headers["mcp-name"] != nil {
 			return ReasonHeaderMismatch
 		}
 	} else if reason := checkMCPHeaders(r.Headers, &body.Messages[0]); reason != "" {
@@ -388,6 +411,26 @@ func (d *Decider) audienceConfigured(aud string) bool {
 		return slices.Contains(a.Audiences(), aud)
 	}
 	return true
+}
+
+// checkContentLength compares a Content-Length header with the body Envoy
+// delivered: fewer bytes are a truncated body, more or a malformed header an
+// invalid request.
+func checkContentLength(r *Request) Reason {
+	cl, n := r.Headers.Get("content-length")
+	if n == 0 {
+		return ""
+	}
+	want, err := strconv.ParseUint(cl, 10, 63)
+	switch {
+	case n > 1 || err != nil || cl[0] == '+':
+		return ReasonInvalidRequest
+	case uint64(len(r.Body)) < want:
+		return ReasonBodyTruncated
+	case uint64(len(r.Body)) > want:
+		return ReasonInvalidRequest
+	}
+	return ""
 }
 
 // checkMediaType requires Content-Type application/json (RFC 9110 section

@@ -171,7 +171,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		labels map[string]string
 	}{
 		{"mcp_extauthz_decisions_total", map[string]string{"decision": "deny", "reason": "policy_denied", "method": "tools/call", "dry_run": "false"}},
-		{"mcp_extauthz_decisions_total", map[string]string{"decision": "deny", "reason": "token_missing", "method": "none", "dry_run": "false"}},
+		{"mcp_extauthz_decisions_total", map[string]string{"decision": "deny", "reason": "token_missing", "method": "tools/call", "dry_run": "false"}},
 		{"mcp_extauthz_token_verification_failures_total", map[string]string{"reason": "token_missing"}},
 	}
 	for _, tt := range tests {

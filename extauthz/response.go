@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"net/url"
 	"sort"
@@ -160,7 +161,7 @@ func (rs *Responder) okResponse(d *Decision, reqHeaders Headers, dryRun bool) *a
 	sort.Strings(names)
 	ok := &authv3.OkHttpResponse{}
 	for _, k := range names {
-		ok.Headers = append(ok.Headers, header(k, set[k]))
+		ok.Headers = append(ok.Headers, header(k, headerValue(set[k])))
 	}
 	for k := range reqHeaders {
 		if _, ours := set[k]; !ours && strings.HasPrefix(k, "x-mcp-") {
@@ -185,6 +186,22 @@ func (rs *Responder) wwwAuthenticate(r Reason) string {
 		b.WriteString(sep + `resource_metadata="` + rs.ResourceMetadataURL + `"`)
 	}
 	return b.String()
+}
+
+// headerValue returns v when it is plain header-safe ASCII (visible
+// characters and inner spaces, RFC 9110 section 5.5), else v in MCP
+// 2026-07-28's header encoding "=?base64?<standard base64 of the UTF-8>?=".
+// A token's sub or a tool name can thus never inject CR/LF or reach the
+// upstream as different bytes.
+func headerValue(v string) string {
+	safe := !strings.HasPrefix(v, "=?base64?") && v != "" && v[0] != ' ' && v[len(v)-1] != ' '
+	for i := 0; safe && i < len(v); i++ {
+		safe = v[i] >= 0x20 && v[i] < 0x7f
+	}
+	if safe {
+		return v
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }
 
 func header(k, v string) *corev3.HeaderValueOption {

@@ -18,6 +18,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
 // staticRig decides with a fixed principal and the reference policy, so the
@@ -488,5 +490,32 @@ func TestLimitsBoundMemory(t *testing.T) {
 	c := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":"` + strings.Repeat("x", 2<<20) + `"}}}`)
 	if d := srv.Decider.Decide(t.Context(), c.Request()); d.Reason != ReasonBodyTooLarge {
 		t.Fatalf("2 MiB body: %s", d.Reason)
+	}
+}
+
+// TestHeaderValuesAreSafe: a value that is not plain header-safe ASCII (a
+// sub with CR/LF, a non-ASCII tool name) reaches the upstream in MCP's
+// =?base64?…?= form, never raw.
+func TestHeaderValuesAreSafe(t *testing.T) {
+	srv := newTestServer(compileStore(t, filepath.Join("testdata", "cases-policy.yaml")),
+		staticVerifier{Principal{Subject: "alice\r\nx-evil: 1"}}, nil)
+	resp, err := srv.Check(t.Context(), postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_Zürich"}}`).CheckRequest(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := okHeaders(t, resp)
+	for k, want := range map[string]string{HeaderPrincipal: "alice\r\nx-evil: 1", HeaderTool: "read_Zürich", HeaderMethod: "tools/call"} {
+		got, err := mcpparse.DecodeHeaderValue(h[k])
+		if err != nil || got != want {
+			t.Errorf("%s = %q decodes to %q (%v), want %q", k, h[k], got, err, want)
+		}
+		for _, c := range []byte(h[k]) {
+			if c < 0x20 || c >= 0x7f {
+				t.Fatalf("%s = %q carries a byte that is not header-safe", k, h[k])
+			}
+		}
+	}
+	if h[HeaderMethod] != "tools/call" {
+		t.Errorf("a safe value was encoded: %q", h[HeaderMethod])
 	}
 }

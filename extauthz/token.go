@@ -28,12 +28,12 @@ var SigningAlgorithms = []string{
 
 // Principal is who a verified bearer token speaks for.
 type Principal struct {
-	Issuer   string         // iss
-	Subject  string         // sub
+	Issuer    string         // iss
+	Subject   string         // sub
 	Audience  string         // the configured audience (RFC 8707 resource) the token carries; the first in configured order
 	Audiences []string       // every aud of the token
-	Expiry   time.Time      // exp
-	Claims   map[string]any // every claim of the payload, as JSON decodes them (numbers float64)
+	Expiry    time.Time      // exp
+	Claims    map[string]any // every claim of the payload, as JSON decodes them (numbers float64)
 }
 
 // TokenError is a bearer token that did not verify; Reason is one of the

@@ -360,7 +360,7 @@ func TestServeIdentityProviderDown(t *testing.T) {
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{
-		`mcp_extauthz_decisions_total{decision="deny",dry_run="false",method="none",reason="idp_unavailable"} 1`,
+		`mcp_extauthz_decisions_total{decision="deny",dry_run="false",method="tools/call",reason="idp_unavailable"} 1`,
 		`mcp_extauthz_decisions_total{decision="allow",dry_run="false",method="tools/call",reason="allowed"} 1`,
 		`mcp_extauthz_keyset_refreshes_total{result="ok"}`,
 		`mcp_extauthz_ready 1`,
