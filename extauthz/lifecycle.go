@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,12 +27,19 @@ type Readiness struct {
 	Policies *PolicyStore
 	Verifier interface{ Ready() bool } // nil counts as ready
 	Metrics  *Metrics
+
+	draining atomic.Bool
 }
+
+// Drain makes the service report not ready from now on (shutdown).
+func (r *Readiness) Drain() { r.draining.Store(true) }
 
 // Ready reports readiness and, when not ready, why.
 func (r *Readiness) Ready() (bool, string) {
 	ok, why := true, ""
 	switch {
+	case r.draining.Load():
+		ok, why = false, "shutting down"
 	case r.Policies.Load() == nil:
 		ok, why = false, "no policy compiled"
 	case r.Verifier != nil && !r.Verifier.Ready():
@@ -110,6 +118,7 @@ func (l *Lifecycle) Serve(ctx context.Context, lis net.Listener) error {
 	if l.OnShutdown != nil {
 		l.OnShutdown()
 	}
+	l.Readiness.Drain() // /readyz answers 503 during the drain
 	l.Health.Shutdown() // NOT_SERVING for every service, and it stays so
 	time.Sleep(l.DrainPeriod)
 	stopped := make(chan struct{})

@@ -40,7 +40,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		KeySetRefreshes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "keyset_refreshes_total",
 			Help: "Fetches of the identity provider's key set, by result (ok, error)."}, []string{"result"}),
 		PolicyReloads: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "policy_reloads_total",
-			Help: "Policies compiled and published after a change."}),
+			Help: "Policies compiled and published: the first load, then every change."}),
 		PolicyReloadError: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "policy_reload_errors_total",
 			Help: "Policy changes refused (read or compile errors); the last good policy stays live."}),
 		PolicyInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "policy_info",

@@ -5,7 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -50,6 +53,41 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
+// pathFlags are the flags that name files.
+var pathFlags = map[string]bool{"policy": true, "jwks-file": true}
+
+// checkIssuer requires an absolute https URL (http only on a loopback host,
+// for tests): go-oidc would otherwise retry discovery forever at run time.
+func checkIssuer(iss string) error {
+	if iss == "" {
+		return nil // reported as missing below
+	}
+	u, err := url.Parse(iss)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("--issuer %q: want an absolute https URL without query or fragment (OpenID Connect Discovery 1.0 section 2)", iss)
+	}
+	loopback := u.Hostname() == "localhost" || net.ParseIP(u.Hostname()).IsLoopback()
+	if u.Scheme != "https" && !(u.Scheme == "http" && loopback) {
+		return fmt.Errorf("--issuer %q: want https (http only on a loopback host)", iss)
+	}
+	return nil
+}
+
+// warnUnknownEnv names EXTAUTHZ_* variables that match no flag, since a typo
+// (EXTAUTHZ_SERVERID) would otherwise be silently ignored.
+func warnUnknownEnv(fs *flag.FlagSet, environ []string, stderr io.Writer) {
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(k, "EXTAUTHZ_") {
+			continue
+		}
+		name := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, "EXTAUTHZ_"), "_", "-"))
+		if fs.Lookup(name) == nil {
+			fmt.Fprintf(stderr, "extauthz: warning: environment variable %s matches no flag; ignored\n", k)
+		}
+	}
+}
+
 // parseServeConfig reads flags, then EXTAUTHZ_* environment variables for
 // flags not given, then the --config YAML file for what is still unset.
 func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (*Config, error) {
@@ -85,6 +123,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	warnUnknownEnv(fs, os.Environ(), stderr)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if !set["config"] {
@@ -100,9 +139,14 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 			return nil, fmt.Errorf("config %s: %w", configFile, err)
 		}
 	}
-	for name := range file {
+	for name, v := range file {
 		if fs.Lookup(name) == nil || name == "config" {
 			return nil, fmt.Errorf("config %s: unknown key %q", configFile, name)
+		}
+		// Files named in a config file are relative to it, as in
+		// kubeconfig: the config works from any working directory.
+		if p, ok := v.(string); ok && pathFlags[name] && p != "" && !filepath.IsAbs(p) {
+			file[name] = filepath.Join(filepath.Dir(configFile), p)
 		}
 	}
 	var errs []error
@@ -140,6 +184,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return nil, err
 	}
 	c.Audiences = aud
+	if err := checkIssuer(c.Issuer); err != nil {
+		return nil, err
+	}
 	switch {
 	case c.PolicyFile == "":
 		return nil, errors.New("--policy is required")

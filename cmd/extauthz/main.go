@@ -115,12 +115,25 @@ func version() string {
 }
 
 // parseFlags parses args into fs: -h exits 0 after the usage, a bad flag 2.
+// A bad flag is one line naming it; -h prints the flags.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return &exitError{code: 0}
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard) // the flag package would print the whole usage on any error
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		if usage != nil {
+			usage()
+		} else {
+			fmt.Fprintf(out, "usage of extauthz %s:\n", fs.Name())
+			fs.PrintDefaults()
 		}
-		return &exitError{code: 2}
+		return &exitError{code: 0}
 	}
-	return nil
+	return &exitError{code: 2, err: fmt.Errorf("%s: %w (extauthz %s -h lists the flags)", fs.Name(), err, fs.Name())}
 }

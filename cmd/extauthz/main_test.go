@@ -116,8 +116,17 @@ func TestServeConfig(t *testing.T) {
 	}
 	env = map[string]string{}
 	c, err = parseServeConfig([]string{"--config", "examples/config.yaml", "--grpc-addr", "127.0.0.1:7000"}, getenv, io.Discard)
-	if err != nil || c.ServerID != "payments" || c.JWKSFile != "examples/jwks.json" || c.GRPCAddr != "127.0.0.1:7000" {
-		t.Fatalf("config file: %+v %v", c, err)
+	if err != nil || c.ServerID != "payments" || c.JWKSFile != "examples/jwks.json" || c.PolicyFile != "examples/policy.yaml" || c.GRPCAddr != "127.0.0.1:7000" {
+		t.Fatalf("config file (paths relative to it): %+v %v", c, err)
+	}
+	abs, _ := filepath.Abs("examples/config.yaml")
+	if c, err = parseServeConfig([]string{"--config", abs}, getenv, io.Discard); err != nil || c.PolicyFile != filepath.Join(filepath.Dir(abs), "policy.yaml") {
+		t.Fatalf("absolute config path: %+v %v", c, err)
+	}
+	t.Setenv("EXTAUTHZ_SERVERID", "typo")
+	var warn bytes.Buffer
+	if _, err := parseServeConfig(base, getenv, &warn); err != nil || !strings.Contains(warn.String(), "EXTAUTHZ_SERVERID matches no flag") {
+		t.Fatalf("unknown EXTAUTHZ_ variable: %v, stderr %q", err, warn.String())
 	}
 
 	bad := []struct {
@@ -125,15 +134,18 @@ func TestServeConfig(t *testing.T) {
 		give []string
 		want string
 	}{
-		{"no policy", []string{"--issuer", "x", "--audience", "y"}, "--policy is required"},
+		{"no policy", []string{"--issuer", "https://i", "--audience", "y"}, "--policy is required"},
 		{"no issuer", []string{"--policy", "p", "--audience", "y"}, "--issuer is required"},
-		{"no audience", []string{"--policy", "p", "--issuer", "x"}, "--audience is required"},
-		{"unknown flag", []string{"--bogus"}, ""},
+		{"no audience", []string{"--policy", "p", "--issuer", "https://i"}, "--audience is required"},
+		{"issuer without scheme", []string{"--policy", "p", "--issuer", "idp.example.com", "--audience", "y"}, "want an absolute https URL"},
+		{"plain http issuer", []string{"--policy", "p", "--issuer", "http://idp.example.com", "--audience", "y"}, "want https"},
+		{"unknown flag", []string{"--bogus"}, "serve: flag provided but not defined: -bogus"},
+		{"unknown config key", []string{"--config", "examples/README.md"}, "config examples/README.md"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := parseServeConfig(tt.give, getenv, io.Discard)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
 		})

@@ -46,17 +46,24 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(cfg.LogLevel)
+	// Decisions are the service's output: one JSON line each on stdout.
+	// Everything else (reloads, identity provider, errors) is JSON on stderr.
+	log, err := newLogger(cfg.LogLevel, "stderr")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	decisionLog, err := newLogger(cfg.LogLevel, "stdout")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = decisionLog.Sync() }()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := extauthz.NewMetrics(reg)
 
-	svc, err := newService(cfg, log, metrics)
+	svc, err := newService(cfg, log, decisionLog, metrics)
 	if err != nil {
 		return err
 	}
@@ -87,13 +94,13 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}()
 	go func() { defer wg.Done(); reloadOnSIGHUP(ctx, svc.loader) }()
 	if httpLis != nil {
+		// The HTTP server outlives the gRPC drain, so /readyz answers 503
+		// (not connection refused) and the last scrape sees the final counts.
 		hsrv := &http.Server{Handler: extauthz.HTTPHandler(svc.readiness, reg), ReadHeaderTimeout: 5 * time.Second}
-		wg.Add(2)
+		wg.Add(1)
 		go func() { defer wg.Done(); _ = hsrv.Serve(httpLis) }()
-		go func() {
-			defer wg.Done()
-			<-ctx.Done()
-			sctx, scancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer func() {
+			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer scancel()
 			_ = hsrv.Shutdown(sctx)
 		}()
@@ -111,7 +118,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		mode = "DRY-RUN: every request is admitted"
 	}
 	fmt.Fprintf(stderr, "extauthz: serving ext_authz on %s (policy %s, server id %q, %s)\n", lis.Addr(), cfg.PolicyFile, cfg.ServerID, mode)
-	return lc.Serve(ctx, lis)
+	err = lc.Serve(ctx, lis)
+	fmt.Fprintln(stderr, "extauthz: stopped")
+	return err
 }
 
 // service is the assembled decision service and what keeps it current.
@@ -125,7 +134,7 @@ type service struct {
 
 // newService builds the Check server from cfg: policy, token verifier and
 // cache, limits. A missing or invalid policy is an error naming file:line.
-func newService(cfg *Config, log *zap.Logger, metrics *extauthz.Metrics) (*service, error) {
+func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Metrics) (*service, error) {
 	store := &extauthz.PolicyStore{}
 	loader := &extauthz.PolicyLoader{File: cfg.PolicyFile, Store: store, Metrics: metrics}
 	if err := loader.Load(); err != nil {
@@ -148,7 +157,7 @@ func newService(cfg *Config, log *zap.Logger, metrics *extauthz.Metrics) (*servi
 	if cfg.JWKSFile != "" {
 		ks, err := extauthz.LoadJWKS(cfg.JWKSFile)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--jwks-file: %w", err)
 		}
 		oc.KeySet = ks
 	}
@@ -174,7 +183,7 @@ func newService(cfg *Config, log *zap.Logger, metrics *extauthz.Metrics) (*servi
 		server: &extauthz.Server{
 			Decider:   &extauthz.Decider{ServerID: cfg.ServerID, Verifier: verifier, Policies: store, Limits: lim},
 			Responder: &extauthz.Responder{ResourceMetadataURL: rm},
-			Log:       log,
+			Log:       decisionLog,
 			Metrics:   metrics,
 			DryRun:    cfg.DryRun,
 		},
@@ -230,6 +239,9 @@ func reloadOnSIGHUP(ctx context.Context, l *extauthz.PolicyLoader) {
 		case <-ctx.Done():
 			return
 		case <-hup:
+			if l.Log != nil {
+				l.Log.Info("SIGHUP: reloading the policy", zap.String("file", l.File))
+			}
 			_ = l.Load() // logged and counted inside
 		}
 	}
@@ -247,15 +259,16 @@ func newGRPCServer(cfg *Config, srv *extauthz.Server) (*grpc.Server, *health.Ser
 	return gs, hs
 }
 
-// newLogger returns a JSON zap logger on stdout: one decision line per Check.
-func newLogger(level string) (*zap.Logger, error) {
+// newLogger returns a JSON zap logger writing to output ("stdout" or
+// "stderr"), unsampled.
+func newLogger(level, output string) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	zc := zap.NewProductionConfig()
 	zc.Level = zap.NewAtomicLevelAt(lvl)
-	zc.OutputPaths = []string{"stdout"}
+	zc.OutputPaths = []string{output}
 	zc.ErrorOutputPaths = []string{"stderr"}
 	zc.Sampling = nil // every decision is logged
 	zc.EncoderConfig.TimeKey = "ts"
