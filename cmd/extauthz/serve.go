@@ -31,8 +31,11 @@ import (
 
 const (
 	// grpcRecvHeadroom is added to --max-body-bytes for the rest of a
-	// CheckRequest (headers, attributes), so Envoy's largest body fits.
-	grpcRecvHeadroom = 1 << 20
+	// CheckRequest: Envoy's request headers alone may reach 8 MiB
+	// (max_request_headers_kb 8192). A larger message fails in gRPC itself,
+	// before Check, as RESOURCE_EXHAUSTED: keep Envoy's max_request_bytes
+	// at or below --max-body-bytes and failure_mode_allow false.
+	grpcRecvHeadroom = 9 << 20
 	// maxConcurrentStreams bounds the Checks one Envoy connection may have in
 	// flight; Envoy opens more connections when it needs them.
 	maxConcurrentStreams = 1024
