@@ -141,11 +141,19 @@ func checkRelease(t *testing.T, o *Objects, v chartutil.Values) {
 		t.Errorf("replicas = %d, want %d", got, want)
 	}
 
-	if len(o.PDBs) != 1 {
-		t.Fatalf("%d PodDisruptionBudgets, want 1", len(o.PDBs))
+	// A PDB over one replica could only block drains: the chart renders
+	// none then, and one that lets a Pod go otherwise.
+	wantPDBs := 0
+	if v["podDisruptionBudget"].(map[string]any)["enabled"].(bool) && *d.Spec.Replicas > 1 {
+		wantPDBs = 1
 	}
-	if pdb := o.PDBs[0]; !selects(pdb.Spec.Selector.MatchLabels, podLabels) || pdb.Spec.MinAvailable.IntValue() >= int(*d.Spec.Replicas) {
-		t.Errorf("PDB %s: selector %v, minAvailable %v for %d replicas", pdb.Name, pdb.Spec.Selector.MatchLabels, pdb.Spec.MinAvailable, *d.Spec.Replicas)
+	if len(o.PDBs) != wantPDBs {
+		t.Fatalf("%d PodDisruptionBudgets for %d replicas, want %d", len(o.PDBs), *d.Spec.Replicas, wantPDBs)
+	}
+	for _, pdb := range o.PDBs {
+		if !selects(pdb.Spec.Selector.MatchLabels, podLabels) || !pdbAllowsDrain(pdb, int(*d.Spec.Replicas)) {
+			t.Errorf("PDB %s: selector %v, minAvailable %v maxUnavailable %v for %d replicas", pdb.Name, pdb.Spec.Selector.MatchLabels, pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable, *d.Spec.Replicas)
+		}
 	}
 	if len(o.Services) != 1 || !selects(o.Services[0].Spec.Selector, podLabels) {
 		t.Fatalf("want one Service selecting the Pods, got %+v", o.Services)
@@ -173,6 +181,17 @@ func checkRelease(t *testing.T, o *Objects, v chartutil.Values) {
 		t.Fatal("no extauthz container")
 	}
 	checkServiceFlags(t, o, d, ex, v)
+	checkExtauthzProbes(t, "chart", ex)
+	checkGracePeriod(t, "chart", d, ex)
+	if g, want := d.Spec.Template.Spec.TerminationGracePeriodSeconds, v["terminationGracePeriodSeconds"]; g == nil || want == nil || float64(*g) != want.(float64) {
+		t.Errorf("terminationGracePeriodSeconds = %v, want the value %v", g, want)
+	}
+	external := map[string]bool{}
+	if s, _ := v["auth"].(map[string]any)["jwks"].(map[string]any)["existingSecret"].(string); s != "" {
+		external[s] = true
+	}
+	checkPodReferences(t, o, d, external)
+	checkNetpolHTTP(t, o, ex, len(v["networkPolicy"].(map[string]any)["metricsFrom"].([]any)) > 0)
 
 	switch mode := v["mode"]; mode {
 	case "sidecar":
@@ -330,10 +349,9 @@ func checkStandalone(t *testing.T, d interface{}, ex *corev1.Container) {
 	if err != nil || !ap.Addr().IsUnspecified() {
 		t.Errorf("standalone EXTAUTHZ_GRPC_ADDR = %q, want 0.0.0.0:port (the Service reaches it)", addr)
 	}
-	for name, p := range map[string]*corev1.Probe{"readiness": ex.ReadinessProbe, "liveness": ex.LivenessProbe} {
-		if p == nil || p.GRPC == nil || p.GRPC.Port != int32(ap.Port()) {
-			t.Errorf("standalone %s probe is not a gRPC probe on %d: %+v", name, ap.Port(), p)
-		}
+	// Readiness is gRPC health; liveness is HTTP /healthz (checkExtauthzProbes).
+	if p := ex.ReadinessProbe; p == nil || p.GRPC == nil || p.GRPC.Port != int32(ap.Port()) {
+		t.Errorf("standalone readiness probe is not a gRPC probe on %d: %+v", ap.Port(), p)
 	}
 }
 
@@ -484,6 +502,9 @@ func TestChartRejectsWrongValues(t *testing.T) {
 		{"MCP server container weakened", "mode: sidecar\nsidecar: {mcpServer: {image: {repository: x}, securityContext: {readOnlyRootFilesystem: false}}}", "'/sidecar/mcpServer/securityContext/readOnlyRootFilesystem'"},
 		{"capability added", "securityContext: {capabilities: {drop: [ALL], add: [NET_ADMIN]}}", "'/securityContext/capabilities/add'"},
 		{"PDB that blocks every drain", "replicaCount: 2\npodDisruptionBudget: {minAvailable: 2}", "minAvailable must be below replicaCount"},
+		{"grace period within the drain", "terminationGracePeriodSeconds: 15", "terminationGracePeriodSeconds must exceed"},
+		{"grace period shorter than a longer drain", "shutdown: {drainPeriodSeconds: 20, timeoutSeconds: 10}", "terminationGracePeriodSeconds must exceed"},
+		{"zero shutdown timeout", "shutdown: {drainPeriodSeconds: 5, timeoutSeconds: 0}", "'/shutdown/timeoutSeconds'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 
 	"github.com/mcp-extauthz/mcp-extauthz/envoy"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -63,6 +64,19 @@ func TestKustomizeBuilds(t *testing.T) {
 			}
 			d := o.Deployments[0]
 			checkPodTemplate(t, "Deployment "+d.Name, d.Spec.Template)
+			checkNamespaces(t, o, baseNamespace(t))
+			checkPodReferences(t, o, d, nil)
+			if ex := container(d, "extauthz"); ex != nil {
+				checkExtauthzProbes(t, tt.dir, ex)
+				checkGracePeriod(t, tt.dir, d, ex)
+				checkNetpolHTTP(t, o, ex, false)
+			}
+			// A patch to one replica must not block drains either.
+			for _, n := range []int{int(*d.Spec.Replicas), 1} {
+				if !pdbAllowsDrain(o.PDBs[0], n) {
+					t.Errorf("PDB %s blocks every drain at %d replicas: minAvailable %v maxUnavailable %v", o.PDBs[0].Name, n, o.PDBs[0].Spec.MinAvailable, o.PDBs[0].Spec.MaxUnavailable)
+				}
+			}
 			labels := d.Spec.Template.Labels
 			if !selects(d.Spec.Selector.MatchLabels, labels) || !selects(o.PDBs[0].Spec.Selector.MatchLabels, labels) || !selects(o.Services[0].Spec.Selector, labels) {
 				t.Error("Deployment, PDB or Service selector does not select the Pods")
@@ -158,4 +172,23 @@ func checkKustomizeSidecar(t *testing.T, o *Objects) {
 	if mcp.Image != "ghcr.io/mcp-extauthz/example-payments-mcp:0.1.0" {
 		t.Errorf("mcp-server image %q: the images transformer did not apply", mcp.Image)
 	}
+}
+
+// baseNamespace is the namespace kustomize/base sets on its objects.
+func baseNamespace(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("kustomize/base/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Namespace string `json:"namespace"`
+	}
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		t.Fatal(err)
+	}
+	if k.Namespace == "" {
+		t.Fatal("kustomize/base sets no namespace")
+	}
+	return k.Namespace
 }

@@ -2,16 +2,19 @@ package k8s
 
 import (
 	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -262,4 +265,254 @@ func (o *Objects) configMap(part string) *corev1.ConfigMap {
 		}
 	}
 	return nil
+}
+
+// object is one decoded object of any kind.
+type object struct {
+	Kind string
+	metav1.Object
+}
+
+// all returns every decoded object.
+func (o *Objects) all() []object {
+	var out []object
+	out = appendObjects(out, "Deployment", o.Deployments)
+	out = appendObjects(out, "Service", o.Services)
+	out = appendObjects(out, "ConfigMap", o.ConfigMaps)
+	out = appendObjects(out, "Secret", o.Secrets)
+	out = appendObjects(out, "ServiceAccount", o.ServiceAccounts)
+	out = appendObjects(out, "Namespace", o.Namespaces)
+	out = appendObjects(out, "PodDisruptionBudget", o.PDBs)
+	out = appendObjects(out, "NetworkPolicy", o.NetworkPolicies)
+	out = appendObjects(out, "ServiceMonitor", o.ServiceMonitors)
+	out = appendObjects(out, "AuthorizationPolicy", o.AuthzPolicies)
+	out = appendObjects(out, "ServiceEntry", o.ServiceEntries)
+	return out
+}
+
+func appendObjects[T metav1.Object](out []object, kind string, xs []T) []object {
+	for _, x := range xs {
+		out = append(out, object{kind, x})
+	}
+	return out
+}
+
+// checkPodReferences reports every ConfigMap or Secret that the Pod
+// template of d uses (volume, projected volume, envFrom, env valueFrom)
+// and that the rendered objects do not hold under exactly that name in
+// d's namespace: such a Pod never starts (ContainerCreating, or
+// CreateContainerConfigError). A name that merely contains the reference
+// (kustomize's hash suffix) or a copy in another namespace does not count.
+// external names Secrets the user creates (auth.jwks.existingSecret).
+func checkPodReferences(t *testing.T, o *Objects, d *appsv1.Deployment, external map[string]bool) {
+	t.Helper()
+	ns := d.Namespace
+	hasCM := func(name string) bool {
+		return slices.ContainsFunc(o.ConfigMaps, func(c *corev1.ConfigMap) bool { return c.Name == name && c.Namespace == ns })
+	}
+	hasSecret := func(name string) bool {
+		return external[name] || slices.ContainsFunc(o.Secrets, func(s *corev1.Secret) bool { return s.Name == name && s.Namespace == ns })
+	}
+	check := func(where, kind, name string) {
+		t.Helper()
+		if name == "" {
+			t.Errorf("Deployment %s: %s names no %s", d.Name, where, kind)
+			return
+		}
+		ok := hasCM
+		if kind == "Secret" {
+			ok = hasSecret
+		}
+		if !ok(name) {
+			t.Errorf("Deployment %s/%s: %s references %s %q, which is not in the output in namespace %q", ns, d.Name, where, kind, name, ns)
+		}
+	}
+	ps := d.Spec.Template.Spec
+	n := 0
+	for _, v := range ps.Volumes {
+		where := "volume " + v.Name
+		switch {
+		case v.ConfigMap != nil:
+			check(where, "ConfigMap", v.ConfigMap.Name)
+			n++
+		case v.Secret != nil:
+			check(where, "Secret", v.Secret.SecretName)
+			n++
+		case v.Projected != nil:
+			for _, s := range v.Projected.Sources {
+				if s.ConfigMap != nil {
+					check(where, "ConfigMap", s.ConfigMap.Name)
+					n++
+				}
+				if s.Secret != nil {
+					check(where, "Secret", s.Secret.Name)
+					n++
+				}
+			}
+		}
+	}
+	for _, c := range slices.Concat(ps.InitContainers, ps.Containers) {
+		for _, ef := range c.EnvFrom {
+			where := "container " + c.Name + " envFrom"
+			if ef.ConfigMapRef != nil {
+				check(where, "ConfigMap", ef.ConfigMapRef.Name)
+			}
+			if ef.SecretRef != nil {
+				check(where, "Secret", ef.SecretRef.Name)
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				continue
+			}
+			where := "container " + c.Name + " env " + e.Name
+			if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
+				check(where, "ConfigMap", r.Name)
+			}
+			if r := e.ValueFrom.SecretKeyRef; r != nil {
+				check(where, "Secret", r.Name)
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("Deployment %s mounts no ConfigMap: the policy volume is missing", d.Name)
+	}
+}
+
+// checkNamespaces reports every namespaced object without a namespace and a
+// Deployment outside want, when want (the namespace the base sets) is set.
+func checkNamespaces(t *testing.T, o *Objects, want string) {
+	t.Helper()
+	if want == "" {
+		return
+	}
+	for _, x := range o.all() {
+		if x.Kind == "Namespace" {
+			continue
+		}
+		if x.GetNamespace() == "" {
+			t.Errorf("%s %s has no namespace (the base sets %s)", x.Kind, x.GetName(), want)
+		}
+	}
+	for _, d := range o.Deployments {
+		if d.Namespace != want {
+			t.Errorf("Deployment %s in namespace %q, want %q", d.Name, d.Namespace, want)
+		}
+	}
+}
+
+// portOf resolves a probe or NetworkPolicy port (a name or a number) to the
+// container port of c it means, or 0.
+func portOf(c *corev1.Container, p intstr.IntOrString) int32 {
+	if p.Type == intstr.Int {
+		return p.IntVal
+	}
+	return containerPort(c, p.StrVal)
+}
+
+// checkExtauthzProbes: liveness asks only whether the process runs (HTTP
+// /healthz). gRPC health and `extauthz healthcheck` report readiness
+// (policy compiled and identity-provider keys available): as liveness, an
+// IdP outage would make the kubelet restart every replica. Kubelet probes
+// target the Pod IP, so the HTTP address must not be loopback.
+func checkExtauthzProbes(t *testing.T, what string, ex *corev1.Container) {
+	t.Helper()
+	httpAddr, _ := env(ex, "EXTAUTHZ_HTTP_ADDR")
+	hap, err := netip.ParseAddrPort(httpAddr)
+	if err != nil || !hap.Addr().IsUnspecified() {
+		t.Errorf("%s: EXTAUTHZ_HTTP_ADDR = %q, want 0.0.0.0:port (kubelet probes reach the Pod IP)", what, httpAddr)
+	}
+	lp := ex.LivenessProbe
+	switch {
+	case lp == nil:
+		t.Errorf("%s: extauthz has no liveness probe", what)
+	case lp.GRPC != nil:
+		t.Errorf("%s: extauthz liveness is the gRPC health service (NOT_SERVING while the IdP is down): %+v", what, lp.GRPC)
+	case lp.Exec != nil:
+		t.Errorf("%s: extauthz liveness runs %v (gRPC health: NOT_SERVING while the IdP is down)", what, lp.Exec.Command)
+	case lp.HTTPGet == nil || lp.HTTPGet.Path != "/healthz" || portOf(ex, lp.HTTPGet.Port) != int32(hap.Port()):
+		t.Errorf("%s: extauthz liveness = %+v, want httpGet /healthz on the HTTP port %d", what, lp.ProbeHandler, hap.Port())
+	}
+	grpcAddr, _ := env(ex, "EXTAUTHZ_GRPC_ADDR")
+	gap, _ := netip.ParseAddrPort(grpcAddr)
+	rp := ex.ReadinessProbe
+	switch {
+	case rp == nil:
+		t.Errorf("%s: extauthz has no readiness probe", what)
+	case rp.GRPC != nil && rp.GRPC.Port == int32(gap.Port()) && gap.Addr().IsUnspecified():
+	case rp.Exec != nil && strings.Join(rp.Exec.Command, " ") == "/extauthz healthcheck --addr "+grpcAddr:
+	case rp.HTTPGet != nil && rp.HTTPGet.Path == "/readyz" && portOf(ex, rp.HTTPGet.Port) == int32(hap.Port()):
+	default:
+		t.Errorf("%s: extauthz readiness = %+v, want gRPC health or HTTP /readyz", what, rp.ProbeHandler)
+	}
+}
+
+// checkGracePeriod: on SIGTERM the service drains (--drain-period, 5s) and
+// then lets in-flight Checks finish (--shutdown-timeout, 10s; 0 means 10s).
+// The kubelet's SIGKILL must come after both.
+func checkGracePeriod(t *testing.T, what string, d *appsv1.Deployment, ex *corev1.Container) {
+	t.Helper()
+	dur := func(name string, def time.Duration) time.Duration {
+		s, ok := env(ex, name)
+		if !ok {
+			return def
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			t.Errorf("%s: %s = %q: %v", what, name, s, err)
+		}
+		if v == 0 && name == "EXTAUTHZ_SHUTDOWN_TIMEOUT" {
+			return def
+		}
+		return v
+	}
+	need := dur("EXTAUTHZ_DRAIN_PERIOD", 5*time.Second) + dur("EXTAUTHZ_SHUTDOWN_TIMEOUT", 10*time.Second)
+	g := d.Spec.Template.Spec.TerminationGracePeriodSeconds
+	if g == nil {
+		t.Errorf("%s: terminationGracePeriodSeconds unset, want > %v (drain + shutdown timeout)", what, need)
+	} else if time.Duration(*g)*time.Second <= need {
+		t.Errorf("%s: terminationGracePeriodSeconds = %d, want > %v (drain + shutdown timeout)", what, *g, need)
+	}
+}
+
+// netpolOpens reports whether some ingress rule of np admits port of c,
+// and whether such a rule admits it from every peer (the kubelet and
+// Prometheus included).
+func netpolOpens(np *networkingv1.NetworkPolicy, c *corev1.Container, port int32) (covered, fromAll bool) {
+	for _, rule := range np.Spec.Ingress {
+		match := len(rule.Ports) == 0
+		for _, p := range rule.Ports {
+			if p.Port == nil || portOf(c, *p.Port) == port {
+				match = true
+			}
+		}
+		if match {
+			covered = true
+			fromAll = fromAll || len(rule.From) == 0
+		}
+	}
+	return covered, fromAll
+}
+
+// checkNetpolHTTP: every NetworkPolicy selecting the Pods admits the
+// extauthz HTTP port (liveness /healthz, readiness /readyz, /metrics); from
+// every peer unless restricted is set (the chart's networkPolicy.metricsFrom).
+func checkNetpolHTTP(t *testing.T, o *Objects, ex *corev1.Container, restricted bool) {
+	t.Helper()
+	addr, _ := env(ex, "EXTAUTHZ_HTTP_ADDR")
+	ap, _ := netip.ParseAddrPort(addr)
+	for _, np := range o.NetworkPolicies {
+		covered, fromAll := netpolOpens(np, ex, int32(ap.Port()))
+		if !covered || (!restricted && !fromAll) {
+			t.Errorf("NetworkPolicy %s: HTTP port %d (probes, metrics) admitted=%v from all=%v", np.Name, ap.Port(), covered, fromAll)
+		}
+	}
+}
+
+// pdbAllowsDrain reports whether pdb lets one Pod of replicas be evicted.
+func pdbAllowsDrain(pdb *policyv1.PodDisruptionBudget, replicas int) bool {
+	if mu := pdb.Spec.MaxUnavailable; mu != nil {
+		return mu.Type == intstr.Int && mu.IntVal >= 1
+	}
+	return pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.Type == intstr.Int && int(pdb.Spec.MinAvailable.IntVal) < replicas
 }
