@@ -35,17 +35,19 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 		now = s.Now
 	}
 	start := now()
-	if s.Metrics != nil {
-		s.Metrics.InFlight.Inc()
-		defer s.Metrics.InFlight.Dec()
-	}
 	defer func() {
 		if p := recover(); p != nil {
 			d := &Decision{ID: newDecisionID(), Reason: ReasonInternalError, BatchIndex: -1}
 			resp, err = s.Responder.Response(d, nil), nil
-			s.Log.Error("check panicked", zap.String("decision_id", d.ID), zap.String("panic", fmt.Sprint(p)))
+			if s.Log != nil {
+				s.Log.Error("check panicked", zap.String("decision_id", d.ID), zap.String("panic", fmt.Sprint(p)))
+			}
 		}
 	}()
+	if s.Metrics != nil {
+		s.Metrics.InFlight.Inc()
+		defer s.Metrics.InFlight.Dec()
+	}
 	ctx, cancel := answerBeforeDeadline(ctx, start)
 	defer cancel()
 	r := RequestFromCheck(req)

@@ -519,3 +519,19 @@ func TestHeaderValuesAreSafe(t *testing.T) {
 		t.Errorf("a safe value was encoded: %q", h[HeaderMethod])
 	}
 }
+
+// TestPanicOutsideDecide: a panic in Check itself, outside Decide (here a
+// metrics value missing its collectors, with no logger), is a denial, not a
+// crash or an RPC error.
+func TestPanicOutsideDecide(t *testing.T) {
+	srv := staticRig(t, nil)
+	srv.Log = nil
+	srv.Metrics = &Metrics{}
+	resp, err := srv.Check(t.Context(), postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`).CheckRequest(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonInternalError) {
+		t.Fatalf("reason %s", d.Error.Data.Reason)
+	}
+}
