@@ -73,6 +73,8 @@ type OIDCConfig struct {
 	// OnKeySetRefresh, if set, is called after every key-set fetch of a
 	// discovered KeySet with its error (nil on success).
 	OnKeySetRefresh func(error)
+	// OnIgnoredKeys, if set, is a discovered KeySet's OnIgnoredKeys.
+	OnIgnoredKeys func([]IgnoredKey)
 }
 
 // OIDCVerifier verifies bearer tokens with go-oidc: signature against the key
@@ -211,7 +213,7 @@ func (v *OIDCVerifier) discover(ctx context.Context) error {
 		return v.lastDiscover
 	}
 	if v.verifier == nil {
-		v.keys = &KeySet{URL: meta.JWKSURI, Client: v.httpClient(), Now: v.cfg.Now, OnRefresh: v.cfg.OnKeySetRefresh}
+		v.keys = &KeySet{URL: meta.JWKSURI, Client: v.httpClient(), Now: v.cfg.Now, OnRefresh: v.cfg.OnKeySetRefresh, OnIgnoredKeys: v.cfg.OnIgnoredKeys}
 		v.verifier = oidc.NewVerifier(v.cfg.Issuer, v.keys, v.oidcConfig())
 	}
 	return nil
@@ -317,16 +319,21 @@ func unverifiedIssuer(raw string) (string, error) {
 	return c.Iss, nil
 }
 
-// LoadJWKS reads a JSON Web Key Set (RFC 7517 section 5) of public keys
-// from path into a fixed KeySet. Private or symmetric keys are refused.
+// LoadJWKS reads a JSON Web Key Set (RFC 7517 section 5) from path into a
+// fixed KeySet of its signature-verification keys; members that cannot
+// verify (encryption, X25519, symmetric or private keys…) are left out and
+// listed by the set's Ignored. A set with no usable key is an error naming
+// why each member was ignored.
 func LoadJWKS(path string) (*KeySet, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := parseJWKS(b)
+	keys, ignored, err := parseJWKS(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return NewStaticKeySet(keys), nil
+	ks := NewStaticKeySet(keys)
+	ks.ignored = ignored
+	return ks, nil
 }

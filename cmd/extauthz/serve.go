@@ -156,12 +156,13 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 			return
 		}
 		metrics.KeySetRefreshes.WithLabelValues("ok").Inc()
-	}}
+	}, OnIgnoredKeys: func(ignored []extauthz.IgnoredKey) { logIgnoredKeys(log, ignored) }}
 	if cfg.JWKSFile != "" {
 		ks, err := extauthz.LoadJWKS(cfg.JWKSFile)
 		if err != nil {
 			return nil, fmt.Errorf("--jwks-file: %w", err)
 		}
+		logIgnoredKeys(log, ks.Ignored())
 		oc.KeySet = ks
 	}
 	ov, err := extauthz.NewOIDCVerifier(oc)
@@ -195,6 +196,19 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 		oidc:      ov,
 		log:       log,
 	}, nil
+}
+
+// logIgnoredKeys logs, once per key set, the members that cannot verify
+// signatures and were left out (RFC 7517 section 5).
+func logIgnoredKeys(log *zap.Logger, ignored []extauthz.IgnoredKey) {
+	if len(ignored) == 0 {
+		return
+	}
+	why := make([]string, len(ignored))
+	for i, k := range ignored {
+		why[i] = k.String()
+	}
+	log.Info("key set members ignored: they cannot verify signatures", zap.Strings("ignored", why))
 }
 
 // keepKeysFresh runs discovery and the first key fetch until they succeed
