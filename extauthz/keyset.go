@@ -45,7 +45,7 @@ type KeySet struct {
 	keys      []jose.JSONWebKey
 	ignored   []IgnoredKey // members of the last good set that cannot verify
 	print     string       // thumbprints of keys, to notice a change
-	gen       uint64 // incremented when the keys change
+	gen       uint64       // incremented when the keys change
 	fetched   bool
 	lastFetch time.Time
 	lastErr   error

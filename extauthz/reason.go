@@ -33,6 +33,14 @@ const (
 	ReasonTokenWrongAudience Reason = "token_wrong_audience" // aud holds none of the configured audiences (RFC 8707 resource)
 	ReasonIdPUnavailable     Reason = "idp_unavailable"      // the issuer's discovery document or key set cannot be fetched
 
+	// Sender-constrained tokens (RFC 7800 cnf, RFC 9449 DPoP).
+	ReasonTokenBindingUnsupported Reason = "token_binding_unsupported" // cnf other than {"jkt"}: x5t#S256 (mTLS), jwk, jku, kid… cannot be checked here
+	ReasonDPoPProofMissing        Reason = "dpop_proof_missing"        // a cnf.jkt token as Bearer, or the DPoP scheme without a DPoP header
+	ReasonDPoPProofInvalid        Reason = "dpop_proof_invalid"        // several DPoP headers; proof not a dpop+jwt signed by its public jwk with jti, htm, htu, iat, ath
+	ReasonDPoPProofMismatch       Reason = "dpop_proof_mismatch"       // htm, htu, ath or the jwk thumbprint disagree with the request, token or cnf.jkt; or an unbound token under DPoP
+	ReasonDPoPProofStale          Reason = "dpop_proof_stale"          // iat outside the accepted window
+	ReasonDPoPProofReplayed       Reason = "dpop_proof_replayed"       // jti already seen within the window
+
 	// The HTTP request as Envoy forwarded it.
 	ReasonBodyTruncated        Reason = "body_truncated"         // x-envoy-auth-partial-body: true, or fewer bytes than content-length
 	ReasonBodyMissing          Reason = "body_missing"           // a POST with no body delivered
@@ -105,6 +113,13 @@ var outcomes = map[Reason]outcome{
 	ReasonTokenWrongIssuer:   {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized"},
 	ReasonTokenWrongAudience: {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized"},
 	ReasonIdPUnavailable:     {codes.Unavailable, http.StatusServiceUnavailable, CodeUnavailable, "Identity provider unavailable"},
+
+	ReasonTokenBindingUnsupported: {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: token binding cannot be verified"},
+	ReasonDPoPProofMissing:        {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: DPoP proof required"},
+	ReasonDPoPProofInvalid:        {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof"},
+	ReasonDPoPProofMismatch:       {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof"},
+	ReasonDPoPProofStale:          {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof"},
+	ReasonDPoPProofReplayed:       {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof"},
 
 	ReasonBodyTruncated:        {codes.InvalidArgument, http.StatusRequestEntityTooLarge, CodeRequestRejected, "Request body truncated"},
 	ReasonBodyMissing:          {codes.InvalidArgument, http.StatusBadRequest, CodeInvalidRequest, "Request body missing"},

@@ -185,7 +185,8 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 	}
 	return &service{
 		server: &extauthz.Server{
-			Decider:   &extauthz.Decider{ServerID: cfg.ServerID, Verifier: verifier, Policies: store, Limits: lim},
+			Decider: &extauthz.Decider{ServerID: cfg.ServerID, Verifier: verifier, Policies: store, Limits: lim,
+				DPoP: extauthz.NewDPoPVerifier(extauthz.DPoPConfig{})},
 			Responder: &extauthz.Responder{ResourceMetadataURL: rm},
 			Log:       decisionLog,
 			Metrics:   metrics,
