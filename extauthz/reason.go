@@ -25,8 +25,8 @@ const (
 	ReasonUnknownServer         Reason = "unknown_server"         // neither the route's mcp_server context extension nor --server-id names the MCP server
 
 	// Token (RFC 6750, MCP authorization).
-	ReasonTokenMissing       Reason = "token_missing"        // no Authorization: Bearer header
-	ReasonTokenMalformed     Reason = "token_malformed"      // not a compact JWS, or several Authorization headers
+	ReasonTokenMissing       Reason = "token_missing"        // no Authorization header
+	ReasonTokenMalformed     Reason = "token_malformed"      // not Bearer/DPoP 1*SP one token, not a compact JWS, or several Authorization headers
 	ReasonTokenInvalid       Reason = "token_invalid"        // bad signature, unknown key, algorithm not allowed, nbf in the future
 	ReasonTokenExpired       Reason = "token_expired"        // exp in the past
 	ReasonTokenWrongIssuer   Reason = "token_wrong_issuer"   // iss is not the configured issuer
