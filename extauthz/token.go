@@ -75,6 +75,9 @@ type OIDCConfig struct {
 	OnKeySetRefresh func(error)
 	// OnIgnoredKeys, if set, is a discovered KeySet's OnIgnoredKeys.
 	OnIgnoredKeys func([]IgnoredKey)
+	// OnDiscovery, if set, is called after every discovery attempt (Warm's
+	// or one started in the background by Verify) with its error.
+	OnDiscovery func(error)
 }
 
 // OIDCVerifier verifies bearer tokens with go-oidc: signature against the key
@@ -168,7 +171,11 @@ func (v *OIDCVerifier) Warm(ctx context.Context) error {
 	ok := v.verifier != nil
 	v.mu.Unlock()
 	if !ok {
-		if err := v.discover(ctx); err != nil {
+		err := v.discover(ctx)
+		if v.cfg.OnDiscovery != nil {
+			v.cfg.OnDiscovery(err)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -206,11 +213,14 @@ func (v *OIDCVerifier) discover(ctx context.Context) error {
 			err = errors.New("no jwks_uri")
 		}
 	}
+	if err != nil {
+		err = fmt.Errorf("oidc discovery: %w", err)
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if err != nil {
-		v.lastDiscover = fmt.Errorf("oidc discovery: %w", err)
-		return v.lastDiscover
+		v.lastDiscover = err
+		return err
 	}
 	if v.verifier == nil {
 		v.keys = &KeySet{URL: meta.JWKSURI, Client: v.httpClient(), Now: v.cfg.Now, OnRefresh: v.cfg.OnKeySetRefresh, OnIgnoredKeys: v.cfg.OnIgnoredKeys}
@@ -236,10 +246,13 @@ func (v *OIDCVerifier) idTokenVerifier() (*oidc.IDTokenVerifier, oidc.KeySet, er
 	}
 	v.lastAttempt, v.discovering = now, true
 	go func() {
-		_ = v.discover(context.Background())
+		err := v.discover(context.Background())
 		v.mu.Lock()
 		v.discovering = false
 		v.mu.Unlock()
+		if v.cfg.OnDiscovery != nil {
+			v.cfg.OnDiscovery(err)
+		}
 	}()
 	return nil, nil, errDiscovering
 }
