@@ -88,7 +88,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	defer cancel() // runs before wg.Wait: every goroutine below ends with ctx
 
 	wg.Add(3)
-	go func() { defer wg.Done(); svc.keepKeysFresh(ctx, cfg.JWKSRefresh) }()
+	go func() {
+		defer wg.Done()
+		svc.keepKeysFresh(ctx, cfg.JWKSRefresh, func() { fmt.Fprintln(stderr, "extauthz: identity provider ready: signing keys fetched") })
+	}()
 	go func() {
 		defer wg.Done()
 		if err := svc.loader.Watch(ctx); err != nil {
@@ -213,10 +216,10 @@ func logIgnoredKeys(log *zap.Logger, ignored []extauthz.IgnoredKey) {
 }
 
 // keepKeysFresh runs discovery and the first key fetch until they succeed
-// (backing off from 1s to 30s), then refreshes the key set every interval,
-// so a key the identity provider removed stops verifying. It returns when
-// ctx ends.
-func (s *service) keepKeysFresh(ctx context.Context, interval time.Duration) {
+// (backing off from 1s to 30s), calls ready, then refreshes the key set
+// every interval, so a key the identity provider removed stops verifying. It
+// returns when ctx ends.
+func (s *service) keepKeysFresh(ctx context.Context, interval time.Duration, ready func()) {
 	backoff := time.Second
 	for !s.oidc.Ready() {
 		if err := s.oidc.Warm(ctx); err != nil {
@@ -232,6 +235,7 @@ func (s *service) keepKeysFresh(ctx context.Context, interval time.Duration) {
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
+	ready()
 	if interval <= 0 {
 		return
 	}
