@@ -237,14 +237,14 @@ func requestHTU(scheme, host, path string) (string, bool) {
 // no userinfo.
 func proofHTU(s string) (string, bool) {
 	u, err := url.Parse(s)
-	if err != nil || u.Opaque != "" || u.User != nil || u.Host == "" {
+	if err != nil || u.Opaque != "" || u.User != nil || u.Hostname() == "" {
 		return "", false
 	}
 	scheme := strings.ToLower(u.Scheme)
 	if scheme != "http" && scheme != "https" {
 		return "", false
 	}
-	host := strings.ToLower(u.Host)
+	host := strings.TrimSuffix(strings.ToLower(u.Host), ":") // an empty port is the default one
 	host = strings.TrimSuffix(host, map[string]string{"http": ":80", "https": ":443"}[scheme])
 	p, ok := normalizePercent(u.EscapedPath())
 	if !ok {

@@ -446,6 +446,8 @@ func TestProofHTU(t *testing.T) {
 		{"https://user:pw@mcp.example.com/mcp", ""},
 		{"https:opaque", ""},
 		{"https://mcp.example.com/%zz", ""},
+		{"HTTP://:80", ""}, // a port and no host (fuzz)
+		{"https://mcp.example.com:/mcp", "https://mcp.example.com/mcp"},
 	}
 	for _, tt := range tests {
 		got, ok := proofHTU(tt.give)
@@ -546,4 +548,62 @@ func TestTokenCases2(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseAuthorization: no panic; an accepted header is a known scheme
+// and exactly one b64token, found again in the header.
+func FuzzParseAuthorization(f *testing.F) {
+	for _, s := range []string{"Bearer a.b.c", "DPoP  a.b.c ", "Bearer a b", "bearer\ta", "Bearer ==", "Basic x", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		scheme, tok, ok := parseAuthorization(h)
+		if !ok {
+			return
+		}
+		if scheme != "bearer" && scheme != "dpop" || !isB64Token(tok) || strings.ContainsAny(tok, " \t,") || !strings.Contains(h, " "+tok) {
+			t.Fatalf("parseAuthorization(%q) = %q, %q", h, scheme, tok)
+		}
+	})
+}
+
+// FuzzDPoPVerify: any proof text gives a *DPoPError or nil, never a panic;
+// nil only for a proof that really binds the request (never for fuzz input
+// that is not signed by the key whose thumbprint is required).
+func FuzzDPoPVerify(f *testing.F) {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	now := time.Now()
+	valid := signES256(f, map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": ecJWK(k, false)},
+		map[string]any{"jti": "j", "htm": "POST", "htu": dpopHTU, "iat": now.Unix(), "ath": athOf("tok")}, k)
+	f.Add(valid)
+	f.Add("a.b.c")
+	f.Add("")
+	f.Add(strings.Repeat(".", 3))
+	req := DPoPRequest{Method: "POST", Scheme: "https", Host: dpopHost, Path: "/mcp", AccessToken: "tok", JKT: "not-the-thumbprint"}
+	f.Fuzz(func(t *testing.T, proof string) {
+		v := NewDPoPVerifier(DPoPConfig{Now: func() time.Time { return now }})
+		err := v.Verify(proof, req)
+		if err == nil {
+			t.Fatalf("proof %q accepted for a thumbprint no key has", proof)
+		}
+		if _, ok := err.(*DPoPError); !ok {
+			t.Fatalf("error %T %v", err, err)
+		}
+	})
+}
+
+// FuzzProofHTU: no panic; a normalized htu is stable under normalization.
+func FuzzProofHTU(f *testing.F) {
+	for _, s := range []string{dpopHTU, "HTTP://a:80/%7e", "https://[::1]/a%2f", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, ok := proofHTU(s)
+		if !ok {
+			return
+		}
+		if n2, ok2 := proofHTU(n); !ok2 || n2 != n {
+			t.Fatalf("proofHTU(%q) = %q, again %q %v", s, n, n2, ok2)
+		}
+	})
 }

@@ -240,3 +240,26 @@ func TestD10Discovery(t *testing.T) {
 		t.Errorf("ignored-key reports = %v; want one per changed set (three), each rotation naming three keys", reports)
 	}
 }
+
+// FuzzParseJWKS: any document gives keys or an error, never a panic; every
+// key kept is a public signature key, and a set without error keeps one.
+func FuzzParseJWKS(f *testing.F) {
+	b, _ := json.Marshal(map[string]any{"keys": []jose.JSONWebKey{newTestKey(f, "k1").public()}})
+	f.Add(b)
+	f.Add([]byte(`{"keys":[{"kty":"OKP","crv":"X25519","x":"a36fQ9TzC4qSS3UhQGbQ2t_kqDO1q6T_EDfY4LOZH0w"}]}`))
+	f.Add([]byte(`{"keys":[{"kty":"oct","k":"AA"}]}`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		keys, _, err := parseJWKS(doc)
+		if err != nil {
+			return
+		}
+		if len(keys) == 0 {
+			t.Fatal("no error and no key")
+		}
+		for _, k := range keys {
+			if !k.Valid() || !k.IsPublic() || k.Use != "" && k.Use != "sig" {
+				t.Fatalf("kept %+v", k)
+			}
+		}
+	})
+}
