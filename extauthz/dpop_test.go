@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"math/big"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -606,4 +607,25 @@ func FuzzProofHTU(f *testing.F) {
 			t.Fatalf("proofHTU(%q) = %q, again %q %v", s, n, n2, ok2)
 		}
 	})
+}
+
+// BenchmarkDPoPVerify: one ES256 proof checked and its jti recorded (the
+// cost DPoP adds to a Check over a cached token).
+func BenchmarkDPoPVerify(b *testing.B) {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	now := time.Now()
+	v := NewDPoPVerifier(DPoPConfig{Now: func() time.Time { return now }, ReplaySize: b.N + 1})
+	req := DPoPRequest{Method: "POST", Scheme: "https", Host: dpopHost, Path: "/mcp", AccessToken: "tok", JKT: jkt(b, &k.PublicKey)}
+	hdr := map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": ecJWK(k, false)}
+	proofs := make([]string, b.N)
+	for i := range proofs {
+		proofs[i] = signES256(b, hdr, map[string]any{"jti": "jti-" + strconv.Itoa(i), "htm": "POST", "htu": dpopHTU, "iat": now.Unix(), "ath": athOf("tok")}, k)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := v.Verify(proofs[i], req); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
