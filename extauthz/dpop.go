@@ -133,7 +133,7 @@ func (v *DPoPVerifier) Verify(proof string, req DPoPRequest) error {
 	}
 	h := jws.Signatures[0].Protected
 	if typ, _ := h.ExtraHeaders[jose.HeaderType].(string); !strings.EqualFold(typ, "dpop+jwt") {
-		return dpopErr(ReasonDPoPProofInvalid, "typ %q, want dpop+jwt", typ)
+		return dpopErr(ReasonDPoPProofInvalid, "typ %.32q, want dpop+jwt", typ)
 	}
 	jwk := h.JSONWebKey
 	if jwk == nil || !jwk.Valid() {
@@ -164,7 +164,7 @@ func (v *DPoPVerifier) Verify(proof string, req DPoPRequest) error {
 		return dpopErr(ReasonDPoPProofInvalid, "jti of %d bytes", n)
 	}
 	if *c.HTM != req.Method {
-		return dpopErr(ReasonDPoPProofMismatch, "htm %q, request method %q", *c.HTM, req.Method)
+		return dpopErr(ReasonDPoPProofMismatch, "htm %.32q, request method %.32q", *c.HTM, req.Method)
 	}
 	want, ok := requestHTU(req.Scheme, req.Host, req.Path)
 	if !ok {
@@ -175,16 +175,16 @@ func (v *DPoPVerifier) Verify(proof string, req DPoPRequest) error {
 		return dpopErr(ReasonDPoPProofInvalid, "htu is not an absolute http(s) URI")
 	}
 	if got != want {
-		return dpopErr(ReasonDPoPProofMismatch, "htu %q, request %q", got, want)
+		return dpopErr(ReasonDPoPProofMismatch, "htu %.256q, request %.256q", got, want)
 	}
 	iat, err := c.IAT.Float64()
 	if err != nil || iat < 0 {
-		return dpopErr(ReasonDPoPProofInvalid, "iat %s is not a NumericDate", c.IAT.String())
+		return dpopErr(ReasonDPoPProofInvalid, "iat %.32s is not a NumericDate", c.IAT.String())
 	}
 	now := v.cfg.Now()
 	nowSec := float64(now.UnixNano()) / 1e9
 	if iat < nowSec-v.cfg.MaxAge.Seconds() || iat > nowSec+v.cfg.FutureSkew.Seconds() {
-		return dpopErr(ReasonDPoPProofStale, "iat %s outside [now-%s, now+%s]", c.IAT.String(), v.cfg.MaxAge, v.cfg.FutureSkew)
+		return dpopErr(ReasonDPoPProofStale, "iat %.32s outside [now-%s, now+%s]", c.IAT.String(), v.cfg.MaxAge, v.cfg.FutureSkew)
 	}
 	ath := sha256.Sum256([]byte(req.AccessToken))
 	if *c.ATH != base64.RawURLEncoding.EncodeToString(ath[:]) {
