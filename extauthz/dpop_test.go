@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"net/http"
 	"strconv"
@@ -19,6 +20,9 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	jose "github.com/go-jose/go-jose/v4"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 const (
@@ -104,10 +108,12 @@ type dpopRig struct {
 	jti     int
 }
 
-func newDPoPRig(t *testing.T) *dpopRig {
+func newDPoPRig(t *testing.T) *dpopRig { return newDPoPRigLog(t, nil) }
+
+func newDPoPRigLog(t *testing.T, log *zap.Logger) *dpopRig {
 	key := newTestKey(t, "k1")
 	idp := newTestIdP(t, key)
-	srv := newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), nil)
+	srv := newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), log)
 	clock := newFakeClock()
 	srv.Decider.DPoP = NewDPoPVerifier(DPoPConfig{Now: clock.Now})
 	ck, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -379,6 +385,33 @@ func TestDPoP(t *testing.T) {
 			t.Fatalf("same jti after a refused proof: %s", got)
 		}
 	})
+}
+
+// TestDPoPLog: a refused proof's decision line says why, and carries
+// neither the token nor the proof.
+func TestDPoPLog(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	r := newDPoPRigLog(t, zap.New(core))
+	tok := r.token(t, map[string]any{"jkt": jkt(t, &r.client2.PublicKey)})
+	c := r.claims(tok)
+	c["htm"] = "DELETE"
+	proof := r.proof(t, c)
+	if got, _, _ := r.outcome(t, dpopRequest("authorization", "DPoP "+tok, "dpop", proof)); got != ReasonDPoPProofMismatch {
+		t.Fatalf("reason %s", got)
+	}
+	entries := logs.FilterMessage("decision").All()
+	if len(entries) != 1 {
+		t.Fatalf("%d decision lines", len(entries))
+	}
+	m := entries[0].ContextMap()
+	if m["reason"] != string(ReasonDPoPProofMismatch) || !strings.Contains(fmt.Sprint(m["detail"]), `htm "DELETE"`) {
+		t.Errorf("decision line %v", m)
+	}
+	for k, v := range m {
+		if s := fmt.Sprint(v); strings.Contains(s, tok) || strings.Contains(s, proof) || strings.Contains(s, strings.Split(proof, ".")[2]) {
+			t.Errorf("field %s carries the token or the proof", k)
+		}
+	}
 }
 
 // TestDPoPReplayCache: the jti cache forgets a jti when its proof can no
