@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"mime"
 	"slices"
 	"strconv"
 	"strings"
@@ -203,8 +202,14 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		if r.Method == "DELETE" {
 			op = policy.OpHTTPDelete
 		}
-		// Bodiless by definition: a body, announced or delivered, is refused.
-		if len(r.Body) != 0 || r.Headers["x-envoy-auth-partial-body"] != nil || checkContentLength(r) != "" {
+		// Bodiless by definition: a body, announced, cut or delivered, is
+		// refused. Envoy adds x-envoy-auth-partial-body: false whenever it
+		// buffered, even an empty body (a chunked DELETE, an empty HTTP/2
+		// DATA frame): that says nothing was cut, not that a body exists.
+		if len(r.Body) != 0 || checkContentLength(r) != "" {
+			return ReasonInvalidRequest
+		}
+		if v, n := r.Headers.Get("x-envoy-auth-partial-body"); n > 1 || (n == 1 && !strings.EqualFold(v, "false")) {
 			return ReasonInvalidRequest
 		}
 	default:
@@ -221,7 +226,7 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		return d.evaluate(lp, dec, &policy.Input{Op: op, Server: dec.Server, Claims: principal.Claims}, nil)
 	}
 
-	if reason := checkMediaType(r.Headers); reason != "" {
+	if reason := checkBodyEncoding(r.Headers); reason != "" {
 		return reason
 	}
 	if len(r.Body) == 0 {
@@ -429,20 +434,6 @@ func checkContentLength(r *Request) Reason {
 		return ReasonBodyTruncated
 	case uint64(len(r.Body)) > want:
 		return ReasonInvalidRequest
-	}
-	return ""
-}
-
-// checkMediaType requires Content-Type application/json (RFC 9110 section
-// 8.3: type and subtype are case-insensitive; parameters are allowed).
-func checkMediaType(h Headers) Reason {
-	ct, n := h.Get("content-type")
-	if n != 1 {
-		return ReasonUnsupportedMediaType
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
-		return ReasonUnsupportedMediaType
 	}
 	return ""
 }
