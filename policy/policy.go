@@ -204,11 +204,11 @@ func (p *Policy) Evaluate(in *Input) Result {
 			if in.URI == "" {
 				return Result{Decision: Deny, Cause: CauseInvalidInput}
 			}
-			u, ok := NormalizeURI(in.URI)
+			u, ok := ParseURI(in.URI)
 			if !ok {
 				return Result{Decision: Deny, Cause: CauseUnsafeURI}
 			}
-			r.kind, r.name = kindResource, u
+			r.kind, r.name, r.res.u = kindResource, u.String(), u
 		default:
 			r.kind, r.name = kindMethod, in.Method
 		}
