@@ -51,6 +51,12 @@ type Message struct {
 	// Each named member is required and must be a non-empty string
 	// (else ErrInvalidParams).
 	Tool, URI, Prompt, RefType string
+	// URIs are the resource URIs of subscriptions/listen (MCP 2026-07-28)
+	// params.notifications.resourceSubscriptions, in body order: each a
+	// non-empty string, at most MaxSubscriptions of them
+	// (ErrTooManyElements). params.notifications is required and must be
+	// an object (else ErrInvalidParams). Nil for other methods.
+	URIs []string
 	// Arguments is params.arguments in RFC 8785 canonical form for
 	// tools/call and prompts/get, and `{}` when absent, for every other
 	// method, and for responses. Never nil.
@@ -347,6 +353,10 @@ func target(m *Message, in []byte, params *value, index int) *ParseError {
 		args = argsOf(params)
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		m.URI, perr = str(params, "params", "uri", msgOff)
+	case "subscriptions/listen":
+		if perr := subscriptions(m, params, msgOff, index); perr != nil {
+			return perr
+		}
 	case "completion/complete":
 		if params == nil {
 			return fail(ErrInvalidParams, msgOff, `missing "params"`)
@@ -378,6 +388,54 @@ func target(m *Message, in []byte, params *value, index int) *ParseError {
 		return fail(ErrInvalidParams, args.off, `"params.arguments" must be an object`)
 	}
 	setArgs(m, args, in)
+	return nil
+}
+
+// MaxSubscriptions bounds the resource URIs of one subscriptions/listen.
+const MaxSubscriptions = 256
+
+// subscriptions fills m.URIs from params.notifications.resourceSubscriptions.
+func subscriptions(m *Message, params *value, msgOff, index int) *ParseError {
+	fail := func(k ErrorKind, off int, msg string) *ParseError {
+		return &ParseError{Kind: k, Offset: int64(off), Index: index, Msg: msg}
+	}
+	if params == nil {
+		return fail(ErrInvalidParams, msgOff, `missing "params"`)
+	}
+	if perr := checkVariants(params, []string{"notifications"}, index); perr != nil {
+		return perr
+	}
+	n := member1(params, "notifications")
+	if n == nil || n.kind != vObject {
+		return fail(ErrInvalidParams, params.off, `"params.notifications" must be an object`)
+	}
+	const key = "resourceSubscriptions"
+	for i := range n.mems {
+		if k := n.mems[i].key; k != key {
+			if f1, f2 := foldKeys(k); f1 == "resourcesubscriptions" || f2 == "resourcesubscriptions" {
+				return &ParseError{Kind: ErrCaseVariantKey, Offset: int64(n.mems[i].keyOff), Index: index,
+					Msg: "member " + quoteKey(k) + " is a case variant of " + quoteKey(key)}
+			}
+		}
+	}
+	subs := member1(n, key)
+	if subs == nil {
+		return nil
+	}
+	if subs.kind != vArray {
+		return fail(ErrInvalidParams, subs.off, `"params.notifications.resourceSubscriptions" must be an array`)
+	}
+	if len(subs.elems) > MaxSubscriptions {
+		return fail(ErrTooManyElements, subs.off, "more than "+strconv.Itoa(MaxSubscriptions)+" resource subscriptions")
+	}
+	m.URIs = make([]string, 0, len(subs.elems))
+	for i := range subs.elems {
+		e := &subs.elems[i]
+		if e.kind != vString || e.s == "" {
+			return fail(ErrInvalidParams, e.off, `"params.notifications.resourceSubscriptions" holds a non-string or empty URI`)
+		}
+		m.URIs = append(m.URIs, e.s)
+	}
 	return nil
 }
 
