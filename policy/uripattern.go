@@ -15,8 +15,10 @@ type uriPattern struct {
 	port         string // "" (none or the default), "*" (any) or digits
 	path         glob   // '*' within a segment, '**' across segments
 	// query and fragment are nil when the pattern has none: then deny and
-	// ask rules match any query or fragment, allow rules only their absence.
+	// ask rules, and patterns ending in "**", match any query or fragment;
+	// other allow rules only their absence.
 	query, fragment *glob
+	openEnd         bool // the pattern ends in "**"
 	loose           bool
 }
 
@@ -46,6 +48,7 @@ func compileURIPattern(s string, loose bool) (*uriPattern, string) {
 	if anyScheme {
 		u.Scheme = "*"
 	}
+	hostOnly := u.HasAuthority && u.Path == "" && !u.HasQuery && !u.HasFragment
 	if !normalizeURIParts(&u, true) {
 		return nil, fmt.Sprintf(bad, s)
 	}
@@ -55,12 +58,16 @@ func compileURIPattern(s string, loose bool) (*uriPattern, string) {
 	if strings.Contains(u.Port, "*") && u.Port != "*" {
 		return nil, fmt.Sprintf("URI pattern %q: a port is digits or '*'", s)
 	}
+	if hostOnly && strings.HasSuffix(u.Host, "**") && u.Port == "" {
+		u.Path = "/**" // "scheme://**" and "scheme://**.example.com": every path
+	}
 	p := &uriPattern{
 		scheme:       u.Scheme,
 		hasAuthority: u.HasAuthority,
 		host:         parseGlob(u.Host, globOptions{sep: '.', doubleStar: true}),
 		port:         u.Port,
 		loose:        loose,
+		openEnd:      !u.HasQuery && !u.HasFragment && strings.HasSuffix(u.Path, "**"),
 	}
 	o := globOptions{doubleStar: true, sep: '/'}
 	if loose {
@@ -114,16 +121,17 @@ func (p *uriPattern) match(t *resourceTarget) bool {
 	if p.loose {
 		path, query, fragment = t.looseForms()
 	}
+	anyRest := p.loose || p.openEnd
 	return p.path.match(path) &&
-		optionalMatch(p.query, u.HasQuery, query, p.loose) &&
-		optionalMatch(p.fragment, u.HasFragment, fragment, p.loose)
+		optionalMatch(p.query, u.HasQuery, query, anyRest) &&
+		optionalMatch(p.fragment, u.HasFragment, fragment, anyRest)
 }
 
 // optionalMatch matches a query or fragment: a pattern without one matches
-// any in loose rules and only its absence in exact ones.
-func optionalMatch(g *glob, has bool, s string, loose bool) bool {
+// any when anyRest is set, else only its absence.
+func optionalMatch(g *glob, has bool, s string, anyRest bool) bool {
 	if g == nil {
-		return loose || !has
+		return anyRest || !has
 	}
 	return has && g.match(s)
 }
