@@ -151,22 +151,22 @@ func (d *Decider) Decide(ctx context.Context, r *Request) (dec *Decision) {
 
 // peek fills the JSON-RPC id and method of a request denied before its body
 // was parsed (a bad token, media type or length), so the error answers the
-// request's id and the log and metrics name its method. Only a body that
-// parses strictly as one message is read; nothing else changes.
+// request's id and the log and metrics name its method. It reads them with
+// mcpparse.PeekEnvelope, one scan that allocates nothing per element: a
+// request nobody vouched for never pays for a strict parse, a canonical form
+// or a digest (id null when the scan cannot tell).
 func (d *Decider) peek(r *Request, dec *Decision) {
 	if r.Method != "POST" || len(r.Body) == 0 {
 		return
 	}
-	body, err := mcpparse.Parse(r.Body, mcpparse.ParseOptions{Limits: d.Limits})
-	if err != nil || body.Batch || len(body.Messages) != 1 {
+	limit := d.Limits.MaxBytes
+	if limit <= 0 {
+		limit = mcpparse.DefaultMaxBytes
+	}
+	if len(r.Body) > limit {
 		return
 	}
-	m := &body.Messages[0]
-	dec.RPCID = m.ID
-	dec.Method = m.Method
-	if m.Kind == mcpparse.KindResponse {
-		dec.Method = "response"
-	}
+	dec.RPCID, dec.Method = mcpparse.PeekEnvelope(r.Body)
 }
 
 func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason {

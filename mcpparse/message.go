@@ -3,6 +3,7 @@ package mcpparse
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind is the JSON-RPC 2.0 message type of a Message.
@@ -347,9 +348,15 @@ func target(m *Message, in []byte, params *value, index int) *ParseError {
 	switch m.Method {
 	case "tools/call":
 		m.Tool, perr = str(params, "params", "name", msgOff)
+		if perr == nil && utf8.RuneCountInString(m.Tool) > MaxToolNameLen {
+			perr = fail(ErrInvalidParams, member1(params, "name").off, `"params.name" is longer than `+strconv.Itoa(MaxToolNameLen)+" characters")
+		}
 		args = argsOf(params)
 	case "prompts/get":
 		m.Prompt, perr = str(params, "params", "name", msgOff)
+		if perr == nil && utf8.RuneCountInString(m.Prompt) > MaxPromptNameLen {
+			perr = fail(ErrInvalidParams, member1(params, "name").off, `"params.name" is longer than `+strconv.Itoa(MaxPromptNameLen)+" characters")
+		}
 		args = argsOf(params)
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		m.URI, perr = str(params, "params", "uri", msgOff)
@@ -375,6 +382,9 @@ func target(m *Message, in []byte, params *value, index int) *ParseError {
 		switch m.RefType {
 		case "ref/prompt":
 			m.Prompt, perr = str(ref, "params.ref", "name", ref.off)
+			if perr == nil && utf8.RuneCountInString(m.Prompt) > MaxPromptNameLen {
+				perr = fail(ErrInvalidParams, member1(ref, "name").off, `"params.ref.name" is longer than `+strconv.Itoa(MaxPromptNameLen)+" characters")
+			}
 		case "ref/resource":
 			m.URI, perr = str(ref, "params.ref", "uri", ref.off)
 		default:
@@ -390,6 +400,15 @@ func target(m *Message, in []byte, params *value, index int) *ParseError {
 	setArgs(m, args, in)
 	return nil
 }
+
+// Bounds on the names the policy folds (NFKC, case folding), checked before
+// any folding so that a name's cost is bounded: MCP 2025-11-25 gives tool
+// names 1 to 128 characters; prompt names have no bound in MCP, so ours is
+// generous. Longer names are ErrInvalidParams.
+const (
+	MaxToolNameLen   = 128
+	MaxPromptNameLen = 1024
+)
 
 // MaxSubscriptions bounds the resource URIs of one subscriptions/listen.
 const MaxSubscriptions = 256
