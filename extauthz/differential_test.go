@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -194,6 +195,59 @@ func TestBodilessRequests(t *testing.T) {
 			for k, v := range tt.give {
 				c.Headers[k] = v
 			}
+			resp, err := srv.Check(t.Context(), c.CheckRequest(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == ReasonAllowed {
+				okHeaders(t, resp)
+				return
+			}
+			if d, _ := parseDenial(t, resp); Reason(d.Error.Data.Reason) != tt.want {
+				t.Errorf("got %s, want %s", d.Error.Data.Reason, tt.want)
+			}
+		})
+	}
+}
+
+// TestTargetsDecided: targets carried outside params.name and params.uri
+// are decided (D08), names are bounded before folding, and resource URIs
+// are decided in their normal form (D05-D07), through Check.
+func TestTargetsDecided(t *testing.T) {
+	srv := staticRig(t, nil)
+	listen := func(uris string) string {
+		return `{"jsonrpc":"2.0","id":17,"method":"subscriptions/listen","params":{"notifications":{"resourcesListChanged":true,"resourceSubscriptions":[` + uris + `]}}}`
+	}
+	read := func(uri string) string {
+		return `{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"` + uri + `"}}`
+	}
+	tests := []struct {
+		name    string
+		give    string
+		version string
+		want    Reason
+	}{
+		{"listen, no subscriptions", `{"jsonrpc":"2.0","id":17,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`, "2026-07-28", ReasonAllowed},
+		{"listen to a report", listen(`"file:///reports/q1.csv"`), "2026-07-28", ReasonAllowed},
+		{"listen to a secret", listen(`"file:///secret/payroll.csv"`), "2026-07-28", ReasonDefaultDeny},
+		{"listen to a report and a secret", listen(`"file:///reports/q1.csv","file:///secret/payroll.csv"`), "2026-07-28", ReasonDefaultDeny},
+		{"listen through a dot segment", listen(`"file:///reports/../secret/payroll.csv"`), "2026-07-28", ReasonUnsafeURI},
+		{"listen, case-variant member", `{"jsonrpc":"2.0","id":17,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[],"ResourceSubscriptions":["file:///secret/x"]}}}`, "2026-07-28", ReasonCaseVariantKey},
+		{"listen, URI not a string", listen(`1`), "2026-07-28", ReasonInvalidParams},
+		{"read a report", read("file:///reports/q1.csv"), "2025-11-25", ReasonAllowed},
+		{"read a report, empty segment", read("file:////reports/q1.csv"), "2025-11-25", ReasonAllowed},
+		{"read a report, localhost", read("file://localhost/reports/q1.csv"), "2025-11-25", ReasonAllowed},
+		{"read below reports through //", read("file:///reports//sub/x"), "2025-11-25", ReasonDefaultDeny},
+		{"fullwidth solidus", read(`file:///reports/a\uff0f..\uff0fetc`), "2025-11-25", ReasonUnsafeURI},
+		{"fullwidth solidus, no dots", read(`file:///reports/a\uff0fb`), "2025-11-25", ReasonUnsafeURI},
+		{"userinfo", read("https://user@example.com/"), "2025-11-25", ReasonUnsafeURI},
+		{"tool name of 128", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + strings.Repeat("s", 128) + `"}}`, "2025-11-25", ReasonDefaultDeny},
+		{"tool name of 129", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + strings.Repeat("s", 129) + `"}}`, "2025-11-25", ReasonInvalidParams},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := postReq(tt.give)
+			c.Headers["mcp-protocol-version"] = tt.version
 			resp, err := srv.Check(t.Context(), c.CheckRequest(true))
 			if err != nil {
 				t.Fatal(err)
