@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -193,7 +194,8 @@ func TestExtAuthzSettings(t *testing.T) {
 				// content-encoding and transfer-encoding: only identity and
 				// chunked bodies are decided.
 				for _, h := range []string{"authorization", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "x-mcp-principal",
-					"content-type", "content-length", "content-encoding", "transfer-encoding", "x-envoy-auth-partial-body"} {
+					"content-type", "content-length", "content-encoding", "transfer-encoding", "x-envoy-auth-partial-body",
+					"x_mcp_principal", "x-mcp_tool", "x.mcp.approved"} {
 					if !allowsHeader(ea, h) {
 						t.Errorf("allowed_headers drops %q", h)
 					}
@@ -211,7 +213,8 @@ func allowsHeader(ea *extauthzv3.ExtAuthz, name string) bool {
 	for _, p := range ea.GetAllowedHeaders().GetPatterns() {
 		switch {
 		case p.GetExact() != "" && p.GetExact() == name,
-			p.GetPrefix() != "" && strings.HasPrefix(name, strings.ToLower(p.GetPrefix())):
+			p.GetPrefix() != "" && strings.HasPrefix(name, strings.ToLower(p.GetPrefix())),
+			p.GetSafeRegex() != nil && regexp.MustCompile(`^(?:`+p.GetSafeRegex().GetRegex()+`)$`).MatchString(name):
 			return true
 		}
 	}
