@@ -124,6 +124,11 @@ func TestKustomizeBuilds(t *testing.T) {
 			if got := len(o.AuthzPolicies) == 1; got != tt.authz {
 				t.Errorf("AuthorizationPolicy present = %v, want %v", got, tt.authz)
 			}
+			// Under Istio the MCP workloads' sidecars reject underscore
+			// header names (TestIstioRejectsUnderscoreHeaders checks the file).
+			if got := len(o.EnvoyFilters) == 1; got != tt.authz {
+				t.Errorf("EnvoyFilter present = %v, want %v", got, tt.authz)
+			}
 			for _, ap := range o.AuthzPolicies {
 				checkAuthorizationPolicy(t, ap, meshProviders(t))
 				if id, ok := env(ex, "EXTAUTHZ_SERVER_ID"); !ok || id == "" {
