@@ -122,6 +122,9 @@ func TestCheckInvariantsRejects(t *testing.T) {
 		{"grpc over HTTP/1.1", "http2_protocol_options: {}", "http_protocol_options: {}", "without HTTP/2"},
 		{"no ext_authz", "name: envoy.filters.http.ext_authz\n", "name: envoy.filters.http.ext_authz_gone\n", "forwards without"},
 		{"runtime off switch", "failure_mode_allow: false", "failure_mode_allow: false\n              filter_enabled: { default_value: { numerator: 0 } }", "filter_enabled"},
+		{"ext_authz off on the MCP route", "                  cluster: extauthz_http\n", "                  cluster: mcp_server\n", "not a protected resource metadata route"},
+		{"metadata route widened", "path_separated_prefix: /.well-known/oauth-protected-resource }", "prefix: /.well-known/oauth-protected-resource }", "not a protected resource metadata route"},
+		{"metadata route rewritten", "                  cluster: extauthz_http\n", "                  cluster: extauthz_http\n                  prefix_rewrite: /\n", "not a protected resource metadata route"},
 		// A router inserted ahead of ext_authz.
 		{"router first", extAuthzThenRouter, "          - name: envoy.filters.http.router\n            typed_config:\n              \"@type\": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router\n" + extAuthzThenRouter, "after envoy.filters.http.router"},
 	}
@@ -224,7 +227,7 @@ func TestRoutesKeepSSEOpen(t *testing.T) {
 				for _, vh := range h.HCM.GetRouteConfig().GetVirtualHosts() {
 					for _, r := range vh.GetRoutes() {
 						ra := r.GetRoute()
-						if ra == nil {
+						if ra == nil || MetadataRoute(r) {
 							continue
 						}
 						if ra.GetTimeout() == nil || ra.GetTimeout().AsDuration() != 0 {
@@ -285,7 +288,7 @@ func TestGatewayRoutesNameTheirServer(t *testing.T) {
 	for _, h := range hcms {
 		for _, vh := range h.HCM.GetRouteConfig().GetVirtualHosts() {
 			for _, r := range vh.GetRoutes() {
-				if r.GetRoute() == nil {
+				if r.GetRoute() == nil || MetadataRoute(r) {
 					continue
 				}
 				a, ok := r.GetTypedPerFilterConfig()[ExtAuthzFilter]
