@@ -186,3 +186,31 @@ func TestReferencePolicySession(t *testing.T) {
 		}
 	}
 }
+
+// TestWWWAuthenticateNamesRouteAudience: a 401 advertises the metadata of
+// the route's audience (context extension mcp_audience) in a gateway, else
+// the configured URL; token_missing carries no error attribute (RFC 6750
+// section 3.1), other token reasons error="invalid_token".
+func TestWWWAuthenticateNamesRouteAudience(t *testing.T) {
+	rs := &Responder{ResourceMetadataURL: "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"}
+	tests := []struct {
+		give   map[string]string
+		reason Reason
+		want   string
+	}{
+		{nil, ReasonTokenMissing, `Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`},
+		{map[string]string{ContextExtensionAudience: "https://mcp.example.com/payments/mcp"}, ReasonTokenMissing,
+			`Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/payments/mcp"`},
+		{map[string]string{ContextExtensionAudience: "https://mcp.example.com/github/mcp"}, ReasonTokenExpired,
+			`Bearer error="invalid_token", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/github/mcp"`},
+		{map[string]string{ContextExtensionAudience: "not a URI"}, ReasonTokenInvalid,
+			`Bearer error="invalid_token", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`},
+	}
+	for _, tt := range tests {
+		d := &Decision{ID: "d", Decision: policy.Deny, Reason: tt.reason, BatchIndex: -1}
+		resp := rs.ResponseFor(d, &Request{ContextExtensions: tt.give})
+		if got := responseHeader(resp.GetDeniedResponse().GetHeaders(), "www-authenticate"); got != tt.want {
+			t.Errorf("%v %s: %q, want %q", tt.give, tt.reason, got, tt.want)
+		}
+	}
+}
