@@ -1,6 +1,7 @@
 package extauthz
 
 import (
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -213,4 +214,19 @@ func TestWWWAuthenticateNamesRouteAudience(t *testing.T) {
 			t.Errorf("%v %s: %q, want %q", tt.give, tt.reason, got, tt.want)
 		}
 	}
+}
+
+// FuzzAcceptEventStream: the Accept parser never panics, and only a value
+// that names text/event-stream (any case) makes a request Streamable HTTP.
+func FuzzAcceptEventStream(f *testing.F) {
+	for _, s := range []string{"application/json, text/event-stream", "text/event-stream;q=0", "TEXT/EVENT-STREAM ; q=0.001", "text/event-stream;q=x", "*/*", ";;,,=", "text/event-stream;a=b;q=1.0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, accept string) {
+		d := &Decision{RPCID: []byte("1"), Method: "tools/call", BatchIndex: -1}
+		got := streamableRequest(d, Headers{"accept": {accept}})
+		if got && !strings.Contains(strings.ToLower(accept), "text/event-stream") {
+			t.Fatalf("%q counted as Streamable HTTP", accept)
+		}
+	})
 }
