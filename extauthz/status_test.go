@@ -174,6 +174,7 @@ func TestReferencePolicySession(t *testing.T) {
 		`{"jsonrpc":"2.0","id":4,"method":"tasks/list","params":{}}`,
 		`{"jsonrpc":"2.0","id":5,"method":"tasks/result","params":{"taskId":"t-1"}}`,
 		`{"jsonrpc":"2.0","id":6,"method":"tasks/cancel","params":{"taskId":"t-1"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t-9","status":"working","createdAt":"2025-11-25T00:00:00Z","lastUpdatedAt":"2025-11-25T00:00:00Z","ttl":null}}`,
 		`{"jsonrpc":"2.0","id":7,"result":{"roots":[{"uri":"file:///data"}]}}`,
 	} {
 		c := postReq(body)

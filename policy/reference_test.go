@@ -93,6 +93,7 @@ func TestReferencePolicy(t *testing.T) {
 		{name: "tasks/list", give: method("tasks/list"), want: byRule(Allow, "tasks-list")},
 		{name: "tasks/result", give: method("tasks/result"), want: byRule(Allow, "tasks-result")},
 		{name: "tasks/cancel", give: method("tasks/cancel"), want: byRule(Allow, "tasks-cancel")},
+		{name: "notifications/tasks/status", give: method("notifications/tasks/status"), want: byRule(Allow, "task-status")},
 		{name: "sampling/createMessage from a client", give: method("sampling/createMessage"), want: byDefault},
 		{name: "method GET", give: method("GET"), want: byDefault},
 	}
