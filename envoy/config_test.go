@@ -125,6 +125,9 @@ func TestCheckInvariantsRejects(t *testing.T) {
 		{"underscore headers allowed", "headers_with_underscores_action: REJECT_REQUEST", "headers_with_underscores_action: ALLOW", "headers_with_underscores_action ALLOW"},
 		{"underscore headers dropped", "headers_with_underscores_action: REJECT_REQUEST", "headers_with_underscores_action: DROP_HEADER", "headers_with_underscores_action DROP_HEADER"},
 		{"runtime off switch", "failure_mode_allow: false", "failure_mode_allow: false\n              filter_enabled: { default_value: { numerator: 0 } }", "filter_enabled"},
+		{"ext_authz off on the MCP route", "                  cluster: extauthz_http\n", "                  cluster: mcp_server\n", "not a protected resource metadata route"},
+		{"metadata route widened", "path_separated_prefix: /.well-known/oauth-protected-resource }", "prefix: /.well-known/oauth-protected-resource }", "not a protected resource metadata route"},
+		{"metadata route rewritten", "                  cluster: extauthz_http\n", "                  cluster: extauthz_http\n                  prefix_rewrite: /\n", "not a protected resource metadata route"},
 		// A router inserted ahead of ext_authz.
 		{"router first", extAuthzThenRouter, "          - name: envoy.filters.http.router\n            typed_config:\n              \"@type\": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router\n" + extAuthzThenRouter, "after envoy.filters.http.router"},
 	}
@@ -232,7 +235,7 @@ func TestRoutesKeepSSEOpen(t *testing.T) {
 				for _, vh := range h.HCM.GetRouteConfig().GetVirtualHosts() {
 					for _, r := range vh.GetRoutes() {
 						ra := r.GetRoute()
-						if ra == nil {
+						if ra == nil || MetadataRoute(r) {
 							continue
 						}
 						if ra.GetTimeout() == nil || ra.GetTimeout().AsDuration() != 0 {
@@ -293,7 +296,7 @@ func TestGatewayRoutesNameTheirServer(t *testing.T) {
 	for _, h := range hcms {
 		for _, vh := range h.HCM.GetRouteConfig().GetVirtualHosts() {
 			for _, r := range vh.GetRoutes() {
-				if r.GetRoute() == nil {
+				if r.GetRoute() == nil || MetadataRoute(r) {
 					continue
 				}
 				a, ok := r.GetTypedPerFilterConfig()[ExtAuthzFilter]

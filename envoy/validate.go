@@ -23,6 +23,7 @@ import (
 	// resolve their Any URLs. An unregistered type is a load error, as it is
 	// for an Envoy built without that extension.
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 )
@@ -37,7 +38,60 @@ const (
 	// ServerIDContextKey is the per-route context extension that names the
 	// MCP server for the policy.
 	ServerIDContextKey = "mcp_server"
+	// CorsFilter answers CORS preflights before ext_authz sees them.
+	CorsFilter = "envoy.filters.http.cors"
+	// MetadataCluster is extauthz's HTTP port, which serves RFC 9728
+	// protected resource metadata under WellKnownProtectedResource.
+	MetadataCluster = "extauthz_http"
+	// WellKnownProtectedResource is the RFC 9728 well-known path prefix.
+	WellKnownProtectedResource = "/.well-known/oauth-protected-resource"
 )
+
+// MetadataRoute reports whether r is a protected resource metadata route:
+// it matches only WellKnownProtectedResource and the paths below it
+// (path_separated_prefix, or an exact path under it) and routes to
+// MetadataCluster. Only such routes may turn ext_authz off.
+func MetadataRoute(r *routev3.Route) bool {
+	m := r.GetMatch()
+	if len(m.GetHeaders()) > 0 || len(m.GetQueryParameters()) > 0 || (m.GetCaseSensitive() != nil && !m.GetCaseSensitive().GetValue()) {
+		return false
+	}
+	var ok bool
+	switch p := m.GetPathSpecifier().(type) {
+	case *routev3.RouteMatch_PathSeparatedPrefix:
+		ok = p.PathSeparatedPrefix == WellKnownProtectedResource
+	case *routev3.RouteMatch_Path:
+		ok = p.Path == WellKnownProtectedResource || strings.HasPrefix(p.Path, WellKnownProtectedResource+"/")
+	}
+	return ok && r.GetRoute().GetCluster() == MetadataCluster && r.GetRoute().GetPrefixRewrite() == "" && r.GetRoute().GetRegexRewrite() == nil
+}
+
+// ExtAuthzDisabled reports whether a per-filter config map (of a route,
+// virtual host or route configuration) turns ext_authz off: an
+// ExtAuthzPerRoute with disabled, or a FilterConfig with disabled.
+func ExtAuthzDisabled(m map[string]*anypb.Any) (bool, error) {
+	a, ok := m[ExtAuthzFilter]
+	if !ok {
+		return false, nil
+	}
+	if a.MessageIs(&routev3.FilterConfig{}) {
+		fc := &routev3.FilterConfig{}
+		if err := a.UnmarshalTo(fc); err != nil {
+			return false, err
+		}
+		if fc.GetDisabled() {
+			return true, nil
+		}
+		if a = fc.GetConfig(); a == nil {
+			return false, nil
+		}
+	}
+	pr := &extauthzv3.ExtAuthzPerRoute{}
+	if err := a.UnmarshalTo(pr); err != nil {
+		return false, fmt.Errorf("%s per-route config: %w", ExtAuthzFilter, err)
+	}
+	return pr.GetDisabled(), nil
+}
 
 // ValidateBootstrapYAML parses an Envoy v3 bootstrap written in YAML and
 // validates it: YAML → JSON (duplicate keys are an error) → protojson into
@@ -205,6 +259,8 @@ func Cluster(b *bootstrapv3.Bootstrap, name string) *clusterv3.Cluster {
 //     REJECT_REQUEST), which upstreams fold onto the x-mcp-* headers the
 //     service sets;
 //   - the gRPC cluster speaks HTTP/2;
+//   - ext_authz is never off for a virtual host or route configuration, and
+//     off for a route only on metadata routes (MetadataRoute);
 //   - Envoy's admin listens on loopback only.
 func CheckInvariants(b *bootstrapv3.Bootstrap) error {
 	var errs []error
@@ -240,6 +296,23 @@ func CheckInvariants(b *bootstrapv3.Bootstrap) error {
 			fail("listener %s: no %s", h.Listener, RouterFilter)
 		case at > router:
 			fail("listener %s: %s after %s", h.Listener, ExtAuthzFilter, RouterFilter)
+		}
+		rc := h.HCM.GetRouteConfig()
+		if off, err := ExtAuthzDisabled(rc.GetTypedPerFilterConfig()); err != nil || off {
+			fail("listener %s: ext_authz off for the whole route configuration (%v)", h.Listener, err)
+		}
+		for _, vh := range rc.GetVirtualHosts() {
+			if off, err := ExtAuthzDisabled(vh.GetTypedPerFilterConfig()); err != nil || off {
+				fail("listener %s: ext_authz off for virtual host %s (%v)", h.Listener, vh.GetName(), err)
+			}
+			for _, r := range vh.GetRoutes() {
+				off, err := ExtAuthzDisabled(r.GetTypedPerFilterConfig())
+				if err != nil {
+					fail("listener %s: route %v: %v", h.Listener, r.GetMatch(), err)
+				} else if off && !MetadataRoute(r) {
+					fail("listener %s: ext_authz off on route %v, which is not a protected resource metadata route", h.Listener, r.GetMatch())
+				}
+			}
 		}
 		if ea.GetTransportApiVersion() != corev3.ApiVersion_V3 {
 			fail("listener %s: transport_api_version %v, want V3", h.Listener, ea.GetTransportApiVersion())

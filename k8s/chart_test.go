@@ -501,6 +501,7 @@ func TestChartRejectsWrongValues(t *testing.T) {
 		{"no limits", "resources: {limits: null}", "missing property 'limits'"},
 		{"port out of range", "ports: {grpc: 70000}", "'/ports/grpc'"},
 		{"body limit zero", "maxRequestBytes: 0", "'/maxRequestBytes'"},
+		{"CORS origin with a path", "mode: sidecar\nsidecar: {mcpServer: {image: {repository: x}}, envoy: {cors: {allowOrigins: [\"https://app.example.com/x\"]}}}", "'/sidecar/envoy/cors/allowOrigins/0'"},
 		{"check timeout not an Envoy duration", "mode: sidecar\nsidecar: {mcpServer: {image: {repository: x}}, envoy: {checkTimeout: 500ms}}", "'/sidecar/envoy/checkTimeout'"},
 		{"MCP server named like a chart container", "mode: sidecar\nsidecar: {mcpServer: {name: envoy, image: {repository: x}}}", "'/sidecar/mcpServer/name'"},
 		{"MCP server container weakened", "mode: sidecar\nsidecar: {mcpServer: {image: {repository: x}, securityContext: {readOnlyRootFilesystem: false}}}", "'/sidecar/mcpServer/securityContext/readOnlyRootFilesystem'"},
