@@ -4,17 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 	"sigs.k8s.io/yaml"
@@ -247,6 +250,60 @@ func Cluster(b *bootstrapv3.Bootstrap, name string) *clusterv3.Cluster {
 	return nil
 }
 
+// FoldedSpellings are client header names that CGI, WSGI, PHP and Rack
+// upstreams read as headers the service sets or decides on
+// (x-mcp-principal, mcp-method, content-type, ...). A listener that admits
+// underscores must let ext_authz see them, so the service can remove them.
+var FoldedSpellings = []string{"x_mcp_principal", "x-mcp_tool", "mcp_method", "mcp_session_id", "content_type", "transfer_encoding"}
+
+// AllowsHeader reports whether ext_authz's allowed_headers pass the request
+// header name (lower-case) to the authorization service.
+func AllowsHeader(ea *extauthzv3.ExtAuthz, name string) bool {
+	for _, p := range ea.GetAllowedHeaders().GetPatterns() {
+		switch {
+		case p.GetExact() != "" && p.GetExact() == name,
+			p.GetPrefix() != "" && strings.HasPrefix(name, strings.ToLower(p.GetPrefix())),
+			p.GetSafeRegex() != nil && regexp.MustCompile(`^(?:`+p.GetSafeRegex().GetRegex()+`)$`).MatchString(name):
+			return true
+		}
+	}
+	return false
+}
+
+// WithoutUnderscoreRejection returns a copy of b with every HTTP connection
+// manager's headers_with_underscores_action cleared: the one setting in which
+// the Helm and kustomize sidecar renderings differ from envoy/sidecar.yaml.
+func WithoutUnderscoreRejection(b *bootstrapv3.Bootstrap) (*bootstrapv3.Bootstrap, error) {
+	c := proto.Clone(b).(*bootstrapv3.Bootstrap)
+	for _, l := range c.GetStaticResources().GetListeners() {
+		for _, fc := range l.GetFilterChains() {
+			for _, f := range fc.GetFilters() {
+				if f.GetTypedConfig() == nil {
+					continue
+				}
+				var h hcmv3.HttpConnectionManager
+				if f.GetTypedConfig().MessageIs(&h) {
+					if err := f.GetTypedConfig().UnmarshalTo(&h); err != nil {
+						return nil, err
+					}
+					if o := h.GetCommonHttpProtocolOptions(); o != nil {
+						o.HeadersWithUnderscoresAction = corev3.HttpProtocolOptions_ALLOW
+						if proto.Equal(o, &corev3.HttpProtocolOptions{}) {
+							h.CommonHttpProtocolOptions = nil
+						}
+					}
+					a, err := anypb.New(&h)
+					if err != nil {
+						return nil, err
+					}
+					f.ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: a}
+				}
+			}
+		}
+	}
+	return c, nil
+}
+
 // CheckInvariants reports, joined, every way b breaks the properties the
 // mcp-extauthz deployment relies on:
 //   - every HTTP connection manager that forwards to a cluster runs ext_authz
@@ -254,10 +311,12 @@ func Cluster(b *bootstrapv3.Bootstrap, name string) *clusterv3.Cluster {
 //   - ext_authz uses transport API V3, a gRPC service with a timeout,
 //     failure_mode_allow false, and with_request_body with a
 //     max_request_bytes, allow_partial_message false and pack_as_bytes true;
-//   - the HTTP connection manager rejects header names with underscores
+//   - header names with underscores, which upstreams fold onto the headers
+//     the service sets or decides on, never reach an MCP server as sent:
+//     the HTTP connection manager rejects them
 //     (common_http_protocol_options.headers_with_underscores_action
-//     REJECT_REQUEST), which upstreams fold onto the x-mcp-* headers the
-//     service sets;
+//     REJECT_REQUEST), or ext_authz forwards every such name to the service,
+//     which removes those that fold onto its own (FoldedSpellings);
 //   - the gRPC cluster speaks HTTP/2;
 //   - ext_authz is never off for a virtual host or route configuration, and
 //     off for a route only on metadata routes (MetadataRoute);
@@ -280,12 +339,17 @@ func CheckInvariants(b *bootstrapv3.Bootstrap) error {
 			continue
 		}
 		forwarding++
-		if got := h.HCM.GetCommonHttpProtocolOptions().GetHeadersWithUnderscoresAction(); got != corev3.HttpProtocolOptions_REJECT_REQUEST {
-			fail("listener %s: headers_with_underscores_action %v, want REJECT_REQUEST", h.Listener, got)
-		}
 		ea, at, err := ExtAuthz(h.HCM)
 		if err != nil {
 			return err
+		}
+		if got := h.HCM.GetCommonHttpProtocolOptions().GetHeadersWithUnderscoresAction(); got != corev3.HttpProtocolOptions_REJECT_REQUEST {
+			for _, name := range FoldedSpellings {
+				if !AllowsHeader(ea, name) {
+					fail("listener %s: headers_with_underscores_action %v and ext_authz does not forward %q: want REJECT_REQUEST, or every name with '_' in allowed_headers", h.Listener, got, name)
+					break
+				}
+			}
 		}
 		router := slices.IndexFunc(h.HCM.GetHttpFilters(), func(f *hcmv3.HttpFilter) bool { return f.GetName() == RouterFilter })
 		switch {

@@ -293,28 +293,65 @@ func (rs *Responder) okResponse(d *Decision, reqHeaders Headers, dryRun bool) *a
 	return ok
 }
 
-// foldsOntoOurs reports whether a client header name (lower-cased) may reach
-// an upstream as one of the x-mcp-* family the service sets: compared with
-// every character other than a letter or digit read as '-', as CGI, WSGI,
-// PHP and Rack fold '_' and '-' into one variable (HTTP_X_MCP_PRINCIPAL),
-// and in any case. So x_mcp_principal, x-mcp_principal, X.MCP.Tool and
-// x-mcp-approved all fold onto the family; names the service sets exactly
-// are overwritten instead.
+// decidedHeaders are the request headers the service decides on (besides
+// the mcp-* family): a client spelling that an upstream folds onto one of
+// them could make it read a value the service never saw.
+var decidedHeaders = []string{"authorization", "dpop", "content-type", "content-length", "content-encoding", "transfer-encoding"}
+
+// foldsOntoOurs reports whether a client header name (lower-cased, as Envoy
+// sends it) may reach an upstream as a header the service sets or decides
+// on. Names are compared folded: any character other than a letter or digit
+// reads as '-', in any case, as CGI, WSGI, PHP and Rack fold '_' and '-' into
+// one variable (HTTP_X_MCP_PRINCIPAL). Every spelling in the x-mcp-* family
+// the service sets folds onto it (x_mcp_principal, X.MCP.Tool,
+// x-mcp-approved; the names the service sets exactly are overwritten
+// instead); for the mcp-* family and decidedHeaders only spellings other
+// than the canonical one do (mcp_method, authori_zation is not one).
 func foldsOntoOurs(name string) bool {
-	const family = "x-mcp-"
-	if len(name) < len(family) {
+	if foldedHasPrefix(name, "x-mcp-") {
+		return true
+	}
+	if canonicalName(name) {
 		return false
 	}
-	for i := 0; i < len(family); i++ {
+	if foldedHasPrefix(name, "mcp-") {
+		return true
+	}
+	for _, h := range decidedHeaders {
+		if len(name) == len(h) && foldedHasPrefix(name, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// foldedHasPrefix reports whether name, folded as foldsOntoOurs folds it,
+// begins with prefix (lower-case letters, digits and '-').
+func foldedHasPrefix(name, prefix string) bool {
+	if len(name) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
 		c := name[i]
 		if c >= 'A' && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		isAlnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
-		if !isAlnum {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
 			c = '-'
 		}
-		if c != family[i] {
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalName reports whether name is already in folded form: lower-case
+// letters, digits and '-' only.
+func canonicalName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
 			return false
 		}
 	}

@@ -451,7 +451,8 @@ func argAfter(args []string, flag string) string {
 
 // TestChartEnvoyConfigMirrorsSidecarFile keeps templates/_envoy.tpl and
 // envoy/sidecar.yaml one config: with the file's ports they must render to
-// the same Bootstrap.
+// the same Bootstrap, but for headers_with_underscores_action, which the
+// chart sets to REJECT_REQUEST.
 func TestChartEnvoyConfigMirrorsSidecarFile(t *testing.T) {
 	out, _, err := render(loadChart(t), valueSets(t)["sidecar-values.yaml"])
 	if err != nil {
@@ -471,6 +472,10 @@ func TestChartEnvoyConfigMirrorsSidecarFile(t *testing.T) {
 	}
 	want, err := envoy.ValidateBootstrapYAML(y)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The chart also refuses underscore header names (checked on its own).
+	if got, err = envoy.WithoutUnderscoreRejection(got); err != nil {
 		t.Fatal(err)
 	}
 	if !proto.Equal(got, want) {

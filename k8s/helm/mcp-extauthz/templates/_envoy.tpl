@@ -149,8 +149,9 @@ static_resources:
                 - { exact: transfer-encoding } # only chunked is decided
                 - { prefix: mcp-, ignore_case: true }
                 - { prefix: x-mcp-, ignore_case: true }
-                # Names that fold onto x-mcp-* ('_' for '-'), for the service to strip.
-                - { safe_regex: { regex: "x[^a-z0-9]mcp[^a-z0-9].*" } }
+                # Every name outside [a-z0-9-] (x_mcp_principal, mcp_method),
+                # for the service to remove those that fold onto its own.
+                - { safe_regex: { regex: "[a-z0-9-]*[^a-z0-9-].*" } }
           - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
