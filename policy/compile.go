@@ -152,13 +152,17 @@ func (c *compiler) compile() *Policy {
 		return &c.p
 	}
 	if root.Kind != yaml.MappingNode {
-		c.addf(root, "", "policy must be a mapping with keys default, deny, ask, allow, methods")
+		c.addf(root, "", "policy must be a mapping with keys default, refusal, deny, ask, allow, methods")
 		return nil
 	}
-	for _, f := range c.fields(root, "", "default", "deny", "ask", "allow", "methods") {
+	for _, f := range c.fields(root, "", "default", "refusal", "deny", "ask", "allow", "methods") {
 		switch f.key {
 		case "default":
 			c.compileDefault(f.val)
+		case "refusal":
+			if r := c.compileRefusal(f.val, ""); r != nil {
+				c.p.refusal = *r
+			}
 		case "deny":
 			c.compileList(f.val, "deny", Deny, false)
 		case "ask":
@@ -276,13 +280,17 @@ func (c *compiler) compileRule(item *yaml.Node, id string, d Decision, methods b
 	if methods {
 		patKey = "method"
 	}
-	var pat, idNode, when, shadow *yaml.Node
+	var pat, idNode, when, shadow, scopes, refusal *yaml.Node
 	switch {
 	case item.Kind == yaml.ScalarNode && item.ShortTag() == "!!str":
 		pat = item
 	case item.Kind == yaml.MappingNode:
-		for _, f := range c.fields(item, id, "id", patKey, "when", "shadow") {
+		for _, f := range c.fields(item, id, "id", patKey, "when", "shadow", "scopes", "refusal") {
 			switch f.key {
+			case "scopes":
+				scopes = f.val
+			case "refusal":
+				refusal = f.val
 			case "id":
 				idNode = f.val
 			case "match", "method":
@@ -343,6 +351,19 @@ func (c *compiler) compileRule(item *yaml.Node, id string, d Decision, methods b
 		ru.when = prg
 		ok = ok && wok
 	}
+	if scopes != nil {
+		var sok bool
+		ru.scopes, sok = c.compileScopes(scopes, id, d)
+		ok = ok && sok
+	}
+	if refusal != nil {
+		ru.refusal = c.compileRefusal(refusal, id)
+		ok = ok && ru.refusal != nil
+		if methods {
+			c.addf(refusal, id, "refusal applies to tool, prompt and resource rules, not method rules")
+			ok = false
+		}
+	}
 	if !ok {
 		return
 	}
@@ -352,6 +373,56 @@ func (c *compiler) compileRule(item *yaml.Node, id string, d Decision, methods b
 	default:
 		c.p.rules[d][ru.kind] = append(c.p.rules[d][ru.kind], ru)
 	}
+}
+
+// compileScopes compiles a rule's `scopes`: a non-empty list of OAuth scope
+// tokens (RFC 6749 section 3.3: printable ASCII without space, '"' or '\\').
+// A deny rule never admits, so scopes on it are an error.
+func (c *compiler) compileScopes(n *yaml.Node, id string, d Decision) ([]string, bool) {
+	if d == Deny {
+		c.addf(n, id, "scopes on a deny rule have no effect: a deny rule never admits")
+		return nil, false
+	}
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		c.addf(n, id, "scopes must be a non-empty list of scope names")
+		return nil, false
+	}
+	var out []string
+	ok := true
+	for _, e := range n.Content {
+		s, sok := c.str(e, id, "a scope")
+		if !sok {
+			ok = false
+			continue
+		}
+		valid := s != ""
+		for i := 0; i < len(s); i++ {
+			b := s[i]
+			valid = valid && b > 0x20 && b < 0x7f && b != '"' && b != '\\'
+		}
+		if !valid {
+			c.addf(e, id, "scope %q: want printable ASCII without space, '\"' or '\\' (RFC 6749 section 3.3)", s)
+			ok = false
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, ok
+}
+
+// compileRefusal compiles `refusal: explain | conceal`; nil after a problem.
+func (c *compiler) compileRefusal(n *yaml.Node, id string) *Refusal {
+	r := RefusalExplain
+	switch {
+	case n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str":
+	case n.Value == "explain":
+		return &r
+	case n.Value == "conceal":
+		r = RefusalConceal
+		return &r
+	}
+	c.addf(n, id, "refusal must be explain or conceal")
+	return nil
 }
 
 func orNode(a, b *yaml.Node) *yaml.Node {

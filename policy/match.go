@@ -14,6 +14,11 @@ type rule struct {
 	// alone by method rules; reserved-word rules use neither.
 	server, name glob
 	when         cel.Program // nil: no condition
+	// scopes are the OAuth scopes a token needs when this rule decides
+	// (allow and ask rules only); nil needs none.
+	scopes []string
+	// refusal is this rule's refusal style; nil defers to the policy's.
+	refusal *Refusal
 }
 
 // request is one Input being evaluated, with the forms rules compare,
