@@ -53,6 +53,18 @@ const (
 	ReasonNonCanonicalNumber Reason = "non_canonical_number" // a number that changes value in RFC 8785 form
 	ReasonBatchNotSupported  Reason = "batch_not_supported"  // a JSON array body on MCP 2025-06-18 or later
 
+	// Authority bound to the exact request: scope step-up, approvals,
+	// idempotency keys (binding.go).
+	ReasonInsufficientScope         Reason = "insufficient_scope"          // the deciding rule's scopes are not all in the token (RFC 6750 section 3.1)
+	ReasonApprovalUntrusted         Reason = "approval_untrusted"          // an approval that is malformed, not typ mcp-approval+jwt, not signed by an approver key, or lacks a claim
+	ReasonApprovalExpired           Reason = "approval_expired"            // the approval's exp passed
+	ReasonApprovalAudienceMismatch  Reason = "approval_audience_mismatch"  // the approval's aud is not the audience of this request
+	ReasonApprovalPrincipalMismatch Reason = "approval_principal_mismatch" // the approval's sub is not the token's sub
+	ReasonApprovalDigestMismatch    Reason = "approval_digest_mismatch"    // the approval's digest is not this request's digest
+	ReasonApprovalReplayed          Reason = "approval_replayed"           // the approval's jti was used before (approvals are single use)
+	ReasonReplaySubstitution        Reason = "replay_substitution"         // an idempotency key already bound to a different request digest
+	ReasonStateStoreUnavailable     Reason = "state_store_unavailable"     // the approval / idempotency store cannot be reached
+
 	// Faults of the service itself: still denials.
 	ReasonDeadlineExceeded  Reason = "deadline_exceeded"  // the Check's gRPC deadline passed
 	ReasonPolicyUnavailable Reason = "policy_unavailable" // no compiled policy loaded
@@ -123,6 +135,16 @@ var outcomes = map[Reason]outcome{
 	ReasonInvalidParams:      {codes.InvalidArgument, http.StatusBadRequest, CodeInvalidParams, "Invalid params"},
 	ReasonNonCanonicalNumber: {codes.InvalidArgument, http.StatusBadRequest, CodeInvalidParams, "Invalid params: number loses precision"},
 	ReasonBatchNotSupported:  {codes.InvalidArgument, http.StatusBadRequest, CodeInvalidRequest, "Invalid Request: batches are not supported"},
+
+	ReasonInsufficientScope:         {codes.PermissionDenied, http.StatusForbidden, CodeForbidden, "Insufficient scope"},
+	ReasonApprovalUntrusted:         {codes.PermissionDenied, http.StatusForbidden, CodeAuthorizationRequired, "Approval not trusted"},
+	ReasonApprovalExpired:           {codes.PermissionDenied, http.StatusForbidden, CodeAuthorizationRequired, "Approval expired"},
+	ReasonApprovalAudienceMismatch:  {codes.PermissionDenied, http.StatusForbidden, CodeAuthorizationRequired, "Approval is for another MCP server"},
+	ReasonApprovalPrincipalMismatch: {codes.PermissionDenied, http.StatusForbidden, CodeAuthorizationRequired, "Approval is for another principal"},
+	ReasonApprovalDigestMismatch:    {codes.PermissionDenied, http.StatusForbidden, CodeAuthorizationRequired, "Approval is for another request"},
+	ReasonApprovalReplayed:          {codes.PermissionDenied, http.StatusForbidden, CodeAuthorizationRequired, "Approval already used"},
+	ReasonReplaySubstitution:        {codes.PermissionDenied, http.StatusUnprocessableEntity, CodeRequestRejected, "Idempotency key reused for a different request"},
+	ReasonStateStoreUnavailable:     {codes.Unavailable, http.StatusServiceUnavailable, CodeUnavailable, "State store unavailable"},
 
 	ReasonDeadlineExceeded:  {codes.Unavailable, http.StatusServiceUnavailable, CodeUnavailable, "Authorization timed out"},
 	ReasonPolicyUnavailable: {codes.Unavailable, http.StatusServiceUnavailable, CodeUnavailable, "Policy unavailable"},
