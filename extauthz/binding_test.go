@@ -40,7 +40,7 @@ type bindingRig struct {
 	upstream atomic.Int64 // allowed requests that are not retries: the upstream runs them
 }
 
-func newBindingRig(t *testing.T, store state.Store) *bindingRig {
+func newBindingRig(t *testing.T, store state.Store, opts ...func(*Server)) *bindingRig {
 	t.Helper()
 	rig := &bindingRig{userKey: newTestKey(t, "user-key"), apprKey: newTestKey(t, "approver-key")}
 	rig.idp = newTestIdP(t, rig.userKey)
@@ -57,6 +57,9 @@ func newBindingRig(t *testing.T, store state.Store) *bindingRig {
 	rig.policies = compileStore(t, filepath.Join("testdata", "binding-policy.yaml"))
 	srv := newTestServer(rig.policies, users, nil)
 	srv.Decider.Binding = rig.binding
+	for _, o := range opts {
+		o(srv)
+	}
 	rig.client = startGRPC(t, srv)
 	return rig
 }

@@ -1,0 +1,149 @@
+package extauthz
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
+)
+
+var bigRefund = call{tool: "issue_refund", args: `{"amountMinor":9000,"currency":"USD","orderId":"o-1"}`}
+
+// TestRedisOutage: while Redis is down, every request that needs it is
+// denied (state_store_unavailable), never allowed; requests that do not
+// need it are decided as usual.
+func TestRedisOutage(t *testing.T) {
+	url, stop := statetest.StartRedis(t)
+	r, err := state.NewRedis(url, statetest.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rig := newBindingRig(t, r)
+	c := bigRefund
+	c.approval = rig.approve(t, bigRefund, nil)
+	if got := rig.send(t, c); got.reason != "allowed" {
+		t.Fatalf("before the outage: %s", got.reason)
+	}
+	stop()
+	small := call{tool: "issue_refund", args: `{"amountMinor":100,"currency":"USD","orderId":"o-9"}`}
+	for i := range 5 {
+		c := bigRefund
+		c.approval = rig.approve(t, bigRefund, nil) // a fresh, valid approval each time
+		keyed := small
+		keyed.key = "outage-" + string(rune('a'+i))
+		for _, cc := range []call{c, keyed} {
+			got := rig.send(t, cc)
+			if got.decision == "allow" || got.reason != "state_store_unavailable" {
+				t.Fatalf("Redis down: %s/%s, want a state_store_unavailable denial", got.decision, got.reason)
+			}
+		}
+	}
+	if got := rig.send(t, small); got.reason != "allowed" { // no key: the store is not needed
+		t.Errorf("request that needs no store: %s", got.reason)
+	}
+	if rig.upstream.Load() != 2 {
+		t.Errorf("upstream ran %d times, want 2 (the approved request before the outage, the keyless one after)", rig.upstream.Load())
+	}
+}
+
+// TestApprovalUntrusted: anything but a well-formed approval of type
+// mcp-approval+jwt signed by the approver, with every claim and a bounded
+// lifetime, is approval_untrusted.
+func TestApprovalUntrusted(t *testing.T) {
+	rig := newBindingRig(t, state.NewMemory(0, nil))
+	now := time.Now()
+	claims := func(edit func(map[string]any)) map[string]any {
+		c := claimsOf(t, rig.approve(t, bigRefund, nil))
+		edit(c)
+		return c
+	}
+	tests := []struct {
+		name string
+		give string
+	}{
+		{"typ JWT (an access token shape)", signApproval(t, rig.apprKey, "JWT", claims(func(map[string]any) {}))},
+		{"no typ", signApproval(t, rig.apprKey, "", claims(func(map[string]any) {}))},
+		{"user's identity provider key", signApproval(t, rig.userKey, ApprovalType, claims(func(map[string]any) {}))},
+		{"issuer is the users' identity provider", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["iss"] = rig.idp.issuer() }))},
+		{"no jti", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { delete(c, "jti") }))},
+		{"no approver", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { delete(c, "approver") }))},
+		{"no digest", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { delete(c, "digest") }))},
+		{"no iat", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { delete(c, "iat") }))},
+		{"lives longer than the maximum", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["exp"] = now.Add(2 * time.Hour).Unix() }))},
+		{"issued in the future", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["iat"] = now.Add(10 * time.Minute).Unix() }))},
+		{"not a JWS", "not-a-jws"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := bigRefund
+			c.approval = tt.give
+			if got := rig.send(t, c); got.reason != "approval_untrusted" {
+				t.Errorf("reason = %s, want approval_untrusted", got.reason)
+			}
+		})
+	}
+	t.Run("header and _meta differ", func(t *testing.T) {
+		c := bigRefund
+		c.approval = rig.approve(t, bigRefund, nil)
+		c.metaAppr = rig.approve(t, bigRefund, nil)
+		if got := rig.send(t, c); got.reason != "approval_untrusted" {
+			t.Errorf("reason = %s, want approval_untrusted", got.reason)
+		}
+	})
+	t.Run("no approver configured", func(t *testing.T) {
+		rig2 := newBindingRig(t, state.NewMemory(0, nil), func(s *Server) { s.Decider.Binding.Approvals = nil })
+		c := bigRefund
+		c.approval = rig2.approve(t, bigRefund, nil)
+		if got := rig2.send(t, c); got.reason != "approval_untrusted" {
+			t.Errorf("reason = %s, want approval_untrusted", got.reason)
+		}
+	})
+	if rig.upstream.Load() != 0 {
+		t.Errorf("upstream ran %d times, want 0", rig.upstream.Load())
+	}
+}
+
+// TestApprovalNotForwarded: the approval header never reaches the upstream;
+// the admitted request is logged with its approver, never with the approval
+// or an argument.
+func TestApprovalNotForwarded(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	rig := newBindingRig(t, state.NewMemory(0, nil), func(s *Server) { s.Log = zap.New(core) })
+	c := bigRefund
+	c.approval = rig.approve(t, bigRefund, nil)
+	got := rig.send(t, c)
+	if got.reason != "allowed" {
+		t.Fatalf("reason %s", got.reason)
+	}
+	if !contains(got.removed, HeaderApproval) {
+		t.Errorf("headers_to_remove = %v, want %s among them", got.removed, HeaderApproval)
+	}
+	if _, set := got.upstreamHeaders[HeaderRetry]; set {
+		t.Errorf("first admission marked as a retry")
+	}
+	e := logs.All()[0]
+	b, _ := json.Marshal(e.ContextMap())
+	if m := e.ContextMap(); m["approver"] != "bob@example.com" || m["approval_jti"] == "" {
+		t.Errorf("log line lacks the approver: %s", b)
+	}
+	if strings.Contains(string(b), c.approval[:40]) || strings.Contains(string(b), "9000") {
+		t.Errorf("log line leaks the approval or an argument: %s", b)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
