@@ -67,7 +67,7 @@ func concealedBody(style ConcealStyle, d *Decision) []byte {
 		prefix := "MCP error -32602: "
 		switch d.Method {
 		case "tools/call":
-			text, _ := json.Marshal(prefix + "Tool " + target + " not found")
+			text := jsonText(prefix + "Tool " + target + " not found")
 			return jsonrpcEnvelope(d.RPCID, "result", []byte(`{"content":[{"type":"text","text":`+string(text)+`}],"isError":true}`), true)
 		case "prompts/get":
 			return rpcError(d.RPCID, invalidParams, prefix+"Prompt "+target+" not found", nil)
@@ -81,8 +81,7 @@ func concealedBody(style ConcealStyle, d *Decision) []byte {
 		case "prompts/get":
 			return rpcError(d.RPCID, invalidParams, "Prompt "+target+" not found", nil)
 		default:
-			data, _ := json.Marshal(map[string]string{"uri": target})
-			return rpcError(d.RPCID, invalidParams, "Resource not found: "+target, data)
+			return rpcError(d.RPCID, invalidParams, "Resource not found: "+target, []byte(`{"uri":`+string(jsonText(target))+`}`))
 		}
 	default: // ConcealGoSDK
 		switch d.Method {
@@ -93,7 +92,7 @@ func concealedBody(style ConcealStyle, d *Decision) []byte {
 		default:
 			data := []byte(fmt.Sprintf(`{"uri":%q}`, target)) // as go-sdk writes it
 			if !json.Valid(data) {
-				data, _ = json.Marshal(map[string]string{"uri": target})
+				data = []byte(`{"uri":` + string(jsonText(target)) + `}`)
 			}
 			return rpcError(d.RPCID, invalidParams, "Resource not found", data)
 		}
@@ -102,12 +101,22 @@ func concealedBody(style ConcealStyle, d *Decision) []byte {
 
 // rpcError is {"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…[,"data":…]}}.
 func rpcError(id []byte, code int, message string, data []byte) []byte {
-	msg, _ := json.Marshal(message)
-	e := `{"code":` + strconv.Itoa(code) + `,"message":` + string(msg)
+	e := `{"code":` + strconv.Itoa(code) + `,"message":` + string(jsonText(message))
 	if data != nil {
 		e += `,"data":` + string(data)
 	}
 	return jsonrpcEnvelope(id, "error", []byte(e+"}"), false)
+}
+
+// jsonText is s as a JSON string without HTML escaping, as both SDKs write
+// it (go-sdk's encoder has SetEscapeHTML(false); JSON.stringify never
+// escapes '<', '>', '&').
+func jsonText(s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // jsonrpcEnvelope wraps a result or error member; resultFirst puts it
