@@ -106,6 +106,7 @@ static_resources:
                 - { exact: x-envoy-auth-partial-body } # set by Envoy itself on a cut body
                 - { prefix: mcp-, ignore_case: true }
                 - { prefix: x-mcp-, ignore_case: true }
+                - { exact: idempotency-key }        # replay protection (Idempotency-Key)
           - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
