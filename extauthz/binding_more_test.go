@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -146,4 +147,67 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// FuzzBinding: whatever the approval, idempotency key and body, Check
+// answers, with a reason from the closed set, OK exactly when allowed, and
+// an approval that was not signed by the approver never admits an ask.
+func FuzzBinding(f *testing.F) {
+	f.Add("", "", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"issue_refund","arguments":{"amountMinor":9000,"currency":"EUR"}}}`))
+	f.Add("a.b.c", "k1", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{},"_meta":{"io.mcp-extauthz/approval":"x.y.z"}}}`))
+	f.Add("eyJ0eXAiOiJtY3AtYXBwcm92YWwrand0In0.e30.", "\"k\"", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"issue_refund","arguments":{"amountMinor":9000},"_meta":{"io.mcp-extauthz/approval":7}}}`))
+	srv := staticRig(f, nil)
+	srv.Decider.Binding = &Binding{
+		Approvals:         warmVerifierStatic(f, newTestKey(f, "approver-key")),
+		Store:             state.NewMemory(1000, nil),
+		IdempotencyHeader: DefaultIdempotencyHeader,
+		IdempotencyMeta:   "io.mcp-extauthz/idempotency-key",
+	}
+	f.Fuzz(func(t *testing.T, approval, key string, body []byte) {
+		c := postReq("")
+		c.Body = body
+		if approval != "" {
+			c.Headers[HeaderApproval] = approval
+		}
+		if key != "" {
+			c.Headers[DefaultIdempotencyHeader] = key
+		}
+		resp, err := srv.Check(t.Context(), c.CheckRequest(true))
+		if err != nil || resp == nil {
+			t.Fatalf("Check = %v, %v", resp, err)
+		}
+		md := resp.GetDynamicMetadata().GetFields()
+		reason := md["reason"].GetStringValue()
+		if _, ok := outcomes[Reason(reason)]; !ok {
+			t.Fatalf("reason %q outside the closed set", reason)
+		}
+		if (resp.GetOkResponse() != nil) != (reason == string(ReasonAllowed)) {
+			t.Fatalf("status %v with reason %q", resp.GetStatus(), reason)
+		}
+		// Without the approval and the key the same body is decided
+		// alone; an allow must not come from a forged approval.
+		if reason == string(ReasonAllowed) && (approval != "" || strings.Contains(string(body), MetaApproval)) {
+			d := srv.Decider.Decide(t.Context(), postReqBody(body).Request())
+			if d.Reason != ReasonAllowed {
+				t.Fatalf("a fuzzed approval admitted a request the policy decides %s", d.Reason)
+			}
+		}
+	})
+}
+
+func postReqBody(body []byte) *CapturedRequest {
+	c := postReq("")
+	c.Body = body
+	return c
+}
+
+// warmVerifierStatic verifies approvals signed by k (issuer
+// https://approvals.example.com) against a static key set.
+func warmVerifierStatic(t testing.TB, k *testKey) *OIDCVerifier {
+	v, err := NewOIDCVerifier(OIDCConfig{Issuer: "https://approvals.example.com", Audiences: []string{testAudience},
+		KeySet: NewStaticKeySet([]jose.JSONWebKey{k.public()})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
