@@ -102,7 +102,9 @@ func (b *Binding) bind(ctx context.Context, r *Request, dec *Decision) Reason {
 	if reason == ReasonAuthorizationRequired && b.ApprovalURL != "" {
 		dec.ApprovalURL = strings.ReplaceAll(b.ApprovalURL, "{digest}", url.QueryEscape(dec.RequestDigest))
 	}
-	single := dec.parsed && dec.Method != "batch" && dec.RequestDigest != ""
+	// One message only: an approval of one element must never admit a
+	// batch, whose other elements it does not name.
+	single := dec.parsed && len(dec.BatchDigests) == 0 && dec.BatchIndex < 0 && dec.RequestDigest != ""
 	if !single {
 		return reason
 	}

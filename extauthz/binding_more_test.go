@@ -211,3 +211,34 @@ func warmVerifierStatic(t testing.TB, k *testKey) *OIDCVerifier {
 	}
 	return v
 }
+
+// TestApprovalBatch: an approval binds one request digest, so it never lifts
+// an ask inside a batch (MCP 2025-03-26), whose other elements it does not
+// name; nor does an idempotency key apply to a batch.
+func TestApprovalBatch(t *testing.T) {
+	rig := newBindingRig(t, state.NewMemory(0, nil))
+	transfer := call{tool: "transfer_funds", args: `{"amountMinor":1}`}
+	for _, body := range []string{
+		`[` + bigRefund.body() + `]`,
+		`[` + bigRefund.body() + `,` + strings.Replace(transfer.body(), `"id":7`, `"id":8`, 1) + `]`,
+	} {
+		capt := caseReq(body)
+		delete(capt.Headers, "mcp-protocol-version") // batches exist only in 2025-03-26
+		capt.Headers["authorization"] = "Bearer " + rig.token(t, call{})
+		capt.Headers[HeaderApproval] = rig.approve(t, bigRefund, nil)
+		d, _ := parseDenial(t, check(t, rig.client, capt.CheckRequest(true)))
+		if d.Error.Data.Reason != "authorization_required" {
+			t.Errorf("batch with an approval of its first element: %s, want authorization_required", d.Error.Data.Reason)
+		}
+	}
+	small := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{}}}`
+	for i, body := range []string{`[` + small + `]`, `[` + strings.Replace(small, `"id":1`, `"id":2`, 1) + `,` + small + `]`} {
+		capt := caseReq(body)
+		delete(capt.Headers, "mcp-protocol-version")
+		capt.Headers["authorization"] = "Bearer " + rig.token(t, call{})
+		capt.Headers[DefaultIdempotencyHeader] = "same-key"
+		if h := okHeaders(t, check(t, rig.client, capt.CheckRequest(true))); h[HeaderRetry] != "" {
+			t.Errorf("batch %d marked as a retry", i)
+		}
+	}
+}
