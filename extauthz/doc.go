@@ -10,4 +10,12 @@
 // and dynamic metadata, or a DeniedHttpResponse whose body is a JSON-RPC error
 // with a Reason from a closed set. It fails closed: every error path is a
 // denial, and Check never returns a gRPC error.
+//
+// Binding (binding.go) ties authority to the exact request digest: an
+// approval (a JWS of type mcp-approval+jwt naming the digest) lifts one ask
+// once, and an idempotency key admits a retry of the same digest and
+// nothing else, with used ids in an internal/state store. A rule's OAuth
+// scopes are enforced with the RFC 6750 insufficient_scope challenge (MCP
+// authorization 2025-11-25 step-up), and `refusal: conceal` answers as the
+// MCP server's SDK answers an unknown tool, prompt or resource.
 package extauthz
