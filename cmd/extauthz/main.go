@@ -5,6 +5,8 @@
 //	extauthz check [flags] REQUEST.json
 //	                           decide one captured HTTP request offline
 //	extauthz token [flags]     mint a test bearer token (quick-start only)
+//	extauthz approve [flags] DENIAL.json
+//	                           sign an approval of one request digest
 //	extauthz healthcheck       gRPC health probe for exec probes
 //	extauthz version           print the build's version
 //
@@ -74,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCheck(ctx, args, stdout, stderr)
 	case "token":
 		return runToken(args, stdout, stderr)
+	case "approve":
+		return runApprove(ctx, args, os.Stdin, stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, args, stdout, stderr)
 	case "version":
@@ -83,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, token or healthcheck)", cmd)}
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, token, approve or healthcheck)", cmd)}
 }
 
 const usage = `usage: extauthz <command> [flags]
@@ -92,6 +96,7 @@ commands:
   serve        run the ext_authz gRPC service (the default)
   check        decide one captured HTTP request: offline, or by a running service (--addr)
   token        mint a test bearer token with the quick-start key
+  approve      sign an approval of one request digest (from an ask denial) for a principal
   healthcheck  probe a running service's gRPC health (exit 0 when SERVING)
   version      print the build's version
 
