@@ -14,6 +14,12 @@ type rule struct {
 	// alone by method rules; reserved-word rules use neither.
 	server, name glob
 	when         cel.Program // nil: no condition
+	shadow       bool        // reported, never decides
+
+	// Source, for Explain.
+	line, col int    // of the rule in the file
+	pattern   string // the match or method text
+	whenSrc   string // the when expression; "" when none
 }
 
 // request is one Input being evaluated, with the forms rules compare,
