@@ -85,7 +85,7 @@ func TestCompileErrorPositions(t *testing.T) {
 		give int // index in ce.Problems
 		want string
 	}{
-		{give: 0, want: `policy.yaml:11:11: rule "ask[0]": undeclared reference to 'argz' (did you mean 'args'?)`},
+		{give: 0, want: `policy.yaml:11:11: rule "ask[0]": undeclared reference to 'argz'`},
 		{give: 1, want: `policy.yaml:14:27: rule "quoted": undeclared reference to 'nope'`},
 		{give: 2, want: `policy.yaml:19:9: rule "block": undeclared reference to 'missing'`},
 	}

@@ -181,47 +181,10 @@ func isResourceMethod(m string) bool {
 // does not yield a bool counts as matching in deny and ask rules and as not
 // matching in allow rules.
 func (p *Policy) Evaluate(in *Input) Result {
-	if in == nil {
-		return Result{Decision: Deny, Cause: CauseInvalidInput}
+	r, cause := newRequest(in)
+	if cause != 0 {
+		return Result{Decision: Deny, Cause: cause}
 	}
-	r := request{in: in}
-	switch in.Op {
-	case OpRequest:
-		switch {
-		case in.Method == "":
-			return Result{Decision: Deny, Cause: CauseInvalidInput}
-		case in.Method == methodToolsCall:
-			if in.Tool == "" {
-				return Result{Decision: Deny, Cause: CauseInvalidInput}
-			}
-			r.kind, r.name = kindTool, in.Tool
-		case in.Method == methodPromptsGet:
-			if in.Prompt == "" {
-				return Result{Decision: Deny, Cause: CauseInvalidInput}
-			}
-			r.kind, r.name = kindPrompt, in.Prompt
-		case isResourceMethod(in.Method):
-			if in.URI == "" {
-				return Result{Decision: Deny, Cause: CauseInvalidInput}
-			}
-			u, ok := NormalizeURI(in.URI)
-			if !ok {
-				return Result{Decision: Deny, Cause: CauseUnsafeURI}
-			}
-			r.kind, r.name = kindResource, u
-		default:
-			r.kind, r.name = kindMethod, in.Method
-		}
-	case OpResponse:
-		r.kind = kindResponse
-	case OpHTTPGet:
-		r.kind = kindGET
-	case OpHTTPDelete:
-		r.kind = kindDELETE
-	default:
-		return Result{Decision: Deny, Cause: CauseInvalidInput}
-	}
-
 	var res Result
 	switch {
 	case r.first(p.rules[Deny][r.kind], &res, Deny):
@@ -236,6 +199,52 @@ func (p *Policy) Evaluate(in *Input) Result {
 		}
 	}
 	return res
+}
+
+// newRequest classifies in, or returns the cause of its denial before any
+// rule (CauseInvalidInput, CauseUnsafeURI).
+func newRequest(in *Input) (request, Cause) {
+	if in == nil {
+		return request{}, CauseInvalidInput
+	}
+	r := request{in: in}
+	switch in.Op {
+	case OpRequest:
+		switch {
+		case in.Method == "":
+			return r, CauseInvalidInput
+		case in.Method == methodToolsCall:
+			if in.Tool == "" {
+				return r, CauseInvalidInput
+			}
+			r.kind, r.name = kindTool, in.Tool
+		case in.Method == methodPromptsGet:
+			if in.Prompt == "" {
+				return r, CauseInvalidInput
+			}
+			r.kind, r.name = kindPrompt, in.Prompt
+		case isResourceMethod(in.Method):
+			if in.URI == "" {
+				return r, CauseInvalidInput
+			}
+			u, ok := NormalizeURI(in.URI)
+			if !ok {
+				return r, CauseUnsafeURI
+			}
+			r.kind, r.name = kindResource, u
+		default:
+			r.kind, r.name = kindMethod, in.Method
+		}
+	case OpResponse:
+		r.kind = kindResponse
+	case OpHTTPGet:
+		r.kind = kindGET
+	case OpHTTPDelete:
+		r.kind = kindDELETE
+	default:
+		return r, CauseInvalidInput
+	}
+	return r, 0
 }
 
 // first sets *res and reports true if a rule in rules matches.
