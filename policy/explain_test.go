@@ -108,7 +108,7 @@ func TestExplainTrace(t *testing.T) {
 			want: Trace{
 				Result: Result{Decision: Deny, Cause: CauseDefault},
 				Step:   "default", Name: "tools/list",
-				Rules:  []RuleTrace{{RuleID: "methods.allow[0]", Decision: Allow, Line: 20, Column: 11, Pattern: "ping"}},
+				Rules: []RuleTrace{{RuleID: "methods.allow[0]", Decision: Allow, Line: 20, Column: 11, Pattern: "ping"}},
 			},
 		},
 		{
