@@ -73,6 +73,9 @@ type Decision struct {
 	Detail        string               // internal detail for the log (a parse error's message); never argument values
 	PolicyVersion string               // sha256:<hex> of the policy file
 	Shadow        []policy.ShadowMatch // shadow rules that matched; they never decide
+	// Trace is how the policy reached its decision, when the Decider's
+	// Explain is set and the policy was evaluated; nil otherwise.
+	Trace *policy.Trace
 
 	parsed bool // the body went through mcpparse.Parse
 }
@@ -114,6 +117,9 @@ type Decider struct {
 	Verifier TokenVerifier
 	Policies *PolicyStore
 	Limits   mcpparse.Limits
+	// Explain fills Decision.Trace (extauthz check --explain, extauthz
+	// test). It costs an evaluation of every rule: never set it in serve.
+	Explain bool
 }
 
 // knownMethods are the methods MCP defines for clients (2024-11-05 through
@@ -211,8 +217,9 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		return ReasonMethodNotAllowed
 	}
 
-	principal, reason := d.authenticate(ctx, r)
+	principal, reason, why := d.authenticate(ctx, r)
 	if reason != "" {
+		dec.Detail = why
 		return reason
 	}
 	dec.Principal = principal
@@ -295,7 +302,7 @@ func copyDecision(dst, src *Decision) {
 	dst.Decision, dst.RuleID = src.Decision, src.RuleID
 	dst.Method, dst.Tool, dst.Target = src.Method, src.Tool, src.Target
 	dst.ArgsDigest, dst.RequestDigest, dst.RPCID = src.ArgsDigest, src.RequestDigest, src.RPCID
-	dst.Shadow = src.Shadow
+	dst.Shadow, dst.Trace = src.Shadow, src.Trace
 }
 
 // decideMessage fills el for one JSON-RPC message and returns its reason.
@@ -347,7 +354,13 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *
 			Arguments: []byte("{}"), Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
 		})
 	}
-	res := lp.Policy.Evaluate(in)
+	var res policy.Result
+	if d.Explain {
+		tr := lp.Policy.Explain(in)
+		res, el.Trace = tr.Result, &tr
+	} else {
+		res = lp.Policy.Evaluate(in)
+	}
 	el.Decision, el.RuleID, el.Shadow = res.Decision, res.RuleID, res.Shadow
 	switch {
 	case res.Cause == policy.CauseUnsafeURI:
@@ -374,27 +387,42 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *
 }
 
 // authenticate reads the single Authorization: Bearer header (RFC 6750
-// section 2.1; the scheme is case-insensitive) and verifies the token.
-func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Reason) {
+// section 2.1; the scheme is case-insensitive) and verifies the token. On
+// failure it returns the reason and why, for the decision log: which check
+// failed and, for issuer and audience, what the token carried; never the
+// token.
+func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Reason, string) {
 	h, n := r.Headers.Get("authorization")
 	if n == 0 {
-		return nil, ReasonTokenMissing
+		return nil, ReasonTokenMissing, "no Authorization header"
 	}
 	scheme, tok, ok := strings.Cut(h, " ")
-	if n > 1 || !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" || strings.ContainsAny(tok, " ,\t") {
-		return nil, ReasonTokenMalformed
+	switch {
+	case n > 1:
+		return nil, ReasonTokenMalformed, fmt.Sprintf("%d Authorization headers", n)
+	case !ok || !strings.EqualFold(scheme, "Bearer"):
+		return nil, ReasonTokenMalformed, "Authorization is not Bearer <token> (RFC 6750 section 2.1)"
+	case tok == "" || strings.ContainsAny(tok, " ,\t"):
+		return nil, ReasonTokenMalformed, "bearer token empty or holding a space, comma or tab"
 	}
 	p, err := d.Verifier.Verify(ctx, tok)
 	if err != nil {
 		var te *TokenError
 		if errors.As(err, &te) {
-			return nil, te.Reason
+			why := string(te.Reason)
+			if te.Err != nil {
+				why = te.Err.Error()
+			}
+			return nil, te.Reason, why
 		}
-		return nil, ReasonTokenInvalid
+		return nil, ReasonTokenInvalid, err.Error()
 	}
 	if aud := r.ContextExtensions[ContextExtensionAudience]; aud != "" {
-		if !slices.Contains(p.Audiences, aud) || !d.audienceConfigured(aud) {
-			return nil, ReasonTokenWrongAudience
+		if !slices.Contains(p.Audiences, aud) {
+			return nil, ReasonTokenWrongAudience, fmt.Sprintf("token aud %s lacks the route's audience %q (context extension %s)", clipList(p.Audiences), aud, ContextExtensionAudience)
+		}
+		if !d.audienceConfigured(aud) {
+			return nil, ReasonTokenWrongAudience, fmt.Sprintf("the route's audience %q (context extension %s) is not a configured --audience", aud, ContextExtensionAudience)
 		}
 		if p.Audience != aud { // the digest names the route's audience
 			q := *p
@@ -402,7 +430,7 @@ func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Rea
 			p = &q
 		}
 	}
-	return p, ""
+	return p, "", ""
 }
 
 // audienceConfigured reports whether aud is one the verifier accepts.
