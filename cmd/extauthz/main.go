@@ -3,7 +3,9 @@
 //
 //	extauthz [serve] [flags]   run the gRPC Authorization service
 //	extauthz check [flags] REQUEST.json
-//	                           decide one captured HTTP request offline
+//	                           decide one request offline, or by a running service
+//	extauthz test [flags] [DIR|FILE...]
+//	                           run policy unit tests
 //	extauthz token [flags]     mint a test bearer token (quick-start only)
 //	extauthz healthcheck       gRPC health probe for exec probes
 //	extauthz version           print the build's version
@@ -72,6 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runServe(ctx, args, stderr)
 	case "check":
 		return runCheck(ctx, args, stdout, stderr)
+	case "test":
+		return runTest(ctx, args, stdout, stderr)
 	case "token":
 		return runToken(args, stdout, stderr)
 	case "healthcheck":
@@ -83,14 +87,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, token or healthcheck)", cmd)}
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, test, token, healthcheck or version)", cmd)}
 }
 
 const usage = `usage: extauthz <command> [flags]
 
 commands:
   serve        run the ext_authz gRPC service (the default)
-  check        decide one captured HTTP request: offline, or by a running service (--addr)
+  check        decide one request (a JSON-RPC body or a captured HTTP request): offline, or by a running service (--addr)
+  test         run policy unit tests (*_test.yaml next to the policy)
   token        mint a test bearer token with the quick-start key
   healthcheck  probe a running service's gRPC health (exit 0 when SERVING)
   version      print the build's version
