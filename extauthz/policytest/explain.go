@@ -116,7 +116,10 @@ func failNote(r policy.RuleTrace) string {
 	if r.Decision == policy.Allow {
 		return "fails closed: an allow rule does not match"
 	}
-	return "fails closed: a " + r.Decision.String() + " rule matches"
+	if r.Decision == policy.Ask {
+		return "fails closed: an ask rule matches"
+	}
+	return "fails closed: a deny rule matches"
 }
 
 func stepText(tr *policy.Trace) string {
