@@ -105,7 +105,7 @@ func (r *loaderRig) live() string {
 
 // watch runs Watch until the test ends and returns once the watcher is
 // known to be live. Readiness is proven, not assumed: the store is set to a
-// sentinel and a scratch file beside the policy is touched until the
+// sentinel and the policy file is rewritten with its own bytes until the
 // watcher's reload puts the file's policy back. Watch must return nil when
 // its context ends; the cleanup waits for it, so no goroutine outlives the
 // test.
@@ -127,9 +127,12 @@ func (r *loaderRig) watch(t testing.TB) {
 	})
 
 	want := r.live()
+	src, err := os.ReadFile(r.loader.File)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sentinel := &LoadedPolicy{Policy: r.loader.Store.Load().Policy, File: "sentinel", Version: "sha256:sentinel"}
 	r.loader.Store.Store(sentinel)
-	probe := filepath.Join(filepath.Dir(r.loader.File), ".watch-probe")
 	deadline := time.Now().Add(waitTimeout)
 	for r.live() != want {
 		select {
@@ -138,17 +141,13 @@ func (r *loaderRig) watch(t testing.TB) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("watcher never reloaded after touching %s", probe)
+			t.Fatalf("watcher never reloaded after rewriting %s", r.loader.File)
 		}
-		// Touch, then leave the debounce (100ms) time to expire: touching
-		// faster than that would keep postponing the reload.
-		writePolicyFile(t, probe, []byte(time.Now().String()))
+		// Rewrite, then leave the debounce (100ms) time to expire.
+		writePolicyFile(t, r.loader.File, src)
 		for end := time.Now().Add(300 * time.Millisecond); r.live() != want && time.Now().Before(end); {
 			time.Sleep(5 * time.Millisecond)
 		}
-	}
-	if err := os.Remove(probe); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -409,6 +408,46 @@ func TestWatchRefusesInvalidPolicy(t *testing.T) {
 	fixed := searchPolicy("fixed")
 	writePolicyFile(t, file, fixed)
 	r.waitLive(t, "the fixed policy after a broken one", fixed)
+}
+
+// TestWatchIgnoresFilesBeside: a log written next to a broken policy makes
+// no reload loop (issue 12 saw 97 errors in 10s): the broken write is
+// refused once, and a hundred log lines later it still counts once.
+func TestWatchIgnoresFilesBeside(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "policy.yaml")
+	good := searchPolicy("good")
+	writePolicyFile(t, file, good)
+	r := newLoaderRig(t, file)
+	r.watch(t)
+	reloads := r.reloads()
+
+	writePolicyFile(t, file, []byte("default: deny\nallow: [{match: x, shadow: yes}]\n"))
+	pollUntil(t, "the broken write refused", func() bool { return r.reloadErrors() == 1 })
+
+	logFile, err := os.Create(filepath.Join(dir, "extauthz.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	for i := range 100 {
+		if _, err := fmt.Fprintf(logFile, "{\"msg\":\"decision\",\"n\":%d}\n", i); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 {
+			time.Sleep(30 * time.Millisecond) // spread over several debounce periods
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // five debounce periods: any reload would have run
+	if got := r.reloadErrors(); got != 1 {
+		t.Errorf("policy_reload_errors_total = %v after log writes beside the policy, want 1", got)
+	}
+	if got := r.reloads(); got != reloads {
+		t.Errorf("policy_reloads_total = %v, want %v", got, reloads)
+	}
+	if got := r.live(); got != versionOf(good) {
+		t.Errorf("live = %s, want the good policy", got)
+	}
 }
 
 // TestLoadMissingFile: a policy file that disappears keeps the last good
