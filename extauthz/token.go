@@ -74,6 +74,9 @@ type OIDCConfig struct {
 	// OnKeySetRefresh, if set, is called after every key-set fetch of a
 	// discovered KeySet with its error (nil on success).
 	OnKeySetRefresh func(error)
+	// OnDiscovery, if set, is called after every discovery attempt with its
+	// error (nil on success).
+	OnDiscovery func(error)
 }
 
 // OIDCVerifier verifies bearer tokens with go-oidc: signature against the key
@@ -204,6 +207,9 @@ func (v *OIDCVerifier) discover(ctx context.Context) error {
 		if cerr := p.Claims(&meta); cerr != nil || meta.JWKSURI == "" {
 			err = errors.New("no jwks_uri")
 		}
+	}
+	if v.cfg.OnDiscovery != nil {
+		v.cfg.OnDiscovery(err)
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()

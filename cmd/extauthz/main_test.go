@@ -350,6 +350,32 @@ func TestServeIdentityProviderDown(t *testing.T) {
 	if got := httpStatus(t, "http://"+httpAddr+"/readyz"); got != http.StatusServiceUnavailable {
 		t.Errorf("/readyz with the provider down = %d, want 503", got)
 	}
+	// Every metric exists from start, at zero, and the first failures of
+	// the identity provider are counted before any Check.
+	early := scrape(t, httpAddr)
+	for _, want := range []string{
+		`mcp_extauthz_decisions_total{decision="deny",dry_run="false",method="none",reason="token_expired"} 0`,
+		`mcp_extauthz_decisions_total{decision="ask",dry_run="false",method="none",reason="authorization_required"} 0`,
+		`mcp_extauthz_token_verification_failures_total{reason="token_wrong_audience"} 0`,
+		`mcp_extauthz_shadow_matches_total{decision="deny"} 0`,
+		`mcp_extauthz_token_cache_total{result="hit"} 0`,
+		`mcp_extauthz_keyset_refreshes_total{result="error"} 0`,
+		`mcp_extauthz_policy_reload_errors_total 0`,
+		`mcp_extauthz_checks_in_flight 0`,
+		`mcp_extauthz_check_duration_seconds_count 0`,
+		`mcp_extauthz_ready 0`,
+		`mcp_extauthz_oidc_discovery_total{result="ok"} 0`,
+	} {
+		if !strings.Contains(early, want) {
+			t.Errorf("/metrics at start lacks %s", want)
+		}
+	}
+	discoveryFailed := regexp.MustCompile(`mcp_extauthz_oidc_discovery_total\{result="error"\} [1-9]`)
+	for deadline := time.Now().Add(10 * time.Second); !discoveryFailed.MatchString(scrape(t, httpAddr)); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the failed discovery at start is not counted in oidc_discovery_total")
+		}
+	}
 	if got := httpStatus(t, "http://"+httpAddr+"/healthz"); got != http.StatusOK {
 		t.Errorf("/healthz = %d, want 200", got)
 	}
@@ -381,6 +407,21 @@ func TestServeIdentityProviderDown(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// scrape returns the /metrics text of the service at httpAddr.
+func scrape(t *testing.T, httpAddr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestHelpAndVersion(t *testing.T) {

@@ -156,7 +156,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 			return
 		}
 		metrics.KeySetRefreshes.WithLabelValues("ok").Inc()
-	}}
+	}, OnDiscovery: metrics.OIDCDiscovered}
 	if cfg.JWKSFile != "" {
 		ks, err := extauthz.LoadJWKS(cfg.JWKSFile)
 		if err != nil {
