@@ -24,12 +24,16 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"go.uber.org/zap/zapgrpc"
+	"google.golang.org/grpc/grpclog"
 )
 
 // exitError carries a process exit code out of a subcommand.
 type exitError struct {
-	code int
-	err  error
+	code   int
+	err    error
+	logged bool // err is in the log already: main prints nothing
 }
 
 func (e *exitError) Error() string {
@@ -40,6 +44,10 @@ func (e *exitError) Error() string {
 }
 
 func main() {
+	// gRPC's own warnings and errors, as JSON lines like everything else.
+	if l, err := newLogger("warn", os.Stderr); err == nil {
+		grpclog.SetLoggerV2(zapgrpc.NewLogger(l))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -52,7 +60,7 @@ func main() {
 		code = ee.code
 		err = ee.err
 	}
-	if err != nil {
+	if err != nil && (ee == nil || !ee.logged) {
 		fmt.Fprintln(os.Stderr, "extauthz:", err)
 	}
 	os.Exit(code)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -198,7 +199,7 @@ func TestServeQuickStart(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"serve", "--config", "examples/config.yaml", "--grpc-addr", "127.0.0.1:0", "--http-addr", "", "--drain-period", "0s"}, io.Discard, &stderr)
 	}()
-	addrRE := regexp.MustCompile(`serving ext_authz on (\S+)`)
+	addrRE := regexp.MustCompile(`"grpc_addr":"([^"]+)"`)
 	var addr string
 	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if m := addrRE.FindStringSubmatch(stderr.String()); m != nil {
@@ -272,8 +273,8 @@ func startServe(t *testing.T, args ...string) (grpcAddr, httpAddr string) {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	grpcRE := regexp.MustCompile(`serving ext_authz on (\S+)`)
-	httpRE := regexp.MustCompile(`on http://(\S+)`)
+	grpcRE := regexp.MustCompile(`"grpc_addr":"([^"]+)"`)
+	httpRE := regexp.MustCompile(`"http_addr":"([^"]+)"`)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if g, h := grpcRE.FindStringSubmatch(stderr.String()), httpRE.FindStringSubmatch(stderr.String()); g != nil && h != nil {
 			return g[1], h[1]
@@ -434,4 +435,87 @@ func TestHelpAndVersion(t *testing.T) {
 	if err := run(t.Context(), []string{"bogus"}, io.Discard, io.Discard); exitCode(err) != 2 {
 		t.Errorf("unknown command: exit %d", exitCode(err))
 	}
+}
+
+// TestServeStderrIsJSON: everything serve writes on stderr is a JSON line,
+// from a flag or policy error to a clean stop, and no line carries a stack
+// trace.
+func TestServeStderrIsJSON(t *testing.T) {
+	dir := t.TempDir()
+	badPolicy := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(badPolicy, []byte("default: deny\nallow: [{match: x, shadow: yes}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--issuer", "https://idp.example.com", "--audience", "a", "--grpc-addr", "127.0.0.1:0", "--http-addr", ""}
+	tests := []struct {
+		name string
+		give []string
+		want string // in the error line
+	}{
+		{name: "unknown flag", give: []string{"--bogus"}, want: "flag provided but not defined"},
+		{name: "missing issuer", give: []string{"--policy", "examples/policy.yaml", "--audience", "a"}, want: "--issuer is required"},
+		{name: "bad log level", give: append([]string{"--policy", "examples/policy.yaml", "--log-level", "loud"}, base...), want: "--log-level"},
+		{name: "bad policy", give: append([]string{"--policy", badPolicy}, base...), want: badPolicy + ":2:"},
+		{name: "port in use", give: []string{"--policy", "examples/policy.yaml", "--issuer", "https://idp.example.com", "--audience", "a", "--grpc-addr", "256.0.0.1:1"}, want: "256.0.0.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("EXTAUTHZ_SERVERID", "typo") // a warning line too
+			var stderr bytes.Buffer
+			err := run(t.Context(), append([]string{"serve"}, tt.give...), io.Discard, &stderr)
+			if exitCode(err) == 0 {
+				t.Fatalf("exit 0, want an error")
+			}
+			var ee *exitError
+			if !errors.As(err, &ee) || !ee.logged {
+				t.Errorf("error %v not marked logged: main would print it again as text", err)
+			}
+			lines := jsonLines(t, stderr.String())
+			last := lines[len(lines)-1]
+			if last["level"] != "error" || !strings.Contains(fmt.Sprint(last["error"]), tt.want) {
+				t.Errorf("last line %v, want an error line with %q", last, tt.want)
+			}
+		})
+	}
+
+	// A clean run: start, serve, stop.
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", "examples/config.yaml", "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--drain-period", "0s"}, io.Discard, &stderr)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), `"grpc_addr"`); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start: %s", stderr.String())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	lines := jsonLines(t, stderr.String())
+	if msg := lines[len(lines)-1]["msg"]; msg != "stopped" {
+		t.Errorf("last line %v, want stopped", lines[len(lines)-1])
+	}
+}
+
+// jsonLines parses every line of s as a JSON object without a stack trace.
+func jsonLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("stderr line is not JSON: %q\nall:\n%s", line, s)
+		}
+		if _, ok := m["stacktrace"]; ok {
+			t.Errorf("stderr line has a stack trace: %q", line)
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		t.Fatal("no stderr lines")
+	}
+	return out
 }
