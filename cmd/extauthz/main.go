@@ -48,7 +48,7 @@ func main() {
 	if l, err := newLogger("warn", os.Stderr); err == nil {
 		grpclog.SetLoggerV2(zapgrpc.NewLogger(l))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := shutdownContext()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err == nil {
@@ -64,6 +64,27 @@ func main() {
 		fmt.Fprintln(os.Stderr, "extauthz:", err)
 	}
 	os.Exit(code)
+}
+
+// shutdownContext returns a context cancelled by the first SIGINT or
+// SIGTERM, which starts the graceful shutdown (drain, GracefulStop). A
+// second one ends the process at once, by the signal's default action, so
+// an operator is never stuck behind a long drain. Both are caught from the
+// start, so no second signal is lost between the two.
+func shutdownContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel()
+		sig := <-sigs
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		if s, ok := sig.(syscall.Signal); ok {
+			_ = syscall.Kill(os.Getpid(), s)
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel() }
 }
 
 // run dispatches to a subcommand; serve is the default.

@@ -129,7 +129,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	lc := &extauthz.Lifecycle{
 		GRPC: gs, Health: hs, Readiness: svc.readiness,
 		DrainPeriod: cfg.DrainPeriod, ShutdownTimeout: cfg.ShutdownTimeout,
-		OnShutdown: func() { log.Info("shutting down: NOT_SERVING, draining") },
+		OnShutdown: func() { log.Info("shutting down: NOT_SERVING, draining; a second SIGINT or SIGTERM stops at once") },
 	}
 	mode := "enforcing"
 	if cfg.DryRun {
