@@ -132,20 +132,38 @@ commands:
 Run "extauthz <command> -h" for its flags.
 `
 
-// version is the module version the binary was built from, with the VCS
-// revision when the build recorded one.
+// Set at build time with -ldflags "-X main.buildVersion=... -X
+// main.buildCommit=..." (Dockerfile, README); empty in a plain go build.
+var buildVersion, buildCommit string
+
+// version returns "VERSION (commit COMMIT)": the -ldflags values, else what
+// the Go toolchain recorded (the module version for go install
+// module@version, the VCS revision for a build in a git checkout), else
+// "devel" and "unknown".
 func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " (" + s.Value[:12] + ")"
+	v, c, dirty := buildVersion, buildCommit, false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch {
+			case s.Key == "vcs.revision" && c == "":
+				c = s.Value
+			case s.Key == "vcs.modified" && buildCommit == "":
+				dirty = s.Value == "true"
+			}
 		}
 	}
-	return v
+	if v == "" {
+		v = "devel"
+	}
+	if c == "" {
+		c = "unknown"
+	} else if dirty {
+		c += "-dirty"
+	}
+	return v + " (commit " + c + ")"
 }
 
 // parseFlags parses args into fs: -h exits 0 after the usage, a bad flag 2.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -85,5 +86,22 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 				t.Fatalf("still running 5s after a second %v (drain is 60s)", sig)
 			}
 		})
+	}
+}
+
+// version prints what -ldflags stamped, else what the toolchain recorded.
+func TestVersion(t *testing.T) {
+	defer func(v, c string) { buildVersion, buildCommit = v, c }(buildVersion, buildCommit)
+	buildVersion, buildCommit = "v1.2.3", "0123456789abcdef"
+	var out strings.Builder
+	if err := run(t.Context(), []string{"version"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "extauthz v1.2.3 (commit 0123456789abcdef)\n"; got != want {
+		t.Errorf("version = %q, want %q", got, want)
+	}
+	buildVersion, buildCommit = "", ""
+	if got := version(); !strings.HasPrefix(got, "devel (commit ") && !strings.HasPrefix(got, "v") {
+		t.Errorf("unstamped version = %q", got)
 	}
 }
