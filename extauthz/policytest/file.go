@@ -75,6 +75,7 @@ type Want struct {
 // file:line: messages.
 type LoadError struct{ Problems []string }
 
+// Error returns the problems, one per line.
 func (e *LoadError) Error() string { return strings.Join(e.Problems, "\n") }
 
 type loader struct {
