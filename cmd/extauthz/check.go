@@ -139,7 +139,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return bad(err)
 		}
 		if _, ok := capt.Headers["authorization"]; !ok && *jwks == "" && *addr == "" {
-			capt.Headers["authorization"] = "Bearer offline" // offline checks need no token
+			capt.Headers["authorization"] = "Bearer " + policytest.PlaceholderToken // offline checks need no token
 		}
 	} else {
 		r := policytest.Request{HTTPMethod: strings.ToUpper(*httpMethod), Body: in, Headers: map[string]string{}}

@@ -50,7 +50,7 @@ func TestCaseD09(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := Decide(context.Background(), lp, "payments", Principal{}, capt, "")
+	d := Decide(context.Background(), lp, "payments", Principal{}, capt)
 	resp := (&extauthz.Responder{}).Response(d, nil)
 	status := 200
 	if den := resp.GetDeniedResponse(); den != nil {

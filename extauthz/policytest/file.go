@@ -380,7 +380,7 @@ func Run(ctx context.Context, f *File) (*extauthz.LoadedPolicy, []Result, error)
 	out := make([]Result, len(f.Tests))
 	for i := range f.Tests {
 		t := &f.Tests[i]
-		d := Decide(ctx, lp, "", t.Principal, t.Request.Captured(), t.Request.Server)
+		d := Decide(ctx, lp, t.Request.Server, t.Principal, t.Request.Captured())
 		out[i] = Result{File: f, Test: t, Decision: d, Failures: compare(t.Want, d)}
 	}
 	return lp, out, nil

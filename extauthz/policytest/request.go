@@ -23,9 +23,9 @@ const (
 	DefaultIssuer   = "https://idp.example.com"
 	DefaultAudience = "https://mcp.example.com/mcp"
 	DefaultSubject  = "policy-test"
-	// placeholderToken stands in the Authorization header of an offline
-	// request; Verifier never reads it.
-	placeholderToken = "offline"
+	// PlaceholderToken is the bearer token of an offline request without
+	// one; Verifier never reads it.
+	PlaceholderToken = "offline"
 )
 
 // Request is one request to decide offline.
@@ -33,7 +33,7 @@ type Request struct {
 	HTTPMethod string            // POST when empty
 	Headers    map[string]string // lower-case names; content-type application/json is added to a POST without one
 	Body       []byte            // exact bytes
-	Server     string            // MCP server id; the context extension mcp_server
+	Server     string            // MCP server id (as serve's --server-id)
 }
 
 // Principal is who an offline request speaks for.
@@ -79,7 +79,7 @@ func (r *Request) Captured() *extauthz.CapturedRequest {
 	}
 	maps.Copy(c.Headers, r.Headers)
 	if _, ok := c.Headers["authorization"]; !ok {
-		c.Headers["authorization"] = "Bearer " + placeholderToken
+		c.Headers["authorization"] = "Bearer " + PlaceholderToken
 	}
 	if _, ok := c.Headers["host"]; !ok {
 		c.Headers["host"] = "mcp.example.com"
@@ -95,18 +95,14 @@ func (r *Request) Captured() *extauthz.CapturedRequest {
 	return c
 }
 
-// Decide decides c offline with the compiled policy lp, for principal p, as
-// serve would with the same policy and a token for p. serverID is used when
-// the request names no server. The Decision carries the policy trace.
-func Decide(ctx context.Context, lp *extauthz.LoadedPolicy, serverID string, p Principal, c *extauthz.CapturedRequest, server string) *extauthz.Decision {
+// Decide decides c offline with the compiled policy lp for MCP server
+// server and principal p, as serve would with the same policy, --server-id
+// and a token for p. The Decision carries the policy trace.
+func Decide(ctx context.Context, lp *extauthz.LoadedPolicy, server string, p Principal, c *extauthz.CapturedRequest) *extauthz.Decision {
 	store := &extauthz.PolicyStore{}
 	store.Store(lp)
-	d := &extauthz.Decider{ServerID: serverID, Verifier: Verifier{P: p}, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: true}
-	req := c.Request()
-	if server != "" {
-		req.ContextExtensions = map[string]string{extauthz.ContextExtensionServer: server}
-	}
-	return d.Decide(ctx, req)
+	d := &extauthz.Decider{ServerID: server, Verifier: Verifier{P: p}, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: true}
+	return d.Decide(ctx, c.Request())
 }
 
 // JSONClaims converts YAML- or flag-decoded claims to what a JWT carries:
