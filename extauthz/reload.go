@@ -22,7 +22,7 @@ type PolicyLoader struct {
 	Store   *PolicyStore
 	Log     *zap.Logger // nil: no logging
 	Metrics *Metrics    // nil: no metrics
-	// Debounce is how long Watch waits after the last file event before
+	// Debounce is how long Watch waits after the first event of a burst before
 	// reloading; zero means 100ms.
 	Debounce time.Duration
 
