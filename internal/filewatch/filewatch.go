@@ -107,8 +107,10 @@ func Watch(ctx context.Context, path string, o Options, onChange func()) error {
 			arm() // e.g. an overflow: something may have changed
 		case <-timer.C:
 			pending = false
+			// A symlink may now point into a new directory: watch it before
+			// reading, so a write right after the read is not missed.
+			resolve()
 			onChange()
-			resolve() // a symlink may now point into a new directory
 		}
 	}
 }
