@@ -70,6 +70,9 @@ func WriteTrace(w io.Writer, d *extauthz.Decision, policyFile string) {
 	if tr.Name != "" && tr.Name != d.Target && tr.Name != d.Method {
 		what += " (matched as " + strconv.Quote(tr.Name) + ")"
 	}
+	if d.BatchIndex >= 0 {
+		what = fmt.Sprintf("batch element %d (the first not allowed): %s", d.BatchIndex, what)
+	}
 	fmt.Fprintf(w, "policy trace for %s on server %q:\n", what, d.Server)
 	if len(tr.Rules) == 0 && tr.Step != "unsafe_uri" && tr.Step != "invalid_input" {
 		fmt.Fprintln(w, "  no rule of this kind")
