@@ -1,5 +1,8 @@
 # mcp-extauthz: a static binary on distroless, non-root.
-#   docker build -t ghcr.io/mcp-extauthz/mcp-extauthz:0.1.0 .
+#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
+#     --build-arg COMMIT=$(git rev-parse HEAD) -t REGISTRY/mcp-extauthz:TAG .
+# VERSION and COMMIT are what `extauthz version` prints (.git is not in the
+# build context, so they come in as build arguments).
 # .ci/run runs the `go build` line below as is (only /out replaced), so keep
 # it on one line, with no Dockerfile-only flags.
 
@@ -8,7 +11,9 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/extauthz ./cmd/extauthz
+ARG VERSION=devel
+ARG COMMIT=unknown
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.buildVersion=${VERSION:-devel} -X main.buildCommit=${COMMIT:-unknown}" -o /out/extauthz ./cmd/extauthz
 
 # https://github.com/GoogleContainerTools/distroless: no shell, CA
 # certificates (for OIDC discovery) and tzdata included, uid 65532.

@@ -32,14 +32,6 @@ type case2Want struct {
 	UpstreamMustNotCarry []string `json:"upstream_must_not_carry"`
 }
 
-// pendingOtherBranch lists cases-2 rows fixed on other branches of issue 7
-// (Policy files: D09). A row listed here that fails
-// is skipped with a note; one that passes is reported, so the entry is
-// removed once the fix is merged.
-var pendingOtherBranch = map[string]string{
-	"D09": "typed YAML scalars (shadow: True) are fixed under issue 7 'Policy files'",
-}
-
 func loadCases2(t *testing.T) []case2Line {
 	t.Helper()
 	f, err := os.Open(filepath.Join(sharedDir, "cases", "cases-2.jsonl"))
@@ -113,15 +105,8 @@ func TestCases2(t *testing.T) {
 	k := newTestKey(t, "k1")
 	for _, c := range loadCases2(t) {
 		t.Run(c.ID, func(t *testing.T) {
-			failed := runCase2(t, k, c)
-			note, pending := pendingOtherBranch[c.ID]
-			switch {
-			case failed != "" && pending:
-				t.Skipf("pendingOtherBranch: %s: %s", note, failed)
-			case failed != "":
+			if failed := runCase2(t, k, c); failed != "" {
 				t.Error(failed)
-			case pending:
-				t.Errorf("%s passes: remove it from pendingOtherBranch", c.ID)
 			}
 		})
 	}

@@ -74,6 +74,9 @@ type Decision struct {
 	Detail        string               // internal detail for the log (a parse error's message); never argument values
 	PolicyVersion string               // sha256:<hex> of the policy file
 	Shadow        []policy.ShadowMatch // shadow rules that matched; they never decide
+	// Trace is how the policy reached its decision, when the Decider's
+	// Explain is set and the policy was evaluated; nil otherwise.
+	Trace *policy.Trace
 
 	// Binding (binding.go, stepup.go, conceal.go).
 	RequiredScopes []string // the deciding rule's scopes, on insufficient_scope
@@ -129,6 +132,9 @@ type Decider struct {
 	Limits   mcpparse.Limits
 	// Binding applies approvals and idempotency keys; nil disables both.
 	Binding *Binding
+	// Explain fills Decision.Trace (extauthz check --explain, extauthz
+	// test). It costs an evaluation of every rule: never set it in serve.
+	Explain bool
 }
 
 // knownMethods are the methods MCP defines for clients (2024-11-05 through
@@ -320,7 +326,7 @@ func copyDecision(dst, src *Decision) {
 	dst.Decision, dst.RuleID = src.Decision, src.RuleID
 	dst.Method, dst.Tool, dst.Target = src.Method, src.Tool, src.Target
 	dst.ArgsDigest, dst.RequestDigest, dst.RPCID = src.ArgsDigest, src.RequestDigest, src.RPCID
-	dst.Shadow = src.Shadow
+	dst.Shadow, dst.Trace = src.Shadow, src.Trace
 	dst.RequiredScopes, dst.Conceal, dst.params = src.RequiredScopes, src.Conceal, src.params
 }
 
@@ -373,7 +379,13 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *
 			Arguments: []byte("{}"), Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
 		})
 	}
-	res := lp.Policy.Evaluate(in)
+	var res policy.Result
+	if d.Explain {
+		tr := lp.Policy.Explain(in)
+		res, el.Trace = tr.Result, &tr
+	} else {
+		res = lp.Policy.Evaluate(in)
+	}
 	el.Decision, el.RuleID, el.Shadow = res.Decision, res.RuleID, res.Shadow
 	el.Conceal = res.Refusal == policy.RefusalConceal
 	switch {
@@ -403,27 +415,42 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *
 // authenticate reads the single Authorization header, "Bearer" or "DPoP"
 // 1*SP token (RFC 6750 section 2.1, RFC 9449 section 7.1; the scheme is
 // case-insensitive), verifies the token and, for a token bound by cnf.jkt,
-// its DPoP proof. detail is for the log only (never the token).
+// its DPoP proof. On failure it returns the reason and why, for the
+// decision log: which check failed and, for issuer and audience, what the
+// token carried; never the token.
 func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Reason, string) {
 	h, n := r.Headers.Get("authorization")
 	if n == 0 {
-		return nil, ReasonTokenMissing, ""
+		return nil, ReasonTokenMissing, "no Authorization header"
+	}
+	if n > 1 {
+		return nil, ReasonTokenMalformed, fmt.Sprintf("%d Authorization headers", n)
 	}
 	scheme, tok, ok := parseAuthorization(h)
-	if n > 1 || !ok || scheme == "dpop" && d.DPoP == nil {
-		return nil, ReasonTokenMalformed, ""
+	switch {
+	case !ok:
+		return nil, ReasonTokenMalformed, "Authorization is not Bearer or DPoP, 1*SP, one token (RFC 6750 section 2.1, RFC 9449 section 7.1)"
+	case scheme == "dpop" && d.DPoP == nil:
+		return nil, ReasonTokenMalformed, "the DPoP scheme, but DPoP proofs are not checked here"
 	}
 	p, err := d.Verifier.Verify(ctx, tok)
 	if err != nil {
 		var te *TokenError
 		if errors.As(err, &te) {
-			return nil, te.Reason, ""
+			why := string(te.Reason)
+			if te.Err != nil {
+				why = te.Err.Error()
+			}
+			return nil, te.Reason, why
 		}
-		return nil, ReasonTokenInvalid, ""
+		return nil, ReasonTokenInvalid, err.Error()
 	}
 	if aud := r.ContextExtensions[ContextExtensionAudience]; aud != "" {
-		if !slices.Contains(p.Audiences, aud) || !d.audienceConfigured(aud) {
-			return nil, ReasonTokenWrongAudience, ""
+		if !slices.Contains(p.Audiences, aud) {
+			return nil, ReasonTokenWrongAudience, fmt.Sprintf("token aud %s lacks the route's audience %q (context extension %s)", clipList(p.Audiences), aud, ContextExtensionAudience)
+		}
+		if !d.audienceConfigured(aud) {
+			return nil, ReasonTokenWrongAudience, fmt.Sprintf("the route's audience %q (context extension %s) is not a configured --audience", aud, ContextExtensionAudience)
 		}
 		if p.Audience != aud { // the digest names the route's audience
 			q := *p

@@ -184,8 +184,25 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Errorf("%s%v = %v, want 1", tt.name, tt.labels, got)
 		}
 	}
-	if n := len(mfs["mcp_extauthz_token_verification_failures_total"].GetMetric()); n != 1 {
-		t.Errorf("token_verification_failures_total has %d series, want only token_missing", n)
+	// Every token failure series exists from start; only token_missing
+	// counted.
+	for _, m := range mfs["mcp_extauthz_token_verification_failures_total"].GetMetric() {
+		want := 0.0
+		if m.GetLabel()[0].GetValue() == "token_missing" {
+			want = 1
+		}
+		if got := m.GetCounter().GetValue(); got != want {
+			t.Errorf("token_verification_failures_total%v = %v, want %v", m.GetLabel(), got, want)
+		}
+	}
+	tokenReasons := 0
+	for _, r := range Reasons() {
+		if r.isTokenReason() || r == ReasonIdPUnavailable {
+			tokenReasons++
+		}
+	}
+	if n := len(mfs["mcp_extauthz_token_verification_failures_total"].GetMetric()); n != tokenReasons {
+		t.Errorf("token_verification_failures_total has %d series, want one per token reason (%d)", n, tokenReasons)
 	}
 	if h := mfs["mcp_extauthz_check_duration_seconds"].GetMetric(); len(h) != 1 || h[0].GetHistogram().GetSampleCount() != 2 {
 		t.Errorf("check_duration_seconds = %v, want one histogram with 2 samples", h)

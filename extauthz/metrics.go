@@ -13,6 +13,7 @@ type Metrics struct {
 	TokenFailures     *prometheus.CounterVec // token_verification_failures_total{reason}
 	TokenCache        *prometheus.CounterVec // token_cache_total{result="hit|miss|expired|stale"}
 	KeySetRefreshes   *prometheus.CounterVec // keyset_refreshes_total{result="ok|error"}
+	OIDCDiscovery     *prometheus.CounterVec // oidc_discovery_total{result="ok|error"}
 	PolicyReloads     prometheus.Counter     // policy_reloads_total
 	PolicyReloadError prometheus.Counter     // policy_reload_errors_total
 	PolicyInfo        *prometheus.GaugeVec   // policy_info{version} 1
@@ -39,6 +40,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Verified-token cache lookups by result (hit, miss, expired, stale)."}, []string{"result"}),
 		KeySetRefreshes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "keyset_refreshes_total",
 			Help: "Fetches of the identity provider's key set, by result (ok, error)."}, []string{"result"}),
+		OIDCDiscovery: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "oidc_discovery_total",
+			Help: "Fetches of the issuer's OpenID configuration (discovery), by result (ok, error)."}, []string{"result"}),
 		PolicyReloads: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "policy_reloads_total",
 			Help: "Policies compiled and published: the first load, then every change."}),
 		PolicyReloadError: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "policy_reload_errors_total",
@@ -49,8 +52,54 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 when a policy is compiled and signing keys are available."}),
 	}
 	reg.MustRegister(m.Decisions, m.ShadowMatches, m.CheckDuration, m.InFlight, m.TokenFailures, m.TokenCache,
-		m.KeySetRefreshes, m.PolicyReloads, m.PolicyReloadError, m.PolicyInfo, m.Ready)
+		m.KeySetRefreshes, m.OIDCDiscovery, m.PolicyReloads, m.PolicyReloadError, m.PolicyInfo, m.Ready)
+	m.initSeries()
 	return m
+}
+
+// initSeries creates the labelled series a dashboard or an alert looks for
+// at zero, so they exist from start rather than from their first event:
+// every reason with its decision (method "none", both dry_run values),
+// every token failure, cache result, refresh and discovery result, and
+// shadow decision.
+func (m *Metrics) initSeries() {
+	for _, r := range Reasons() {
+		d := "deny"
+		switch r {
+		case ReasonAllowed:
+			d = "allow"
+		case ReasonAuthorizationRequired:
+			d = "ask"
+		}
+		for _, dry := range []string{"false", "true"} {
+			m.Decisions.WithLabelValues(d, string(r), "none", dry)
+		}
+		if r.isTokenReason() || r == ReasonIdPUnavailable {
+			m.TokenFailures.WithLabelValues(string(r))
+		}
+	}
+	for _, d := range []string{"allow", "deny", "ask"} {
+		m.ShadowMatches.WithLabelValues(d)
+	}
+	for _, r := range []string{"hit", "miss", "expired", "stale"} {
+		m.TokenCache.WithLabelValues(r)
+	}
+	for _, r := range []string{"ok", "error"} {
+		m.KeySetRefreshes.WithLabelValues(r)
+		m.OIDCDiscovery.WithLabelValues(r)
+	}
+}
+
+// OIDCDiscovered counts one discovery attempt.
+func (m *Metrics) OIDCDiscovered(err error) {
+	if m == nil {
+		return
+	}
+	if err != nil {
+		m.OIDCDiscovery.WithLabelValues("error").Inc()
+	} else {
+		m.OIDCDiscovery.WithLabelValues("ok").Inc()
+	}
 }
 
 // methodLabel bounds the method label to MCP's own names.

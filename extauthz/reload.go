@@ -3,15 +3,13 @@ package extauthz
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
@@ -24,7 +22,7 @@ type PolicyLoader struct {
 	Store   *PolicyStore
 	Log     *zap.Logger // nil: no logging
 	Metrics *Metrics    // nil: no metrics
-	// Debounce is how long Watch waits after the last file event before
+	// Debounce is how long Watch waits after the first event of a burst before
 	// reloading; zero means 100ms.
 	Debounce time.Duration
 
@@ -76,71 +74,19 @@ func (l *PolicyLoader) Load() error {
 	return err
 }
 
-// Watch reloads the policy whenever its directory changes, until ctx ends.
-// It watches the directory rather than the file because a Kubernetes
-// ConfigMap update swaps the ..data symlink instead of writing the file, and
-// editors replace files by rename; the content hash decides whether anything
-// changed. When the file is a symlink, the directory it resolves to is
-// watched too. Watch also loads once when its watches are in place, so a
-// change between the caller's first Load and Watch is not missed.
+// Watch reloads the policy whenever the file may have changed (written,
+// replaced by rename, its symlink target moved, or a ConfigMap ..data swap;
+// see filewatch.Watch), until ctx ends. Other files in its directory are
+// ignored. The content hash decides whether anything changed. Watch loads
+// once when its watches are in place, so a change between the caller's
+// first Load and Watch is not missed.
 func (l *PolicyLoader) Watch(ctx context.Context) error {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	dirs := map[string]bool{filepath.Dir(l.File): true}
-	if real, err := filepath.EvalSymlinks(l.File); err == nil {
-		dirs[filepath.Dir(real)] = true
-	}
-	for d := range dirs {
-		if err := w.Add(d); err != nil {
-			return fmt.Errorf("watch %s: %w", d, err)
-		}
-	}
-	debounce := l.Debounce
-	if debounce == 0 {
-		debounce = 100 * time.Millisecond
-	}
-	// One load once watched: a change since the caller's Load is not lost.
-	timer := time.NewTimer(debounce)
-	defer timer.Stop()
-	pending := true
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case _, ok := <-w.Events:
-			if !ok {
-				return nil
-			}
-			// The first event arms the timer; later ones do not push it
-			// back, so a directory that keeps changing still reloads.
-			if !pending {
-				timer.Reset(debounce)
-				pending = true
-			}
-		case err, ok := <-w.Errors:
-			if !ok {
-				return nil
-			}
+	return filewatch.Watch(ctx, l.File, filewatch.Options{
+		Debounce: l.Debounce,
+		OnError: func(err error) {
 			if l.Log != nil {
 				l.Log.Warn("policy watch error; reloading to be safe", zap.Error(err))
 			}
-			if !pending { // e.g. an event overflow: something may have changed
-				timer.Reset(debounce)
-				pending = true
-			}
-		case <-timer.C:
-			pending = false
-			_ = l.Load() // logged and counted inside
-			// A symlink may now point into a new directory (ConfigMap
-			// ..data swap): watch it as well.
-			if real, err := filepath.EvalSymlinks(l.File); err == nil && !dirs[filepath.Dir(real)] {
-				if err := w.Add(filepath.Dir(real)); err == nil {
-					dirs[filepath.Dir(real)] = true
-				}
-			}
-		}
-	}
+		},
+	}, func() { _ = l.Load() }) // logged and counted inside
 }

@@ -136,7 +136,7 @@ func (r *loaderRig) live() string {
 
 // watch runs Watch until the test ends and returns once the watcher is
 // known to be live. Readiness is proven, not assumed: the store is set to a
-// sentinel and a scratch file beside the policy is touched until the
+// sentinel and the policy file is rewritten with its own bytes until the
 // watcher's reload puts the file's policy back. Watch must return nil when
 // its context ends; the cleanup waits for it, so no goroutine outlives the
 // test.
@@ -158,9 +158,12 @@ func (r *loaderRig) watch(t testing.TB) {
 	})
 
 	want := r.live()
+	src, err := os.ReadFile(r.loader.File)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sentinel := &LoadedPolicy{Policy: r.loader.Store.Load().Policy, File: "sentinel", Version: "sha256:sentinel"}
 	r.loader.Store.Store(sentinel)
-	probe := filepath.Join(filepath.Dir(r.loader.File), ".watch-probe")
 	deadline := time.Now().Add(waitTimeout)
 	for r.live() != want {
 		select {
@@ -169,19 +172,16 @@ func (r *loaderRig) watch(t testing.TB) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("watcher never reloaded after touching %s", probe)
+			t.Fatalf("watcher never reloaded after rewriting %s", r.loader.File)
 		}
-		// Touch, then wait for the reload's log line, or touch again
+		// Rewrite, then wait for the reload's log line, or rewrite again
 		// after three debounces (100ms) if the watches were not yet in
 		// place.
-		writePolicyFile(t, probe, []byte(time.Now().String()))
+		writePolicyFile(t, r.loader.File, src)
 		select {
 		case <-r.logged:
 		case <-time.After(300 * time.Millisecond):
 		}
-	}
-	if err := os.Remove(probe); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -449,6 +449,60 @@ func TestWatchRefusesInvalidPolicy(t *testing.T) {
 	fixed := searchPolicy("fixed")
 	writePolicyFile(t, file, fixed)
 	r.waitLive(t, "the fixed policy after a broken one", fixed)
+}
+
+// TestWatchIgnoresFilesBeside: a log written next to a broken policy makes
+// no reload loop (issue 12 saw 97 errors in 10s): the broken write is
+// refused, and a hundred log lines later the count has not moved.
+func TestWatchIgnoresFilesBeside(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "policy.yaml")
+	good := searchPolicy("good")
+	writePolicyFile(t, file, good)
+	r := newLoaderRig(t, file)
+	r.watch(t)
+	reloads := r.reloads()
+
+	writePolicyFile(t, file, []byte("default: deny\nallow: [{match: x, shadow: yes}]\n"))
+	pollUntil(t, "the broken write refused", func() bool { return r.reloadErrors() >= 1 })
+	// A loaded machine may split the write's events over two debounce
+	// periods: wait until the count holds still.
+	refused := r.reloadErrors()
+	for i := 0; ; i++ {
+		time.Sleep(300 * time.Millisecond)
+		n := r.reloadErrors()
+		if n == refused {
+			break
+		}
+		if i == 5 {
+			t.Fatalf("policy_reload_errors_total keeps rising (%v) after one broken write", n)
+		}
+		refused = n
+	}
+
+	logFile, err := os.Create(filepath.Join(dir, "extauthz.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	for i := range 100 {
+		if _, err := fmt.Fprintf(logFile, "{\"msg\":\"decision\",\"n\":%d}\n", i); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 {
+			time.Sleep(30 * time.Millisecond) // spread over several debounce periods
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // five debounce periods: any reload would have run
+	if got := r.reloadErrors(); got != refused {
+		t.Errorf("policy_reload_errors_total = %v after log writes beside the policy, want %v", got, refused)
+	}
+	if got := r.reloads(); got != reloads {
+		t.Errorf("policy_reloads_total = %v, want %v", got, reloads)
+	}
+	if got := r.live(); got != versionOf(good) {
+		t.Errorf("live = %s, want the good policy", got)
+	}
 }
 
 // TestLoadMissingFile: a policy file that disappears keeps the last good

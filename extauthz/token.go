@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -272,7 +273,7 @@ func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal,
 		return nil, &TokenError{Reason: ReasonTokenMalformed, Err: err}
 	}
 	if iss != v.cfg.Issuer {
-		return nil, &TokenError{Reason: ReasonTokenWrongIssuer}
+		return nil, &TokenError{Reason: ReasonTokenWrongIssuer, Err: fmt.Errorf("token iss %s, want %q", clip(iss), v.cfg.Issuer)}
 	}
 	verifier, keys, err := v.idTokenVerifier()
 	if err != nil {
@@ -282,7 +283,7 @@ func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal,
 	if err != nil {
 		var expired *oidc.TokenExpiredError
 		if errors.As(err, &expired) {
-			return nil, &TokenError{Reason: ReasonTokenExpired}
+			return nil, &TokenError{Reason: ReasonTokenExpired, Err: fmt.Errorf("token exp %s is past", expired.Expiry.UTC().Format(time.RFC3339))}
 		}
 		if ctx.Err() != nil {
 			return nil, &TokenError{Reason: ReasonDeadlineExceeded, Err: ctx.Err()}
@@ -300,7 +301,7 @@ func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal,
 		}
 	}
 	if aud == "" {
-		return nil, &TokenError{Reason: ReasonTokenWrongAudience}
+		return nil, &TokenError{Reason: ReasonTokenWrongAudience, Err: fmt.Errorf("token aud %s holds none of %q", clipList(tok.Audience), v.cfg.Audiences)}
 	}
 	if tok.Subject == "" {
 		return nil, &TokenError{Reason: ReasonTokenInvalid, Err: errors.New("no sub claim")}
@@ -310,6 +311,29 @@ func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal,
 		return nil, &TokenError{Reason: ReasonTokenMalformed, Err: err}
 	}
 	return &Principal{Issuer: tok.Issuer, Subject: tok.Subject, Audience: aud, Audiences: tok.Audience, Expiry: tok.Expiry, Claims: claims}, nil
+}
+
+// clip quotes a value a token carried for the log, at most 200 bytes of it:
+// enough to see a wrong issuer or audience, never a way to fill the log.
+func clip(s string) string {
+	const max = 200
+	if len(s) > max {
+		return strconv.Quote(s[:max]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// clipList is clip for a list, at most its first 5 values: [a b ...].
+func clipList(l []string) string {
+	q := make([]string, 0, 6)
+	for i, s := range l {
+		if i == 5 {
+			q = append(q, "...")
+			break
+		}
+		q = append(q, clip(s))
+	}
+	return "[" + strings.Join(q, " ") + "]"
 }
 
 // unverifiedIssuer reads iss from a compact JWS payload without checking the

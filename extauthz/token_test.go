@@ -13,6 +13,9 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func unsignedToken(claims map[string]any) string {
@@ -269,6 +272,66 @@ func TestRouteAudience(t *testing.T) {
 				want := independentRequestDigest(t, tt.route["mcp_audience"], idp.issuer(), tt.route["mcp_server"], "tools/call", "search", []byte(`{}`))
 				if h[HeaderRequestDigest] != want {
 					t.Errorf("request digest does not bind the route's audience")
+				}
+			}
+		})
+	}
+}
+
+// Token failures say why in the decision log at the default level: which
+// check failed and, for issuer and audience, what the token carried; never
+// the token.
+func TestTokenFailureLogSaysWhy(t *testing.T) {
+	key := newTestKey(t, "k1")
+	idp := newTestIdP(t, key)
+	core, logs := observer.New(zapcore.InfoLevel)
+	client := startGRPC(t, newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), zap.New(core)))
+	with := func(mut func(c map[string]any)) string {
+		c := idp.claims()
+		mut(c)
+		return key.sign(t, c)
+	}
+	tests := []struct {
+		name string
+		give string // Authorization header value; "" means absent
+		want []string
+	}{
+		{name: "missing", want: []string{"no Authorization header"}},
+		{name: "basic", give: "Basic YWxpY2U6cHc=", want: []string{"not Bearer"}},
+		{name: "wrong issuer", give: "Bearer " + with(func(c map[string]any) { c["iss"] = "https://evil.example.com" }),
+			want: []string{`token iss "https://evil.example.com"`, idp.issuer()}},
+		{name: "wrong audience", give: "Bearer " + with(func(c map[string]any) { c["aud"] = []string{"https://other.example.com/mcp"} }),
+			want: []string{`token aud ["https://other.example.com/mcp"]`, "https://mcp.example.com/mcp"}},
+		{name: "expired", give: "Bearer " + with(func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() }),
+			want: []string{"token exp", "is past"}},
+		{name: "bad signature", give: "Bearer " + tamper(key.sign(t, idp.claims())), want: []string{"signature"}},
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}`
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs.TakeAll()
+			capt := &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body),
+				Headers: map[string]string{"content-type": "application/json"}}
+			if tt.give != "" {
+				capt.Headers["authorization"] = tt.give
+			}
+			check(t, client, capt.CheckRequest(true))
+			entries := logs.All()
+			if len(entries) != 1 {
+				t.Fatalf("%d decision lines, want 1", len(entries))
+			}
+			detail, _ := entries[0].ContextMap()["detail"].(string)
+			for _, w := range tt.want {
+				if !strings.Contains(detail, w) {
+					t.Errorf("detail %q lacks %q", detail, w)
+				}
+			}
+			if _, tok, ok := strings.Cut(tt.give, " "); ok {
+				b, _ := json.Marshal(entries[0].ContextMap())
+				for _, part := range strings.Split(tok, ".") {
+					if len(part) > 8 && strings.Contains(string(b), part) {
+						t.Errorf("the log line holds part of the token: %s", b)
+					}
 				}
 			}
 		})

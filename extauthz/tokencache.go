@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -66,7 +67,7 @@ func (c *CachingVerifier) Verify(ctx context.Context, rawToken string) (*Princip
 		case !c.now().Before(e.p.Expiry):
 			c.cache.Remove(key)
 			c.m.tokenCacheResult("expired")
-			return nil, &TokenError{Reason: ReasonTokenExpired}
+			return nil, &TokenError{Reason: ReasonTokenExpired, Err: fmt.Errorf("token exp %s is past", e.p.Expiry.UTC().Format(time.RFC3339))}
 		case e.gen == gen:
 			c.m.tokenCacheResult("hit")
 			return e.p, nil

@@ -50,7 +50,8 @@ func TestDockerfileBuildLine(t *testing.T) {
 	}
 	cmd := runs[0]
 	fields := strings.Fields(cmd)
-	for _, want := range []string{"CGO_ENABLED=0", "go", "build", "-trimpath", `-ldflags="-s`, `-w"`, "-o", "/out/extauthz", "./cmd/extauthz"} {
+	for _, want := range []string{"CGO_ENABLED=0", "go", "build", "-trimpath", `-ldflags="-s`, "-w",
+		"main.buildVersion=${VERSION:-devel}", `main.buildCommit=${COMMIT:-unknown}"`, "-o", "/out/extauthz", "./cmd/extauthz"} {
 		found := false
 		for _, f := range fields {
 			if f == want {

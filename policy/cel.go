@@ -8,6 +8,7 @@ import (
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
 )
 
@@ -19,12 +20,26 @@ const (
 	// units, about one per operation or list element visited); past it the
 	// evaluation fails, which fails closed.
 	maxEvalCost = 100_000
+	// maxRangeSize bounds lists.range(n).
+	maxRangeSize = 1000
 )
 
-// celEnv is the environment every `when` expression is checked in. A cel.Env
-// is safe for concurrent use.
+// celEnv is the environment every `when` expression is checked in: the
+// standard library, the variables and inside() below, and the cel-go
+// extension libraries listed in the package doc. Every function is bounded
+// by maxEvalCost (regular expressions are RE2: linear in their input). A
+// cel.Env is safe for concurrent use.
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
+		cel.OptionalTypes(),
+		ext.Strings(),
+		ext.Lists(ext.ListsMaxRangeSize(maxRangeSize)),
+		ext.Sets(),
+		ext.Math(),
+		ext.Encoders(),
+		ext.Regex(),
+		ext.Bindings(),
+		ext.TwoVarComprehensions(),
 		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("claims", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("method", cel.StringType),

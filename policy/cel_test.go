@@ -150,3 +150,61 @@ func TestWhenVariables(t *testing.T) {
 		}
 	}
 }
+
+// The extension libraries the package doc lists, each with an expression a
+// policy author would write; every one must evaluate to true.
+func TestCELExtensions(t *testing.T) {
+	args := map[string]any{
+		"path": "/data/Reports/Q1.csv", "tags": []any{"a", "b", "b"}, "amount": int64(-1200),
+		"name": "Zürich", "token": "aGVsbG8=", "email": "alice@example.com",
+	}
+	claims := map[string]any{"groups": []any{"payments-admins", "staff"}, "scope": "mcp:read mcp:refund"}
+	tests := []struct {
+		lib  string
+		give string
+	}{
+		{lib: "standard", give: `args.path.startsWith("/data/") && args.email.matches("^[^@]+@example\\.com$")`},
+		{lib: "standard", give: `"staff" in claims.groups && size(args.tags) == 3`},
+		{lib: "strings", give: `args.path.lowerAscii().endsWith(".csv") && args.email.split("@")[1] == "example.com"`},
+		{lib: "strings", give: `claims.scope.split(" ").exists(s, s == "mcp:refund") && args.path.indexOf("Reports") == 6`},
+		{lib: "strings", give: `"%s-%d".format(["x", 3]) == "x-3" && ["a", "b"].join(",") == "a,b"`},
+		{lib: "lists", give: `args.tags.distinct() == ["a", "b"] && lists.range(3) == [0, 1, 2] && args.tags.slice(0, 1) == ["a"]`},
+		{lib: "sets", give: `sets.contains(claims.groups, ["staff"]) && sets.intersects(claims.groups, ["staff", "x"]) && sets.equivalent(["a", "b"], ["b", "a"])`},
+		{lib: "math", give: `math.abs(args.amount) == 1200 && math.greatest([1, 5, 3]) == 5 && math.least([2, 1]) == 1 && math.ceil(1.2) == 2.0 && !math.isNaN(1.0)`},
+		{lib: "lists", give: `[3, 1, 2].sort() == [1, 2, 3] && [[1], [2]].flatten() == [1, 2]`},
+		{lib: "strings", give: `"  x ".trim() == "x" && "a-b".replace("-", "_") == "a_b"`},
+		{lib: "regex", give: `regex.extractAll("a1b22", "[0-9]+") == ["1", "22"]`},
+		{lib: "encoders", give: `string(base64.decode(args.token)) == "hello" && base64.encode(b"hi") == "aGk="`},
+		{lib: "regex", give: `regex.extract(args.email, "@(.*)$") == optional.of("example.com") && regex.replace(args.path, "[0-9]", "#") == "/data/Reports/Q#.csv"`},
+		{lib: "optional", give: `args.?limit.orValue(10) == 10 && claims.?scope.hasValue()`},
+		{lib: "bindings", give: `cel.bind(d, args.email.split("@")[1], d == "example.com" || d == "example.org")`},
+		{lib: "two-variable comprehensions", give: `args.tags.all(i, v, i >= 0 && v != "")`},
+	}
+	for _, tt := range tests {
+		p := whenPolicy(t, tt.give)
+		in := toolCall("allow", "t", args)
+		in.Claims = claims
+		if got := outcomeOf(p.Evaluate(in)); got != byRule(Allow, "l") {
+			tr := p.Explain(in)
+			t.Errorf("%s: %s = %v (when: %+v), want allow", tt.lib, tt.give, got, tr.Rules)
+		}
+	}
+}
+
+// lists.range and the cost limit bound what an expression may build.
+func TestCELBounded(t *testing.T) {
+	tests := []string{
+		`lists.range(100000).size() > 0`,
+		`lists.range(1000).map(i, lists.range(1000).size()).size() > 0`,
+	}
+	for _, give := range tests {
+		p := whenPolicy(t, give)
+		// Failing, it matches in deny and does not in allow (fails closed).
+		if got := p.Evaluate(toolCall("deny", "t", nil)).Decision; got != Deny {
+			t.Errorf("%s: deny rule gave %v, want it to fail and match", give, got)
+		}
+		if got := p.Evaluate(toolCall("allow", "t", nil)).Decision; got != Deny {
+			t.Errorf("%s: allow rule gave %v, want it to fail and not match", give, got)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,6 +107,10 @@ func (c *compiler) addAt(line, col int, ruleID, msg string) {
 	c.problems = append(c.problems, Problem{File: c.file, Line: line, Column: col, RuleID: ruleID, Msg: msg})
 }
 
+// yamlQuoteHint follows every YAML syntax error: most come from a `when`
+// expression or a pattern written as a plain scalar.
+const yamlQuoteHint = " (quote a value that starts with [ { ! & * ' \" | > % @ or holds \": \" or \" #\"; or write when: | and the expression on the next line)"
+
 var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // addYAMLError records a yaml.v3 parse error, with its line when it has one.
@@ -113,21 +118,39 @@ func (c *compiler) addYAMLError(err error) {
 	msg := err.Error()
 	if m := yamlErrLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		c.addAt(line, 0, "", "invalid YAML: "+m[2])
+		c.addAt(line, 0, "", "invalid YAML: "+m[2]+yamlQuoteHint)
 		return
 	}
-	c.addAt(0, 0, "", "invalid YAML: "+strings.TrimPrefix(msg, "yaml: "))
+	c.addAt(0, 0, "", "invalid YAML: "+strings.TrimPrefix(msg, "yaml: ")+yamlQuoteHint)
 }
+
+// Keys a policy file may hold. To add a key, list it here and read it where
+// the list is used (compile, compileRule); everything else is refused.
+var (
+	policyKeys  = []string{"default", "refusal", "deny", "ask", "allow", "methods", "scopes"}
+	methodsKeys = []string{"deny", "ask", "allow"}
+	// toolRuleKeys are the keys of a rule in deny, ask and allow.
+	toolRuleKeys = []string{"id", "match", "when", "shadow", "scopes", "refusal"}
+	// methodRuleKeys are the keys of a rule in methods.deny|ask|allow.
+	methodRuleKeys = []string{"id", "method", "when", "shadow", "custom", "scopes", "refusal"}
+)
+
+// errEmpty is the message for a policy file without content. An empty file
+// is refused rather than read as "deny everything": a truncated write or an
+// unrendered template must not replace the live policy.
+const errEmpty = "empty policy: write at least `default: deny`"
 
 func (c *compiler) compile() *Policy {
 	c.p.def = Deny
 	dec := yaml.NewDecoder(bytes.NewReader(c.src))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
-		if !errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) {
+			c.addAt(1, 1, "", errEmpty)
+		} else {
 			c.addYAMLError(err)
 		}
-		return &c.p // an empty file: deny everything
+		return nil
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
@@ -144,18 +167,20 @@ func (c *compiler) compile() *Policy {
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
-			return &c.p
+			c.addf(root, "", errEmpty)
+			return nil
 		}
 		root = root.Content[0]
 	}
-	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
-		return &c.p
-	}
-	if root.Kind != yaml.MappingNode {
-		c.addf(root, "", "policy must be a mapping with keys default, refusal, deny, ask, allow, methods, scopes")
+	if isNull(root) || (root.Kind == yaml.MappingNode && len(root.Content) == 0) {
+		c.addf(root, "", errEmpty)
 		return nil
 	}
-	for _, f := range c.fields(root, "", "default", "refusal", "deny", "ask", "allow", "methods", "scopes") {
+	if root.Kind != yaml.MappingNode {
+		c.addf(root, "", "policy must be a mapping with keys %s", strings.Join(policyKeys, ", "))
+		return nil
+	}
+	for _, f := range c.fields(root, "", policyKeys) {
 		switch f.key {
 		case "scopes":
 			c.compileScopesSupported(f.val)
@@ -176,10 +201,10 @@ func (c *compiler) compile() *Policy {
 				continue
 			}
 			if f.val.Kind != yaml.MappingNode {
-				c.addf(f.val, "", "methods must be a mapping with keys deny, ask, allow")
+				c.addf(f.val, "", "methods must be a mapping with keys %s", strings.Join(methodsKeys, ", "))
 				continue
 			}
-			for _, m := range c.fields(f.val, "", "deny", "ask", "allow") {
+			for _, m := range c.fields(f.val, "", methodsKeys) {
 				d := map[string]Decision{"deny": Deny, "ask": Ask, "allow": Allow}[m.key]
 				c.compileList(m.val, "methods."+m.key, d, true)
 			}
@@ -238,14 +263,14 @@ func isNull(n *yaml.Node) bool {
 }
 
 type field struct {
-	key     string
-	keyNode *yaml.Node
-	val     *yaml.Node
+	key string
+	val *yaml.Node
 }
 
 // fields returns the entries of mapping m in document order, reporting
-// non-string keys, duplicate keys and keys not in allowed.
-func (c *compiler) fields(m *yaml.Node, ruleID string, allowed ...string) []field {
+// non-string keys, duplicate keys and keys not in allowed (with a hint when
+// one differs only in case).
+func (c *compiler) fields(m *yaml.Node, ruleID string, allowed []string) []field {
 	var out []field
 	seen := map[string]int{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
@@ -259,15 +284,17 @@ func (c *compiler) fields(m *yaml.Node, ruleID string, allowed ...string) []fiel
 			continue
 		}
 		seen[k.Value] = k.Line
-		known := false
-		for _, a := range allowed {
-			known = known || a == k.Value
-		}
-		if !known {
-			c.addf(k, ruleID, "unknown field %q (want one of %s)", k.Value, strings.Join(allowed, ", "))
+		if !slices.Contains(allowed, k.Value) {
+			hint := ""
+			for _, a := range allowed {
+				if strings.EqualFold(a, k.Value) {
+					hint = fmt.Sprintf(": did you mean %q?", a)
+				}
+			}
+			c.addf(k, ruleID, "unknown key %q (want one of %s)%s", k.Value, strings.Join(allowed, ", "), hint)
 			continue
 		}
-		out = append(out, field{key: k.Value, keyNode: k, val: v})
+		out = append(out, field{key: k.Value, val: v})
 	}
 	return out
 }
@@ -312,11 +339,11 @@ func isScopeToken(s string) bool {
 }
 
 func (c *compiler) compileDefault(n *yaml.Node) {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		c.addf(n, "", "default must be deny or ask")
+	s, ok := c.str(n, "", "default")
+	if !ok {
 		return
 	}
-	switch n.Value {
+	switch s {
 	case "deny":
 		c.p.def = Deny
 	case "ask":
@@ -324,7 +351,7 @@ func (c *compiler) compileDefault(n *yaml.Node) {
 	case "allow":
 		c.addf(n, "", "default: allow is not permitted (fail closed): use deny or ask")
 	default:
-		c.addf(n, "", "default must be deny or ask, not %q", n.Value)
+		c.addf(n, "", "default must be deny or ask, not %q", s)
 	}
 }
 
@@ -343,70 +370,88 @@ func (c *compiler) compileList(n *yaml.Node, list string, d Decision, methods bo
 	}
 }
 
-// compileRule compiles one rule item, a string or a mapping.
-func (c *compiler) compileRule(item *yaml.Node, id string, d Decision, methods bool) {
-	patKey := "match"
-	if methods {
-		patKey = "method"
+// ruleName returns the name every message about rule item uses: its id
+// when it has a usable one, else pos ("deny[0]").
+func ruleName(item *yaml.Node, pos string) string {
+	if item.Kind != yaml.MappingNode {
+		return pos
 	}
-	var pat, idNode, when, shadow, scopes, refusal *yaml.Node
+	for i := 0; i+1 < len(item.Content); i += 2 {
+		k, v := item.Content[i], item.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!str" && k.Value == "id" &&
+			v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" && validID(v.Value) {
+			return v.Value
+		}
+	}
+	return pos
+}
+
+func validID(s string) bool { return s != "" && strings.IndexFunc(s, isControl) < 0 }
+
+// compileRule compiles one rule item, a string or a mapping; pos is its
+// place ("deny[0]").
+func (c *compiler) compileRule(item *yaml.Node, pos string, d Decision, methods bool) {
+	patKey, keys := "match", toolRuleKeys
+	if methods {
+		patKey, keys = "method", methodRuleKeys
+	}
+	id := ruleName(item, pos)
+	f := map[string]*yaml.Node{}
 	switch {
 	case item.Kind == yaml.ScalarNode && item.ShortTag() == "!!str":
-		pat = item
+		f[patKey] = item
 	case item.Kind == yaml.MappingNode:
-		for _, f := range c.fields(item, id, "id", patKey, "when", "shadow", "scopes", "refusal") {
-			switch f.key {
-			case "scopes":
-				scopes = f.val
-			case "refusal":
-				refusal = f.val
-			case "id":
-				idNode = f.val
-			case "match", "method":
-				pat = f.val
-			case "when":
-				when = f.val
-			case "shadow":
-				shadow = f.val
-			}
+		for _, kv := range c.fields(item, id, keys) {
+			f[kv.key] = kv.val
 		}
+	case item.Kind == yaml.ScalarNode && !isNull(item):
+		c.addf(item, id, "a rule must be a string or a mapping with %s; %s", patKey, notString(item))
+		return
 	default:
 		c.addf(item, id, "a rule must be a string or a mapping with %s", patKey)
 		return
 	}
-	idLine := item.Line
+	ok := true
+	idNode := f["id"]
 	if idNode != nil {
-		if s, ok := c.str(idNode, id, "id"); ok {
-			if s == "" || strings.IndexFunc(s, isControl) >= 0 {
-				c.addf(idNode, id, "id must be non-empty and printable")
-			} else {
-				id, idLine = s, idNode.Line
-			}
+		if s, sok := c.str(idNode, id, "id"); !sok {
+			ok = false
+		} else if !validID(s) {
+			c.addf(idNode, id, "id must be non-empty and printable")
+			ok = false
 		}
 	}
 	if line, dup := c.ids[id]; dup {
 		c.addf(orNode(idNode, item), id, "duplicate rule id (first at line %d)", line)
 	} else {
-		c.ids[id] = idLine
+		c.ids[id] = orNode(idNode, item).Line
 	}
 
-	ru := &rule{id: id, decision: d, loose: d != Allow}
-	ok := true
-	if shadow != nil {
-		if shadow.Kind != yaml.ScalarNode || shadow.ShortTag() != "!!bool" {
-			c.addf(shadow, id, "shadow must be true or false")
-			ok = false
-		}
+	ru := &rule{id: id, decision: d, loose: d != Allow, line: item.Line, col: item.Column}
+	if n := f["shadow"]; n != nil {
+		b, bok := c.boolean(n, id, "shadow")
+		ok = ok && bok
+		ru.shadow = b
 	}
-	if pat == nil {
+	custom := false
+	if n := f["custom"]; n != nil {
+		b, bok := c.boolean(n, id, "custom")
+		ok = ok && bok
+		custom = b || !bok // reported already
+	}
+	if pat := f[patKey]; pat == nil {
 		c.addf(item, id, "missing %s", patKey)
 		ok = false
 	} else if s, sok := c.str(pat, id, patKey); !sok {
 		ok = false
 	} else {
+		ru.pattern = s
 		var msg string
 		if methods {
 			msg = compileMethod(ru, s)
+			if msg == "" && ru.kind == kindMethod && !custom && !matchesMCPMethod(ru.name) {
+				msg = fmt.Sprintf("no MCP version defines a method matching %q (a typo? for your own method add custom: true)", s)
+			}
 		} else {
 			msg = compileMatch(ru, s)
 		}
@@ -415,17 +460,17 @@ func (c *compiler) compileRule(item *yaml.Node, id string, d Decision, methods b
 			ok = false
 		}
 	}
-	if when != nil {
-		prg, wok := c.compileWhen(when, id)
-		ru.when = prg
+	if n := f["when"]; n != nil {
+		prg, wok := c.compileWhen(n, id)
+		ru.when, ru.whenSrc = prg, n.Value
 		ok = ok && wok
 	}
-	if scopes != nil {
+	if scopes := f["scopes"]; scopes != nil {
 		var sok bool
 		ru.scopes, sok = c.compileScopes(scopes, id, d)
 		ok = ok && sok
 	}
-	if refusal != nil {
+	if refusal := f["refusal"]; refusal != nil {
 		ru.refusal = c.compileRefusal(refusal, id)
 		ok = ok && ru.refusal != nil
 		if methods {
@@ -436,10 +481,9 @@ func (c *compiler) compileRule(item *yaml.Node, id string, d Decision, methods b
 	if !ok {
 		return
 	}
-	switch {
-	case shadow != nil && shadow.Value == "true":
+	if ru.shadow {
 		c.p.shadow = append(c.p.shadow, ru)
-	default:
+	} else {
 		c.p.rules[d][ru.kind] = append(c.p.rules[d][ru.kind], ru)
 	}
 }
@@ -503,13 +547,48 @@ func orNode(a, b *yaml.Node) *yaml.Node {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) }
 
-// str returns the string value of scalar n, reporting anything else.
+// str returns the decoded string value of scalar n (quotes and escapes
+// resolved; a YAML 1.2 string: `no` and `on` are strings, `404` and `true`
+// are not), reporting anything else.
 func (c *compiler) str(n *yaml.Node, id, what string) (string, bool) {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		c.addf(n, id, "%s must be a string", what)
+		c.addf(n, id, "%s must be a string; %s", what, notString(n))
 		return "", false
 	}
 	return n.Value, true
+}
+
+// boolean returns the value of a YAML 1.2 boolean scalar (true, True, TRUE,
+// false, False, FALSE), reporting anything else: YAML 1.1's yes, no, on,
+// off, y and n are strings, and refused rather than guessed.
+func (c *compiler) boolean(n *yaml.Node, id, what string) (bool, bool) {
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
+		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
+			c.addf(n, id, "%s must be true or false, not the string %q", what, n.Value)
+		} else {
+			c.addf(n, id, "%s must be true or false", what)
+		}
+		return false, false
+	}
+	return b, true
+}
+
+// notString says what n is instead of a string, and how to fix it.
+func notString(n *yaml.Node) string {
+	switch {
+	case n.Kind == yaml.MappingNode:
+		return "found a mapping (a `{` or a `key: value` inside an unquoted value? quote it)"
+	case n.Kind == yaml.SequenceNode:
+		return "found a list (an unquoted value that starts with `[`? quote it)"
+	case n.Kind != yaml.ScalarNode:
+		return "found " + n.ShortTag()
+	case isNull(n):
+		return "found null (an empty value or ~)"
+	case strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!"):
+		return fmt.Sprintf("found the YAML tag %s (an unquoted value that starts with `!`? quote it)", n.Tag)
+	}
+	return fmt.Sprintf("found the YAML %s %s: quote it (%q)", strings.TrimPrefix(n.ShortTag(), "!!"), n.Value, n.Value)
 }
 
 // anyGlob matches everything; it is the server of a bare `tool` pattern.
@@ -617,8 +696,11 @@ func compileMethod(ru *rule, s string) string {
 // compileWhen compiles a `when` expression, reporting problems at their
 // place in the file.
 func (c *compiler) compileWhen(n *yaml.Node, id string) (cel.Program, bool) {
-	if n.Kind != yaml.ScalarNode || isNull(n) || strings.TrimSpace(n.Value) == "" {
+	if n.Kind == yaml.ScalarNode && (n.ShortTag() == "!!str" || isNull(n)) && strings.TrimSpace(n.Value) == "" {
 		c.addf(n, id, "when must be a non-empty CEL expression")
+		return nil, false
+	}
+	if _, ok := c.str(n, id, "when"); !ok {
 		return nil, false
 	}
 	env, err := celEnv()

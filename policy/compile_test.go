@@ -85,7 +85,7 @@ func TestCompileErrorPositions(t *testing.T) {
 		give int // index in ce.Problems
 		want string
 	}{
-		{give: 0, want: `policy.yaml:11:11: rule "ask[0]": undeclared reference to 'argz' (did you mean 'args'?)`},
+		{give: 0, want: `policy.yaml:11:11: rule "ask[0]": undeclared reference to 'argz'`},
 		{give: 1, want: `policy.yaml:14:27: rule "quoted": undeclared reference to 'nope'`},
 		{give: 2, want: `policy.yaml:19:9: rule "block": undeclared reference to 'missing'`},
 	}
@@ -124,7 +124,7 @@ func TestCompileAccepts(t *testing.T) {
 		name string
 		give string
 	}{
-		{name: "empty", give: ""},
+		{name: "explicit deny all", give: "default: deny\n"},
 		{name: "null lists", give: "deny:\nask:\nallow:\nmethods:\n"},
 		{name: "empty methods lists", give: "methods: {deny: [], ask: [], allow: []}\n"},
 		{name: "shadow false", give: "deny: [{match: x, shadow: false}]\n"},
@@ -135,6 +135,90 @@ func TestCompileAccepts(t *testing.T) {
 	for _, tt := range tests {
 		if _, err := Compile(tt.name, []byte(tt.give)); err != nil {
 			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+}
+
+// D09: YAML 1.2 booleans in every spelling decide what they say; the raw
+// text is never compared.
+func TestShadowSpellings(t *testing.T) {
+	tests := []struct {
+		give       string
+		wantShadow bool
+	}{
+		{give: "true", wantShadow: true},
+		{give: "True", wantShadow: true},
+		{give: "TRUE", wantShadow: true},
+		{give: "!!bool true", wantShadow: true},
+		{give: "false", wantShadow: false},
+		{give: "False", wantShadow: false},
+		{give: "FALSE", wantShadow: false},
+	}
+	for _, tt := range tests {
+		p := mustCompile(t, lines(
+			"default: deny",
+			"allow:",
+			"  - id: trial-export",
+			"    match: payments/export_all",
+			"    shadow: "+tt.give,
+		))
+		res := p.Evaluate(toolCall("payments", "export_all", nil))
+		if tt.wantShadow {
+			if outcomeOf(res) != byDefault || len(res.Shadow) != 1 || res.Shadow[0].RuleID != "trial-export" {
+				t.Errorf("shadow: %s: %+v, want default deny with shadow trial-export", tt.give, res)
+			}
+			continue
+		}
+		if outcomeOf(res) != byRule(Allow, "trial-export") || res.Shadow != nil {
+			t.Errorf("shadow: %s: %+v, want allow by trial-export", tt.give, res)
+		}
+	}
+}
+
+// The Norway problem: in YAML 1.2 no, off, y and on are strings, so as
+// patterns they are the tool names they spell; as booleans they are refused.
+func TestPatternsStayStrings(t *testing.T) {
+	p := mustCompile(t, lines(
+		"allow: [no, off, y, on, NO, '404', !!str 12]",
+		"methods:",
+		"  allow: [{method: 'yes', custom: true}]",
+	))
+	tests := []struct {
+		give *Input
+		want outcome
+	}{
+		{give: toolCall("s", "no", nil), want: byRule(Allow, "allow[0]")},
+		{give: toolCall("s", "off", nil), want: byRule(Allow, "allow[1]")},
+		{give: toolCall("s", "y", nil), want: byRule(Allow, "allow[2]")},
+		{give: toolCall("s", "on", nil), want: byRule(Allow, "allow[3]")},
+		{give: toolCall("s", "NO", nil), want: byRule(Allow, "allow[4]")},
+		{give: toolCall("s", "404", nil), want: byRule(Allow, "allow[5]")},
+		{give: toolCall("s", "12", nil), want: byRule(Allow, "allow[6]")},
+		{give: toolCall("s", "false", nil), want: byDefault},
+		{give: method("yes"), want: byRule(Allow, "methods.allow[0]")},
+	}
+	for _, tt := range tests {
+		if got := outcomeOf(p.Evaluate(tt.give)); got != tt.want {
+			t.Errorf("Evaluate(%+v) = %v, want %v", *tt.give, got, tt.want)
+		}
+	}
+}
+
+// A method rule must name a method some MCP revision defines, unless it is
+// marked custom.
+func TestMethodNamesKnown(t *testing.T) {
+	accept := []string{"ping", "notifications/*", "tasks/*", "'*'", "sampling/createMessage", "GET", "response",
+		"{method: acme/reindex, custom: true}", "{method: 'acme/*', custom: true}", "{method: ping, custom: false}"}
+	for _, give := range accept {
+		if _, err := Compile("p.yaml", []byte("methods: {allow: ["+give+"]}\n")); err != nil {
+			t.Errorf("%s: %v", give, err)
+		}
+	}
+	refuse := []string{"tool/list", "Ping", "notification/*", "acme/*", "{method: acme/reindex, custom: false}", "initialise"}
+	for _, give := range refuse {
+		_, err := Compile("p.yaml", []byte("methods: {allow: ["+give+"]}\n"))
+		if err == nil || !strings.Contains(err.Error(), "no MCP version defines") {
+			t.Errorf("%s: error %v, want no MCP version defines", give, err)
 		}
 	}
 }

@@ -39,12 +39,24 @@
 // authorization server for them. Each is an RFC 6749 section 3.3 scope
 // token, listed once.
 //
-// A rule is a string or a mapping with the fields id, match (deny, ask,
+// A rule is a string or a mapping with the keys id, match (deny, ask,
 // allow) or method (methods.*), when, shadow (bool), scopes (allow and ask
-// rules) and refusal (tool, prompt and resource rules). Unknown fields,
-// duplicate keys, duplicate rule ids, YAML aliases and more than one YAML
-// document are compile errors. Compile reports every problem as
-// `file:line:col: rule "id": message`.
+// rules), refusal (tool, prompt and resource rules) and, in methods.* only,
+// custom (bool). An empty file (no document, null or {}), unknown
+// keys, duplicate keys, duplicate rule ids, YAML aliases and more than one
+// YAML document are compile errors. Compile reports every problem as
+// `file:line:col: rule "name": message`, where name is the rule's id, else
+// its place ("deny[0]", "methods.allow[2]").
+//
+// Scalars are read as YAML 1.2 typed values, never as raw text: shadow and
+// custom take true, True, TRUE, false, False or FALSE (yes, no, on and off
+// are strings in YAML 1.2 and are refused there); id, match, method, when
+// and default must be strings, so `match: 404` or `match: true` is an error
+// that says to quote it, and `- no` is the tool named "no".
+//
+// A method pattern must match a method some MCP revision defines (either
+// direction, see IsMCPMethod), so a typo such as "tool/list" is an error;
+// a rule for a method of your own says so with `custom: true`.
 //
 // # Patterns
 //
@@ -148,17 +160,41 @@
 //
 // `when` is a CEL expression (https://cel.dev) over
 //
-//	args    map(string, dyn)  tools/call or prompts/get arguments
-//	claims  map(string, dyn)  verified token claims
-//	method, server, tool, uri, prompt  string  (uri is the normal form)
+//	args    map(string, dyn)  tools/call or prompts/get arguments (JSON: int, double, string, bool, null, list, map)
+//	claims  map(string, dyn)  verified token claims (JSON numbers are doubles)
+//	method  string            the JSON-RPC method ("" for GET, DELETE, response)
+//	server  string            the MCP server id
+//	tool    string            tools/call params.name
+//	uri     string            the normal form of the resource URI
+//	prompt  string            prompts/get params.name
 //
-// and the function inside(path, dir) bool: true iff path is absolute, and
+// with the standard library (size, in, has, matches, startsWith, endsWith,
+// contains, exists, all, map, filter, int, double, string, ...), the
+// function inside(path, dir) bool: true iff path is absolute, and
 // path.Clean(path) is path.Clean(dir) or lies below it; a relative path or a
-// '..' escape gives false; a NUL in either is an error. Numbers compare
-// across int and double, so `args.amountMinor > 2500` works whether the
-// JSON number decoded as int64 or float64. An expression whose type is
-// known and is not bool is a compile error. Expressions are limited in
-// size (4096 code points) and in evaluation cost.
+// '..' escape gives false; a NUL in either is an error. And these cel-go
+// extension libraries (cel.dev/cel-go/ext):
+//
+//	strings    s.lowerAscii(), s.split(","), s.indexOf("x"), s.replace("a", "b"), s.trim(), ["a","b"].join(","), "%s/%d".format([a, n])
+//	lists      l.distinct(), l.flatten(), l.slice(0, 2), l.sort(), lists.range(n) (n <= 1000)
+//	sets       sets.contains(claims.groups, ["admins"]), sets.intersects(a, b), sets.equivalent(a, b)
+//	math       math.abs(x), math.greatest([..]), math.least([..]), math.ceil(x), math.isNaN(x)
+//	encoders   base64.decode(s), base64.encode(b)
+//	regex      regex.extract(s, re), regex.extractAll(s, re), regex.replace(s, re, r) (RE2: linear time)
+//	optional   args.?limit.orValue(10), claims.?scope.hasValue()
+//	bindings   cel.bind(d, args.email.split("@")[1], d == "example.com")
+//	comprehensions  l.all(i, v, ...), m.exists(k, v, ...) (two variables)
+//
+// Numbers compare across int and double, so `args.amountMinor > 2500` works
+// whether the JSON number decoded as int64 or float64. An expression whose
+// type is known and is not bool is a compile error. Expressions are limited
+// in size (4096 code points) and in evaluation cost (100000 cost units,
+// about one per operation or element visited).
+//
+// In YAML, quote a `when` (or use a block scalar, `when: |`) when it starts
+// with [ { ! & * ' " | > % @ or holds ": " or " #": `when: !has(args.x)` is a
+// YAML tag, `when: "EUR" == args.currency` is a quoted string followed by
+// junk, and `when: args.x == "a: b"` starts a mapping.
 //
 // At run time an expression that fails (a missing key, a wrong type, the
 // cost limit) or yields a non-bool counts as matching in deny and ask rules

@@ -65,8 +65,6 @@ func TestDefault(t *testing.T) {
 		give string
 		want Decision
 	}{
-		{give: "", want: Deny},
-		{give: "# only a comment\n", want: Deny},
 		{give: "deny: []\n", want: Deny},
 		{give: "default: deny\n", want: Deny},
 		{give: "default: ask\n", want: Ask},
@@ -98,7 +96,7 @@ func TestRuleIDs(t *testing.T) {
 		"  - s/*",
 		"  - s/b",
 		"methods:",
-		"  deny: [evil]",
+		"  deny: [{method: evil, custom: true}]",
 		"  ask: [ping]",
 		"  allow: [initialize, notifications/*, GET, DELETE, response]",
 	))
@@ -130,7 +128,7 @@ func TestMethods(t *testing.T) {
 		"default: ask",
 		"allow: [\"*\"]",
 		"methods:",
-		"  deny: [Ping]",
+		"  deny: [{method: Ping, custom: true}]",
 		"  allow: [ping, notifications/*, \"tools/*\", \"*\", GET]",
 	))
 	tests := []struct {

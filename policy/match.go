@@ -20,6 +20,12 @@ type rule struct {
 	scopes []string
 	// refusal is this rule's refusal style; nil defers to the policy's.
 	refusal *Refusal
+	shadow  bool // reported, never decides
+
+	// Source, for Explain.
+	line, col int    // of the rule in the file
+	pattern   string // the match or method text
+	whenSrc   string // the when expression; "" when none
 }
 
 // request is one Input being evaluated, with the forms rules compare,
@@ -47,6 +53,17 @@ func (r *request) loose() (server, name string) {
 
 // matches reports whether ru matches r, `when` included.
 func (ru *rule) matches(r *request) bool {
+	if !ru.patternMatches(r) {
+		return false
+	}
+	if ru.when == nil {
+		return true
+	}
+	return evalWhen(ru.when, r, ru.decision != Allow)
+}
+
+// patternMatches reports whether ru's kind and pattern match r, `when` aside.
+func (ru *rule) patternMatches(r *request) bool {
 	if ru.kind != r.kind {
 		return false
 	}
@@ -64,16 +81,9 @@ func (ru *rule) matches(r *request) bool {
 		if ru.loose {
 			server, name = r.loose()
 		}
-		if !ru.server.match(server) || !ru.name.match(name) {
-			return false
-		}
+		return ru.server.match(server) && ru.name.match(name)
 	case kindMethod:
-		if !ru.name.match(r.name) {
-			return false
-		}
+		return ru.name.match(r.name)
 	}
-	if ru.when == nil {
-		return true
-	}
-	return evalWhen(ru.when, r, ru.decision != Allow)
+	return true
 }

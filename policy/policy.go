@@ -262,44 +262,10 @@ func (p *Policy) evaluateListen(in *Input) Result {
 }
 
 func (p *Policy) evaluate(in *Input) Result {
-	r := request{in: in}
-	switch in.Op {
-	case OpRequest:
-		switch {
-		case in.Method == "":
-			return Result{Decision: Deny, Cause: CauseInvalidInput}
-		case in.Method == methodToolsCall:
-			if in.Tool == "" {
-				return Result{Decision: Deny, Cause: CauseInvalidInput}
-			}
-			r.kind, r.name = kindTool, in.Tool
-		case in.Method == methodPromptsGet:
-			if in.Prompt == "" {
-				return Result{Decision: Deny, Cause: CauseInvalidInput}
-			}
-			r.kind, r.name = kindPrompt, in.Prompt
-		case isResourceMethod(in.Method):
-			if in.URI == "" {
-				return Result{Decision: Deny, Cause: CauseInvalidInput}
-			}
-			u, ok := ParseURI(in.URI)
-			if !ok {
-				return Result{Decision: Deny, Cause: CauseUnsafeURI}
-			}
-			r.kind, r.name, r.res.u = kindResource, u.String(), u
-		default:
-			r.kind, r.name = kindMethod, in.Method
-		}
-	case OpResponse:
-		r.kind = kindResponse
-	case OpHTTPGet:
-		r.kind = kindGET
-	case OpHTTPDelete:
-		r.kind = kindDELETE
-	default:
-		return Result{Decision: Deny, Cause: CauseInvalidInput}
+	r, cause := newRequest(in)
+	if cause != 0 {
+		return Result{Decision: Deny, Cause: cause}
 	}
-
 	var res Result
 	var by *rule
 	switch {
@@ -324,6 +290,52 @@ func (p *Policy) evaluate(in *Input) Result {
 		}
 	}
 	return res
+}
+
+// newRequest classifies in, or returns the cause of its denial before any
+// rule (CauseInvalidInput, CauseUnsafeURI).
+func newRequest(in *Input) (request, Cause) {
+	if in == nil {
+		return request{}, CauseInvalidInput
+	}
+	r := request{in: in}
+	switch in.Op {
+	case OpRequest:
+		switch {
+		case in.Method == "":
+			return r, CauseInvalidInput
+		case in.Method == methodToolsCall:
+			if in.Tool == "" {
+				return r, CauseInvalidInput
+			}
+			r.kind, r.name = kindTool, in.Tool
+		case in.Method == methodPromptsGet:
+			if in.Prompt == "" {
+				return r, CauseInvalidInput
+			}
+			r.kind, r.name = kindPrompt, in.Prompt
+		case isResourceMethod(in.Method):
+			if in.URI == "" {
+				return r, CauseInvalidInput
+			}
+			u, ok := ParseURI(in.URI)
+			if !ok {
+				return r, CauseUnsafeURI
+			}
+			r.kind, r.name, r.res.u = kindResource, u.String(), u
+		default:
+			r.kind, r.name = kindMethod, in.Method
+		}
+	case OpResponse:
+		r.kind = kindResponse
+	case OpHTTPGet:
+		r.kind = kindGET
+	case OpHTTPDelete:
+		r.kind = kindDELETE
+	default:
+		return r, CauseInvalidInput
+	}
+	return r, 0
 }
 
 // first sets *res and *by and reports true if a rule in rules matches.

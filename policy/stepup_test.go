@@ -64,7 +64,7 @@ func TestScopesAndRefusalCompileErrors(t *testing.T) {
 		{"allow: [{match: x, refusal: hide}]", `refusal must be explain or conceal`},
 		{"refusal: yes", `test.yaml:1:10: refusal must be explain or conceal`},
 		{"methods: {allow: [{method: ping, refusal: conceal}]}", `refusal applies to tool, prompt and resource rules`},
-		{"allow: [{match: x, scope: [a]}]", `unknown field "scope"`},
+		{"allow: [{match: x, scope: [a]}]", `unknown key "scope"`},
 	}
 	for _, tt := range tests {
 		_, err := Compile("test.yaml", []byte(tt.give))

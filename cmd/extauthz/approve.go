@@ -17,6 +17,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/extauthz/policytest"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -130,7 +131,7 @@ func digestOf(ctx context.Context, in []byte, iss, sub, aud, serverID string) (s
 	if err != nil {
 		return "", fmt.Errorf("approve: input is neither a denial with request_digest nor a captured request: %w", err)
 	}
-	capt.Headers["authorization"] = "Bearer offline"
+	capt.Headers["authorization"] = "Bearer " + policytest.PlaceholderToken
 	lp, err := extauthz.CompilePolicy("approve", []byte("default: deny"))
 	if err != nil {
 		return "", err
@@ -138,7 +139,7 @@ func digestOf(ctx context.Context, in []byte, iss, sub, aud, serverID string) (s
 	store := &extauthz.PolicyStore{}
 	store.Store(lp)
 	d := (&extauthz.Decider{ServerID: serverID, Policies: store, Limits: mcpparse.DefaultLimits(),
-		Verifier: offlineVerifier{extauthz.Principal{Issuer: iss, Subject: sub, Audience: aud, Claims: map[string]any{}}}}).
+		Verifier: policytest.Verifier{P: policytest.Principal{Issuer: iss, Subject: sub, Audience: aud}}}).
 		Decide(ctx, capt.Request())
 	if d.RequestDigest == "" || len(d.BatchDigests) > 0 {
 		return "", fmt.Errorf("approve: the request has no single request digest (%s)", d.Reason)

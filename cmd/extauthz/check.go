@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,50 +19,100 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/extauthz/policytest"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
-// offlineVerifier stands in for the identity provider in `extauthz check`
-// when no --jwks-file is given: any bearer token maps to one configured
-// principal. It is never used by serve.
-type offlineVerifier struct{ p extauthz.Principal }
+// headerFlag is a repeatable -H "Name: value" flag.
+type headerFlag map[string]string
 
-func (v offlineVerifier) Verify(context.Context, string) (*extauthz.Principal, error) {
-	p := v.p
-	return &p, nil
+func (h headerFlag) String() string { return "" }
+func (h headerFlag) Set(v string) error {
+	name, val, ok := strings.Cut(v, ":")
+	name = strings.ToLower(strings.TrimSpace(name))
+	if !ok || name == "" {
+		return errors.New(`want "Name: value"`)
+	}
+	h[name] = strings.TrimSpace(val)
+	return nil
 }
 
-// headerFlag is a repeatable NAME=VALUE flag; values may hold commas.
-type headerFlag []string
+// claimFlag is a repeatable --claim NAME=VALUE flag; VALUE is JSON when it
+// parses as JSON (["a","b"], 3, true, {"k":1}), else a string.
+type claimFlag map[string]any
 
-func (h *headerFlag) String() string     { return strings.Join(*h, " ") }
-func (h *headerFlag) Set(v string) error { *h = append(*h, v); return nil }
+func (c claimFlag) String() string { return "" }
+func (c claimFlag) Set(kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok || k == "" {
+		return errors.New("want NAME=VALUE")
+	}
+	c[k] = claimValue(v)
+	return nil
+}
 
-// runCheck decides one captured HTTP request, offline exactly as serve would,
-// or by sending it as a CheckRequest to a running service (--addr), and
-// prints the decision. Exit 0 allow, 1 deny (or ask), 2 bad input.
+// claimValue decodes v as one JSON value (numbers as float64, as a JWT
+// carries them), or returns it as a string when it is not JSON.
+func claimValue(v string) any {
+	dec := json.NewDecoder(strings.NewReader(v))
+	var j any
+	if err := dec.Decode(&j); err == nil && !dec.More() {
+		if _, err := dec.Token(); errors.Is(err, io.EOF) {
+			return j
+		}
+	}
+	return v
+}
+
+// isCaptured reports whether in is a captured HTTP request (a JSON object
+// with "http" or "request", or a bare {"method", "headers", ...} object
+// without a "jsonrpc" string) rather than a JSON-RPC body.
+func isCaptured(in []byte) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(in, &obj) != nil {
+		return false // a body, perhaps malformed: check decides it
+	}
+	if obj["http"] != nil || obj["request"] != nil {
+		return true
+	}
+	var rpc string
+	if json.Unmarshal(obj["jsonrpc"], &rpc) == nil {
+		return false
+	}
+	return obj["method"] != nil && obj["headers"] != nil
+}
+
+// runCheck decides one request, offline exactly as serve would, or by
+// sending it as a CheckRequest to a running service (--addr), and prints the
+// decision. The input is a plain JSON-RPC body, or a captured HTTP request
+// (README, "Checking one request"). Exit 0 allow, 1 deny or ask (also when a
+// dry-run service admitted it), 2 input that cannot be read.
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: extauthz check [flags] REQUEST.json   (one captured request; - for stdin)")
-		fmt.Fprintln(stderr, "Offline by default (this policy, tokens not verified unless --jwks-file); with --addr the running service decides.")
+		fmt.Fprintln(stderr, "usage: extauthz check [flags] FILE   (a JSON-RPC body or a captured request; - for stdin)")
+		fmt.Fprintln(stderr, "Offline by default: this policy, no token needed (the principal is --sub and --claim) unless --jwks-file; with --addr the running service decides.")
 		fs.PrintDefaults()
 	}
-	policyFile := fs.String("policy", "examples/policy.yaml", "policy YAML file")
+	policyFile := fs.String("policy", "examples/policy.yaml", "policy YAML file (offline)")
 	serverID := fs.String("server-id", "payments", "MCP server id (offline)")
 	addr := fs.String("addr", "", "send the request to the ext_authz service at this gRPC address instead of deciding offline")
 	token := fs.String("token", "", "bearer token to put in the request's Authorization header (e.g. from `extauthz token`)")
-	issuer := fs.String("issuer", "https://idp.example.com", "issuer")
+	httpMethod := fs.String("X", "POST", "HTTP method of a plain body (GET and DELETE take an empty FILE, e.g. /dev/null)")
+	headers := headerFlag{}
+	fs.Var(headers, "H", `request header "Name: value" (repeatable), over the captured request's`)
+	issuer := fs.String("issuer", policytest.DefaultIssuer, "issuer")
 	var aud listFlag
-	fs.Var(&aud, "audience", "accepted audience (repeatable; default https://mcp.example.com/mcp)")
-	jwks := fs.String("jwks-file", "", "verify the request's bearer token against this JWKS; without it any token maps to --sub")
+	fs.Var(&aud, "audience", "accepted audience (repeatable; default "+policytest.DefaultAudience+")")
+	jwks := fs.String("jwks-file", "", "verify the request's bearer token against this JWKS; without it no token is needed and the principal is --sub with --claim")
 	sub := fs.String("sub", "offline-check", "principal sub when tokens are not verified")
+	claims := claimFlag{}
+	fs.Var(claims, "claim", `principal claim NAME=VALUE when tokens are not verified (repeatable; VALUE is JSON when it parses: groups=["a","b"], n=3, admin=true)`)
+	explain := fs.Bool("explain", false, "also print the response as Envoy sends it and, offline, every rule considered, each when's value and the precedence step")
 	asJSON := fs.Bool("json", false, "print the decision as one JSON object")
 	approval := fs.String("approval", "", "approval (from `extauthz approve`) to send in x-mcp-approval; needs --addr")
-	var extraHeaders headerFlag
-	fs.Var(&extraHeaders, "header", "extra request header NAME=VALUE, e.g. Idempotency-Key=k1 (repeatable)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -69,9 +121,56 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &exitError{code: 2}
 	}
 	if len(aud) == 0 {
-		aud = listFlag{"https://mcp.example.com/mcp"}
+		aud = listFlag{policytest.DefaultAudience}
 	}
-	bad := func(err error) error { return &exitError{code: 2, err: err} }
+	bad := func(err error) error { return &exitError{code: 2, err: fmt.Errorf("check: %w", err)} }
+
+	var in []byte
+	var err error
+	if name := fs.Arg(0); name == "-" {
+		in, err = io.ReadAll(os.Stdin)
+	} else {
+		in, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return bad(err)
+	}
+	var capt *extauthz.CapturedRequest
+	if isCaptured(in) {
+		if capt, err = extauthz.ParseCapturedRequest(bytes.TrimSpace(in)); err != nil {
+			return bad(err)
+		}
+		if _, ok := capt.Headers["authorization"]; !ok && *jwks == "" && *addr == "" {
+			capt.Headers["authorization"] = "Bearer " + policytest.PlaceholderToken // offline checks need no token
+		}
+	} else {
+		r := policytest.Request{HTTPMethod: strings.ToUpper(*httpMethod), Body: in, Headers: map[string]string{}}
+		if r.HTTPMethod != "POST" && len(bytes.TrimSpace(in)) == 0 {
+			r.Body = nil
+		}
+		if *jwks != "" || *addr != "" {
+			r.Headers["authorization"] = "" // a token must come from -H or --token
+		}
+		capt = r.Captured()
+		if capt.Headers["authorization"] == "" {
+			delete(capt.Headers, "authorization")
+		}
+	}
+	for k, v := range headers {
+		capt.Headers[k] = v
+	}
+	if *token != "" {
+		capt.Headers["authorization"] = "Bearer " + strings.TrimSpace(*token)
+	}
+	if *approval != "" {
+		if *addr == "" {
+			return bad(errors.New("--approval needs --addr: approvals are single use, so only the running service can judge them"))
+		}
+		capt.Headers[extauthz.HeaderApproval] = strings.TrimSpace(*approval)
+	}
+	if *addr != "" {
+		return checkRemote(ctx, *addr, capt, stdout, *asJSON, *explain)
+	}
 
 	src, err := os.ReadFile(*policyFile)
 	if err != nil {
@@ -85,40 +184,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return bad(err)
 	}
-	var in []byte
-	if name := fs.Arg(0); name == "-" {
-		in, err = io.ReadAll(os.Stdin)
-	} else {
-		in, err = os.ReadFile(name)
-	}
+	principalClaims, err := policytest.JSONClaims(claims)
 	if err != nil {
 		return bad(err)
 	}
-	capt, err := extauthz.ParseCapturedRequest([]byte(strings.TrimSpace(string(in))))
-	if err != nil {
-		return bad(err)
-	}
-	if *token != "" {
-		capt.Headers["authorization"] = "Bearer " + strings.TrimSpace(*token)
-	}
-	for _, kv := range extraHeaders {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return bad(errors.New("--header wants NAME=VALUE"))
-		}
-		capt.Headers[strings.ToLower(strings.TrimSpace(k))] = v
-	}
-	if *approval != "" {
-		if *addr == "" {
-			return bad(errors.New("--approval needs --addr: approvals are single use, so only the running service can judge them"))
-		}
-		capt.Headers[extauthz.HeaderApproval] = strings.TrimSpace(*approval)
-	}
-	if *addr != "" {
-		return checkRemote(ctx, *addr, capt, stdout, *asJSON)
-	}
-	var verifier extauthz.TokenVerifier = offlineVerifier{extauthz.Principal{
-		Issuer: *issuer, Subject: *sub, Audience: aud[0], Claims: map[string]any{"iss": *issuer, "sub": *sub},
+	var verifier extauthz.TokenVerifier = policytest.Verifier{P: policytest.Principal{
+		Issuer: *issuer, Subject: *sub, Audience: aud[0], Claims: principalClaims,
 	}}
 	if *jwks != "" {
 		ks, err := extauthz.LoadJWKS(*jwks)
@@ -131,10 +202,27 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	store := &extauthz.PolicyStore{}
 	store.Store(lp)
-	d := (&extauthz.Decider{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(),
-		DPoP: extauthz.NewDPoPVerifier(extauthz.DPoPConfig{})}).Decide(ctx, capt.Request())
-	if err := printDecision(stdout, d, *asJSON); err != nil {
+	req := capt.Request()
+	d := (&extauthz.Decider{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: *explain,
+		DPoP: extauthz.NewDPoPVerifier(extauthz.DPoPConfig{})}).
+		Decide(ctx, req)
+	names := policytest.Fields
+	if *explain {
+		names = append([]string{"decision_id"}, names...)
+	}
+	fields := policytest.FieldsOf(d)
+	fields["decision_id"] = d.ID
+	if err := policytest.WriteFields(stdout, names, fields, *asJSON); err != nil {
 		return err
+	}
+	if *explain && !*asJSON {
+		if d.Detail != "" {
+			fmt.Fprintf(stdout, "%-15s %s\n", "detail:", d.Detail)
+		}
+		fmt.Fprintln(stdout, "\n# response, as Envoy would send it")
+		policytest.WriteResponse(stdout, (&extauthz.Responder{ResourceMetadataURL: extauthz.ResourceMetadataURL(aud[0])}).Response(d, req.Headers))
+		fmt.Fprintln(stdout, "\n# policy")
+		policytest.WriteTrace(stdout, d, lp.File)
 	}
 	if !d.Allowed() {
 		return &exitError{code: 1}
@@ -144,8 +232,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // checkRemote sends capt to a running service as Envoy would (raw_body) and
 // prints the decision it returns in dynamic metadata and, for a denial, the
-// HTTP status and body Envoy answers the client with.
-func checkRemote(ctx context.Context, addr string, capt *extauthz.CapturedRequest, stdout io.Writer, asJSON bool) error {
+// HTTP status and body Envoy answers the client with. The exit code follows
+// the decision, not the response: a dry-run service admits a request it
+// would deny, and check still exits 1.
+func checkRemote(ctx context.Context, addr string, capt *extauthz.CapturedRequest, stdout io.Writer, asJSON, explain bool) error {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -158,51 +248,28 @@ func checkRemote(ctx context.Context, addr string, capt *extauthz.CapturedReques
 		return &exitError{code: 2, err: fmt.Errorf("check %s: %w", addr, err)}
 	}
 	md := resp.GetDynamicMetadata().GetFields()
-	fields := make([][2]string, len(decisionFields))
-	for i, k := range decisionFields {
-		fields[i] = [2]string{k, md[k].GetStringValue()}
+	names := slices.Concat(policytest.Fields, []string{"dry_run"})
+	fields := map[string]string{}
+	for _, k := range names {
+		fields[k] = md[k].GetStringValue()
+	}
+	if fields["dry_run"] == "" {
+		names = names[:len(names)-1]
 	}
 	// A denial as the client receives it through Envoy: status and body.
 	if dr := resp.GetDeniedResponse(); dr != nil {
-		fields = append(fields, [2]string{"http_status", strconv.Itoa(int(dr.GetStatus().GetCode()))}, [2]string{"http_body", dr.GetBody()})
+		names = append(names, "http_status", "http_body")
+		fields["http_status"], fields["http_body"] = strconv.Itoa(int(dr.GetStatus().GetCode())), dr.GetBody()
 	}
-	if err := printFields(stdout, fields, asJSON); err != nil {
+	if err := policytest.WriteFields(stdout, names, fields, asJSON); err != nil {
 		return err
 	}
-	if resp.GetOkResponse() == nil {
+	if explain && !asJSON {
+		fmt.Fprintln(stdout, "\n# response, as Envoy sends it")
+		policytest.WriteResponse(stdout, resp)
+	}
+	if fields["decision"] != "allow" || fields["reason"] != string(extauthz.ReasonAllowed) {
 		return &exitError{code: 1}
-	}
-	return nil
-}
-
-// decisionFields are the facts check prints, in order.
-var decisionFields = []string{"decision", "reason", "rule_id", "server", "method", "target", "args_digest", "request_digest", "policy_version"}
-
-func printDecision(w io.Writer, d *extauthz.Decision, asJSON bool) error {
-	v := map[string]string{
-		"decision": d.Decision.String(), "reason": string(d.Reason), "rule_id": d.RuleID,
-		"server": d.Server, "method": d.Method, "target": d.Target, "args_digest": d.ArgsDigest,
-		"request_digest": d.RequestDigest, "policy_version": d.PolicyVersion,
-	}
-	fields := make([][2]string, len(decisionFields))
-	for i, k := range decisionFields {
-		fields[i] = [2]string{k, v[k]}
-	}
-	return printFields(w, fields, asJSON)
-}
-
-func printFields(w io.Writer, fields [][2]string, asJSON bool) error {
-	if asJSON {
-		m := make(map[string]string, len(fields))
-		for _, f := range fields {
-			m[f[0]] = f[1]
-		}
-		return json.NewEncoder(w).Encode(m)
-	}
-	for _, f := range fields {
-		if _, err := fmt.Fprintf(w, "%-15s %s\n", f[0]+":", f[1]); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -130,6 +130,7 @@ func checkBinding(c *Config) error {
 // warnUnknownEnv names EXTAUTHZ_* variables that match no flag, since a typo
 // (EXTAUTHZ_SERVERID) would otherwise be silently ignored.
 func warnUnknownEnv(fs *flag.FlagSet, environ []string, stderr io.Writer) {
+	log, _ := newLogger("info", stderr)
 	for _, kv := range environ {
 		k, _, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(k, "EXTAUTHZ_") {
@@ -137,7 +138,7 @@ func warnUnknownEnv(fs *flag.FlagSet, environ []string, stderr io.Writer) {
 		}
 		name := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, "EXTAUTHZ_"), "_", "-"))
 		if fs.Lookup(name) == nil {
-			fmt.Fprintf(stderr, "extauthz: warning: environment variable %s matches no flag; ignored\n", k)
+			log.Warn("environment variable " + k + " matches no flag; ignored")
 		}
 	}
 }

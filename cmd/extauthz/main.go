@@ -3,7 +3,9 @@
 //
 //	extauthz [serve] [flags]   run the gRPC Authorization service
 //	extauthz check [flags] REQUEST.json
-//	                           decide one captured HTTP request offline
+//	                           decide one request offline, or by a running service
+//	extauthz test [flags] [DIR|FILE...]
+//	                           run policy unit tests
 //	extauthz token [flags]     mint a test bearer token (quick-start only)
 //	extauthz approve [flags] DENIAL.json
 //	                           sign an approval of one request digest
@@ -24,12 +26,16 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"go.uber.org/zap/zapgrpc"
+	"google.golang.org/grpc/grpclog"
 )
 
 // exitError carries a process exit code out of a subcommand.
 type exitError struct {
-	code int
-	err  error
+	code   int
+	err    error
+	logged bool // err is in the log already: main prints nothing
 }
 
 func (e *exitError) Error() string {
@@ -40,7 +46,11 @@ func (e *exitError) Error() string {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// gRPC's own warnings and errors, as JSON lines like everything else.
+	if l, err := newLogger("warn", os.Stderr); err == nil {
+		grpclog.SetLoggerV2(zapgrpc.NewLogger(l))
+	}
+	ctx, stop := shutdownContext()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err == nil {
@@ -52,10 +62,31 @@ func main() {
 		code = ee.code
 		err = ee.err
 	}
-	if err != nil {
+	if err != nil && (ee == nil || !ee.logged) {
 		fmt.Fprintln(os.Stderr, "extauthz:", err)
 	}
 	os.Exit(code)
+}
+
+// shutdownContext returns a context cancelled by the first SIGINT or
+// SIGTERM, which starts the graceful shutdown (drain, GracefulStop). A
+// second one ends the process at once, by the signal's default action, so
+// an operator is never stuck behind a long drain. Both are caught from the
+// start, so no second signal is lost between the two.
+func shutdownContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel()
+		sig := <-sigs
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		if s, ok := sig.(syscall.Signal); ok {
+			_ = syscall.Kill(os.Getpid(), s)
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel() }
 }
 
 // run dispatches to a subcommand; serve is the default.
@@ -74,6 +105,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runServe(ctx, args, stderr)
 	case "check":
 		return runCheck(ctx, args, stdout, stderr)
+	case "test":
+		return runTest(ctx, args, stdout, stderr)
 	case "token":
 		return runToken(args, stdout, stderr)
 	case "approve":
@@ -87,14 +120,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, token, approve or healthcheck)", cmd)}
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, test, token, approve, healthcheck or version)", cmd)}
 }
 
 const usage = `usage: extauthz <command> [flags]
 
 commands:
   serve        run the ext_authz gRPC service (the default)
-  check        decide one captured HTTP request: offline, or by a running service (--addr)
+  check        decide one request (a JSON-RPC body or a captured HTTP request): offline, or by a running service (--addr)
+  test         run policy unit tests (*_test.yaml next to the policy)
   token        mint a test bearer token with the quick-start key
   approve      sign an approval of one request digest (from an ask denial) for a principal
   healthcheck  probe a running service's gRPC health (exit 0 when SERVING)
@@ -103,20 +137,38 @@ commands:
 Run "extauthz <command> -h" for its flags.
 `
 
-// version is the module version the binary was built from, with the VCS
-// revision when the build recorded one.
+// Set at build time with -ldflags "-X main.buildVersion=... -X
+// main.buildCommit=..." (Dockerfile, README); empty in a plain go build.
+var buildVersion, buildCommit string
+
+// version returns "VERSION (commit COMMIT)": the -ldflags values, else what
+// the Go toolchain recorded (the module version for go install
+// module@version, the VCS revision for a build in a git checkout), else
+// "devel" and "unknown".
 func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " (" + s.Value[:12] + ")"
+	v, c, dirty := buildVersion, buildCommit, false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch {
+			case s.Key == "vcs.revision" && c == "":
+				c = s.Value
+			case s.Key == "vcs.modified" && buildCommit == "":
+				dirty = s.Value == "true"
+			}
 		}
 	}
-	return v
+	if v == "" {
+		v = "devel"
+	}
+	if c == "" {
+		c = "unknown"
+	} else if dirty {
+		c += "-dirty"
+	}
+	return v + " (commit " + c + ")"
 }
 
 // parseFlags parses args into fs: -h exits 0 after the usage, a bad flag 2.

@@ -237,7 +237,7 @@ func TestServeQuickStart(t *testing.T) {
 		done <- run(ctx, []string{"serve", "--config", "examples/config.yaml", "--grpc-addr", "127.0.0.1:0", "--http-addr", "", "--drain-period", "0s"}, io.Discard, &stderr)
 	}()
 	var addr string
-	if m := stderr.waitFor(regexp.MustCompile(`serving ext_authz on (\S+)`), 10*time.Second); m != nil {
+	if m := stderr.waitFor(regexp.MustCompile(`"grpc_addr":"([^"]+)"`), 10*time.Second); m != nil {
 		addr = m[1]
 	}
 	if addr == "" {
@@ -307,8 +307,8 @@ func startServe(t *testing.T, args ...string) (grpcAddr, httpAddr string, stderr
 			t.Errorf("serve: %v", err)
 		}
 	})
-	grpcRE := regexp.MustCompile(`serving ext_authz on (\S+)`)
-	httpRE := regexp.MustCompile(`on http://(\S+)`)
+	grpcRE := regexp.MustCompile(`"grpc_addr":"([^"]+)"`)
+	httpRE := regexp.MustCompile(`"http_addr":"([^"]+)"`)
 	if g, h := stderr.waitFor(grpcRE, 10*time.Second), stderr.waitFor(httpRE, 10*time.Second); g != nil && h != nil {
 		return g[1], h[1], stderr
 	}
@@ -383,6 +383,32 @@ func TestServeIdentityProviderDown(t *testing.T) {
 	if got := httpStatus(t, "http://"+httpAddr+"/readyz"); got != http.StatusServiceUnavailable {
 		t.Errorf("/readyz with the provider down = %d, want 503", got)
 	}
+	// Every metric exists from start, at zero, and the first failures of
+	// the identity provider are counted before any Check.
+	early := scrape(t, httpAddr)
+	for _, want := range []string{
+		`mcp_extauthz_decisions_total{decision="deny",dry_run="false",method="none",reason="token_expired"} 0`,
+		`mcp_extauthz_decisions_total{decision="ask",dry_run="false",method="none",reason="authorization_required"} 0`,
+		`mcp_extauthz_token_verification_failures_total{reason="token_wrong_audience"} 0`,
+		`mcp_extauthz_shadow_matches_total{decision="deny"} 0`,
+		`mcp_extauthz_token_cache_total{result="hit"} 0`,
+		`mcp_extauthz_keyset_refreshes_total{result="error"} 0`,
+		`mcp_extauthz_policy_reload_errors_total 0`,
+		`mcp_extauthz_checks_in_flight 0`,
+		`mcp_extauthz_check_duration_seconds_count 0`,
+		`mcp_extauthz_ready 0`,
+		`mcp_extauthz_oidc_discovery_total{result="ok"} 0`,
+	} {
+		if !strings.Contains(early, want) {
+			t.Errorf("/metrics at start lacks %s", want)
+		}
+	}
+	discoveryFailed := regexp.MustCompile(`mcp_extauthz_oidc_discovery_total\{result="error"\} [1-9]`)
+	for deadline := time.Now().Add(10 * time.Second); !discoveryFailed.MatchString(scrape(t, httpAddr)); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the failed discovery at start is not counted in oidc_discovery_total")
+		}
+	}
 	if got := httpStatus(t, "http://"+httpAddr+"/healthz"); got != http.StatusOK {
 		t.Errorf("/healthz = %d, want 200", got)
 	}
@@ -417,6 +443,21 @@ func TestServeIdentityProviderDown(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// scrape returns the /metrics text of the service at httpAddr.
+func scrape(t *testing.T, httpAddr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestHelpAndVersion(t *testing.T) {
@@ -536,4 +577,87 @@ func TestServeBindingFlags(t *testing.T) {
 	if err != nil || c.StateStore != "redis://127.0.0.1:6379/0" || c.IdempotencyHeader != "Idempotency-Key" {
 		t.Errorf("valid flags: %v %+v", err, c)
 	}
+}
+
+// TestServeStderrIsJSON: everything serve writes on stderr is a JSON line,
+// from a flag or policy error to a clean stop, and no line carries a stack
+// trace.
+func TestServeStderrIsJSON(t *testing.T) {
+	dir := t.TempDir()
+	badPolicy := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(badPolicy, []byte("default: deny\nallow: [{match: x, shadow: yes}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--issuer", "https://idp.example.com", "--audience", "a", "--grpc-addr", "127.0.0.1:0", "--http-addr", ""}
+	tests := []struct {
+		name string
+		give []string
+		want string // in the error line
+	}{
+		{name: "unknown flag", give: []string{"--bogus"}, want: "flag provided but not defined"},
+		{name: "missing issuer", give: []string{"--policy", "examples/policy.yaml", "--audience", "a"}, want: "--issuer is required"},
+		{name: "bad log level", give: append([]string{"--policy", "examples/policy.yaml", "--log-level", "loud"}, base...), want: "--log-level"},
+		{name: "bad policy", give: append([]string{"--policy", badPolicy}, base...), want: badPolicy + ":2:"},
+		{name: "port in use", give: []string{"--policy", "examples/policy.yaml", "--issuer", "https://idp.example.com", "--audience", "a", "--grpc-addr", "256.0.0.1:1"}, want: "256.0.0.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("EXTAUTHZ_SERVERID", "typo") // a warning line too
+			var stderr bytes.Buffer
+			err := run(t.Context(), append([]string{"serve"}, tt.give...), io.Discard, &stderr)
+			if exitCode(err) == 0 {
+				t.Fatalf("exit 0, want an error")
+			}
+			var ee *exitError
+			if !errors.As(err, &ee) || !ee.logged {
+				t.Errorf("error %v not marked logged: main would print it again as text", err)
+			}
+			lines := jsonLines(t, stderr.String())
+			last := lines[len(lines)-1]
+			if last["level"] != "error" || !strings.Contains(fmt.Sprint(last["error"]), tt.want) {
+				t.Errorf("last line %v, want an error line with %q", last, tt.want)
+			}
+		})
+	}
+
+	// A clean run: start, serve, stop.
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", "examples/config.yaml", "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--drain-period", "0s"}, io.Discard, &stderr)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), `"grpc_addr"`); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start: %s", stderr.String())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	lines := jsonLines(t, stderr.String())
+	if msg := lines[len(lines)-1]["msg"]; msg != "stopped" {
+		t.Errorf("last line %v, want stopped", lines[len(lines)-1])
+	}
+}
+
+// jsonLines parses every line of s as a JSON object without a stack trace.
+func jsonLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("stderr line is not JSON: %q\nall:\n%s", line, s)
+		}
+		if _, ok := m["stacktrace"]; ok {
+			t.Errorf("stderr line has a stack trace: %q", line)
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		t.Fatal("no stderr lines")
+	}
+	return out
 }

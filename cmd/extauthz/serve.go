@@ -45,21 +45,36 @@ const (
 	keepaliveMinTime = 10 * time.Second
 )
 
+// runServe runs the service until ctx ends. Everything it writes to stderr
+// is JSON lines (zap), configuration errors included, without stack traces;
+// decisions go to stdout, one JSON line each.
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
+	boot, _ := newLogger("info", stderr) // "info" always parses
+	fail := func(msg string, err error) error {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			if ee.err == nil { // -h: the usage is printed already
+				return err
+			}
+			code, err = ee.code, ee.err
+		}
+		boot.Error(msg, zap.Error(err))
+		_ = boot.Sync()
+		return &exitError{code: code, err: err, logged: true}
+	}
 	cfg, err := parseServeConfig(args, os.Getenv, stderr)
 	if err != nil {
-		return err
+		return fail("invalid configuration", err)
 	}
-	// Decisions are the service's output: one JSON line each on stdout.
-	// Everything else (reloads, identity provider, errors) is JSON on stderr.
-	log, err := newLogger(cfg.LogLevel, "stderr")
+	log, err := newLogger(cfg.LogLevel, stderr)
 	if err != nil {
-		return err
+		return fail("invalid configuration", err)
 	}
 	defer func() { _ = log.Sync() }()
-	decisionLog, err := newLogger(cfg.LogLevel, "stdout")
+	decisionLog, err := newLogger(cfg.LogLevel, os.Stdout)
 	if err != nil {
-		return err
+		return fail("invalid configuration", err)
 	}
 	defer func() { _ = decisionLog.Sync() }()
 
@@ -69,18 +84,18 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 
 	svc, err := newService(cfg, log, decisionLog, metrics)
 	if err != nil {
-		return err
+		return fail("cannot start", err)
 	}
 	defer svc.store.Close()
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
-		return err
+		return fail("cannot start", err)
 	}
 	var httpLis net.Listener
 	if cfg.HTTPAddr != "" {
 		if httpLis, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 			lis.Close()
-			return err
+			return fail("cannot start", err)
 		}
 	}
 
@@ -92,7 +107,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		svc.keepKeysFresh(ctx, cfg.JWKSRefresh, func() { fmt.Fprintln(stderr, "extauthz: identity provider ready: signing keys fetched") })
+		svc.keepKeysFresh(ctx, cfg.JWKSRefresh, func() { log.Info("identity provider ready: signing keys fetched") })
 	}()
 	go func() {
 		defer wg.Done()
@@ -119,23 +134,27 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			defer scancel()
 			_ = hsrv.Shutdown(sctx)
 		}()
-		fmt.Fprintf(stderr, "extauthz: serving /metrics, /healthz, /readyz and %s on http://%s\n", extauthz.WellKnownProtectedResource, httpLis.Addr())
+		log.Info("serving /metrics, /healthz, /readyz and "+extauthz.WellKnownProtectedResource, zap.String("http_addr", httpLis.Addr().String()))
 	}
 
 	gs, hs := newGRPCServer(cfg, svc.server)
 	lc := &extauthz.Lifecycle{
 		GRPC: gs, Health: hs, Readiness: svc.readiness,
 		DrainPeriod: cfg.DrainPeriod, ShutdownTimeout: cfg.ShutdownTimeout,
-		OnShutdown: func() { fmt.Fprintln(stderr, "extauthz: shutting down: NOT_SERVING, draining") },
+		OnShutdown: func() { log.Info("shutting down: NOT_SERVING, draining; a second SIGINT or SIGTERM stops at once") },
 	}
 	mode := "enforcing"
 	if cfg.DryRun {
 		mode = "DRY-RUN: every request is admitted"
 	}
-	fmt.Fprintf(stderr, "extauthz: serving ext_authz on %s (policy %s, server id %q, %s)\n", lis.Addr(), cfg.PolicyFile, cfg.ServerID, mode)
-	err = lc.Serve(ctx, lis)
-	fmt.Fprintln(stderr, "extauthz: stopped")
-	return err
+	log.Info("serving ext_authz", zap.String("grpc_addr", lis.Addr().String()), zap.String("policy", cfg.PolicyFile),
+		zap.String("server_id", cfg.ServerID), zap.String("mode", mode))
+	if err = lc.Serve(ctx, lis); err != nil {
+		log.Error("stopped", zap.Error(err))
+		return &exitError{code: 1, err: err, logged: true}
+	}
+	log.Info("stopped")
+	return nil
 }
 
 // httpHandler serves the operational endpoints (extauthz.HTTPHandler) and
@@ -204,7 +223,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 			return
 		}
 		metrics.KeySetRefreshes.WithLabelValues("ok").Inc()
-	}, OnIgnoredKeys: func(ignored []extauthz.IgnoredKey) { logIgnoredKeys(log, ignored) }}
+	}, OnIgnoredKeys: func(ignored []extauthz.IgnoredKey) { logIgnoredKeys(log, ignored) }, OnDiscovery: metrics.OIDCDiscovered}
 	if cfg.JWKSFile != "" {
 		ks, err := extauthz.LoadJWKS(cfg.JWKSFile)
 		if err != nil {
@@ -370,19 +389,18 @@ func newGRPCServer(cfg *Config, srv *extauthz.Server) (*grpc.Server, *health.Ser
 	return gs, hs
 }
 
-// newLogger returns a JSON zap logger writing to output ("stdout" or
-// "stderr"), unsampled.
-func newLogger(level, output string) (*zap.Logger, error) {
+// newLogger returns a JSON-lines zap logger writing to w at level (debug,
+// info, warn, error): unsampled (every decision is logged), RFC 3339 times
+// in "ts", and no stack traces (an error message says what to fix; a stack
+// says nothing to an operator).
+func newLogger(level string, w io.Writer) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	zc := zap.NewProductionConfig()
-	zc.Level = zap.NewAtomicLevelAt(lvl)
-	zc.OutputPaths = []string{output}
-	zc.ErrorOutputPaths = []string{"stderr"}
-	zc.Sampling = nil // every decision is logged
-	zc.EncoderConfig.TimeKey = "ts"
-	zc.EncoderConfig.EncodeTime = zapcore.RFC3339NanoTimeEncoder
-	return zc.Build()
+	ec := zap.NewProductionEncoderConfig()
+	ec.TimeKey = "ts"
+	ec.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+	ws := zapcore.Lock(zapcore.AddSync(w))
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(ec), ws, lvl), zap.ErrorOutput(ws)), nil
 }

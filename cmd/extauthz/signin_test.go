@@ -25,8 +25,8 @@ func serveForTest(t *testing.T, extra ...string) (grpcAddr, httpAddr string) {
 		cancel()
 		<-done
 	})
-	grpcRE := regexp.MustCompile(`serving ext_authz on (\S+)`)
-	httpRE := regexp.MustCompile(`on http://(\S+)`)
+	grpcRE := regexp.MustCompile(`"grpc_addr":"([^"]+)"`)
+	httpRE := regexp.MustCompile(`"http_addr":"([^"]+)"`)
 	for deadline := time.Now().Add(10 * time.Second); (grpcAddr == "" || httpAddr == "") && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if m := grpcRE.FindStringSubmatch(stderr.String()); m != nil {
 			grpcAddr = m[1]

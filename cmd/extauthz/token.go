@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,8 +23,8 @@ func runToken(args []string, stdout, stderr io.Writer) error {
 	aud := fs.String("audience", "https://mcp.example.com/mcp", "aud claim (comma-separated for several)")
 	sub := fs.String("sub", "alice", "sub claim")
 	ttl := fs.Duration("ttl", time.Hour, "lifetime; negative mints an expired token")
-	var extra listFlag
-	fs.Var(&extra, "claim", "extra claim NAME=VALUE (repeatable; VALUE parsed as JSON when it is valid JSON)")
+	extra := claimFlag{}
+	fs.Var(extra, "claim", `extra claim NAME=VALUE (repeatable; VALUE is JSON when it parses: groups=["a","b"], level=3, admin=true; else a string)`)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -45,17 +44,8 @@ func runToken(args []string, stdout, stderr io.Writer) error {
 		"iss": *iss, "sub": *sub, "aud": strings.Split(*aud, ","),
 		"iat": now.Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(*ttl).Unix(),
 	}
-	for _, kv := range extra {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return errors.New("--claim wants NAME=VALUE")
-		}
-		var j any
-		if json.Unmarshal([]byte(v), &j) == nil {
-			claims[k] = j
-		} else {
-			claims[k] = v
-		}
+	for k, v := range extra {
+		claims[k] = v
 	}
 	tok, err := SignJWT(&key, claims)
 	if err != nil {

@@ -1,0 +1,112 @@
+package policy
+
+import (
+	"fmt"
+
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+)
+
+// Trace is how Evaluate reached its Result, for `extauthz check --explain`
+// and policy tests. It is built for people, not for the request path:
+// Explain evaluates every rule of the request's kind, where Evaluate stops at
+// the first match.
+type Trace struct {
+	Result Result
+	// Rules are the rules of the request's kind (tool, resource, prompt,
+	// method, GET, DELETE or response) in the order precedence considers
+	// them: deny, ask, allow (file order within each), then the shadow rules.
+	Rules []RuleTrace
+	// Step is the precedence step that decided: "deny", "ask", "allow",
+	// "default", or, before any rule, "unsafe_uri" or "invalid_input".
+	Step string
+	// Name is what the rules were matched against: the tool or prompt name,
+	// the normal form of the URI, or the method; "" for GET, DELETE and
+	// response.
+	Name string
+}
+
+// RuleTrace is one rule as Explain evaluated it.
+type RuleTrace struct {
+	RuleID       string
+	Decision     Decision // the list it is in
+	Shadow       bool
+	Line, Column int    // of the rule in the policy file
+	Pattern      string // its match or method text
+	// PatternHeld: the pattern matched the request's server and name.
+	PatternHeld bool
+	// When is the rule's expression ("" when none); WhenValue what it
+	// evaluated to (CEL's printed form: "true", "false", "1", ...) or
+	// WhenError its error. Neither is set when the pattern did not hold.
+	When, WhenValue, WhenError string
+	// Matched: the rule matched, `when` included (a failing `when` matches
+	// in deny and ask rules and not in allow rules).
+	Matched bool
+}
+
+// Explain evaluates in as Evaluate does and reports every rule considered.
+// tr.Result always equals Evaluate(in).
+func (p *Policy) Explain(in *Input) Trace {
+	tr := Trace{Result: p.Evaluate(in)}
+	switch tr.Result.Cause {
+	case CauseUnsafeURI:
+		tr.Step = "unsafe_uri"
+		return tr
+	case CauseInvalidInput:
+		tr.Step = "invalid_input"
+		return tr
+	case CauseDefault:
+		tr.Step = "default"
+	default:
+		tr.Step = tr.Result.Decision.String()
+	}
+	r, _ := newRequest(in) // Evaluate accepted in
+	tr.Name = r.name
+	for _, d := range []Decision{Deny, Ask, Allow} {
+		for _, ru := range p.rules[d][r.kind] {
+			tr.Rules = append(tr.Rules, ru.trace(&r))
+		}
+	}
+	for _, ru := range p.shadow {
+		if ru.kind == r.kind {
+			tr.Rules = append(tr.Rules, ru.trace(&r))
+		}
+	}
+	return tr
+}
+
+// trace evaluates ru on r like matches, recording each step.
+func (ru *rule) trace(r *request) RuleTrace {
+	t := RuleTrace{RuleID: ru.id, Decision: ru.decision, Shadow: ru.shadow, Line: ru.line, Column: ru.col,
+		Pattern: ru.pattern, When: ru.whenSrc}
+	t.PatternHeld = ru.patternMatches(r)
+	if !t.PatternHeld {
+		return t
+	}
+	if ru.when == nil {
+		t.Matched = true
+		return t
+	}
+	failMatch := ru.decision != Allow
+	out, _, err := ru.when.Eval(activation{r})
+	switch {
+	case err != nil:
+		t.WhenError, t.Matched = err.Error(), failMatch
+	case out.Type() == types.BoolType:
+		t.WhenValue, t.Matched = celString(out), bool(out.(types.Bool))
+	default:
+		t.WhenValue, t.WhenError, t.Matched = celString(out), "not a bool", failMatch
+	}
+	return t
+}
+
+// celString prints a CEL value the way a policy author writes it.
+func celString(v ref.Val) string {
+	switch v := v.(type) {
+	case types.String:
+		return fmt.Sprintf("%q", string(v))
+	case types.Bool, types.Int, types.Uint, types.Double:
+		return fmt.Sprint(v.Value())
+	}
+	return fmt.Sprintf("%v", v.Value())
+}
