@@ -63,7 +63,7 @@ func TestKustomizeBuilds(t *testing.T) {
 				t.Fatalf("want one Deployment, PDB and Service; got %d, %d, %d", len(o.Deployments), len(o.PDBs), len(o.Services))
 			}
 			d := o.Deployments[0]
-			checkPodTemplate(t, "Deployment "+d.Name, d.Spec.Template)
+			checkPodTemplate(t, "Deployment "+d.Name, d.Spec.Template, probedByEnvoy(t, o, d))
 			checkNamespaces(t, o, baseNamespace(t))
 			checkPodReferences(t, o, d, nil)
 			if ex := container(d, "extauthz"); ex != nil {
