@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -267,4 +268,26 @@ func parseJWKS(b []byte) ([]jose.JSONWebKey, error) {
 		}
 	}
 	return set.Keys, nil
+}
+
+// LoadFile replaces the keys of a fixed set with the JSON Web Key Set in
+// path (RFC 7517 section 5; public signing keys only), for a rotated
+// --jwks-file. On any error the last good keys stay in use and the error
+// is returned. OnRefresh, if set, is called with the result. A changed set
+// moves Generation, so cached token verifications are dropped.
+func (s *KeySet) LoadFile(path string) error {
+	b, err := os.ReadFile(path)
+	var keys []jose.JSONWebKey
+	if err == nil {
+		if keys, err = parseJWKS(b); err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	s.mu.Lock()
+	s.store(keys, err)
+	s.mu.Unlock()
+	if s.OnRefresh != nil {
+		s.OnRefresh(err)
+	}
+	return err
 }

@@ -76,29 +76,39 @@ func (l *PolicyLoader) Load() error {
 	return err
 }
 
-// Watch reloads the policy whenever its directory changes, until ctx ends.
-// It watches the directory rather than the file because a Kubernetes
-// ConfigMap update swaps the ..data symlink instead of writing the file, and
-// editors replace files by rename; the content hash decides whether anything
-// changed. When the file is a symlink, the directory it resolves to is
-// watched too. Watch also loads once when its watches are in place, so a
-// change between the caller's first Load and Watch is not missed.
+// Watch reloads the policy whenever its directory changes, until ctx ends
+// (WatchFiles on l.File).
 func (l *PolicyLoader) Watch(ctx context.Context) error {
+	return WatchFiles(ctx, []string{l.File}, l.Debounce, l.Log, func() { _ = l.Load() }) // logged and counted inside
+}
+
+// WatchFiles calls reload whenever the directory of one of files changes,
+// until ctx ends. It watches directories rather than files because a
+// Kubernetes ConfigMap or Secret update swaps the ..data symlink instead of
+// writing the file, and editors replace files by rename; reload decides
+// (by content) whether anything changed. When a file is a symlink, the
+// directory it resolves to is watched too. WatchFiles also calls reload
+// once when its watches are in place, so a change between the caller's
+// first load and the watch is not missed. Events are debounced (zero
+// means 100ms); log, if not nil, gets watch errors.
+func WatchFiles(ctx context.Context, files []string, debounce time.Duration, log *zap.Logger, reload func()) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	dirs := map[string]bool{filepath.Dir(l.File): true}
-	if real, err := filepath.EvalSymlinks(l.File); err == nil {
-		dirs[filepath.Dir(real)] = true
+	dirs := map[string]bool{}
+	for _, f := range files {
+		dirs[filepath.Dir(f)] = true
+		if real, err := filepath.EvalSymlinks(f); err == nil {
+			dirs[filepath.Dir(real)] = true
+		}
 	}
 	for d := range dirs {
 		if err := w.Add(d); err != nil {
 			return fmt.Errorf("watch %s: %w", d, err)
 		}
 	}
-	debounce := l.Debounce
 	if debounce == 0 {
 		debounce = 100 * time.Millisecond
 	}
@@ -124,8 +134,8 @@ func (l *PolicyLoader) Watch(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if l.Log != nil {
-				l.Log.Warn("policy watch error; reloading to be safe", zap.Error(err))
+			if log != nil {
+				log.Warn("file watch error; reloading to be safe", zap.Error(err))
 			}
 			if !pending { // e.g. an event overflow: something may have changed
 				timer.Reset(debounce)
@@ -133,12 +143,14 @@ func (l *PolicyLoader) Watch(ctx context.Context) error {
 			}
 		case <-timer.C:
 			pending = false
-			_ = l.Load() // logged and counted inside
+			reload()
 			// A symlink may now point into a new directory (ConfigMap
 			// ..data swap): watch it as well.
-			if real, err := filepath.EvalSymlinks(l.File); err == nil && !dirs[filepath.Dir(real)] {
-				if err := w.Add(filepath.Dir(real)); err == nil {
-					dirs[filepath.Dir(real)] = true
+			for _, f := range files {
+				if real, err := filepath.EvalSymlinks(f); err == nil && !dirs[filepath.Dir(real)] {
+					if err := w.Add(filepath.Dir(real)); err == nil {
+						dirs[filepath.Dir(real)] = true
+					}
 				}
 			}
 		}

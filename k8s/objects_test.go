@@ -40,7 +40,7 @@ type ServiceMonitor struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
-		Selector  metav1.LabelSelector `json:"selector"`
+		Selector  metav1.LabelSelector     `json:"selector"`
 		Endpoints []ServiceMonitorEndpoint `json:"endpoints"`
 	} `json:"spec"`
 }

@@ -38,6 +38,7 @@ type Config struct {
 	MaxJSONKeys         int
 	MaxJSONElements     int
 	MaxStringBytes      int
+	TLS                 tlsFiles // all empty: plaintext gRPC
 }
 
 // listFlag is a repeatable string flag; the environment form is comma-separated.
@@ -54,7 +55,7 @@ func (l *listFlag) Set(v string) error {
 }
 
 // pathFlags are the flags that name files.
-var pathFlags = map[string]bool{"policy": true, "jwks-file": true}
+var pathFlags = map[string]bool{"policy": true, "jwks-file": true, "tls-cert-file": true, "tls-key-file": true, "client-ca-file": true}
 
 // checkIssuer requires an absolute https URL (http only on a loopback host,
 // for tests): go-oidc would otherwise retry discovery forever at run time.
@@ -117,6 +118,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.DurationVar(&c.JWKSRefresh, "jwks-refresh-interval", 5*time.Minute, "how often a discovered key set is fetched again; 0 only on unknown kid")
 	fs.DurationVar(&c.DrainPeriod, "drain-period", 5*time.Second, "on SIGTERM, how long to report NOT_SERVING before stopping")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight Checks may take to finish after the drain")
+	fs.StringVar(&c.TLS.cert, "tls-cert-file", "", "gRPC port: server certificate chain (PEM); with --tls-key-file and --client-ca-file, mTLS, reloaded on change")
+	fs.StringVar(&c.TLS.key, "tls-key-file", "", "gRPC port: private key (PEM) of --tls-cert-file")
+	fs.StringVar(&c.TLS.clientCA, "client-ca-file", "", "gRPC port: CA bundle (PEM) that callers' client certificates must chain to")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -185,6 +189,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	}
 	c.Audiences = aud
 	if err := checkIssuer(c.Issuer); err != nil {
+		return nil, err
+	}
+	if err := checkTLSFlags(c.TLS); err != nil {
 		return nil, err
 	}
 	switch {

@@ -6,6 +6,7 @@
 //	                           decide one captured HTTP request offline
 //	extauthz token [flags]     mint a test bearer token (quick-start only)
 //	extauthz healthcheck       gRPC health probe for exec probes
+//	extauthz envoy-drain       preStop: drain the Envoy sidecar gracefully
 //	extauthz version           print the build's version
 //
 // Every serve flag can also be set as EXTAUTHZ_<FLAG> (upper snake case) or
@@ -76,6 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runToken(args, stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, args, stdout, stderr)
+	case "envoy-drain":
+		return runEnvoyDrain(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "extauthz", version())
 		return nil
@@ -83,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, token or healthcheck)", cmd)}
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, token, healthcheck or envoy-drain)", cmd)}
 }
 
 const usage = `usage: extauthz <command> [flags]
@@ -93,6 +96,7 @@ commands:
   check        decide one captured HTTP request: offline, or by a running service (--addr)
   token        mint a test bearer token with the quick-start key
   healthcheck  probe a running service's gRPC health (exit 0 when SERVING)
+  envoy-drain  preStop hook: fail Envoy's readiness, drain its listeners, wait
   version      print the build's version
 
 Run "extauthz <command> -h" for its flags.

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -87,6 +88,37 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	defer wg.Wait()
 	defer cancel() // runs before wg.Wait: every goroutine below ends with ctx
 
+	var creds credentials.TransportCredentials
+	if cfg.TLS.cert != "" {
+		tr, err := newTLSReloader(cfg.TLS)
+		if err != nil {
+			return err
+		}
+		creds = credentials.NewTLS(tr.config())
+		files := []string{cfg.TLS.cert, cfg.TLS.key, cfg.TLS.clientCA}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := extauthz.WatchFiles(ctx, files, 0, log, func() {
+				if err := tr.load(); err != nil {
+					log.Error("TLS files reload refused; keeping the last good certificate and client CA", zap.Error(err))
+				}
+			})
+			if err != nil {
+				log.Error("TLS files watch stopped; the loaded certificate stays in use", zap.Error(err))
+			}
+		}()
+	}
+	if svc.jwks != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := extauthz.WatchFiles(ctx, []string{cfg.JWKSFile}, 0, log, func() { _ = svc.jwks.LoadFile(cfg.JWKSFile) }); err != nil {
+				log.Error("--jwks-file watch stopped; the loaded keys stay in use", zap.Error(err))
+			}
+		}()
+	}
+
 	wg.Add(3)
 	go func() { defer wg.Done(); svc.keepKeysFresh(ctx, cfg.JWKSRefresh) }()
 	go func() {
@@ -110,7 +142,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "extauthz: serving /metrics, /healthz, /readyz on http://%s\n", httpLis.Addr())
 	}
 
-	gs, hs := newGRPCServer(cfg, svc.server)
+	gs, hs := newGRPCServer(cfg, svc.server, creds)
 	lc := &extauthz.Lifecycle{
 		GRPC: gs, Health: hs, Readiness: svc.readiness,
 		DrainPeriod: cfg.DrainPeriod, ShutdownTimeout: cfg.ShutdownTimeout,
@@ -132,6 +164,7 @@ type service struct {
 	loader    *extauthz.PolicyLoader
 	readiness *extauthz.Readiness
 	oidc      *extauthz.OIDCVerifier
+	jwks      *extauthz.KeySet // --jwks-file's keys, reloaded on change; nil with discovery
 	log       *zap.Logger
 }
 
@@ -149,6 +182,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 	}
 	loader.Log = log // from now on a bad reload is logged, not fatal
 
+	var jwks *extauthz.KeySet
 	oc := extauthz.OIDCConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences, OnKeySetRefresh: func(err error) {
 		if err != nil {
 			metrics.KeySetRefreshes.WithLabelValues("error").Inc()
@@ -162,7 +196,10 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 		if err != nil {
 			return nil, fmt.Errorf("--jwks-file: %w", err)
 		}
+		// A rotated file is reloaded like the policy: last good keys on error.
+		ks.OnRefresh = jwksReloadHook(ks, cfg.JWKSFile, log, metrics)
 		oc.KeySet = ks
+		jwks = ks
 	}
 	ov, err := extauthz.NewOIDCVerifier(oc)
 	if err != nil {
@@ -193,8 +230,27 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 		loader:    loader,
 		readiness: &extauthz.Readiness{Policies: store, Verifier: ov, Metrics: metrics},
 		oidc:      ov,
+		jwks:      jwks,
 		log:       log,
 	}, nil
+}
+
+// jwksReloadHook counts every --jwks-file reload in keyset_refreshes_total
+// and logs a refused one, and one that changed the keys.
+func jwksReloadHook(ks *extauthz.KeySet, file string, log *zap.Logger, m *extauthz.Metrics) func(error) {
+	gen := ks.Generation()
+	return func(err error) {
+		if err != nil {
+			m.KeySetRefreshes.WithLabelValues("error").Inc()
+			log.Error("--jwks-file reload refused; keeping the last good keys", zap.String("file", file), zap.Error(err))
+			return
+		}
+		m.KeySetRefreshes.WithLabelValues("ok").Inc()
+		if g := ks.Generation(); g != gen {
+			gen = g
+			log.Info("--jwks-file reloaded: signing keys changed", zap.String("file", file))
+		}
+	}
 }
 
 // keepKeysFresh runs discovery and the first key fetch until they succeed
@@ -250,12 +306,18 @@ func reloadOnSIGHUP(ctx context.Context, l *extauthz.PolicyLoader) {
 	}
 }
 
-func newGRPCServer(cfg *Config, srv *extauthz.Server) (*grpc.Server, *health.Server) {
-	gs := grpc.NewServer(
-		grpc.MaxRecvMsgSize(cfg.MaxBodyBytes+grpcRecvHeadroom),
+// newGRPCServer returns the gRPC server with Check and health registered;
+// creds nil means plaintext (loopback, or a mesh's mTLS).
+func newGRPCServer(cfg *Config, srv *extauthz.Server, creds credentials.TransportCredentials) (*grpc.Server, *health.Server) {
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(cfg.MaxBodyBytes + grpcRecvHeadroom),
 		grpc.MaxConcurrentStreams(maxConcurrentStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
-	)
+	}
+	if creds != nil {
+		opts = append(opts, grpc.Creds(creds))
+	}
+	gs := grpc.NewServer(opts...)
 	authv3.RegisterAuthorizationServer(gs, srv)
 	hs := health.NewServer() // statuses follow readiness (extauthz.Lifecycle)
 	healthpb.RegisterHealthServer(gs, hs)
