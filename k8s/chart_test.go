@@ -494,7 +494,7 @@ func checkSidecar(t *testing.T, o *Objects, d interface{}, ex *corev1.Container,
 		}
 	}
 	checkEnvoyArgs(t, ev, b)
-	checkShutdownOrder(t, dep, ex, ev, mcp, v, b)
+	checkShutdownOrder(t, dep, ex, ev, mcp, v["sidecar"].(map[string]any)["nativeSidecars"] == true, b)
 }
 
 // checkEnvoyArgs: --concurrency is the CPU limit rounded up; --config-yaml
@@ -528,13 +528,13 @@ func checkEnvoyArgs(t *testing.T, ev *corev1.Container, b *bootstrapv3.Bootstrap
 // for --drain-time-s and only then lets the service drain (it outlives
 // both); Envoy's preStop outlasts its drain, the MCP server's outlasts
 // Envoy's; the grace period covers the whole chain.
-func checkShutdownOrder(t *testing.T, d *appsv1.Deployment, ex, ev, mcp *corev1.Container, v chartutil.Values, b *bootstrapv3.Bootstrap) {
+func checkShutdownOrder(t *testing.T, d *appsv1.Deployment, ex, ev, mcp *corev1.Container, native bool, b *bootstrapv3.Bootstrap) {
 	t.Helper()
 	drain, err := strconv.Atoi(argAfter(ev.Args, "--drain-time-s"))
 	if err != nil || drain <= 0 {
 		t.Fatalf("envoy --drain-time-s %q", argAfter(ev.Args, "--drain-time-s"))
 	}
-	if native := v["sidecar"].(map[string]any)["nativeSidecars"] == true; native {
+	if native {
 		// Kubernetes stops native sidecars after the MCP server, in reverse order.
 		ps := d.Spec.Template.Spec
 		if len(ps.InitContainers) != 2 || ps.InitContainers[0].Name != "extauthz" || ps.InitContainers[1].Name != "envoy" {
