@@ -1,18 +1,30 @@
 # mcp-extauthz: a static binary on distroless, non-root.
-#   docker build -t ghcr.io/mcp-extauthz/mcp-extauthz:0.1.0 .
+#   docker build --build-arg VERSION=0.1.0 --build-arg REVISION=$(git rev-parse HEAD) \
+#     -t ghcr.io/mcp-extauthz/mcp-extauthz:0.1.0 .
 # .ci/run runs the `go build` line below as is (only /out replaced), so keep
 # it on one line, with no Dockerfile-only flags.
+# Base images are pinned by digest (multi-arch index digests); bump them
+# deliberately, tag and digest together.
 
-FROM golang:1.26 AS build
+FROM golang:1.26@sha256:9edf71320ef8a791c4c33ec79f90496d641f306a91fb112d3d060d5c1cee4e20 AS build
+ARG VERSION=dev
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/extauthz ./cmd/extauthz
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.buildVersion=${VERSION}" -o /out/extauthz ./cmd/extauthz
 
 # https://github.com/GoogleContainerTools/distroless: no shell, CA
 # certificates (for OIDC discovery) and tzdata included, uid 65532.
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/static-debian12:nonroot@sha256:b7bb25d9f7c31d2bdd1982feb4dafcaf137703c7075dbe2febb41c24212b946f
+ARG VERSION=dev
+ARG REVISION=unknown
+# https://github.com/opencontainers/image-spec/blob/main/annotations.md
+LABEL org.opencontainers.image.title="mcp-extauthz"
+LABEL org.opencontainers.image.description="Envoy ext_authz service deciding each MCP request"
+LABEL org.opencontainers.image.source="https://github.com/mcp-extauthz/mcp-extauthz"
+LABEL org.opencontainers.image.version="${VERSION}"
+LABEL org.opencontainers.image.revision="${REVISION}"
 COPY --from=build /out/extauthz /extauthz
 USER 65532:65532
 # 9191: gRPC envoy.service.auth.v3.Authorization and grpc.health.v1.Health.

@@ -57,7 +57,9 @@ func TestJWKSFileReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	go func() { _ = WatchFiles(ctx, []string{path}, 10*time.Millisecond, nil, func() { _ = ks.LoadFile(path) }) }()
+	go func() {
+		_ = WatchFiles(ctx, []string{path}, 10*time.Millisecond, nil, func() { _ = ks.LoadFile(path) })
+	}()
 
 	verifies := func(k *testKey) bool {
 		_, err := v.Verify(ctx, k.sign(t, idp.claims()))

@@ -102,14 +102,21 @@ commands:
 Run "extauthz <command> -h" for its flags.
 `
 
-// version is the module version the binary was built from, with the VCS
-// revision when the build recorded one.
+// buildVersion is set at link time (the Dockerfile passes
+// -ldflags "-X main.buildVersion=$VERSION"); empty in a plain go build.
+var buildVersion string
+
+// version is buildVersion, else the module version the binary was built
+// from, with the VCS revision when the build recorded one.
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
 	}
 	v := bi.Main.Version
+	if buildVersion != "" {
+		v = buildVersion
+	}
 	for _, s := range bi.Settings {
 		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
 			v += " (" + s.Value[:12] + ")"
