@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -558,6 +559,12 @@ func checkShutdownOrder(t *testing.T, d *appsv1.Deployment, ex, ev, mcp *corev1.
 			return 0
 		}
 		return c.Lifecycle.PreStop.Sleep.Seconds
+	}
+	// extauthz waits out Envoy's drain in its preStop, then drains itself.
+	own := func(name string) time.Duration { v, _ := env(ex, name); d, _ := time.ParseDuration(v); return d }
+	need := time.Duration(drain)*time.Second + own("EXTAUTHZ_DRAIN_PERIOD") + own("EXTAUTHZ_SHUTDOWN_TIMEOUT")
+	if g := d.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || time.Duration(*g)*time.Second <= need {
+		t.Errorf("terminationGracePeriodSeconds %v, want > %v (Envoy drain + the service's drain and shutdown timeout)", g, need)
 	}
 	if se, sm := sleep(ev), sleep(mcp); se <= int64(drain) || sm <= se {
 		t.Errorf("preStop sleeps: envoy %ds, %s %ds; want envoy > --drain-time-s %d and the server > envoy", se, mcp.Name, sm, drain)
