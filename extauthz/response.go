@@ -39,10 +39,11 @@ func RequestFromCheck(req *authv3.CheckRequest) *Request {
 	attrs := req.GetAttributes()
 	h := attrs.GetRequest().GetHttp()
 	r := &Request{
-		ID:                h.GetId(),
-		Method:            h.GetMethod(),
-		Path:              h.GetPath(),
-		ContextExtensions: attrs.GetContextExtensions(),
+		ID:                   h.GetId(),
+		Method:               h.GetMethod(),
+		Path:                 h.GetPath(),
+		ContextExtensions:    attrs.GetContextExtensions(),
+		DestinationPrincipal: attrs.GetDestination().GetPrincipal(),
 	}
 	if hm := h.GetHeaderMap(); len(hm.GetHeaders()) > 0 {
 		r.Headers = make(Headers, len(hm.GetHeaders()))

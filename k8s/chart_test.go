@@ -273,7 +273,7 @@ var knownEnv = map[string]bool{
 	"EXTAUTHZ_MAX_JSON_DEPTH": true, "EXTAUTHZ_MAX_JSON_KEYS": true, "EXTAUTHZ_MAX_JSON_ELEMENTS": true,
 	"EXTAUTHZ_MAX_STRING_BYTES": true, "EXTAUTHZ_DRY_RUN": true, "EXTAUTHZ_TOKEN_CACHE_SIZE": true,
 	"EXTAUTHZ_JWKS_REFRESH_INTERVAL": true, "EXTAUTHZ_DRAIN_PERIOD": true, "EXTAUTHZ_SHUTDOWN_TIMEOUT": true,
-	"EXTAUTHZ_TLS_CERT_FILE": true, "EXTAUTHZ_TLS_KEY_FILE": true, "EXTAUTHZ_CLIENT_CA_FILE": true,
+	"EXTAUTHZ_SERVER_ID_BY_PRINCIPAL": true, "EXTAUTHZ_TLS_CERT_FILE": true, "EXTAUTHZ_TLS_KEY_FILE": true, "EXTAUTHZ_CLIENT_CA_FILE": true,
 }
 
 func checkServiceFlags(t *testing.T, o *Objects, d interface{ GetName() string }, ex *corev1.Container, v chartutil.Values) {
@@ -846,5 +846,50 @@ func TestChartCIValuesCanBecomeReady(t *testing.T) {
 		if jwks["existingSecret"] != "" {
 			t.Errorf("%s: auth.jwks.existingSecret needs a Secret chart-testing does not create", f)
 		}
+	}
+}
+
+// TestChartIstioValues: as Istio's provider, the callers of Check are the
+// MCP workloads' own sidecar proxies: the NetworkPolicy admits the
+// namespace and labels k8s/istio/authorizationpolicy.yaml selects, never
+// istio-system; the principal mapping reaches the service.
+func TestChartIstioValues(t *testing.T) {
+	var ap AuthorizationPolicy
+	decodeStrict(t, "istio/authorizationpolicy.yaml", &ap)
+	out, _, err := render(loadChart(t), valueSets(t)["istio-values.yaml"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeObjects([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.NetworkPolicies) != 1 {
+		t.Fatalf("%d NetworkPolicies", len(o.NetworkPolicies))
+	}
+	admitsWorkloads := false
+	for _, r := range o.NetworkPolicies[0].Spec.Ingress {
+		for _, p := range r.From {
+			ns := ""
+			if p.NamespaceSelector != nil {
+				ns = p.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]
+			}
+			if ns == "istio-system" {
+				t.Error("istio-system admitted: Istio's control plane never calls Check")
+			}
+			if ns == ap.Namespace && p.PodSelector != nil && selects(p.PodSelector.MatchLabels, ap.Spec.Selector.MatchLabels) {
+				admitsWorkloads = true
+			}
+		}
+	}
+	if !admitsWorkloads {
+		t.Errorf("NetworkPolicy does not admit the workloads the AuthorizationPolicy selects (%s %v)", ap.Namespace, ap.Spec.Selector.MatchLabels)
+	}
+	ex := container(o.Deployments[0], "extauthz")
+	if got, _ := env(ex, "EXTAUTHZ_SERVER_ID_BY_PRINCIPAL"); got != "spiffe://cluster.local/ns/billing/sa/billing-mcp=billing" {
+		t.Errorf("EXTAUTHZ_SERVER_ID_BY_PRINCIPAL = %q", got)
+	}
+	if o.Deployments[0].Spec.Template.Labels["sidecar.istio.io/inject"] != "true" {
+		t.Error("the service's Pods are not in the mesh")
 	}
 }

@@ -39,6 +39,9 @@ type Config struct {
 	MaxJSONElements     int
 	MaxStringBytes      int
 	TLS                 tlsFiles // all empty: plaintext gRPC
+	// ServersByPrincipal maps destination principals (SPIFFE ids) to MCP
+	// server ids (--server-id-by-principal).
+	ServersByPrincipal map[string]string
 }
 
 // listFlag is a repeatable string flag; the environment form is comma-separated.
@@ -50,6 +53,35 @@ func (l *listFlag) Set(v string) error {
 		if s = strings.TrimSpace(s); s != "" {
 			*l = append(*l, s)
 		}
+	}
+	return nil
+}
+
+// principalFlag is the repeatable --server-id-by-principal PRINCIPAL=ID;
+// the environment form is comma-separated.
+type principalFlag map[string]string
+
+func (p principalFlag) String() string {
+	var out []string
+	for k, v := range p {
+		out = append(out, k+"="+v)
+	}
+	return strings.Join(out, ",")
+}
+
+func (p principalFlag) Set(v string) error {
+	for _, kv := range strings.Split(v, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, id, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || id == "" || !strings.HasPrefix(k, "spiffe://") {
+			return fmt.Errorf("%q: want spiffe://TRUST-DOMAIN/ns/NS/sa/SA=SERVER-ID", kv)
+		}
+		if prev, dup := p[k]; dup && prev != id {
+			return fmt.Errorf("%s maps to both %q and %q", k, prev, id)
+		}
+		p[k] = id
 	}
 	return nil
 }
@@ -118,6 +150,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.DurationVar(&c.JWKSRefresh, "jwks-refresh-interval", 5*time.Minute, "how often a discovered key set is fetched again; 0 only on unknown kid")
 	fs.DurationVar(&c.DrainPeriod, "drain-period", 5*time.Second, "on SIGTERM, how long to report NOT_SERVING before stopping")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight Checks may take to finish after the drain")
+	c.ServersByPrincipal = map[string]string{}
+	fs.Var(principalFlag(c.ServersByPrincipal), "server-id-by-principal", "PRINCIPAL=ID: the MCP server id for requests to the workload with this destination principal (Istio SPIFFE id), when the route names none (repeatable)")
 	fs.StringVar(&c.TLS.cert, "tls-cert-file", "", "gRPC port: server certificate chain (PEM); with --tls-key-file and --client-ca-file, mTLS, reloaded on change")
 	fs.StringVar(&c.TLS.key, "tls-key-file", "", "gRPC port: private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.TLS.clientCA, "client-ca-file", "", "gRPC port: CA bundle (PEM) that callers' client certificates must chain to")

@@ -123,6 +123,11 @@ func TestServeConfig(t *testing.T) {
 	if c, err = parseServeConfig([]string{"--config", abs}, getenv, io.Discard); err != nil || c.PolicyFile != filepath.Join(filepath.Dir(abs), "policy.yaml") {
 		t.Fatalf("absolute config path: %+v %v", c, err)
 	}
+	env["EXTAUTHZ_SERVER_ID_BY_PRINCIPAL"] = "spiffe://cluster.local/ns/a/sa/a=alpha, spiffe://cluster.local/ns/b/sa/b=beta"
+	if c, err = parseServeConfig(base, getenv, io.Discard); err != nil || len(c.ServersByPrincipal) != 2 || c.ServersByPrincipal["spiffe://cluster.local/ns/b/sa/b"] != "beta" {
+		t.Fatalf("--server-id-by-principal from the environment: %+v %v", c.ServersByPrincipal, err)
+	}
+	delete(env, "EXTAUTHZ_SERVER_ID_BY_PRINCIPAL")
 	t.Setenv("EXTAUTHZ_SERVERID", "typo")
 	var warn bytes.Buffer
 	if _, err := parseServeConfig(base, getenv, &warn); err != nil || !strings.Contains(warn.String(), "EXTAUTHZ_SERVERID matches no flag") {
@@ -141,6 +146,9 @@ func TestServeConfig(t *testing.T) {
 		{"plain http issuer", []string{"--policy", "p", "--issuer", "http://idp.example.com", "--audience", "y"}, "want https"},
 		{"unknown flag", []string{"--bogus"}, "serve: flag provided but not defined: -bogus"},
 		{"unknown config key", []string{"--config", "examples/README.md"}, "config examples/README.md"},
+		{"principal mapping without an id", append(base, "--server-id-by-principal", "spiffe://cluster.local/ns/a/sa/a"), "want spiffe://"},
+		{"principal mapping not a SPIFFE id", append(base, "--server-id-by-principal", "a=b"), "want spiffe://"},
+		{"principal mapped twice", append(base, "--server-id-by-principal", "spiffe://x/ns/a/sa/a=1", "--server-id-by-principal", "spiffe://x/ns/a/sa/a=2"), "maps to both"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

@@ -221,7 +221,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 	}
 	return &service{
 		server: &extauthz.Server{
-			Decider:   &extauthz.Decider{ServerID: cfg.ServerID, Verifier: verifier, Policies: store, Limits: lim},
+			Decider:   &extauthz.Decider{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal, Verifier: verifier, Policies: store, Limits: lim},
 			Responder: &extauthz.Responder{ResourceMetadataURL: rm},
 			Log:       decisionLog,
 			Metrics:   metrics,

@@ -118,6 +118,10 @@
     - name: EXTAUTHZ_SERVER_ID
       value: {{ . | quote }}
     {{- end }}
+    {{- with .serverIdByPrincipal }}
+    - name: EXTAUTHZ_SERVER_ID_BY_PRINCIPAL
+      value: {{ include "mcp-extauthz.principalMap" . | quote }}
+    {{- end }}
     - name: EXTAUTHZ_LOG_LEVEL
       value: {{ .logLevel | quote }}
     - name: EXTAUTHZ_MAX_BODY_BYTES
@@ -200,4 +204,11 @@
       readOnly: true
     {{- end }}
 {{- end }}
+{{- end }}
+
+{{/* serverIdByPrincipal as --server-id-by-principal's list: k=v,k=v (sorted). */}}
+{{- define "mcp-extauthz.principalMap" -}}
+{{- $out := list }}
+{{- range $k := keys . | sortAlpha }}{{ $out = append $out (printf "%s=%s" $k (index $ $k)) }}{{ end }}
+{{- join "," $out }}
 {{- end }}
