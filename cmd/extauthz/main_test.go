@@ -392,7 +392,7 @@ func TestServeIdentityProviderDown(t *testing.T) {
 }
 
 func TestHelpAndVersion(t *testing.T) {
-	for _, args := range [][]string{{"-h"}, {"help"}, {"--version"}, {"version"}, {"check", "-h"}, {"serve", "-h"}, {"token", "-h"}, {"healthcheck", "-h"}} {
+	for _, args := range [][]string{{"-h"}, {"help"}, {"--version"}, {"version"}, {"check", "-h"}, {"serve", "-h"}, {"token", "-h"}, {"healthcheck", "-h"}, {"envoy-drain", "-h"}} {
 		var out bytes.Buffer
 		if err := run(t.Context(), args, &out, io.Discard); exitCode(err) != 0 {
 			t.Errorf("%v: exit %d (%v)", args, exitCode(err), err)
@@ -400,5 +400,17 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 	if err := run(t.Context(), []string{"bogus"}, io.Discard, io.Discard); exitCode(err) != 2 {
 		t.Errorf("unknown command: exit %d", exitCode(err))
+	}
+}
+
+// TestVersionFromLinker: the Dockerfile's -X main.buildVersion is what
+// `extauthz version` prints.
+func TestVersionFromLinker(t *testing.T) {
+	old := buildVersion
+	t.Cleanup(func() { buildVersion = old })
+	buildVersion = "1.2.3"
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"version"}, &out, io.Discard); err != nil || !strings.HasPrefix(out.String(), "extauthz 1.2.3") {
+		t.Errorf("version = %q (%v), want extauthz 1.2.3", out.String(), err)
 	}
 }
