@@ -3,7 +3,7 @@
 {{- $native := .native }}
 {{- $ := .root }}
 {{- $envoyDrain := int $.Values.shutdown.envoyDrainSeconds }}
-{{- with $.Values.sidecar.envoy }}
+{{- with $.Values.sidecar.envoy -}}
 - name: envoy
   image: {{ ternary (printf "%s@%s" .image.repository .image.digest) (printf "%s:%s" .image.repository .image.tag) (not (empty .image.digest)) | quote }}
   imagePullPolicy: {{ .image.pullPolicy }}
@@ -78,7 +78,7 @@
 {{- $sidecar := eq $.Values.mode "sidecar" }}
 {{- $jwksSecret := include "mcp-extauthz.jwksSecret" $ }}
 {{- $tls := $.Values.tls.secretName }}
-{{- with $.Values }}
+{{- with $.Values -}}
 - name: extauthz
   image: {{ include "mcp-extauthz.image" $ | quote }}
   imagePullPolicy: {{ .image.pullPolicy }}
