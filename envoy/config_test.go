@@ -191,7 +191,7 @@ func TestExtAuthzSettings(t *testing.T) {
 				}
 				// The check must see the token, the MCP headers and any
 				// client-sent x-mcp-* the service strips.
-				for _, h := range []string{"authorization", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "x-mcp-principal"} {
+				for _, h := range []string{"authorization", "dpop", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "x-mcp-principal"} {
 					if !allowsHeader(ea, h) {
 						t.Errorf("allowed_headers drops %q", h)
 					}

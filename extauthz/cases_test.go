@@ -299,7 +299,9 @@ func TestC18ApprovalDigest(t *testing.T) {
 	d := &Decider{ServerID: testServerID, Policies: compileStore(t, filepath.Join("testdata", "cases-policy.yaml")),
 		Verifier: staticVerifier{Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience}}}
 	req := func(amount string) *Request {
-		return caseReq(`{"jsonrpc":"2.0","id":27,"method":"tools/call","params":{"name":"transfer_funds","arguments":{"amount":` + amount + `}}}`).Request()
+		c := caseReq(`{"jsonrpc":"2.0","id":27,"method":"tools/call","params":{"name":"transfer_funds","arguments":{"amount":` + amount + `}}}`)
+		c.Headers["authorization"] = "Bearer static-token" // any well-formed token: the verifier is static
+		return c.Request()
 	}
 	got := d.Decide(t.Context(), req("9007199254740992"))
 	if got.Reason != ReasonAuthorizationRequired || got.ArgsDigest != "sha256:a2102c7fa09a83bf190218094fc70210b6ae22b18f2669457afe43fd8d00f107" {

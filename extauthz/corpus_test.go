@@ -3,8 +3,6 @@ package extauthz
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -14,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gowebpki/jcs"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -83,7 +81,8 @@ func wantForCorpus(r corpusRecord, body []byte) Reason {
 }
 
 // independentArgsDigest computes the arguments digest without mcpparse:
-// encoding/json to find params.arguments, the jcs library for RFC 8785.
+// encoding/json to find params.arguments, internal/jcsoracle (which shares
+// no code, number formatter included, with mcpparse) for RFC 8785.
 func independentArgsDigest(t testing.TB, body []byte) string {
 	t.Helper()
 	var msg struct {
@@ -100,12 +99,11 @@ func independentArgsDigest(t testing.TB, body []byte) string {
 			args = msg.Params.Arguments
 		}
 	}
-	canon, err := jcs.Transform(args)
+	d, err := jcsoracle.Digest(args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(canon)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return d
 }
 
 // independentRequestDigest recomputes the request digest from README's
@@ -133,22 +131,25 @@ func independentRequestDigest(t testing.TB, aud, iss, server, method, target str
 	if err != nil {
 		t.Fatal(err)
 	}
-	canon, err := jcs.Transform(env)
+	d, err := jcsoracle.Digest(env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(canon)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return d
 }
 
+// corpusGolden is one line of testdata/corpus.golden.json. The request
+// digest is not pinned there, since it covers the loopback issuer's URL,
+// which changes per run; every request's request digest (allowed, denied
+// and asked) and arguments digest are instead recomputed independently in
+// the test.
 type corpusGolden struct {
-	Request       string `json:"request"`
-	Decision      string `json:"decision"`
-	Reason        string `json:"reason"`
-	RuleID        string `json:"rule_id"`
-	HTTPStatus    int    `json:"http_status"`
-	ArgsDigest    string `json:"args_digest,omitempty"`
-	RequestDigest string `json:"request_digest_set,omitempty"`
+	Request    string `json:"request"`
+	Decision   string `json:"decision"`
+	Reason     string `json:"reason"`
+	RuleID     string `json:"rule_id"`
+	HTTPStatus int    `json:"http_status"`
+	ArgsDigest string `json:"args_digest,omitempty"`
 }
 
 // TestCorpusReplay sends every captured request of the real SDK clients
@@ -175,20 +176,21 @@ func TestCorpusReplay(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				resp := check(t, client, capt.CheckRequest(pack))
 				g := corpusGolden{Request: name}
+				method, target := "GET", ""
+				if r.JSONRPC != nil {
+					method = r.JSONRPC.Method
+					if r.JSONRPC.ToolOrURI != nil {
+						target = *r.JSONRPC.ToolOrURI
+					}
+				} else if capt.Method == "DELETE" {
+					method = "DELETE"
+				}
+				wantRD := independentRequestDigest(t, testAudience, idp.issuer(), testServerID, method, target, capt.Body)
 				if want == ReasonAllowed {
 					h := okHeaders(t, resp)
 					wantDigest := independentArgsDigest(t, capt.Body)
 					if h[HeaderArgsDigest] != wantDigest {
 						t.Errorf("x-mcp-args-digest = %s, independently %s", h[HeaderArgsDigest], wantDigest)
-					}
-					method, target := "GET", ""
-					if r.JSONRPC != nil {
-						method = r.JSONRPC.Method
-						if r.JSONRPC.ToolOrURI != nil {
-							target = *r.JSONRPC.ToolOrURI
-						}
-					} else if capt.Method == "DELETE" {
-						method = "DELETE"
 					}
 					if h[HeaderMethod] != method {
 						t.Errorf("x-mcp-method = %q, want %q", h[HeaderMethod], method)
@@ -196,7 +198,7 @@ func TestCorpusReplay(t *testing.T) {
 					if method == "tools/call" && h[HeaderTool] != target {
 						t.Errorf("x-mcp-tool = %q, want %q", h[HeaderTool], target)
 					}
-					if wantRD := independentRequestDigest(t, testAudience, idp.issuer(), testServerID, method, target, capt.Body); h[HeaderRequestDigest] != wantRD {
+					if h[HeaderRequestDigest] != wantRD {
 						t.Errorf("x-mcp-request-digest = %s, independently %s", h[HeaderRequestDigest], wantRD)
 					}
 					if h[HeaderPrincipal] != testSubject || len(h[HeaderDecisionID]) != 32 {
@@ -216,10 +218,21 @@ func TestCorpusReplay(t *testing.T) {
 						t.Errorf("decision = %s, want ask", d.Error.Data.Decision)
 					}
 					g.Decision, g.Reason, g.RuleID, g.HTTPStatus = d.Error.Data.Decision, d.Error.Data.Reason, d.Error.Data.RuleID, status
-					g.RequestDigest = d.Error.Data.RequestDigest
-					if g.RequestDigest != "" {
-						g.RequestDigest = "set"
+					// Denied and asked requests carry the digest an approval
+					// binds to: recomputed here, not trusted from the code.
+					// A number refused before hashing has none.
+					argsDigest := resp.GetDynamicMetadata().GetFields()["args_digest"].GetStringValue()
+					switch {
+					case want == ReasonNonCanonicalNumber:
+						if d.Error.Data.RequestDigest != "" || argsDigest != "" {
+							t.Errorf("digests %q %q for a body refused before hashing", d.Error.Data.RequestDigest, argsDigest)
+						}
+					case d.Error.Data.RequestDigest != wantRD:
+						t.Errorf("request_digest = %s, independently %s", d.Error.Data.RequestDigest, wantRD)
+					case argsDigest != independentArgsDigest(t, capt.Body):
+						t.Errorf("args_digest = %s, independently %s", argsDigest, independentArgsDigest(t, capt.Body))
 					}
+					g.ArgsDigest = argsDigest
 				}
 				seen[want]++
 				golden = append(golden, g)

@@ -34,7 +34,9 @@ const (
 type Request struct {
 	ID                string            // Envoy's request id (x-request-id), for the log only
 	Method            string            // HTTP method
-	Path              string            // path and query, never used to decide
+	Scheme            string            // URI scheme as Envoy reports it ("http", "https"); only for DPoP's htu
+	Host              string            // the :authority; only for DPoP's htu
+	Path              string            // path and query; only for DPoP's htu, never to decide the policy
 	Headers           Headers           // lower-cased names
 	Body              []byte            // exact bytes
 	ContextExtensions map[string]string // attributes.context_extensions
@@ -120,7 +122,10 @@ type Decider struct {
 	// sets no context extension). Consulted after the route's mcp_server
 	// and before ServerID.
 	ServersByPrincipal map[string]string
-	Verifier TokenVerifier
+	Verifier           TokenVerifier
+	// DPoP checks DPoP proofs (RFC 9449) of tokens bound with cnf.jkt. Nil
+	// means no DPoP: the DPoP scheme is refused and so are bound tokens.
+	DPoP     *DPoPVerifier
 	Policies *PolicyStore
 	Limits   mcpparse.Limits
 }
@@ -223,8 +228,9 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		return ReasonMethodNotAllowed
 	}
 
-	principal, reason := d.authenticate(ctx, r)
+	principal, reason, detail := d.authenticate(ctx, r)
 	if reason != "" {
+		dec.Detail = detail
 		return reason
 	}
 	dec.Principal = principal
@@ -385,28 +391,30 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *
 	}
 }
 
-// authenticate reads the single Authorization: Bearer header (RFC 6750
-// section 2.1; the scheme is case-insensitive) and verifies the token.
-func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Reason) {
+// authenticate reads the single Authorization header, "Bearer" or "DPoP"
+// 1*SP token (RFC 6750 section 2.1, RFC 9449 section 7.1; the scheme is
+// case-insensitive), verifies the token and, for a token bound by cnf.jkt,
+// its DPoP proof. detail is for the log only (never the token).
+func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Reason, string) {
 	h, n := r.Headers.Get("authorization")
 	if n == 0 {
-		return nil, ReasonTokenMissing
+		return nil, ReasonTokenMissing, ""
 	}
-	scheme, tok, ok := strings.Cut(h, " ")
-	if n > 1 || !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" || strings.ContainsAny(tok, " ,\t") {
-		return nil, ReasonTokenMalformed
+	scheme, tok, ok := parseAuthorization(h)
+	if n > 1 || !ok || scheme == "dpop" && d.DPoP == nil {
+		return nil, ReasonTokenMalformed, ""
 	}
 	p, err := d.Verifier.Verify(ctx, tok)
 	if err != nil {
 		var te *TokenError
 		if errors.As(err, &te) {
-			return nil, te.Reason
+			return nil, te.Reason, ""
 		}
-		return nil, ReasonTokenInvalid
+		return nil, ReasonTokenInvalid, ""
 	}
 	if aud := r.ContextExtensions[ContextExtensionAudience]; aud != "" {
 		if !slices.Contains(p.Audiences, aud) || !d.audienceConfigured(aud) {
-			return nil, ReasonTokenWrongAudience
+			return nil, ReasonTokenWrongAudience, ""
 		}
 		if p.Audience != aud { // the digest names the route's audience
 			q := *p
@@ -414,7 +422,32 @@ func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Rea
 			p = &q
 		}
 	}
-	return p, ""
+	jkt, ok := tokenBinding(p.Claims)
+	switch {
+	case !ok || jkt != "" && d.DPoP == nil:
+		return nil, ReasonTokenBindingUnsupported, "cnf holds a binding this service cannot check"
+	case scheme == "bearer" && jkt != "":
+		return nil, ReasonDPoPProofMissing, "a DPoP-bound token (cnf.jkt) presented as Bearer"
+	case scheme == "dpop" && jkt == "":
+		return nil, ReasonDPoPProofMismatch, "DPoP scheme with a token that has no cnf.jkt"
+	case scheme == "dpop":
+		proof, np := r.Headers.Get("dpop")
+		if np == 0 {
+			return nil, ReasonDPoPProofMissing, "no DPoP header"
+		}
+		if np > 1 {
+			return nil, ReasonDPoPProofInvalid, "several DPoP headers"
+		}
+		err := d.DPoP.Verify(proof, DPoPRequest{Method: r.Method, Scheme: r.Scheme, Host: r.Host, Path: r.Path, AccessToken: tok, JKT: jkt})
+		if err != nil {
+			var de *DPoPError
+			if errors.As(err, &de) {
+				return nil, de.Reason, err.Error()
+			}
+			return nil, ReasonDPoPProofInvalid, err.Error()
+		}
+	}
+	return p, "", ""
 }
 
 // audienceConfigured reports whether aud is one the verifier accepts.

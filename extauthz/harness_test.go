@@ -100,6 +100,7 @@ type testIdP struct {
 	srv        *httptest.Server
 	mu         sync.Mutex
 	keys       []jose.JSONWebKey
+	extra      []json.RawMessage // served after keys as they are: members go-jose cannot encode (X25519…)
 	down       atomic.Bool
 	garbage    atomic.Bool
 	delay      atomic.Int64 // nanoseconds added to every answer
@@ -131,7 +132,15 @@ func newTestIdP(t testing.TB, keys ...*testKey) *testIdP {
 			return
 		}
 		idp.mu.Lock()
-		set := jose.JSONWebKeySet{Keys: idp.keys}
+		set := struct {
+			Keys []any `json:"keys"`
+		}{}
+		for _, k := range idp.keys {
+			set.Keys = append(set.Keys, k)
+		}
+		for _, k := range idp.extra {
+			set.Keys = append(set.Keys, k)
+		}
 		idp.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(set)
 	})
@@ -169,6 +178,13 @@ func (idp *testIdP) setKeys(keys ...*testKey) {
 	for _, k := range keys {
 		idp.keys = append(idp.keys, k.public())
 	}
+}
+
+// setExtraKeys sets the raw JWK Set members served after the signing keys.
+func (idp *testIdP) setExtraKeys(extra ...json.RawMessage) {
+	idp.mu.Lock()
+	defer idp.mu.Unlock()
+	idp.extra = extra
 }
 
 func (idp *testIdP) issuer() string { return idp.srv.URL }

@@ -3,12 +3,16 @@ package extauthz
 import (
 	"context"
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,11 +37,16 @@ type KeySet struct {
 	// OnRefresh, if set, is called after every fetch with its error (nil on
 	// success), for metrics.
 	OnRefresh func(err error)
+	// OnIgnoredKeys, if set, is called after a successful fetch whose
+	// ignored keys differ from the previous fetch's (see parseJWKS), so
+	// they are logged once rather than on every refresh.
+	OnIgnoredKeys func([]IgnoredKey)
 
 	mu        sync.Mutex
 	keys      []jose.JSONWebKey
-	print     string // thumbprints of keys, to notice a change
-	gen       uint64 // incremented when the keys change
+	ignored   []IgnoredKey // members of the last good set that cannot verify
+	print     string       // thumbprints of keys, to notice a change
+	gen       uint64       // incremented when the keys change
 	fetched   bool
 	lastFetch time.Time
 	lastErr   error
@@ -59,6 +68,14 @@ func (s *KeySet) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+// Ignored returns the members of the last good key set that were left out
+// because they cannot verify signatures.
+func (s *KeySet) Ignored() []IgnoredKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ignored)
 }
 
 // Generation changes whenever a fetch brings a different set of keys.
@@ -151,42 +168,51 @@ func (s *KeySet) current(ctx context.Context, kid string) ([]jose.JSONWebKey, er
 // Refresh fetches the key set now, ignoring the rate limit (for start-up and
 // periodic refresh). A failure keeps the last good keys.
 func (s *KeySet) Refresh(ctx context.Context) error {
-	keys, err := s.fetch(ctx)
+	keys, ignored, err := s.fetch(ctx)
 	s.mu.Lock()
 	s.lastFetch = s.now()
-	s.store(keys, err)
+	report := s.store(keys, ignored, err)
 	s.mu.Unlock()
+	s.report(err, ignored, report)
+	return err
+}
+
+// report runs the hooks after a fetch, outside s.mu.
+func (s *KeySet) report(err error, ignored []IgnoredKey, ignoredChanged bool) {
+	if ignoredChanged && s.OnIgnoredKeys != nil {
+		s.OnIgnoredKeys(ignored)
+	}
 	if s.OnRefresh != nil {
 		s.OnRefresh(err)
 	}
-	return err
 }
 
 func (s *KeySet) refresh(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	keys, err := s.fetch(ctx)
+	keys, ignored, err := s.fetch(ctx)
 	s.mu.Lock()
-	s.store(keys, err)
+	report := s.store(keys, ignored, err)
 	s.inflight = nil
 	s.mu.Unlock()
 	close(done)
-	if s.OnRefresh != nil {
-		s.OnRefresh(err)
-	}
+	s.report(err, ignored, report)
 }
 
-// store records a fetch result; the caller holds s.mu.
-func (s *KeySet) store(keys []jose.JSONWebKey, err error) {
+// store records a fetch result and reports whether the ignored keys
+// changed; the caller holds s.mu.
+func (s *KeySet) store(keys []jose.JSONWebKey, ignored []IgnoredKey, err error) bool {
 	s.lastErr = err
 	if err != nil {
-		return
+		return false
 	}
 	if p := thumbprints(keys); p != s.print {
 		s.print = p
 		s.gen++
 	}
-	s.keys, s.fetched = keys, true
+	changed := !slices.Equal(ignored, s.ignored)
+	s.keys, s.ignored, s.fetched = keys, ignored, true
+	return changed
 }
 
 // thumbprints identifies a key set by its RFC 7638 thumbprints, in order.
@@ -207,10 +233,10 @@ func thumbprints(keys []jose.JSONWebKey) string {
 // maxJWKSBytes bounds the key set document.
 const maxJWKSBytes = 1 << 20
 
-func (s *KeySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
+func (s *KeySet) fetch(ctx context.Context) ([]jose.JSONWebKey, []IgnoredKey, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	client := s.Client
@@ -219,15 +245,15 @@ func (s *KeySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("fetch jwks: %w", err)
+		return nil, nil, fmt.Errorf("fetch jwks: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes))
 	if err != nil {
-		return nil, fmt.Errorf("fetch jwks: %w", err)
+		return nil, nil, fmt.Errorf("fetch jwks: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetch jwks: %s", resp.Status)
+		return nil, nil, fmt.Errorf("fetch jwks: %s", resp.Status)
 	}
 	return parseJWKS(body)
 }
@@ -249,25 +275,104 @@ var allowedJOSEAlgs = func() []jose.SignatureAlgorithm {
 	return out
 }()
 
-// parseJWKS parses a JSON Web Key Set of public signing keys (RFC 7517
-// section 5). Private or symmetric keys, and an empty set, are errors.
-func parseJWKS(b []byte) ([]jose.JSONWebKey, error) {
-	var set jose.JSONWebKeySet
+// IgnoredKey is a member of a JSON Web Key Set that cannot verify a
+// signature under SigningAlgorithms and was left out of the set (RFC 7517
+// section 5: implementations SHOULD ignore keys they do not understand).
+type IgnoredKey struct {
+	Index  int    // position in the set's "keys" array, from 0
+	KeyID  string // kid, "" when absent
+	Reason string // e.g. `use "enc"`, `unsupported key type OKP (crv "X25519")`
+}
+
+func (k IgnoredKey) String() string {
+	return fmt.Sprintf("key %d (kid %q): %s", k.Index, k.KeyID, k.Reason)
+}
+
+// jwkMembers are the members parseJWKS reads before go-jose decodes a key.
+type jwkMembers struct {
+	Kty    string   `json:"kty"`
+	Crv    string   `json:"crv"`
+	Kid    string   `json:"kid"`
+	Use    string   `json:"use"`
+	Alg    string   `json:"alg"`
+	KeyOps []string `json:"key_ops"`
+	D      *string  `json:"d"`
+}
+
+// parseJWKS parses a JSON Web Key Set (RFC 7517 section 5) and keeps the
+// public keys that can verify a signature under SigningAlgorithms: kty RSA,
+// EC (P-256, P-384, P-521) or OKP Ed25519, with use absent or "sig", key_ops
+// absent or holding "verify", and alg absent or allowed. Every other member
+// (encryption keys, X25519, unknown kty or curve, symmetric or private keys,
+// keys that do not decode) is returned in ignored with the reason. A set
+// that is not JSON, or that keeps no usable key, is an error naming every
+// ignored key.
+func parseJWKS(b []byte) (keys []jose.JSONWebKey, ignored []IgnoredKey, err error) {
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
 	if err := json.Unmarshal(b, &set); err != nil {
-		return nil, fmt.Errorf("jwks: %w", err)
+		return nil, nil, fmt.Errorf("jwks: %w", err)
 	}
-	if len(set.Keys) == 0 {
-		return nil, errors.New("jwks: no keys")
-	}
-	for i, k := range set.Keys {
-		if !k.Valid() || !k.IsPublic() {
-			return nil, fmt.Errorf("jwks: key %d (kid %q) is not a valid public key", i, k.KeyID)
+	for i, raw := range set.Keys {
+		k, reason := usableKey(raw)
+		if reason != "" {
+			var m jwkMembers
+			_ = json.Unmarshal(raw, &m) // best effort, for the kid only
+			ignored = append(ignored, IgnoredKey{Index: i, KeyID: m.Kid, Reason: reason})
+			continue
 		}
-		if k.Use != "" && k.Use != "sig" {
-			return nil, fmt.Errorf("jwks: key %d (kid %q) has use %q, want sig", i, k.KeyID, k.Use)
-		}
+		keys = append(keys, k)
 	}
-	return set.Keys, nil
+	if len(keys) == 0 {
+		if len(set.Keys) == 0 {
+			return nil, nil, errors.New("jwks: no keys")
+		}
+		msgs := make([]string, len(ignored))
+		for i, k := range ignored {
+			msgs[i] = k.String()
+		}
+		return nil, ignored, fmt.Errorf("jwks: no key can verify signatures: %s", strings.Join(msgs, "; "))
+	}
+	return keys, ignored, nil
+}
+
+// usableKey decodes one JWK and returns it, or why it cannot verify
+// signatures under SigningAlgorithms.
+func usableKey(raw json.RawMessage) (jose.JSONWebKey, string) {
+	var m jwkMembers
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return jose.JSONWebKey{}, "not a JSON object with string members: " + err.Error()
+	}
+	switch {
+	case m.Use != "" && m.Use != "sig":
+		return jose.JSONWebKey{}, fmt.Sprintf("use %q", m.Use)
+	case m.KeyOps != nil && !slices.Contains(m.KeyOps, "verify"):
+		return jose.JSONWebKey{}, fmt.Sprintf("key_ops %q lack verify", m.KeyOps)
+	case m.Alg != "" && !slices.Contains(SigningAlgorithms, m.Alg):
+		return jose.JSONWebKey{}, fmt.Sprintf("alg %q is not an allowed signing algorithm", m.Alg)
+	case m.Kty == "oct":
+		return jose.JSONWebKey{}, "symmetric key (kty oct)"
+	case m.Kty == "OKP" && m.Crv != "Ed25519":
+		return jose.JSONWebKey{}, fmt.Sprintf("unsupported key type OKP (crv %q)", m.Crv)
+	case m.Kty != "RSA" && m.Kty != "EC" && m.Kty != "OKP":
+		return jose.JSONWebKey{}, fmt.Sprintf("unsupported key type %q", m.Kty)
+	case m.D != nil:
+		return jose.JSONWebKey{}, "private key material (publish only public keys)"
+	}
+	var k jose.JSONWebKey
+	if err := k.UnmarshalJSON(raw); err != nil {
+		return jose.JSONWebKey{}, "does not decode: " + err.Error()
+	}
+	switch k.Key.(type) {
+	case *rsa.PublicKey, *ecdsa.PublicKey, ed25519.PublicKey:
+	default:
+		return jose.JSONWebKey{}, fmt.Sprintf("key type %T cannot verify an allowed algorithm", k.Key)
+	}
+	if !k.Valid() {
+		return jose.JSONWebKey{}, "not a valid public key"
+	}
+	return k, ""
 }
 
 // LoadFile replaces the keys of a fixed set with the JSON Web Key Set in
@@ -275,19 +380,21 @@ func parseJWKS(b []byte) ([]jose.JSONWebKey, error) {
 // --jwks-file. On any error the last good keys stay in use and the error
 // is returned. OnRefresh, if set, is called with the result. A changed set
 // moves Generation, so cached token verifications are dropped.
+//
+// Members that cannot verify signatures are left out as in parseJWKS, and
+// reported through OnIgnoredKeys when they differ from the last set's.
 func (s *KeySet) LoadFile(path string) error {
 	b, err := os.ReadFile(path)
 	var keys []jose.JSONWebKey
+	var ignored []IgnoredKey
 	if err == nil {
-		if keys, err = parseJWKS(b); err != nil {
+		if keys, ignored, err = parseJWKS(b); err != nil {
 			err = fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	s.mu.Lock()
-	s.store(keys, err)
+	report := s.store(keys, ignored, err)
 	s.mu.Unlock()
-	if s.OnRefresh != nil {
-		s.OnRefresh(err)
-	}
+	s.report(err, ignored, report)
 	return err
 }

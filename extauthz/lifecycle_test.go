@@ -295,11 +295,26 @@ func (r *lifecycleRig) reachable() bool {
 	return err == nil
 }
 
-// waitHealth polls until both "" and HealthService report want.
+// waitHealth follows grpc.health.v1 Watch streams (the server pushes every
+// change) until both "" and HealthService report want.
 func (r *lifecycleRig) waitHealth(t testing.TB, want healthpb.HealthCheckResponse_ServingStatus) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
 	for _, svc := range []string{"", HealthService} {
-		pollUntil(t, "health("+svc+") "+want.String(), func() bool { return r.healthStatus(t, svc) == want })
+		w, err := healthpb.NewHealthClient(r.conn).Watch(ctx, &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil {
+			t.Fatalf("health Watch(%q): %v", svc, err)
+		}
+		for {
+			st, err := w.Recv()
+			if err != nil {
+				t.Fatalf("waiting for health(%q) %v: %v", svc, want, err)
+			}
+			if st.GetStatus() == want {
+				break
+			}
+		}
 	}
 }
 
@@ -334,11 +349,17 @@ func TestLifecycleHealthFollowsReadiness(t *testing.T) {
 // RPC's context ends), counting the callers waiting.
 type blockingVerifier struct {
 	entered atomic.Int64
+	signal  chan struct{} // fires after each entry (coalescing)
 	release chan struct{}
+}
+
+func newBlockingVerifier() *blockingVerifier {
+	return &blockingVerifier{signal: make(chan struct{}, 1), release: make(chan struct{})}
 }
 
 func (v *blockingVerifier) Verify(ctx context.Context, _ string) (*Principal, error) {
 	v.entered.Add(1)
+	notify(v.signal)
 	select {
 	case <-v.release:
 		return &Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience,
@@ -354,7 +375,7 @@ func (v *blockingVerifier) Verify(ctx context.Context, _ string) (*Principal, er
 // server accepts nothing.
 func TestLifecycleShutdownDrains(t *testing.T) {
 	const n = 20
-	v := &blockingVerifier{release: make(chan struct{})}
+	v := newBlockingVerifier()
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { close(v.release) }) }
 	t.Cleanup(release)
@@ -395,7 +416,7 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 			results <- result{resp, err}
 		}()
 	}
-	pollUntil(t, "every Check in flight", func() bool { return v.entered.Load() == n })
+	waitSignal(t, "every Check in flight", v.signal, func() bool { return v.entered.Load() == n })
 
 	rig.cancel() // SIGTERM
 	for svc, w := range watches {
@@ -414,6 +435,7 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 	}
 	// Release only once the drain is over and the stop has begun (the
 	// listener is closed), so the Checks must outlive the stop itself.
+	// Nothing signals the close, so this one polls.
 	pollUntil(t, "the listener to close after the drain", func() bool { return !rig.reachable() })
 	select {
 	case <-rig.done:
@@ -454,7 +476,7 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 // shutdown past ShutdownTimeout; the server is stopped hard and Serve
 // still returns nil.
 func TestLifecycleShutdownTimeout(t *testing.T) {
-	v := &blockingVerifier{release: make(chan struct{})} // never released
+	v := newBlockingVerifier() // never released
 	srv := newTestServer(referencePolicy(t), v, nil)
 	rig := startLifecycle(t, srv, &Readiness{Policies: srv.Decider.Policies},
 		Lifecycle{PollInterval: 20 * time.Millisecond, ShutdownTimeout: 100 * time.Millisecond})
@@ -467,7 +489,7 @@ func TestLifecycleShutdownTimeout(t *testing.T) {
 		_, err := authv3.NewAuthorizationClient(rig.conn).Check(ctx, req)
 		checked <- err
 	}()
-	pollUntil(t, "the Check in flight", func() bool { return v.entered.Load() == 1 })
+	waitSignal(t, "the Check in flight", v.signal, func() bool { return v.entered.Load() == 1 })
 
 	if err := rig.stop(t, "GracefulStop not bounded by ShutdownTimeout"); err != nil {
 		t.Errorf("Serve = %v, want nil after a forced stop", err)

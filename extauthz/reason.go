@@ -25,13 +25,21 @@ const (
 	ReasonUnknownServer         Reason = "unknown_server"         // neither the route's mcp_server context extension nor --server-id names the MCP server
 
 	// Token (RFC 6750, MCP authorization).
-	ReasonTokenMissing       Reason = "token_missing"        // no Authorization: Bearer header
-	ReasonTokenMalformed     Reason = "token_malformed"      // not a compact JWS, or several Authorization headers
+	ReasonTokenMissing       Reason = "token_missing"        // no Authorization header
+	ReasonTokenMalformed     Reason = "token_malformed"      // not Bearer/DPoP 1*SP one token, not a compact JWS, or several Authorization headers
 	ReasonTokenInvalid       Reason = "token_invalid"        // bad signature, unknown key, algorithm not allowed, nbf in the future
 	ReasonTokenExpired       Reason = "token_expired"        // exp in the past
 	ReasonTokenWrongIssuer   Reason = "token_wrong_issuer"   // iss is not the configured issuer
 	ReasonTokenWrongAudience Reason = "token_wrong_audience" // aud holds none of the configured audiences (RFC 8707 resource)
 	ReasonIdPUnavailable     Reason = "idp_unavailable"      // the issuer's discovery document or key set cannot be fetched
+
+	// Sender-constrained tokens (RFC 7800 cnf, RFC 9449 DPoP).
+	ReasonTokenBindingUnsupported Reason = "token_binding_unsupported" // cnf other than {"jkt"}: x5t#S256 (mTLS), jwk, jku, kid… cannot be checked here
+	ReasonDPoPProofMissing        Reason = "dpop_proof_missing"        // a cnf.jkt token as Bearer, or the DPoP scheme without a DPoP header
+	ReasonDPoPProofInvalid        Reason = "dpop_proof_invalid"        // several DPoP headers; proof not a dpop+jwt signed by its public jwk with jti, htm, htu, iat, ath
+	ReasonDPoPProofMismatch       Reason = "dpop_proof_mismatch"       // htm, htu, ath or the jwk thumbprint disagree with the request, token or cnf.jkt; or an unbound token under DPoP
+	ReasonDPoPProofStale          Reason = "dpop_proof_stale"          // iat outside the accepted window
+	ReasonDPoPProofReplayed       Reason = "dpop_proof_replayed"       // jti already seen within the window
 
 	// The HTTP request as Envoy forwarded it.
 	ReasonBodyTruncated        Reason = "body_truncated"         // x-envoy-auth-partial-body: true, or fewer bytes than content-length
@@ -105,6 +113,13 @@ var outcomes = map[Reason]outcome{
 	ReasonTokenWrongIssuer:   {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized"},
 	ReasonTokenWrongAudience: {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized"},
 	ReasonIdPUnavailable:     {codes.Unavailable, http.StatusServiceUnavailable, CodeUnavailable, "Identity provider unavailable"},
+
+	ReasonTokenBindingUnsupported: {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: token binding cannot be verified"},
+	ReasonDPoPProofMissing:        {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: DPoP proof required"},
+	ReasonDPoPProofInvalid:        {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof"},
+	ReasonDPoPProofMismatch:       {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof"},
+	ReasonDPoPProofStale:          {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof"},
+	ReasonDPoPProofReplayed:       {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof"},
 
 	ReasonBodyTruncated:        {codes.InvalidArgument, http.StatusRequestEntityTooLarge, CodeRequestRejected, "Request body truncated"},
 	ReasonBodyMissing:          {codes.InvalidArgument, http.StatusBadRequest, CodeInvalidRequest, "Request body missing"},

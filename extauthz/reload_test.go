@@ -24,12 +24,13 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
-// waitTimeout bounds every poll below: long enough for a loaded CI machine
+// waitTimeout bounds every wait below: long enough for a loaded CI machine
 // under -race, far above what a working watcher needs (one debounce).
 const waitTimeout = 10 * time.Second
 
 // pollUntil polls cond every few milliseconds until it holds, and fails the
-// test with what when it does not within waitTimeout.
+// test with what when it does not within waitTimeout. Only for conditions
+// that nothing signals (a listener that closes); prefer waitSignal.
 func pollUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
@@ -38,6 +39,30 @@ func pollUntil(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitSignal re-checks cond each time signal fires (a coalescing
+// notification: a buffer of one, sent without blocking) until it holds, and
+// fails the test with what when it does not within waitTimeout.
+func waitSignal(t testing.TB, what string, signal <-chan struct{}, cond func() bool) {
+	t.Helper()
+	timeout := time.NewTimer(waitTimeout)
+	defer timeout.Stop()
+	for !cond() {
+		select {
+		case <-signal:
+		case <-timeout.C:
+			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
+		}
+	}
+}
+
+// notify sends on a coalescing notification channel without blocking.
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
 }
 
@@ -74,6 +99,10 @@ type loaderRig struct {
 	loader  *PolicyLoader
 	metrics *Metrics
 	logs    *observer.ObservedLogs
+	// logged fires after every line the loader logs: each load that
+	// publishes a policy or refuses one writes exactly one, after the store
+	// and the metrics are updated.
+	logged chan struct{}
 }
 
 // newLoaderRig loads file once (it must hold a valid policy) and returns the
@@ -81,12 +110,14 @@ type loaderRig struct {
 func newLoaderRig(t testing.TB, file string) *loaderRig {
 	t.Helper()
 	core, logs := observer.New(zapcore.InfoLevel)
+	logged := make(chan struct{}, 1)
+	core = zapcore.RegisterHooks(core, func(zapcore.Entry) error { notify(logged); return nil })
 	m := NewMetrics(prometheus.NewRegistry())
 	l := &PolicyLoader{File: file, Store: &PolicyStore{}, Log: zap.New(core), Metrics: m}
 	if err := l.Load(); err != nil {
 		t.Fatalf("initial Load: %v", err)
 	}
-	return &loaderRig{loader: l, metrics: m, logs: logs}
+	return &loaderRig{loader: l, metrics: m, logs: logs, logged: logged}
 }
 
 // reloads returns policy_reloads_total.
@@ -140,11 +171,13 @@ func (r *loaderRig) watch(t testing.TB) {
 		if time.Now().After(deadline) {
 			t.Fatalf("watcher never reloaded after touching %s", probe)
 		}
-		// Touch, then leave the debounce (100ms) time to expire: touching
-		// faster than that would keep postponing the reload.
+		// Touch, then wait for the reload's log line, or touch again
+		// after three debounces (100ms) if the watches were not yet in
+		// place.
 		writePolicyFile(t, probe, []byte(time.Now().String()))
-		for end := time.Now().Add(300 * time.Millisecond); r.live() != want && time.Now().Before(end); {
-			time.Sleep(5 * time.Millisecond)
+		select {
+		case <-r.logged:
+		case <-time.After(300 * time.Millisecond):
 		}
 	}
 	if err := os.Remove(probe); err != nil {
@@ -152,11 +185,12 @@ func (r *loaderRig) watch(t testing.TB) {
 	}
 }
 
-// waitLive polls until the live policy is src's.
+// waitLive waits, on the loader's log lines, until the live policy is
+// src's.
 func (r *loaderRig) waitLive(t testing.TB, what string, src []byte) {
 	t.Helper()
 	want := versionOf(src)
-	pollUntil(t, what+": new policy live", func() bool { return r.live() == want })
+	waitSignal(t, what+": new policy live", r.logged, func() bool { return r.live() == want })
 }
 
 // TestWatchReloadsFile: a policy written in place, or written beside and
@@ -173,7 +207,9 @@ func TestWatchReloadsFile(t *testing.T) {
 	v1 := searchPolicy("v1")
 	writePolicyFile(t, file, v1)
 	r.waitLive(t, "os.WriteFile", v1)
-	pollUntil(t, "policy_reloads_total +1 after WriteFile", func() bool { return r.reloads() == base+1 })
+	if got := r.reloads(); got != base+1 {
+		t.Errorf("policy_reloads_total = %v after WriteFile, want %v", got, base+1)
+	}
 
 	v2 := searchPolicy("v2")
 	tmp := filepath.Join(dir, ".policy.yaml.tmp")
@@ -182,7 +218,9 @@ func TestWatchReloadsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitLive(t, "write-to-temp and rename", v2)
-	pollUntil(t, "policy_reloads_total +2 after rename", func() bool { return r.reloads() == base+2 })
+	if got := r.reloads(); got != base+2 {
+		t.Errorf("policy_reloads_total = %v after rename, want %v", got, base+2)
+	}
 
 	if lp := r.loader.Store.Load(); lp.File != file || lp.Policy == nil {
 		t.Errorf("live policy = %+v, want compiled from %s", lp, file)
@@ -290,7 +328,9 @@ func TestWatchConfigMapSwap(t *testing.T) {
 	cm.update("..2026_01_01_v3", v3)
 	r.waitLive(t, "second ConfigMap swap", v3)
 
-	pollUntil(t, "policy_reloads_total +2", func() bool { return r.reloads() == base+2 })
+	if got := r.reloads(); got != base+2 {
+		t.Errorf("policy_reloads_total = %v, want %v", got, base+2)
+	}
 	if got := r.reloadErrors(); got != 0 {
 		t.Errorf("policy_reload_errors_total = %v, want 0 (a swap must never expose a half-written policy)", got)
 	}
@@ -398,7 +438,7 @@ func TestWatchRefusesInvalidPolicy(t *testing.T) {
 	r.watch(t)
 
 	writePolicyFile(t, file, []byte("default: deny\nallow:\n  - {id: x, match: \"*/search\", when: \"args.q ==\"}\n"))
-	pollUntil(t, "policy_reload_errors_total to count the broken write", func() bool { return r.reloadErrors() >= 1 })
+	waitSignal(t, "policy_reload_errors_total to count the broken write", r.logged, func() bool { return r.reloadErrors() >= 1 })
 	if got := r.live(); got != versionOf(good) {
 		t.Errorf("live version = %s after a broken write, want the good %s", got, versionOf(good))
 	}
@@ -522,6 +562,7 @@ func TestReloadIsAtomic(t *testing.T) {
 	deadline := time.Now().Add(waitTimeout)
 	swaps := 0
 	for swaps < minSwaps || seen[0].Load() == 0 || seen[1].Load() == 0 {
+		// Past the deadline the assertions below report what was missed.
 		if time.Now().After(deadline) {
 			break
 		}
@@ -544,6 +585,9 @@ func TestReloadIsAtomic(t *testing.T) {
 	}
 	if seen[0].Load() == 0 || seen[1].Load() == 0 {
 		t.Errorf("Checks saw A %d times and B %d times; the test needs both", seen[0].Load(), seen[1].Load())
+	}
+	if swaps < minSwaps {
+		t.Errorf("%d policy swaps within %v, want at least %d", swaps, waitTimeout, minSwaps)
 	}
 	if got := r.reloads(); got != float64(swaps+1) {
 		t.Errorf("policy_reloads_total = %v after %d swaps, want %d", got, swaps, swaps+1)

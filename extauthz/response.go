@@ -41,6 +41,8 @@ func RequestFromCheck(req *authv3.CheckRequest) *Request {
 	r := &Request{
 		ID:                   h.GetId(),
 		Method:               h.GetMethod(),
+		Scheme:               h.GetScheme(),
+		Host:                 h.GetHost(),
 		Path:                 h.GetPath(),
 		ContextExtensions:    attrs.GetContextExtensions(),
 		DestinationPrincipal: attrs.GetDestination().GetPrincipal(),
@@ -105,7 +107,7 @@ func (rs *Responder) Response(d *Decision, reqHeaders Headers) *authv3.CheckResp
 	o := d.Reason.outcome()
 	headers := []*corev3.HeaderValueOption{header("content-type", "application/json")}
 	if d.Reason.isTokenReason() {
-		headers = append(headers, header("www-authenticate", rs.wwwAuthenticate(d.Reason)))
+		headers = append(headers, header("www-authenticate", rs.wwwAuthenticate(d.Reason, reqHeaders)))
 	}
 	return &authv3.CheckResponse{
 		Status:          &rpcstatus.Status{Code: int32(o.grpc), Message: string(d.Reason)},
@@ -173,18 +175,36 @@ func (rs *Responder) okResponse(d *Decision, reqHeaders Headers, dryRun bool) *a
 	return ok
 }
 
-// wwwAuthenticate builds the RFC 6750 section 3 challenge with the RFC 9728
-// resource_metadata parameter.
-func (rs *Responder) wwwAuthenticate(r Reason) string {
+// wwwAuthenticate builds the challenge of a 401 with the RFC 9728
+// resource_metadata parameter: RFC 6750 section 3's Bearer challenge, or
+// RFC 9449 section 7.1's DPoP challenge (with the accepted algs) when the
+// request used the DPoP scheme or the reason is about a DPoP proof. The
+// error is invalid_dpop_proof for a proof that failed, invalid_token for
+// any other token fault, and absent when no token was sent.
+func (rs *Responder) wwwAuthenticate(r Reason, reqHeaders Headers) string {
+	auth, _ := reqHeaders.Get("authorization")
+	scheme, _, _ := strings.Cut(auth, " ")
+	dpop := strings.EqualFold(scheme, "DPoP") || strings.HasPrefix(string(r), "dpop_")
 	var b strings.Builder
-	b.WriteString("Bearer")
-	sep := " "
-	if r != ReasonTokenMissing {
-		b.WriteString(` error="invalid_token"`)
-		sep = ", "
+	var params []string
+	switch {
+	case r == ReasonTokenMissing:
+	case dpop && r != ReasonDPoPProofMissing && strings.HasPrefix(string(r), "dpop_"):
+		params = append(params, `error="invalid_dpop_proof"`)
+	default:
+		params = append(params, `error="invalid_token"`)
+	}
+	if dpop {
+		b.WriteString("DPoP")
+		params = append(params, `algs="`+strings.Join(SigningAlgorithms, " ")+`"`)
+	} else {
+		b.WriteString("Bearer")
 	}
 	if rs.ResourceMetadataURL != "" {
-		b.WriteString(sep + `resource_metadata="` + rs.ResourceMetadataURL + `"`)
+		params = append(params, `resource_metadata="`+rs.ResourceMetadataURL+`"`)
+	}
+	if len(params) > 0 {
+		b.WriteString(" " + strings.Join(params, ", "))
 	}
 	return b.String()
 }

@@ -73,6 +73,11 @@ type OIDCConfig struct {
 	// OnKeySetRefresh, if set, is called after every key-set fetch of a
 	// discovered KeySet with its error (nil on success).
 	OnKeySetRefresh func(error)
+	// OnIgnoredKeys, if set, is a discovered KeySet's OnIgnoredKeys.
+	OnIgnoredKeys func([]IgnoredKey)
+	// OnDiscovery, if set, is called after every discovery attempt (Warm's
+	// or one started in the background by Verify) with its error.
+	OnDiscovery func(error)
 }
 
 // OIDCVerifier verifies bearer tokens with go-oidc: signature against the key
@@ -166,7 +171,11 @@ func (v *OIDCVerifier) Warm(ctx context.Context) error {
 	ok := v.verifier != nil
 	v.mu.Unlock()
 	if !ok {
-		if err := v.discover(ctx); err != nil {
+		err := v.discover(ctx)
+		if v.cfg.OnDiscovery != nil {
+			v.cfg.OnDiscovery(err)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -204,14 +213,17 @@ func (v *OIDCVerifier) discover(ctx context.Context) error {
 			err = errors.New("no jwks_uri")
 		}
 	}
+	if err != nil {
+		err = fmt.Errorf("oidc discovery: %w", err)
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if err != nil {
-		v.lastDiscover = fmt.Errorf("oidc discovery: %w", err)
-		return v.lastDiscover
+		v.lastDiscover = err
+		return err
 	}
 	if v.verifier == nil {
-		v.keys = &KeySet{URL: meta.JWKSURI, Client: v.httpClient(), Now: v.cfg.Now, OnRefresh: v.cfg.OnKeySetRefresh}
+		v.keys = &KeySet{URL: meta.JWKSURI, Client: v.httpClient(), Now: v.cfg.Now, OnRefresh: v.cfg.OnKeySetRefresh, OnIgnoredKeys: v.cfg.OnIgnoredKeys}
 		v.verifier = oidc.NewVerifier(v.cfg.Issuer, v.keys, v.oidcConfig())
 	}
 	return nil
@@ -234,10 +246,13 @@ func (v *OIDCVerifier) idTokenVerifier() (*oidc.IDTokenVerifier, oidc.KeySet, er
 	}
 	v.lastAttempt, v.discovering = now, true
 	go func() {
-		_ = v.discover(context.Background())
+		err := v.discover(context.Background())
 		v.mu.Lock()
 		v.discovering = false
 		v.mu.Unlock()
+		if v.cfg.OnDiscovery != nil {
+			v.cfg.OnDiscovery(err)
+		}
 	}()
 	return nil, nil, errDiscovering
 }
@@ -317,16 +332,21 @@ func unverifiedIssuer(raw string) (string, error) {
 	return c.Iss, nil
 }
 
-// LoadJWKS reads a JSON Web Key Set (RFC 7517 section 5) of public keys
-// from path into a fixed KeySet. Private or symmetric keys are refused.
+// LoadJWKS reads a JSON Web Key Set (RFC 7517 section 5) from path into a
+// fixed KeySet of its signature-verification keys; members that cannot
+// verify (encryption, X25519, symmetric or private keys…) are left out and
+// listed by the set's Ignored. A set with no usable key is an error naming
+// why each member was ignored.
 func LoadJWKS(path string) (*KeySet, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := parseJWKS(b)
+	keys, ignored, err := parseJWKS(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return NewStaticKeySet(keys), nil
+	ks := NewStaticKeySet(keys)
+	ks.ignored = ignored
+	return ks, nil
 }

@@ -123,7 +123,9 @@ func TestIdPUnavailable(t *testing.T) {
 	key := newTestKey(t, "k1")
 	idp := newTestIdP(t, key)
 	idp.down.Store(true)
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, DiscoveryRetry: time.Nanosecond})
+	discovered := make(chan error, 4)
+	v, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, DiscoveryRetry: time.Nanosecond,
+		OnDiscovery: func(err error) { discovered <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,22 +133,36 @@ func TestIdPUnavailable(t *testing.T) {
 	capt := &CapturedRequest{Method: "POST", Path: "/mcp",
 		Body:    []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`),
 		Headers: map[string]string{"content-type": "application/json", "authorization": "Bearer " + key.sign(t, idp.claims())}}
-	d, status := parseDenial(t, check(t, client, capt.CheckRequest(true)))
-	if status != http.StatusServiceUnavailable || Reason(d.Error.Data.Reason) != ReasonIdPUnavailable {
-		t.Fatalf("provider down: got %d %s, want 503 idp_unavailable", status, d.Error.Data.Reason)
+	wantUnavailable := func(when string) {
+		t.Helper()
+		d, status := parseDenial(t, check(t, client, capt.CheckRequest(true)))
+		if status != http.StatusServiceUnavailable || Reason(d.Error.Data.Reason) != ReasonIdPUnavailable {
+			t.Fatalf("%s: got %d %s, want 503 idp_unavailable", when, status, d.Error.Data.Reason)
+		}
 	}
+	waitDiscovery := func(wantOK bool) {
+		t.Helper()
+		select {
+		case err := <-discovered:
+			if (err == nil) != wantOK {
+				t.Fatalf("discovery: %v, want success %v", err, wantOK)
+			}
+		case <-time.After(waitTimeout):
+			t.Fatal("no discovery attempt")
+		}
+	}
+	// The first Check starts discovery in the background and is denied at
+	// once; so is every Check while the provider is down.
+	wantUnavailable("provider down")
+	waitDiscovery(false)
+	wantUnavailable("provider still down")
+	waitDiscovery(false)
+	// Back up: the next Check still answers at once (and starts discovery);
+	// once that discovery succeeds, the same token is allowed.
 	idp.down.Store(false)
-	// Discovery is retried in the background; the first answer after it
-	// succeeds is an allow.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		resp := check(t, client, capt.CheckRequest(true))
-		if resp.GetOkResponse() != nil {
-			break
-		}
-		if d, _ := parseDenial(t, resp); Reason(d.Error.Data.Reason) != ReasonIdPUnavailable || time.Now().After(deadline) {
-			t.Fatalf("after the provider came back: %s", d.Error.Data.Reason)
-		}
-	}
+	wantUnavailable("first Check after the provider came back")
+	waitDiscovery(true)
+	okHeaders(t, check(t, client, capt.CheckRequest(true)))
 	if !v.Ready() {
 		t.Error("verifier not ready after an allowed Check")
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gowebpki/jcs"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
 )
 
 var jcsVectors = []string{"arrays", "french", "structures", "unicode", "values", "weird"}
@@ -110,12 +110,12 @@ func TestCanonicalize(t *testing.T) {
 				t.Errorf("got %s, want %s", got, tt.want)
 			}
 			// Cross-check with an independent RFC 8785 implementation.
-			ref, err := jcs.Transform([]byte(tt.give))
+			ref, err := jcsoracle.Transform([]byte(tt.give))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, ref) {
-				t.Errorf("gowebpki/jcs gives %s", ref)
+				t.Errorf("the RFC 8785 oracle gives %s", ref)
 			}
 		})
 	}
@@ -191,8 +191,8 @@ func TestRequestDigestGolden(t *testing.T) {
 		e := RequestEnvelope{Audience: g.Audience, Server: g.Server, Method: g.Method, Target: g.Target,
 			Arguments: g.Arguments, Issuer: g.Issuer, Subject: g.Subject}
 		g.Digest = RequestDigest(e)
-		// Recompute independently: encoding/json builds the object, the
-		// gowebpki/jcs package canonicalizes it.
+		// Recompute independently: encoding/json builds the object,
+		// internal/jcsoracle (no code shared with mcpparse) canonicalizes it.
 		args := g.Arguments
 		if len(args) == 0 {
 			args = json.RawMessage(`{}`)
@@ -202,7 +202,7 @@ func TestRequestDigestGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		canon, err := jcs.Transform(obj)
+		canon, err := jcsoracle.Transform(obj)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,10 +2,13 @@ package mcpparse
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
 )
 
 func TestCases(t *testing.T) {
@@ -229,9 +232,53 @@ func TestGoldenCorpusArguments(t *testing.T) {
 			if m.ArgsDigest != Digest(m.Arguments) {
 				t.Errorf("ArgsDigest is not Digest(Arguments)")
 			}
+			checkGoldenIndependently(t, r, want)
 		})
 	}
 	if n == 0 {
 		t.Fatal("no tools/call or prompts/get bodies in the corpus")
+	}
+}
+
+// checkGoldenIndependently recomputes a golden record from the corpus body
+// without mcpparse: encoding/json finds params and its arguments, and
+// internal/jcsoracle (an RFC 8785 implementation sharing no code with this
+// package) canonicalizes the arguments and the record and gives the digest.
+// So a golden file written by -update from a wrong canonicalizer fails here.
+func checkGoldenIndependently(t *testing.T, r corpusRecord, golden []byte) {
+	t.Helper()
+	var body struct {
+		Method string `json:"method"`
+		Params struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		t.Fatal(err)
+	}
+	args := body.Params.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	canonArgs, err := jcsoracle.Transform(args)
+	if err != nil {
+		t.Fatalf("oracle: %v", err)
+	}
+	digest, err := jcsoracle.Digest(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record, err := json.Marshal(map[string]any{"args_digest": digest, "arguments": json.RawMessage(canonArgs),
+		"method": body.Method, "target": body.Params.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := jcsoracle.Transform(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(append(want, '\n')) != string(golden) {
+		t.Errorf("golden record differs from the independent recomputation:\ngolden      %s\nindependent %s", golden, want)
 	}
 }

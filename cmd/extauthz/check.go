@@ -108,8 +108,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	store := &extauthz.PolicyStore{}
 	store.Store(lp)
-	d := (&extauthz.Decider{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits()}).
-		Decide(ctx, capt.Request())
+	d := (&extauthz.Decider{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(),
+		DPoP: extauthz.NewDPoPVerifier(extauthz.DPoPConfig{})}).Decide(ctx, capt.Request())
 	if err := printDecision(stdout, d, *asJSON); err != nil {
 		return err
 	}

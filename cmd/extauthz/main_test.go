@@ -179,16 +179,52 @@ func TestServeStartFailures(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine;
+// every write is signalled, so a reader waits for output rather than
+// sleeping.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // coalescing: a buffer of one, sent without blocking
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written == nil {
+		s.written = make(chan struct{}, 1)
+	}
+	select {
+	case s.written <- struct{}{}:
+	default:
+	}
 	return s.b.Write(p)
+}
+
+func (s *syncBuffer) signal() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.written == nil {
+		s.written = make(chan struct{}, 1)
+	}
+	return s.written
+}
+
+// waitFor waits, on writes, until the output matches re, and returns the
+// submatches; nil after timeout.
+func (s *syncBuffer) waitFor(re *regexp.Regexp, timeout time.Duration) []string {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		if m := re.FindStringSubmatch(s.String()); m != nil {
+			return m
+		}
+		select {
+		case <-s.signal():
+		case <-deadline.C:
+			return nil
+		}
+	}
 }
 
 func (s *syncBuffer) String() string {
@@ -206,12 +242,9 @@ func TestServeQuickStart(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"serve", "--config", "examples/config.yaml", "--grpc-addr", "127.0.0.1:0", "--http-addr", "", "--drain-period", "0s"}, io.Discard, &stderr)
 	}()
-	addrRE := regexp.MustCompile(`serving ext_authz on (\S+)`)
 	var addr string
-	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := addrRE.FindStringSubmatch(stderr.String()); m != nil {
-			addr = m[1]
-		}
+	if m := stderr.waitFor(regexp.MustCompile(`serving ext_authz on (\S+)`), 10*time.Second); m != nil {
+		addr = m[1]
 	}
 	if addr == "" {
 		cancel()
@@ -268,12 +301,12 @@ func TestServeQuickStart(t *testing.T) {
 
 // startServe runs `extauthz serve args...` until the test ends and returns
 // its gRPC and HTTP addresses, read from its stderr.
-func startServe(t *testing.T, args ...string) (grpcAddr, httpAddr string) {
+func startServe(t *testing.T, args ...string) (grpcAddr, httpAddr string, stderr *syncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	var stderr syncBuffer
+	stderr = &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, append([]string{"serve"}, args...), io.Discard, &stderr) }()
+	go func() { done <- run(ctx, append([]string{"serve"}, args...), io.Discard, stderr) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -282,13 +315,11 @@ func startServe(t *testing.T, args ...string) (grpcAddr, httpAddr string) {
 	})
 	grpcRE := regexp.MustCompile(`serving ext_authz on (\S+)`)
 	httpRE := regexp.MustCompile(`on http://(\S+)`)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if g, h := grpcRE.FindStringSubmatch(stderr.String()), httpRE.FindStringSubmatch(stderr.String()); g != nil && h != nil {
-			return g[1], h[1]
-		}
+	if g, h := stderr.waitFor(grpcRE, 10*time.Second), stderr.waitFor(httpRE, 10*time.Second); g != nil && h != nil {
+		return g[1], h[1], stderr
 	}
 	t.Fatalf("serve did not start: %s", stderr.String())
-	return "", ""
+	return "", "", nil
 }
 
 func httpStatus(t *testing.T, url string) int {
@@ -328,7 +359,7 @@ func TestServeIdentityProviderDown(t *testing.T) {
 	}))
 	defer idp.Close()
 
-	grpcAddr, httpAddr := startServe(t, "--policy", "examples/policy.yaml", "--issuer", idp.URL,
+	grpcAddr, httpAddr, stderr := startServe(t, "--policy", "examples/policy.yaml", "--issuer", idp.URL,
 		"--audience", "https://mcp.example.com/mcp", "--server-id", "payments",
 		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--drain-period", "0s")
 	var tok bytes.Buffer
@@ -365,10 +396,13 @@ func TestServeIdentityProviderDown(t *testing.T) {
 		t.Fatalf("provider down: reason %s, want idp_unavailable", got)
 	}
 	up.Store(true)
-	for deadline := time.Now().Add(15 * time.Second); httpStatus(t, "http://"+httpAddr+"/readyz") != http.StatusOK; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("not ready 15s after the provider came up")
-		}
+	// The key refresher retries with backoff and logs when the provider
+	// is back; from then on serve is ready.
+	if stderr.waitFor(regexp.MustCompile(`identity provider ready`), 15*time.Second) == nil {
+		t.Fatalf("not ready 15s after the provider came up: %s", stderr.String())
+	}
+	if got := httpStatus(t, "http://"+httpAddr+"/readyz"); got != http.StatusOK {
+		t.Errorf("/readyz once the provider is back = %d, want 200", got)
 	}
 	if got := reason(); got != string(extauthz.ReasonAllowed) {
 		t.Fatalf("provider up: reason %s, want allowed", got)

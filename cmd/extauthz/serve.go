@@ -120,7 +120,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 
 	wg.Add(3)
-	go func() { defer wg.Done(); svc.keepKeysFresh(ctx, cfg.JWKSRefresh) }()
+	go func() {
+		defer wg.Done()
+		svc.keepKeysFresh(ctx, cfg.JWKSRefresh, func() { fmt.Fprintln(stderr, "extauthz: identity provider ready: signing keys fetched") })
+	}()
 	go func() {
 		defer wg.Done()
 		if err := svc.loader.Watch(ctx); err != nil {
@@ -190,14 +193,16 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 			return
 		}
 		metrics.KeySetRefreshes.WithLabelValues("ok").Inc()
-	}}
+	}, OnIgnoredKeys: func(ignored []extauthz.IgnoredKey) { logIgnoredKeys(log, ignored) }}
 	if cfg.JWKSFile != "" {
 		ks, err := extauthz.LoadJWKS(cfg.JWKSFile)
 		if err != nil {
 			return nil, fmt.Errorf("--jwks-file: %w", err)
 		}
+		logIgnoredKeys(log, ks.Ignored())
 		// A rotated file is reloaded like the policy: last good keys on error.
 		ks.OnRefresh = jwksReloadHook(ks, cfg.JWKSFile, log, metrics)
+		ks.OnIgnoredKeys = func(ignored []extauthz.IgnoredKey) { logIgnoredKeys(log, ignored) }
 		oc.KeySet = ks
 		jwks = ks
 	}
@@ -221,7 +226,8 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 	}
 	return &service{
 		server: &extauthz.Server{
-			Decider:   &extauthz.Decider{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal, Verifier: verifier, Policies: store, Limits: lim},
+			Decider: &extauthz.Decider{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal, Verifier: verifier, Policies: store, Limits: lim,
+				DPoP: extauthz.NewDPoPVerifier(extauthz.DPoPConfig{})},
 			Responder: &extauthz.Responder{ResourceMetadataURL: rm},
 			Log:       decisionLog,
 			Metrics:   metrics,
@@ -253,11 +259,24 @@ func jwksReloadHook(ks *extauthz.KeySet, file string, log *zap.Logger, m *extaut
 	}
 }
 
+// logIgnoredKeys logs, once per key set, the members that cannot verify
+// signatures and were left out (RFC 7517 section 5).
+func logIgnoredKeys(log *zap.Logger, ignored []extauthz.IgnoredKey) {
+	if len(ignored) == 0 {
+		return
+	}
+	why := make([]string, len(ignored))
+	for i, k := range ignored {
+		why[i] = k.String()
+	}
+	log.Info("key set members ignored: they cannot verify signatures", zap.Strings("ignored", why))
+}
+
 // keepKeysFresh runs discovery and the first key fetch until they succeed
-// (backing off from 1s to 30s), then refreshes the key set every interval,
-// so a key the identity provider removed stops verifying. It returns when
-// ctx ends.
-func (s *service) keepKeysFresh(ctx context.Context, interval time.Duration) {
+// (backing off from 1s to 30s), calls ready, then refreshes the key set
+// every interval, so a key the identity provider removed stops verifying. It
+// returns when ctx ends.
+func (s *service) keepKeysFresh(ctx context.Context, interval time.Duration, ready func()) {
 	backoff := time.Second
 	for !s.oidc.Ready() {
 		if err := s.oidc.Warm(ctx); err != nil {
@@ -273,6 +292,7 @@ func (s *service) keepKeysFresh(ctx context.Context, interval time.Duration) {
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
+	ready()
 	if interval <= 0 {
 		return
 	}

@@ -107,6 +107,7 @@ static_resources:
               allowed_headers:
                 patterns:
                 - { exact: authorization }
+                - { exact: dpop }                     # RFC 9449 DPoP proof of a cnf.jkt-bound token
                 - { exact: content-type }
                 - { exact: accept }
                 - { exact: origin }

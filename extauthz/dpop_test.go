@@ -1,0 +1,664 @@
+package extauthz
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	jose "github.com/go-jose/go-jose/v4"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+const (
+	dpopHost = "mcp.example.com"
+	dpopHTU  = "https://mcp.example.com/mcp"
+)
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// jkt is the RFC 7638 thumbprint of pub, base64url.
+func jkt(t testing.TB, pub any) string {
+	t.Helper()
+	tp, err := (&jose.JSONWebKey{Key: pub}).Thumbprint(crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b64(tp)
+}
+
+func athOf(token string) string {
+	s := sha256.Sum256([]byte(token))
+	return b64(s[:])
+}
+
+// signES256 builds a compact JWS over header and claims, signed with priv
+// by hand, so tests can send headers go-jose would not write (a private jwk,
+// no jwk, another typ).
+func signES256(t testing.TB, header, claims map[string]any, priv *ecdsa.PrivateKey) string {
+	t.Helper()
+	h, _ := json.Marshal(header)
+	c, _ := json.Marshal(claims)
+	input := b64(h) + "." + b64(c)
+	sum := sha256.Sum256([]byte(input))
+	r, s, err := ecdsa.Sign(rand.Reader, priv, sum[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := make([]byte, 64)
+	r.FillBytes(sig[:32])
+	s.FillBytes(sig[32:])
+	return input + "." + b64(sig)
+}
+
+// ecJWK is the public (or, with d, private) JWK of an ECDSA P-256 key.
+func ecJWK(k *ecdsa.PrivateKey, withD bool) map[string]any {
+	pad := func(n *big.Int) string { b := make([]byte, 32); n.FillBytes(b); return b64(b) }
+	m := map[string]any{"kty": "EC", "crv": "P-256", "x": pad(k.X), "y": pad(k.Y)}
+	if withD {
+		m["d"] = pad(k.D)
+	}
+	return m
+}
+
+// signWithEmbeddedJWK signs claims as a dpop+jwt with go-jose, embedding
+// the public key of priv.
+func signWithEmbeddedJWK(t testing.TB, alg jose.SignatureAlgorithm, priv any, claims map[string]any) string {
+	t.Helper()
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: priv},
+		(&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := json.Marshal(claims)
+	jws, err := signer.Sign(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := jws.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// dpopRig is a Check server on loopback verifying tokens through discovery
+// at a loopback provider, with DPoP on and a clock the test moves.
+type dpopRig struct {
+	idp     *testIdP
+	key     *testKey
+	clock   *fakeClock
+	client  authv3.AuthorizationClient
+	client2 *ecdsa.PrivateKey // the client's DPoP key
+	jti     int
+}
+
+func newDPoPRig(t *testing.T) *dpopRig { return newDPoPRigLog(t, nil) }
+
+func newDPoPRigLog(t *testing.T, log *zap.Logger) *dpopRig {
+	key := newTestKey(t, "k1")
+	idp := newTestIdP(t, key)
+	srv := newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), log)
+	clock := newFakeClock()
+	srv.Decider.DPoP = NewDPoPVerifier(DPoPConfig{Now: clock.Now})
+	ck, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &dpopRig{idp: idp, key: key, clock: clock, client: startGRPC(t, srv), client2: ck}
+}
+
+// token signs an access token whose cnf is cnf (nil: no cnf).
+func (r *dpopRig) token(t testing.TB, cnf any) string {
+	c := r.idp.claims()
+	if cnf != nil {
+		c["cnf"] = cnf
+	}
+	return r.key.sign(t, c)
+}
+
+// claims are valid proof claims for token on POST dpopHTU, with a new jti.
+func (r *dpopRig) claims(token string) map[string]any {
+	r.jti++
+	return map[string]any{"jti": "jti-" + strings.Repeat("x", r.jti%7) + string(rune('a'+r.jti%26)) + time.Now().Format("150405.000000000"),
+		"htm": "POST", "htu": dpopHTU, "iat": r.clock.Now().Unix(), "ath": athOf(token)}
+}
+
+// proof signs claims with the client's key as a valid dpop+jwt.
+func (r *dpopRig) proof(t testing.TB, claims map[string]any) string {
+	return signES256(t, map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": ecJWK(r.client2, false)}, claims, r.client2)
+}
+
+// request is a tools/call of search with the given headers (name, value
+// pairs; a name may repeat), as Envoy with encode_raw_headers sends it.
+func dpopRequest(headers ...string) *authv3.CheckRequest {
+	c := &CapturedRequest{Method: "POST", Path: "/mcp",
+		Body:    []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`),
+		Headers: map[string]string{"content-type": "application/json", "host": dpopHost, "mcp-protocol-version": "2025-11-25"}}
+	req := c.CheckRequest(true)
+	h := req.GetAttributes().GetRequest().GetHttp()
+	h.Scheme = "https"
+	hm := &corev3.HeaderMap{}
+	for k, v := range h.Headers {
+		hm.Headers = append(hm.Headers, &corev3.HeaderValue{Key: k, RawValue: []byte(v)})
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		hm.Headers = append(hm.Headers, &corev3.HeaderValue{Key: headers[i], RawValue: []byte(headers[i+1])})
+	}
+	h.Headers, h.HeaderMap = nil, hm
+	return req
+}
+
+// outcome sends req and returns the reason, HTTP status and WWW-Authenticate.
+func (r *dpopRig) outcome(t *testing.T, req *authv3.CheckRequest) (Reason, int, string) {
+	t.Helper()
+	resp := check(t, r.client, req)
+	if resp.GetOkResponse() != nil {
+		okHeaders(t, resp)
+		return ReasonAllowed, http.StatusOK, ""
+	}
+	d, status := parseDenial(t, resp)
+	if status == http.StatusUnauthorized && d.Error.Code != CodeUnauthenticated {
+		t.Errorf("401 with JSON-RPC code %d", d.Error.Code)
+	}
+	return Reason(d.Error.Data.Reason), status, responseHeader(resp.GetDeniedResponse().GetHeaders(), "www-authenticate")
+}
+
+// TestDPoP: one table per class of outcome, with real tokens from the
+// loopback provider and real proofs. give builds the request's extra
+// headers from the rig.
+func TestDPoP(t *testing.T) {
+	r := newDPoPRig(t)
+	bound := func() string { return r.token(t, map[string]any{"jkt": jkt(t, &r.client2.PublicKey)}) }
+	// withProof: a bound token under the DPoP scheme and a proof over the
+	// claims after mut.
+	withProof := func(mut func(c map[string]any)) func() []string {
+		return func() []string {
+			tok := bound()
+			c := r.claims(tok)
+			if mut != nil {
+				mut(c)
+			}
+			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, c)}
+		}
+	}
+	// withHeader: a bound token and a hand-signed proof with header hdr
+	// (the client's key signs).
+	withHeader := func(hdr map[string]any) func() []string {
+		return func() []string {
+			tok := bound()
+			return []string{"authorization", "DPoP " + tok, "dpop", signES256(t, hdr, r.claims(tok), r.client2)}
+		}
+	}
+	pubJWK := ecJWK(r.client2, false)
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rsaKey := newTestKey(t, "dpop-rsa").priv
+	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
+
+	t.Run("allowed", func(t *testing.T) {
+		tests := []struct {
+			name string
+			give func() []string
+		}{
+			{"ES256", withProof(nil)},
+			{"scheme in lower case", func() []string {
+				h := withProof(nil)()
+				h[1] = "dpop " + strings.TrimPrefix(h[1], "DPoP ")
+				return h
+			}},
+			{"htu with default port, upper-case host and scheme", withProof(func(c map[string]any) { c["htu"] = "HTTPS://MCP.Example.COM:443/mcp" })},
+			{"htu with query and fragment", withProof(func(c map[string]any) { c["htu"] = dpopHTU + "?a=1#f" })},
+			{"htu with an encoded unreserved character", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/%6Dcp" })},
+			{"iat 59s old", withProof(func(c map[string]any) { c["iat"] = r.clock.Now().Add(-59 * time.Second).Unix() })},
+			{"iat 9s ahead", withProof(func(c map[string]any) { c["iat"] = r.clock.Now().Add(9 * time.Second).Unix() })},
+			{"PS256 proof", func() []string {
+				tok := r.token(t, map[string]any{"jkt": jkt(t, &rsaKey.PublicKey)})
+				return []string{"authorization", "DPoP " + tok, "dpop", signWithEmbeddedJWK(t, jose.PS256, rsaKey, r.claims(tok))}
+			}},
+			{"EdDSA proof", func() []string {
+				tok := r.token(t, map[string]any{"jkt": jkt(t, edKey.Public())})
+				return []string{"authorization", "DPoP " + tok, "dpop", signWithEmbeddedJWK(t, jose.EdDSA, edKey, r.claims(tok))}
+			}},
+			{"unbound token as Bearer with a stray DPoP header", func() []string {
+				tok := r.token(t, nil)
+				return []string{"authorization", "Bearer " + tok, "dpop", r.proof(t, r.claims(tok))}
+			}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if got, status, _ := r.outcome(t, dpopRequest(tt.give()...)); got != ReasonAllowed {
+					t.Fatalf("got %s %d, want allowed", got, status)
+				}
+			})
+		}
+	})
+
+	refused := []struct {
+		name       string
+		give       func() []string
+		wantReason Reason
+	}{
+		// cnf bindings that cannot be checked here.
+		{"x5t#S256 as Bearer", func() []string {
+			return []string{"authorization", "Bearer " + r.token(t, map[string]any{"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"})}
+		}, ReasonTokenBindingUnsupported},
+		{"x5t#S256 under DPoP", func() []string {
+			tok := r.token(t, map[string]any{"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"})
+			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
+		}, ReasonTokenBindingUnsupported},
+		{"jkt and x5t#S256", func() []string {
+			tok := r.token(t, map[string]any{"jkt": jkt(t, &r.client2.PublicKey), "x5t#S256": "x"})
+			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
+		}, ReasonTokenBindingUnsupported},
+		{"cnf jwk", func() []string {
+			return []string{"authorization", "Bearer " + r.token(t, map[string]any{"jwk": pubJWK})}
+		}, ReasonTokenBindingUnsupported},
+		{"cnf is a string", func() []string { return []string{"authorization", "Bearer " + r.token(t, "jkt")} }, ReasonTokenBindingUnsupported},
+		{"cnf is empty", func() []string { return []string{"authorization", "Bearer " + r.token(t, map[string]any{})} }, ReasonTokenBindingUnsupported},
+		{"cnf.jkt empty", func() []string { return []string{"authorization", "Bearer " + r.token(t, map[string]any{"jkt": ""})} }, ReasonTokenBindingUnsupported},
+		// Missing proofs.
+		{"bound token as Bearer", func() []string { return []string{"authorization", "Bearer " + bound()} }, ReasonDPoPProofMissing},
+		{"bound token as Bearer with a valid proof", func() []string {
+			h := withProof(nil)()
+			h[1] = "Bearer " + strings.TrimPrefix(h[1], "DPoP ")
+			return h
+		}, ReasonDPoPProofMissing},
+		{"DPoP scheme without DPoP header", func() []string { return []string{"authorization", "DPoP " + bound()} }, ReasonDPoPProofMissing},
+		// Invalid proofs.
+		{"two DPoP headers", func() []string { return append(withProof(nil)(), "dpop", r.proof(t, r.claims(bound()))) }, ReasonDPoPProofInvalid},
+		{"proof not a JWS", func() []string { return []string{"authorization", "DPoP " + bound(), "dpop", "not-a-jwt"} }, ReasonDPoPProofInvalid},
+		{"typ JWT", withHeader(map[string]any{"typ": "JWT", "alg": "ES256", "jwk": pubJWK}), ReasonDPoPProofInvalid},
+		{"no typ", withHeader(map[string]any{"alg": "ES256", "jwk": pubJWK}), ReasonDPoPProofInvalid},
+		{"no jwk", withHeader(map[string]any{"typ": "dpop+jwt", "alg": "ES256"}), ReasonDPoPProofInvalid},
+		{"private jwk", withHeader(map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": ecJWK(r.client2, true)}), ReasonDPoPProofInvalid},
+		{"alg HS256", withHeader(map[string]any{"typ": "dpop+jwt", "alg": "HS256", "jwk": pubJWK}), ReasonDPoPProofInvalid},
+		{"alg none", func() []string {
+			tok := bound()
+			h, _ := json.Marshal(map[string]any{"typ": "dpop+jwt", "alg": "none", "jwk": pubJWK})
+			c, _ := json.Marshal(r.claims(tok))
+			return []string{"authorization", "DPoP " + tok, "dpop", b64(h) + "." + b64(c) + "."}
+		}, ReasonDPoPProofInvalid},
+		{"signed by another key than its jwk", func() []string {
+			tok := bound()
+			return []string{"authorization", "DPoP " + tok, "dpop", signES256(t, map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": pubJWK}, r.claims(tok), other)}
+		}, ReasonDPoPProofInvalid},
+		{"no jti", withProof(func(c map[string]any) { delete(c, "jti") }), ReasonDPoPProofInvalid},
+		{"empty jti", withProof(func(c map[string]any) { c["jti"] = "" }), ReasonDPoPProofInvalid},
+		{"jti of 257 bytes", withProof(func(c map[string]any) { c["jti"] = strings.Repeat("j", 257) }), ReasonDPoPProofInvalid},
+		{"no ath", withProof(func(c map[string]any) { delete(c, "ath") }), ReasonDPoPProofInvalid},
+		{"no htm", withProof(func(c map[string]any) { delete(c, "htm") }), ReasonDPoPProofInvalid},
+		{"no htu", withProof(func(c map[string]any) { delete(c, "htu") }), ReasonDPoPProofInvalid},
+		{"no iat", withProof(func(c map[string]any) { delete(c, "iat") }), ReasonDPoPProofInvalid},
+		{"iat is a string", withProof(func(c map[string]any) { c["iat"] = "now" }), ReasonDPoPProofInvalid},
+		{"htu relative", withProof(func(c map[string]any) { c["htu"] = "/mcp" }), ReasonDPoPProofInvalid},
+		{"htu with userinfo", withProof(func(c map[string]any) { c["htu"] = "https://u@mcp.example.com/mcp" }), ReasonDPoPProofInvalid},
+		{"htu of another scheme", withProof(func(c map[string]any) { c["htu"] = "wss://mcp.example.com/mcp" }), ReasonDPoPProofInvalid},
+		// Mismatches.
+		{"htm GET", withProof(func(c map[string]any) { c["htm"] = "GET" }), ReasonDPoPProofMismatch},
+		{"htm in lower case", withProof(func(c map[string]any) { c["htm"] = "post" }), ReasonDPoPProofMismatch},
+		{"htu of another host", withProof(func(c map[string]any) { c["htu"] = "https://evil.example.com/mcp" }), ReasonDPoPProofMismatch},
+		{"htu of another path", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/admin" }), ReasonDPoPProofMismatch},
+		{"htu with a trailing slash", withProof(func(c map[string]any) { c["htu"] = dpopHTU + "/" }), ReasonDPoPProofMismatch},
+		{"htu over http", withProof(func(c map[string]any) { c["htu"] = "http://mcp.example.com/mcp" }), ReasonDPoPProofMismatch},
+		{"htu on another port", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com:8443/mcp" }), ReasonDPoPProofMismatch},
+		{"htu with an encoded slash", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/%2Fmcp" }), ReasonDPoPProofMismatch},
+		{"ath of another token", withProof(func(c map[string]any) { c["ath"] = athOf("another token") }), ReasonDPoPProofMismatch},
+		{"proof key is not cnf.jkt", func() []string {
+			tok := r.token(t, map[string]any{"jkt": jkt(t, &other.PublicKey)})
+			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
+		}, ReasonDPoPProofMismatch},
+		{"unbound token under DPoP", func() []string {
+			tok := r.token(t, nil)
+			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
+		}, ReasonDPoPProofMismatch},
+		// Window.
+		{"iat 61s old", withProof(func(c map[string]any) { c["iat"] = r.clock.Now().Add(-61 * time.Second).Unix() }), ReasonDPoPProofStale},
+		{"iat 11s ahead", withProof(func(c map[string]any) { c["iat"] = r.clock.Now().Add(11 * time.Second).Unix() }), ReasonDPoPProofStale},
+		{"iat 1e300", withProof(func(c map[string]any) { c["iat"] = 1e300 }), ReasonDPoPProofStale},
+		// A token fault under the DPoP scheme is still the token's reason.
+		{"expired bound token", func() []string {
+			c := r.idp.claims()
+			c["exp"] = time.Now().Add(-time.Hour).Unix()
+			c["cnf"] = map[string]any{"jkt": jkt(t, &r.client2.PublicKey)}
+			tok := r.key.sign(t, c)
+			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
+		}, ReasonTokenExpired},
+		{"DPoP scheme with two tokens", func() []string { return []string{"authorization", "DPoP " + bound() + " " + bound()} }, ReasonTokenMalformed},
+	}
+	t.Run("refused", func(t *testing.T) {
+		for _, tt := range refused {
+			t.Run(tt.name, func(t *testing.T) {
+				give := tt.give()
+				got, status, www := r.outcome(t, dpopRequest(give...))
+				if got != tt.wantReason || status != http.StatusUnauthorized {
+					t.Fatalf("got %s %d, want %s 401", got, status, tt.wantReason)
+				}
+				wantScheme, wantErr := "Bearer ", `error="invalid_token"`
+				if strings.HasPrefix(give[1], "DPoP ") || strings.HasPrefix(string(got), "dpop_") {
+					wantScheme = "DPoP "
+				}
+				if strings.HasPrefix(string(got), "dpop_") && got != ReasonDPoPProofMissing {
+					wantErr = `error="invalid_dpop_proof"`
+				}
+				if !strings.HasPrefix(www, wantScheme) || !strings.Contains(www, wantErr) ||
+					!strings.Contains(www, `resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`) ||
+					(wantScheme == "DPoP ") != strings.Contains(www, `algs="RS256 `) {
+					t.Errorf("WWW-Authenticate = %q; want %s challenge with %s", www, wantScheme, wantErr)
+				}
+			})
+		}
+	})
+
+	t.Run("replayed", func(t *testing.T) {
+		h := withProof(nil)()
+		if got, _, _ := r.outcome(t, dpopRequest(h...)); got != ReasonAllowed {
+			t.Fatalf("first use: %s", got)
+		}
+		if got, status, www := r.outcome(t, dpopRequest(h...)); got != ReasonDPoPProofReplayed || status != 401 || !strings.HasPrefix(www, `DPoP error="invalid_dpop_proof"`) {
+			t.Fatalf("second use: %s %d %q, want dpop_proof_replayed 401", got, status, www)
+		}
+		// A refused proof does not burn its jti: fixed, the same jti passes
+		// once.
+		tok := bound()
+		c := r.claims(tok)
+		c["htm"] = "GET"
+		if got, _, _ := r.outcome(t, dpopRequest("authorization", "DPoP "+tok, "dpop", r.proof(t, c))); got != ReasonDPoPProofMismatch {
+			t.Fatalf("GET proof on POST: %s", got)
+		}
+		c["htm"] = "POST"
+		if got, _, _ := r.outcome(t, dpopRequest("authorization", "DPoP "+tok, "dpop", r.proof(t, c))); got != ReasonAllowed {
+			t.Fatalf("same jti after a refused proof: %s", got)
+		}
+	})
+}
+
+// TestDPoPLog: a refused proof's decision line says why, and carries
+// neither the token nor the proof.
+func TestDPoPLog(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	r := newDPoPRigLog(t, zap.New(core))
+	tok := r.token(t, map[string]any{"jkt": jkt(t, &r.client2.PublicKey)})
+	c := r.claims(tok)
+	c["htm"] = "DELETE"
+	proof := r.proof(t, c)
+	if got, _, _ := r.outcome(t, dpopRequest("authorization", "DPoP "+tok, "dpop", proof)); got != ReasonDPoPProofMismatch {
+		t.Fatalf("reason %s", got)
+	}
+	entries := logs.FilterMessage("decision").All()
+	if len(entries) != 1 {
+		t.Fatalf("%d decision lines", len(entries))
+	}
+	m := entries[0].ContextMap()
+	if m["reason"] != string(ReasonDPoPProofMismatch) || !strings.Contains(fmt.Sprint(m["detail"]), `htm "DELETE"`) {
+		t.Errorf("decision line %v", m)
+	}
+	for k, v := range m {
+		if s := fmt.Sprint(v); strings.Contains(s, tok) || strings.Contains(s, proof) || strings.Contains(s, strings.Split(proof, ".")[2]) {
+			t.Errorf("field %s carries the token or the proof", k)
+		}
+	}
+}
+
+// TestDPoPReplayCache: the jti cache forgets a jti when its proof can no
+// longer be accepted, and when full of live entries it refuses (fails
+// closed) rather than forgetting one.
+func TestDPoPReplayCache(t *testing.T) {
+	clock := newFakeClock()
+	v := NewDPoPVerifier(DPoPConfig{Now: clock.Now, ReplaySize: 2})
+	now := clock.Now()
+	exp := now.Add(DefaultDPoPMaxAge)
+	tests := []struct {
+		give string
+		want Reason // "" for accepted
+	}{
+		{"a", ""}, {"b", ""}, {"a", ReasonDPoPProofReplayed}, {"c", ReasonInternalError},
+	}
+	for _, tt := range tests {
+		err := v.remember("jkt", tt.give, exp, now)
+		if got := reasonOfDPoP(err); got != tt.want {
+			t.Fatalf("jti %s: %v, want %q", tt.give, err, tt.want)
+		}
+	}
+	// Past the window the entries are gone: room again, and the same jti
+	// (which the iat check would refuse anyway) is not remembered.
+	later := exp.Add(time.Second)
+	if err := v.remember("jkt", "c", later.Add(DefaultDPoPMaxAge), later); err != nil {
+		t.Fatalf("after expiry: %v", err)
+	}
+	if err := v.remember("other-jkt", "c", later.Add(DefaultDPoPMaxAge), later); err != nil {
+		t.Fatalf("the same jti under another key: %v", err)
+	}
+	if n := len(v.seen); n != 2 {
+		t.Fatalf("%d entries, want 2", n)
+	}
+}
+
+func reasonOfDPoP(err error) Reason {
+	if err == nil {
+		return ""
+	}
+	if de, ok := err.(*DPoPError); ok {
+		return de.Reason
+	}
+	return "not a DPoPError"
+}
+
+// TestProofHTU: normalization of htu and of the request URI (RFC 3986
+// sections 6.2.2, 6.2.3).
+func TestProofHTU(t *testing.T) {
+	tests := []struct {
+		give, want string // want "" means refused
+	}{
+		{"https://mcp.example.com/mcp", "https://mcp.example.com/mcp"},
+		{"HTTPS://MCP.EXAMPLE.COM/mcp", "https://mcp.example.com/mcp"},
+		{"https://mcp.example.com:443/mcp", "https://mcp.example.com/mcp"},
+		{"http://mcp.example.com:80/mcp", "http://mcp.example.com/mcp"},
+		{"http://mcp.example.com:443/mcp", "http://mcp.example.com:443/mcp"},
+		{"https://mcp.example.com", "https://mcp.example.com/"},
+		{"https://mcp.example.com/m%63p?x#y", "https://mcp.example.com/mcp"},
+		{"https://mcp.example.com/a%2fb", "https://mcp.example.com/a%2Fb"},
+		{"https://[::1]:8443/mcp", "https://[::1]:8443/mcp"},
+		{"https://mcp.example.com/MCP", "https://mcp.example.com/MCP"},
+		{"/mcp", ""},
+		{"mcp.example.com/mcp", ""},
+		{"ftp://mcp.example.com/mcp", ""},
+		{"https://user:pw@mcp.example.com/mcp", ""},
+		{"https:opaque", ""},
+		{"https://mcp.example.com/%zz", ""},
+		{"HTTP://:80", ""}, // a port and no host (fuzz)
+		{"https://mcp.example.com:/mcp", "https://mcp.example.com/mcp"},
+	}
+	for _, tt := range tests {
+		got, ok := proofHTU(tt.give)
+		if tt.want == "" && ok || tt.want != "" && got != tt.want {
+			t.Errorf("proofHTU(%q) = %q, %v; want %q", tt.give, got, ok, tt.want)
+		}
+	}
+}
+
+// TestParseAuthorization: RFC 6750's "Bearer" 1*SP b64token, and the same
+// grammar for DPoP.
+func TestParseAuthorization(t *testing.T) {
+	tests := []struct {
+		give       string
+		wantScheme string // "" means refused
+		wantToken  string
+	}{
+		{"Bearer a.b.c", "bearer", "a.b.c"},
+		{"Bearer  a.b.c", "bearer", "a.b.c"},
+		{"Bearer     a.b.c", "bearer", "a.b.c"},
+		{"bearer a.b.c", "bearer", "a.b.c"},
+		{"BEARER a.b.c", "bearer", "a.b.c"},
+		{"Bearer a.b.c ", "bearer", "a.b.c"},
+		{"Bearer a-b_c~d+e/f==", "bearer", "a-b_c~d+e/f=="},
+		{"DPoP a.b.c", "dpop", "a.b.c"},
+		{"DPoP  a.b.c", "dpop", "a.b.c"},
+		{"Bearer", "", ""},
+		{"Bearer ", "", ""},
+		{"Bearer    ", "", ""},
+		{"Bearer\ta.b.c", "", ""},
+		{"Bearer \ta.b.c", "", ""},
+		{" Bearer a.b.c", "", ""},
+		{"Bearer a.b.c d.e.f", "", ""},
+		{"Bearer a.b c", "", ""},
+		{"Bearer a.b.c, Bearer d.e.f", "", ""},
+		{"Bearer a.b.c,d.e.f", "", ""},
+		{"Bearer ===", "", ""},
+		{"Bearer a=b", "", ""},
+		{"Bearer a\"b", "", ""},
+		{"Basic YWxpY2U6cHc=", "", ""},
+		{"Bearerx a.b.c", "", ""},
+		{"MAC a.b.c", "", ""},
+	}
+	for _, tt := range tests {
+		scheme, tok, ok := parseAuthorization(tt.give)
+		if ok != (tt.wantScheme != "") || scheme != tt.wantScheme || tok != tt.wantToken {
+			t.Errorf("parseAuthorization(%q) = %q, %q, %v; want %q, %q", tt.give, scheme, tok, ok, tt.wantScheme, tt.wantToken)
+		}
+	}
+}
+
+// TestTokenCases2 replays cases D11 (Bearer 1*SP) and D12 (a cnf.jkt token
+// as Bearer) of cases-2.jsonl over gRPC with real tokens, and the classes
+// around them: several Authorization headers and inner spaces stay refused,
+// and D12's token passes with the DPoP scheme and a valid proof.
+func TestTokenCases2(t *testing.T) {
+	r := newDPoPRig(t)
+	plain := r.token(t, nil)
+	cnfJKT := r.token(t, map[string]any{"jkt": jkt(t, &r.client2.PublicKey)})
+	replay := func(id string, tokens map[string]string) (Reason, int) {
+		c := loadTokenCase2(t, id)
+		capt, err := ParseCapturedRequest(c.Request)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ph, tok := range tokens {
+			capt.Headers["authorization"] = strings.ReplaceAll(capt.Headers["authorization"], ph, tok)
+		}
+		got, status, _ := r.outcome(t, capt.CheckRequest(true))
+		if *c.Want.Allow != (got == ReasonAllowed) || !*c.Want.Allow && status != c.Want.Status {
+			t.Errorf("%s: got %s %d; want allow=%v status %d", id, got, status, *c.Want.Allow, c.Want.Status)
+		}
+		return got, status
+	}
+	replay("D11", map[string]string{"{{TOKEN_OK}}": plain})
+	if got, _ := replay("D12", map[string]string{"{{TOKEN_OK_WITH_CNF_JKT}}": cnfJKT}); got != ReasonDPoPProofMissing {
+		t.Errorf("D12: reason %s, want dpop_proof_missing", got)
+	}
+	tests := []struct {
+		name       string
+		give       []string
+		wantReason Reason
+	}{
+		{"one space", []string{"authorization", "Bearer " + plain}, ReasonAllowed},
+		{"three spaces", []string{"authorization", "Bearer   " + plain}, ReasonAllowed},
+		{"tab", []string{"authorization", "Bearer\t" + plain}, ReasonTokenMalformed},
+		{"inner space", []string{"authorization", "Bearer " + strings.Replace(plain, ".", ". ", 1)}, ReasonTokenMalformed},
+		{"two tokens", []string{"authorization", "Bearer " + plain + " " + plain}, ReasonTokenMalformed},
+		{"two Authorization headers", []string{"authorization", "Bearer " + plain, "authorization", "Bearer " + plain}, ReasonTokenMalformed},
+		{"joined Authorization headers", []string{"authorization", "Bearer " + plain + ",Bearer " + plain}, ReasonTokenMalformed},
+		{"D12 token as Bearer", []string{"authorization", "Bearer " + cnfJKT}, ReasonDPoPProofMissing},
+		{"D12 token as DPoP with its proof", []string{"authorization", "DPoP  " + cnfJKT, "dpop", r.proof(t, r.claims(cnfJKT))}, ReasonAllowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, status, _ := r.outcome(t, dpopRequest(tt.give...)); got != tt.wantReason {
+				t.Fatalf("got %s %d, want %s", got, status, tt.wantReason)
+			}
+		})
+	}
+}
+
+// FuzzParseAuthorization: no panic; an accepted header is a known scheme
+// and exactly one b64token, found again in the header.
+func FuzzParseAuthorization(f *testing.F) {
+	for _, s := range []string{"Bearer a.b.c", "DPoP  a.b.c ", "Bearer a b", "bearer\ta", "Bearer ==", "Basic x", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		scheme, tok, ok := parseAuthorization(h)
+		if !ok {
+			return
+		}
+		if scheme != "bearer" && scheme != "dpop" || !isB64Token(tok) || strings.ContainsAny(tok, " \t,") || !strings.Contains(h, " "+tok) {
+			t.Fatalf("parseAuthorization(%q) = %q, %q", h, scheme, tok)
+		}
+	})
+}
+
+// FuzzDPoPVerify: any proof text gives a *DPoPError or nil, never a panic;
+// nil only for a proof that really binds the request (never for fuzz input
+// that is not signed by the key whose thumbprint is required).
+func FuzzDPoPVerify(f *testing.F) {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	now := time.Now()
+	valid := signES256(f, map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": ecJWK(k, false)},
+		map[string]any{"jti": "j", "htm": "POST", "htu": dpopHTU, "iat": now.Unix(), "ath": athOf("tok")}, k)
+	f.Add(valid)
+	f.Add("a.b.c")
+	f.Add("")
+	f.Add(strings.Repeat(".", 3))
+	req := DPoPRequest{Method: "POST", Scheme: "https", Host: dpopHost, Path: "/mcp", AccessToken: "tok", JKT: "not-the-thumbprint"}
+	f.Fuzz(func(t *testing.T, proof string) {
+		v := NewDPoPVerifier(DPoPConfig{Now: func() time.Time { return now }})
+		err := v.Verify(proof, req)
+		if err == nil {
+			t.Fatalf("proof %q accepted for a thumbprint no key has", proof)
+		}
+		if _, ok := err.(*DPoPError); !ok {
+			t.Fatalf("error %T %v", err, err)
+		}
+	})
+}
+
+// FuzzProofHTU: no panic; a normalized htu is stable under normalization.
+func FuzzProofHTU(f *testing.F) {
+	for _, s := range []string{dpopHTU, "HTTP://a:80/%7e", "https://[::1]/a%2f", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, ok := proofHTU(s)
+		if !ok {
+			return
+		}
+		if n2, ok2 := proofHTU(n); !ok2 || n2 != n {
+			t.Fatalf("proofHTU(%q) = %q, again %q %v", s, n, n2, ok2)
+		}
+	})
+}
+
+// BenchmarkDPoPVerify: one ES256 proof checked and its jti recorded (the
+// cost DPoP adds to a Check over a cached token).
+func BenchmarkDPoPVerify(b *testing.B) {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	now := time.Now()
+	v := NewDPoPVerifier(DPoPConfig{Now: func() time.Time { return now }, ReplaySize: b.N + 1})
+	req := DPoPRequest{Method: "POST", Scheme: "https", Host: dpopHost, Path: "/mcp", AccessToken: "tok", JKT: jkt(b, &k.PublicKey)}
+	hdr := map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": ecJWK(k, false)}
+	proofs := make([]string, b.N)
+	for i := range proofs {
+		proofs[i] = signES256(b, hdr, map[string]any{"jti": "jti-" + strconv.Itoa(i), "htm": "POST", "htu": dpopHTU, "iat": now.Unix(), "ath": athOf("tok")}, k)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := v.Verify(proofs[i], req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

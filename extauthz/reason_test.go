@@ -1,0 +1,262 @@
+package extauthz
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
+)
+
+// wantOutcome is how a reason must be answered, written here from the
+// rules (README "What Envoy gets back", RFC 6750, JSON-RPC 2.0, MCP), not
+// copied from the outcomes table: every reason the source declares must
+// have a line here, so a new reason fails this test until someone decides
+// its answer.
+type wantOutcome struct {
+	decision string // allow, deny or ask, as written into error.data.decision
+	grpc     codes.Code
+	http     int
+	code     int // JSON-RPC error.code; 0 for allowed
+}
+
+var (
+	wantAllowed = wantOutcome{"allow", codes.OK, 200, 0}
+	// Policy outcomes: 403 with our forbidden code.
+	wantForbidden = wantOutcome{"deny", codes.PermissionDenied, 403, -32002}
+	// No valid token, or its binding not proven: 401, RFC 6750 section 3.
+	wantUnauthenticated = wantOutcome{"deny", codes.Unauthenticated, 401, -32001}
+	// A dependency of ours is unavailable: 503, retryable.
+	wantUnavailable = wantOutcome{"deny", codes.Unavailable, 503, -32005}
+)
+
+var wantOutcomes = map[string]wantOutcome{
+	"allowed":                wantAllowed,
+	"policy_denied":          wantForbidden,
+	"default_deny":           wantForbidden,
+	"authorization_required": {"ask", codes.PermissionDenied, 403, -32003},
+	"unknown_method":         {"deny", codes.PermissionDenied, 403, -32601},
+	"unsafe_uri":             wantForbidden,
+	"unknown_server":         wantForbidden,
+
+	"token_missing":             wantUnauthenticated,
+	"token_malformed":           wantUnauthenticated,
+	"token_invalid":             wantUnauthenticated,
+	"token_expired":             wantUnauthenticated,
+	"token_wrong_issuer":        wantUnauthenticated,
+	"token_wrong_audience":      wantUnauthenticated,
+	"token_binding_unsupported": wantUnauthenticated,
+	"dpop_proof_missing":        wantUnauthenticated,
+	"dpop_proof_invalid":        wantUnauthenticated,
+	"dpop_proof_mismatch":       wantUnauthenticated,
+	"dpop_proof_stale":          wantUnauthenticated,
+	"dpop_proof_replayed":       wantUnauthenticated,
+	"idp_unavailable":           wantUnavailable,
+
+	"body_truncated":         {"deny", codes.InvalidArgument, 413, -32004},
+	"body_missing":           {"deny", codes.InvalidArgument, 400, -32600},
+	"body_too_large":         {"deny", codes.InvalidArgument, 413, -32004},
+	"unsupported_media_type": {"deny", codes.InvalidArgument, 415, -32600},
+	"method_not_allowed":     {"deny", codes.InvalidArgument, 405, -32004},
+	"header_mismatch":        {"deny", codes.InvalidArgument, 400, -32020},
+
+	"parse_error":          {"deny", codes.InvalidArgument, 400, -32700},
+	"invalid_utf8":         {"deny", codes.InvalidArgument, 400, -32700},
+	"duplicate_key":        {"deny", codes.InvalidArgument, 400, -32600},
+	"case_variant_key":     {"deny", codes.InvalidArgument, 400, -32600},
+	"trailing_data":        {"deny", codes.InvalidArgument, 400, -32700},
+	"limit_exceeded":       {"deny", codes.InvalidArgument, 400, -32700},
+	"invalid_request":      {"deny", codes.InvalidArgument, 400, -32600},
+	"invalid_params":       {"deny", codes.InvalidArgument, 400, -32602},
+	"non_canonical_number": {"deny", codes.InvalidArgument, 400, -32602},
+	"batch_not_supported":  {"deny", codes.InvalidArgument, 400, -32600},
+
+	"deadline_exceeded":  wantUnavailable,
+	"policy_unavailable": wantUnavailable,
+	"internal_error":     {"deny", codes.Internal, 500, -32000},
+}
+
+// declaredReasons parses reason.go and returns every constant of type
+// Reason: name → value.
+func declaredReasons(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "reason.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, decl := range f.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Reason" {
+				continue
+			}
+			for i, name := range vs.Names {
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					t.Fatalf("%s is not a string literal", name.Name)
+				}
+				v, _ := strconv.Unquote(lit.Value)
+				if prev, dup := out[v]; dup {
+					t.Errorf("reason %q declared twice (%s, %s)", v, prev, name.Name)
+				}
+				out[v] = name.Name
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no Reason constants found in reason.go")
+	}
+	return out
+}
+
+// readmeReasons parses README's reason table: reason → [HTTP, code].
+func readmeReasons(t *testing.T) map[string][2]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `([a-z_0-9]+)` \\| ([0-9–]+) \\| (-?[0-9]+|–) \\|")
+	out := map[string][2]string{}
+	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
+		if _, dup := out[m[1]]; dup {
+			t.Errorf("README lists %s twice", m[1])
+		}
+		out[m[1]] = [2]string{m[2], m[3]}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestReasonTable enumerates the reasons three ways independently of the
+// outcomes table (the constants in reason.go, README's table, and
+// wantOutcomes above), requires the same set everywhere, and checks the
+// answer the Responder actually builds for each against wantOutcomes.
+func TestReasonTable(t *testing.T) {
+	declared := declaredReasons(t)
+	readme := readmeReasons(t)
+	inOutcomes := map[string]bool{}
+	for _, r := range Reasons() {
+		inOutcomes[string(r)] = true
+	}
+	for _, r := range sortedKeys(declared) {
+		if _, ok := wantOutcomes[r]; !ok {
+			t.Errorf("reason %s (%s) has no expectation in wantOutcomes: decide its answer", r, declared[r])
+		}
+		if _, ok := readme[r]; !ok {
+			t.Errorf("README's reason table lacks %s", r)
+		}
+		if !inOutcomes[r] {
+			t.Errorf("reason %s has no entry in outcomes (it would answer as internal_error)", r)
+		}
+	}
+	for _, set := range []struct {
+		name string
+		keys []string
+	}{{"wantOutcomes", sortedKeys(wantOutcomes)}, {"README", sortedKeys(readme)}, {"outcomes", sortedKeys(inOutcomes)}} {
+		for _, r := range set.keys {
+			if _, ok := declared[r]; !ok {
+				t.Errorf("%s lists %s, which reason.go does not declare", set.name, r)
+			}
+		}
+	}
+
+	rs := &Responder{ResourceMetadataURL: "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"}
+	for _, r := range sortedKeys(declared) {
+		want, ok := wantOutcomes[r]
+		if !ok {
+			continue
+		}
+		t.Run(r, func(t *testing.T) {
+			if got := readme[r]; got != [2]string{httpCell(want), codeCell(want)} {
+				t.Errorf("README says %s %s; want %s %s", got[0], got[1], httpCell(want), codeCell(want))
+			}
+			dec := policy.Deny
+			switch want.decision {
+			case "allow":
+				dec = policy.Allow
+			case "ask":
+				dec = policy.Ask
+			}
+			d := &Decision{ID: "0123456789abcdef0123456789abcdef", Reason: Reason(r), Decision: dec, BatchIndex: -1}
+			resp := rs.Response(d, Headers{"authorization": {"Bearer x"}})
+			if got := codes.Code(resp.GetStatus().GetCode()); got != want.grpc {
+				t.Errorf("gRPC status %v, want %v", got, want.grpc)
+			}
+			if want.decision == "allow" {
+				if resp.GetOkResponse() == nil {
+					t.Fatal("allowed is not answered with an OkHttpResponse")
+				}
+				return
+			}
+			dr := resp.GetDeniedResponse()
+			if dr == nil {
+				t.Fatal("a denial reason is answered without a DeniedHttpResponse")
+			}
+			if got := int(dr.GetStatus().GetCode()); got != want.http {
+				t.Errorf("HTTP %d, want %d", got, want.http)
+			}
+			var body struct {
+				Error struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+					Data    struct {
+						Decision string `json:"decision"`
+						Reason   string `json:"reason"`
+					} `json:"data"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(dr.GetBody()), &body); err != nil {
+				t.Fatal(err)
+			}
+			if body.Error.Code != want.code || body.Error.Message == "" || body.Error.Data.Reason != r || body.Error.Data.Decision != want.decision {
+				t.Errorf("body %s; want code %d, reason %s, decision %s", dr.GetBody(), want.code, r, want.decision)
+			}
+			if www := responseHeader(dr.GetHeaders(), "www-authenticate"); (want.http == 401) != (www != "") {
+				t.Errorf("WWW-Authenticate %q on a %d", www, want.http)
+			}
+			// Fail closed: a denial reason with an allow decision is still
+			// a denial.
+			d.Decision = policy.Allow
+			if rs.Response(d, nil).GetOkResponse() != nil {
+				t.Error("reason with decision allow was admitted")
+			}
+		})
+	}
+}
+
+func httpCell(w wantOutcome) string {
+	if w.decision == "allow" {
+		return "–"
+	}
+	return strconv.Itoa(w.http)
+}
+
+func codeCell(w wantOutcome) string {
+	if w.decision == "allow" {
+		return "–"
+	}
+	return strconv.Itoa(w.code)
+}
