@@ -12,7 +12,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.buildVersion=${VERSION}" -o /out/extauthz ./cmd/extauthz
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.buildVersion=${VERSION:-dev}" -o /out/extauthz ./cmd/extauthz
 
 # https://github.com/GoogleContainerTools/distroless: no shell, CA
 # certificates (for OIDC discovery) and tzdata included, uid 65532.

@@ -50,7 +50,7 @@ func TestDockerfileBuildLine(t *testing.T) {
 	}
 	cmd := runs[0]
 	fields := strings.Fields(cmd)
-	for _, want := range []string{"CGO_ENABLED=0", "go", "build", "-trimpath", `-ldflags="-s`, "-w", `main.buildVersion=${VERSION}"`, "-X", "-o", "/out/extauthz", "./cmd/extauthz"} {
+	for _, want := range []string{"CGO_ENABLED=0", "go", "build", "-trimpath", `-ldflags="-s`, "-w", `main.buildVersion=${VERSION:-dev}"`, "-X", "-o", "/out/extauthz", "./cmd/extauthz"} {
 		found := false
 		for _, f := range fields {
 			if f == want {
