@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -124,6 +125,8 @@ func TestCheckInvariantsRejects(t *testing.T) {
 		{"admin on all interfaces", "address: 127.0.0.1, port_value: 9901", "address: 0.0.0.0, port_value: 9901", "admin address"},
 		{"grpc over HTTP/1.1", "http2_protocol_options: {}", "http_protocol_options: {}", "without HTTP/2"},
 		{"no ext_authz", "name: envoy.filters.http.ext_authz\n", "name: envoy.filters.http.ext_authz_gone\n", "forwards without"},
+		{"underscore headers allowed", "headers_with_underscores_action: REJECT_REQUEST", "headers_with_underscores_action: ALLOW", "headers_with_underscores_action ALLOW"},
+		{"underscore headers dropped", "headers_with_underscores_action: REJECT_REQUEST", "headers_with_underscores_action: DROP_HEADER", "headers_with_underscores_action DROP_HEADER"},
 		{"runtime off switch", "failure_mode_allow: false", "failure_mode_allow: false\n              filter_enabled: { default_value: { numerator: 0 } }", "filter_enabled"},
 		// A router inserted ahead of ext_authz.
 		{"router first", extAuthzThenRouter, "          - name: envoy.filters.http.router\n            typed_config:\n              \"@type\": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router\n" + extAuthzThenRouter, "after envoy.filters.http.router"},
@@ -191,7 +194,11 @@ func TestExtAuthzSettings(t *testing.T) {
 				}
 				// The check must see the token, the MCP headers and any
 				// client-sent x-mcp-* the service strips.
-				for _, h := range []string{"authorization", "dpop", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "x-mcp-principal"} {
+				// content-encoding and transfer-encoding: only identity and
+				// chunked bodies are decided.
+				for _, h := range []string{"authorization", "dpop", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "x-mcp-principal",
+					"content-type", "content-length", "content-encoding", "transfer-encoding", "x-envoy-auth-partial-body",
+					"x_mcp_principal", "x-mcp_tool", "x.mcp.approved"} {
 					if !allowsHeader(ea, h) {
 						t.Errorf("allowed_headers drops %q", h)
 					}
@@ -209,7 +216,8 @@ func allowsHeader(ea *extauthzv3.ExtAuthz, name string) bool {
 	for _, p := range ea.GetAllowedHeaders().GetPatterns() {
 		switch {
 		case p.GetExact() != "" && p.GetExact() == name,
-			p.GetPrefix() != "" && strings.HasPrefix(name, strings.ToLower(p.GetPrefix())):
+			p.GetPrefix() != "" && strings.HasPrefix(name, strings.ToLower(p.GetPrefix())),
+			p.GetSafeRegex() != nil && regexp.MustCompile(`^(?:`+p.GetSafeRegex().GetRegex()+`)$`).MatchString(name):
 			return true
 		}
 	}

@@ -231,6 +231,10 @@ func Cluster(b *bootstrapv3.Bootstrap, name string) *clusterv3.Cluster {
 //   - ext_authz uses transport API V3, a gRPC service with a timeout,
 //     failure_mode_allow false, and with_request_body with a
 //     max_request_bytes, allow_partial_message false and pack_as_bytes true;
+//   - the HTTP connection manager rejects header names with underscores
+//     (common_http_protocol_options.headers_with_underscores_action
+//     REJECT_REQUEST), which upstreams fold onto the x-mcp-* headers the
+//     service sets;
 //   - the gRPC cluster speaks HTTP/2;
 //   - Envoy's admin listens on loopback only, and a listener reaches it
 //     (cluster AdminCluster, whose endpoint must be the admin address) only
@@ -261,6 +265,9 @@ func CheckInvariants(b *bootstrapv3.Bootstrap) error {
 			continue
 		}
 		forwarding++
+		if got := h.HCM.GetCommonHttpProtocolOptions().GetHeadersWithUnderscoresAction(); got != corev3.HttpProtocolOptions_REJECT_REQUEST {
+			fail("listener %s: headers_with_underscores_action %v, want REJECT_REQUEST", h.Listener, got)
+		}
 		ea, at, err := ExtAuthz(h.HCM)
 		if err != nil {
 			return err

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"mime"
 	"slices"
 	"strconv"
 	"strings"
@@ -166,22 +165,22 @@ func (d *Decider) Decide(ctx context.Context, r *Request) (dec *Decision) {
 
 // peek fills the JSON-RPC id and method of a request denied before its body
 // was parsed (a bad token, media type or length), so the error answers the
-// request's id and the log and metrics name its method. Only a body that
-// parses strictly as one message is read; nothing else changes.
+// request's id and the log and metrics name its method. It reads them with
+// mcpparse.PeekEnvelope, one scan that allocates nothing per element: a
+// request nobody vouched for never pays for a strict parse, a canonical form
+// or a digest (id null when the scan cannot tell).
 func (d *Decider) peek(r *Request, dec *Decision) {
 	if r.Method != "POST" || len(r.Body) == 0 {
 		return
 	}
-	body, err := mcpparse.Parse(r.Body, mcpparse.ParseOptions{Limits: d.Limits})
-	if err != nil || body.Batch || len(body.Messages) != 1 {
+	limit := d.Limits.MaxBytes
+	if limit <= 0 {
+		limit = mcpparse.DefaultMaxBytes
+	}
+	if len(r.Body) > limit {
 		return
 	}
-	m := &body.Messages[0]
-	dec.RPCID = m.ID
-	dec.Method = m.Method
-	if m.Kind == mcpparse.KindResponse {
-		dec.Method = "response"
-	}
+	dec.RPCID, dec.Method = mcpparse.PeekEnvelope(r.Body)
 }
 
 func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason {
@@ -220,8 +219,14 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		if r.Method == "DELETE" {
 			op = policy.OpHTTPDelete
 		}
-		// Bodiless by definition: a body, announced or delivered, is refused.
-		if len(r.Body) != 0 || r.Headers["x-envoy-auth-partial-body"] != nil || checkContentLength(r) != "" {
+		// Bodiless by definition: a body, announced, cut or delivered, is
+		// refused. Envoy adds x-envoy-auth-partial-body: false whenever it
+		// buffered, even an empty body (a chunked DELETE, an empty HTTP/2
+		// DATA frame): that says nothing was cut, not that a body exists.
+		if len(r.Body) != 0 || checkContentLength(r) != "" {
+			return ReasonInvalidRequest
+		}
+		if v, n := r.Headers.Get("x-envoy-auth-partial-body"); n > 1 || (n == 1 && !strings.EqualFold(v, "false")) {
 			return ReasonInvalidRequest
 		}
 	default:
@@ -239,7 +244,7 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		return d.evaluate(lp, dec, &policy.Input{Op: op, Server: dec.Server, Claims: principal.Claims}, nil)
 	}
 
-	if reason := checkMediaType(r.Headers); reason != "" {
+	if reason := checkBodyEncoding(r.Headers); reason != "" {
 		return reason
 	}
 	if len(r.Body) == 0 {
@@ -331,7 +336,7 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 		in.Method = m.Method
 		el.Method = m.Method
 	}
-	in.Tool, in.URI, in.Prompt, in.Args = m.Tool, m.URI, m.Prompt, m.Args
+	in.Tool, in.URI, in.URIs, in.Prompt, in.Args = m.Tool, m.URI, m.URIs, m.Prompt, m.Args
 	el.Tool = m.Tool
 	switch {
 	case m.Tool != "":
@@ -474,20 +479,6 @@ func checkContentLength(r *Request) Reason {
 		return ReasonBodyTruncated
 	case uint64(len(r.Body)) > want:
 		return ReasonInvalidRequest
-	}
-	return ""
-}
-
-// checkMediaType requires Content-Type application/json (RFC 9110 section
-// 8.3: type and subtype are case-insensitive; parameters are allowed).
-func checkMediaType(h Headers) Reason {
-	ct, n := h.Get("content-type")
-	if n != 1 {
-		return ReasonUnsupportedMediaType
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
-		return ReasonUnsupportedMediaType
 	}
 	return ""
 }

@@ -21,7 +21,7 @@ const (
 	ReasonDefaultDeny           Reason = "default_deny"           // no rule matched; policy default is deny
 	ReasonAuthorizationRequired Reason = "authorization_required" // an ask rule (or default ask) matched; no human can approve from a sidecar
 	ReasonUnknownMethod         Reason = "unknown_method"         // a method MCP does not define, with no rule for it
-	ReasonUnsafeURI             Reason = "unsafe_uri"             // a resource URI with dot segments, encoded '/', '\', '.' or NUL
+	ReasonUnsafeURI             Reason = "unsafe_uri"             // a resource URI policy.ParseURI cannot normalize safely (dot segments, encoded '/', '\', '.', '%', userinfo, NFKC delimiters, ...)
 	ReasonUnknownServer         Reason = "unknown_server"         // neither the route's mcp_server context extension nor --server-id names the MCP server
 
 	// Token (RFC 6750, MCP authorization).
@@ -45,7 +45,7 @@ const (
 	ReasonBodyTruncated        Reason = "body_truncated"         // x-envoy-auth-partial-body: true, or fewer bytes than content-length
 	ReasonBodyMissing          Reason = "body_missing"           // a POST with no body delivered
 	ReasonBodyTooLarge         Reason = "body_too_large"         // the body exceeds the configured limit
-	ReasonUnsupportedMediaType Reason = "unsupported_media_type" // a POST whose Content-Type is not application/json
+	ReasonUnsupportedMediaType Reason = "unsupported_media_type" // a POST body outside the decided set: not application/json, a charset other than utf-8, another parameter, a content-encoding
 	ReasonMethodNotAllowed     Reason = "method_not_allowed"     // an HTTP method other than POST, GET, DELETE
 	ReasonHeaderMismatch       Reason = "header_mismatch"        // Mcp-Method / Mcp-Name disagree with the body (MCP 2026-07-28)
 

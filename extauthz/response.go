@@ -17,7 +17,8 @@ import (
 )
 
 // Headers the service sets on an allowed request for the upstream. Any other
-// client-sent x-mcp-* header is removed, so the upstream can trust them.
+// client-sent header whose name folds onto the x-mcp-* family is removed
+// (see foldsOntoOurs), so the upstream can trust them.
 const (
 	HeaderMethod        = "x-mcp-method"
 	HeaderTool          = "x-mcp-tool"
@@ -167,12 +168,40 @@ func (rs *Responder) okResponse(d *Decision, reqHeaders Headers, dryRun bool) *a
 		ok.Headers = append(ok.Headers, header(k, headerValue(set[k])))
 	}
 	for k := range reqHeaders {
-		if _, ours := set[k]; !ours && strings.HasPrefix(k, "x-mcp-") {
+		if _, ours := set[k]; !ours && foldsOntoOurs(k) {
 			ok.HeadersToRemove = append(ok.HeadersToRemove, k)
 		}
 	}
 	sort.Strings(ok.HeadersToRemove)
 	return ok
+}
+
+// foldsOntoOurs reports whether a client header name (lower-cased) may reach
+// an upstream as one of the x-mcp-* family the service sets: compared with
+// every character other than a letter or digit read as '-', as CGI, WSGI,
+// PHP and Rack fold '_' and '-' into one variable (HTTP_X_MCP_PRINCIPAL),
+// and in any case. So x_mcp_principal, x-mcp_principal, X.MCP.Tool and
+// x-mcp-approved all fold onto the family; names the service sets exactly
+// are overwritten instead.
+func foldsOntoOurs(name string) bool {
+	const family = "x-mcp-"
+	if len(name) < len(family) {
+		return false
+	}
+	for i := 0; i < len(family); i++ {
+		c := name[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		isAlnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !isAlnum {
+			c = '-'
+		}
+		if c != family[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // wwwAuthenticate builds the challenge of a 401 with the RFC 9728

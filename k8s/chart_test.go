@@ -13,6 +13,7 @@ import (
 	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"helm.sh/helm/v3/pkg/chart"
@@ -449,6 +450,9 @@ func checkSidecar(t *testing.T, o *Objects, d interface{}, ex *corev1.Container,
 		t.Fatal(err)
 	}
 	for _, h := range hcms {
+		if a := h.HCM.GetCommonHttpProtocolOptions().GetHeadersWithUnderscoresAction(); envoy.Forwards(h.HCM) && a != corev3.HttpProtocolOptions_REJECT_REQUEST {
+			t.Errorf("listener %s: headers_with_underscores_action %v, want REJECT_REQUEST", h.Listener, a)
+		}
 		if ea, _, _ := envoy.ExtAuthz(h.HCM); ea != nil {
 			if got, _ := env(ex, "EXTAUTHZ_MAX_BODY_BYTES"); got != strconv.Itoa(int(ea.GetWithRequestBody().GetMaxRequestBytes())) {
 				t.Errorf("Envoy max_request_bytes %d != service --max-body-bytes %s", ea.GetWithRequestBody().GetMaxRequestBytes(), got)

@@ -1,12 +1,18 @@
 package k8s
 
 import (
+	"encoding/json"
+	"maps"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/anypb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -285,4 +291,76 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// EnvoyFilter is the part of networking.istio.io/v1alpha3 EnvoyFilter that
+// envoyfilter-underscores.yaml sets.
+// https://istio.io/latest/docs/reference/config/networking/envoy-filter/
+type EnvoyFilter struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		WorkloadSelector *struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"workloadSelector"`
+		ConfigPatches []struct {
+			ApplyTo string `json:"applyTo"`
+			Match   struct {
+				Context  string `json:"context"`
+				Listener struct {
+					FilterChain struct {
+						Filter struct {
+							Name string `json:"name"`
+						} `json:"filter"`
+					} `json:"filterChain"`
+				} `json:"listener"`
+			} `json:"match"`
+			Patch struct {
+				Operation string `json:"operation"`
+				Value     struct {
+					TypedConfig map[string]any `json:"typed_config"`
+				} `json:"value"`
+			} `json:"patch"`
+		} `json:"configPatches"`
+	} `json:"spec"`
+}
+
+// TestIstioRejectsUnderscoreHeaders: under Istio the MCP workloads' inbound
+// sidecars get headers_with_underscores_action REJECT_REQUEST, on the same
+// workloads the AuthorizationPolicy selects.
+func TestIstioRejectsUnderscoreHeaders(t *testing.T) {
+	var ef EnvoyFilter
+	decodeStrict(t, "istio/envoyfilter-underscores.yaml", &ef)
+	var ap AuthorizationPolicy
+	decodeStrict(t, "istio/authorizationpolicy.yaml", &ap)
+	if ef.APIVersion != "networking.istio.io/v1alpha3" || ef.Kind != "EnvoyFilter" {
+		t.Errorf("%s/%s", ef.APIVersion, ef.Kind)
+	}
+	if ef.Namespace != ap.Namespace || ef.Spec.WorkloadSelector == nil || ap.Spec.Selector == nil ||
+		!maps.Equal(ef.Spec.WorkloadSelector.Labels, ap.Spec.Selector.MatchLabels) {
+		t.Errorf("EnvoyFilter selects %s %+v, AuthorizationPolicy %s %+v", ef.Namespace, ef.Spec.WorkloadSelector, ap.Namespace, ap.Spec.Selector)
+	}
+	if len(ef.Spec.ConfigPatches) != 1 {
+		t.Fatalf("want one patch, got %d", len(ef.Spec.ConfigPatches))
+	}
+	p := ef.Spec.ConfigPatches[0]
+	if p.ApplyTo != "NETWORK_FILTER" || p.Match.Context != "SIDECAR_INBOUND" || p.Patch.Operation != "MERGE" ||
+		p.Match.Listener.FilterChain.Filter.Name != "envoy.filters.network.http_connection_manager" {
+		t.Errorf("patch %+v", p)
+	}
+	raw, err := json.Marshal(p.Patch.Value.TypedConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a anypb.Any
+	if err := protojson.Unmarshal(raw, &a); err != nil {
+		t.Fatalf("typed_config: %v", err)
+	}
+	var hcm hcmv3.HttpConnectionManager
+	if err := a.UnmarshalTo(&hcm); err != nil {
+		t.Fatalf("typed_config is not an HttpConnectionManager: %v", err)
+	}
+	if got := hcm.GetCommonHttpProtocolOptions().GetHeadersWithUnderscoresAction(); got != corev3.HttpProtocolOptions_REJECT_REQUEST {
+		t.Errorf("headers_with_underscores_action %v, want REJECT_REQUEST", got)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -131,6 +132,11 @@ func TestKustomizeBuilds(t *testing.T) {
 			if got := len(o.AuthzPolicies) == 1; got != tt.authz {
 				t.Errorf("AuthorizationPolicy present = %v, want %v", got, tt.authz)
 			}
+			// Under Istio the MCP workloads' sidecars reject underscore
+			// header names (TestIstioRejectsUnderscoreHeaders checks the file).
+			if got := len(o.EnvoyFilters) == 1; got != tt.authz {
+				t.Errorf("EnvoyFilter present = %v, want %v", got, tt.authz)
+			}
 			for _, ap := range o.AuthzPolicies {
 				checkAuthorizationPolicy(t, ap, meshProviders(t))
 				if id, ok := env(ex, "EXTAUTHZ_SERVER_ID"); !ok || id == "" {
@@ -163,6 +169,15 @@ func checkKustomizeSidecar(t *testing.T, o *Objects) {
 	}
 	if err := envoy.CheckInvariants(b); err != nil {
 		t.Fatal(err)
+	}
+	hcms, err := envoy.HTTPConnectionManagers(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hcms {
+		if a := h.HCM.GetCommonHttpProtocolOptions().GetHeadersWithUnderscoresAction(); envoy.Forwards(h.HCM) && a != corev3.HttpProtocolOptions_REJECT_REQUEST {
+			t.Errorf("listener %s: headers_with_underscores_action %v, want REJECT_REQUEST", h.Listener, a)
+		}
 	}
 	d := o.Deployments[0]
 	c := container(d, "extauthz")

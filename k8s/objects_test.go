@@ -30,6 +30,7 @@ type Objects struct {
 	NetworkPolicies []*networkingv1.NetworkPolicy
 	ServiceMonitors []*ServiceMonitor
 	AuthzPolicies   []*AuthorizationPolicy
+	EnvoyFilters    []*EnvoyFilter
 	ServiceEntries  []*ServiceEntry
 }
 
@@ -90,6 +91,8 @@ func decodeObjects(stream []byte) (*Objects, error) {
 			into = appendNew(&o.ServiceMonitors)
 		case "security.istio.io/v1/AuthorizationPolicy":
 			into = appendNew(&o.AuthzPolicies)
+		case "networking.istio.io/v1alpha3/EnvoyFilter":
+			into = appendNew(&o.EnvoyFilters)
 		case "networking.istio.io/v1/ServiceEntry":
 			into = appendNew(&o.ServiceEntries)
 		default:
@@ -310,6 +313,7 @@ func (o *Objects) all() []object {
 	out = appendObjects(out, "NetworkPolicy", o.NetworkPolicies)
 	out = appendObjects(out, "ServiceMonitor", o.ServiceMonitors)
 	out = appendObjects(out, "AuthorizationPolicy", o.AuthzPolicies)
+	out = appendObjects(out, "EnvoyFilter", o.EnvoyFilters)
 	out = appendObjects(out, "ServiceEntry", o.ServiceEntries)
 	return out
 }

@@ -3,6 +3,7 @@ package mcpparse
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind is the JSON-RPC 2.0 message type of a Message.
@@ -51,6 +52,12 @@ type Message struct {
 	// Each named member is required and must be a non-empty string
 	// (else ErrInvalidParams).
 	Tool, URI, Prompt, RefType string
+	// URIs are the resource URIs of subscriptions/listen (MCP 2026-07-28)
+	// params.notifications.resourceSubscriptions, in body order: each a
+	// non-empty string, at most MaxSubscriptions of them
+	// (ErrTooManyElements). params.notifications is required and must be
+	// an object (else ErrInvalidParams). Nil for other methods.
+	URIs []string
 	// Arguments is params.arguments in RFC 8785 canonical form for
 	// tools/call and prompts/get, and `{}` when absent, for every other
 	// method, and for responses. Never nil.
@@ -341,12 +348,22 @@ func target(m *Message, in []byte, params *value, index int) *ParseError {
 	switch m.Method {
 	case "tools/call":
 		m.Tool, perr = str(params, "params", "name", msgOff)
+		if perr == nil && utf8.RuneCountInString(m.Tool) > MaxToolNameLen {
+			perr = fail(ErrInvalidParams, member1(params, "name").off, `"params.name" is longer than `+strconv.Itoa(MaxToolNameLen)+" characters")
+		}
 		args = argsOf(params)
 	case "prompts/get":
 		m.Prompt, perr = str(params, "params", "name", msgOff)
+		if perr == nil && utf8.RuneCountInString(m.Prompt) > MaxPromptNameLen {
+			perr = fail(ErrInvalidParams, member1(params, "name").off, `"params.name" is longer than `+strconv.Itoa(MaxPromptNameLen)+" characters")
+		}
 		args = argsOf(params)
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		m.URI, perr = str(params, "params", "uri", msgOff)
+	case "subscriptions/listen":
+		if perr := subscriptions(m, params, msgOff, index); perr != nil {
+			return perr
+		}
 	case "completion/complete":
 		if params == nil {
 			return fail(ErrInvalidParams, msgOff, `missing "params"`)
@@ -365,6 +382,9 @@ func target(m *Message, in []byte, params *value, index int) *ParseError {
 		switch m.RefType {
 		case "ref/prompt":
 			m.Prompt, perr = str(ref, "params.ref", "name", ref.off)
+			if perr == nil && utf8.RuneCountInString(m.Prompt) > MaxPromptNameLen {
+				perr = fail(ErrInvalidParams, member1(ref, "name").off, `"params.ref.name" is longer than `+strconv.Itoa(MaxPromptNameLen)+" characters")
+			}
 		case "ref/resource":
 			m.URI, perr = str(ref, "params.ref", "uri", ref.off)
 		default:
@@ -378,6 +398,63 @@ func target(m *Message, in []byte, params *value, index int) *ParseError {
 		return fail(ErrInvalidParams, args.off, `"params.arguments" must be an object`)
 	}
 	setArgs(m, args, in)
+	return nil
+}
+
+// Bounds on the names the policy folds (NFKC, case folding), checked before
+// any folding so that a name's cost is bounded: MCP 2025-11-25 gives tool
+// names 1 to 128 characters; prompt names have no bound in MCP, so ours is
+// generous. Longer names are ErrInvalidParams.
+const (
+	MaxToolNameLen   = 128
+	MaxPromptNameLen = 1024
+)
+
+// MaxSubscriptions bounds the resource URIs of one subscriptions/listen.
+const MaxSubscriptions = 256
+
+// subscriptions fills m.URIs from params.notifications.resourceSubscriptions.
+func subscriptions(m *Message, params *value, msgOff, index int) *ParseError {
+	fail := func(k ErrorKind, off int, msg string) *ParseError {
+		return &ParseError{Kind: k, Offset: int64(off), Index: index, Msg: msg}
+	}
+	if params == nil {
+		return fail(ErrInvalidParams, msgOff, `missing "params"`)
+	}
+	if perr := checkVariants(params, []string{"notifications"}, index); perr != nil {
+		return perr
+	}
+	n := member1(params, "notifications")
+	if n == nil || n.kind != vObject {
+		return fail(ErrInvalidParams, params.off, `"params.notifications" must be an object`)
+	}
+	const key = "resourceSubscriptions"
+	for i := range n.mems {
+		if k := n.mems[i].key; k != key {
+			if f1, f2 := foldKeys(k); f1 == "resourcesubscriptions" || f2 == "resourcesubscriptions" {
+				return &ParseError{Kind: ErrCaseVariantKey, Offset: int64(n.mems[i].keyOff), Index: index,
+					Msg: "member " + quoteKey(k) + " is a case variant of " + quoteKey(key)}
+			}
+		}
+	}
+	subs := member1(n, key)
+	if subs == nil {
+		return nil
+	}
+	if subs.kind != vArray {
+		return fail(ErrInvalidParams, subs.off, `"params.notifications.resourceSubscriptions" must be an array`)
+	}
+	if len(subs.elems) > MaxSubscriptions {
+		return fail(ErrTooManyElements, subs.off, "more than "+strconv.Itoa(MaxSubscriptions)+" resource subscriptions")
+	}
+	m.URIs = make([]string, 0, len(subs.elems))
+	for i := range subs.elems {
+		e := &subs.elems[i]
+		if e.kind != vString || e.s == "" {
+			return fail(ErrInvalidParams, e.off, `"params.notifications.resourceSubscriptions" holds a non-string or empty URI`)
+		}
+		m.URIs = append(m.URIs, e.s)
+	}
 	return nil
 }
 

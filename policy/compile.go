@@ -402,16 +402,12 @@ func compileMatch(ru *rule, s string) string {
 		if hasDoubleStar(server) {
 			return "'**' is only allowed in the URI of a resource pattern"
 		}
-		norm, ok := NormalizeURI(uri)
-		if !ok {
-			return fmt.Sprintf("URI pattern %q has no normal form: a dot segment, an encoded '/', '.', '\\' or control character, a '\\', or invalid percent-encoding", uri)
+		pat, problem := compileURIPattern(uri, ru.loose)
+		if problem != "" {
+			return problem
 		}
 		ru.server = parseGlob(server, nameOpts)
-		uriOpts := globOptions{doubleStar: true}
-		if ru.loose {
-			uriOpts.fold = looseURI
-		}
-		ru.name = parseGlob(norm, uriOpts)
+		ru.uri = pat
 		return ""
 	case strings.HasPrefix(s, "prompt:"):
 		ru.kind = kindPrompt

@@ -42,7 +42,8 @@
 // A match pattern is one of
 //
 //	server/tool   or  tool              a tools/call (tool alone: any server)
-//	resource:server/URI-glob            a resources/read, resources/subscribe or resources/unsubscribe
+//	resource:server/URI-pattern         a resources/read, resources/subscribe or resources/unsubscribe,
+//	                                    and each URI of a subscriptions/listen
 //	prompt:server/name or prompt:name   a prompts/get
 //
 // Tool rules never match resources or prompts, nor the other way round. The
@@ -53,16 +54,48 @@
 // '*' in a server, tool or prompt name also matches a '/' in the request's
 // name, so a tool called "delete_x/y" cannot slip past "*/delete_*".
 //
-// A resource URI glob is normalized with NormalizeURI at compile time (a
-// pattern without a normal form is an error). In it '*' matches within one
-// path segment and '**' across '/': "file:///srv/docs/*" matches
-// "file:///srv/docs/a.md" but not "file:///srv/docs/sub/a.md". The request
-// URI is normalized too; if NormalizeURI refuses it (dot segments, encoded
-// '/' or '.', '\', NUL, ...) Evaluate denies with CauseUnsafeURI before
-// looking at any rule.
+// # Resource URIs
+//
+// A request's URI is parsed and normalized with ParseURI before any rule
+// (scheme and host case, percent-encoding of unreserved characters, default
+// ports, trailing-dot hosts, numeric IPv4 forms, IPv6 and IPv4-mapped
+// literals, "file:/p" and "file://localhost/p", empty path segments of
+// file, http, https, ws and wss). A URI it refuses (no scheme, userinfo,
+// dot segments, encoded '/', '\', '.' or '%', control characters,
+// characters NFKC turns into '/', '\', '.', '%', '?' or '#', hosts that are
+// not ASCII names or IP literals, and more; see ParseURI) is denied with
+// CauseUnsafeURI before looking at any rule. subscriptions/listen's URIs
+// (Input.URIs) are each decided as a resources/subscribe.
+//
+// The URI of a resource pattern is normalized the same way at compile time
+// (a pattern without a normal form is an error) and matched component by
+// component, never as one string:
+//
+//	**                                          every URI
+//	scheme ":" [ "//" host [ ":" port ] ] path [ "?" query ] [ "#" fragment ]
+//
+//	scheme    a literal ("file", "https"), or "*" for any scheme
+//	host      labels separated by '.'; '*' matches within one label, '**'
+//	          any number of whole labels: "*.example.com" matches
+//	          "a.example.com", not "a.b.example.com" nor "evil.test?.example.com";
+//	          "**.example.com" matches both subdomains; no userinfo
+//	port      absent: the scheme's default (or none); digits; "*": any port
+//	path      '*' matches within one '/' segment, '**' across segments
+//	query     '*' matches within one '&'-separated pair, '**' across
+//	fragment  '*' and '**' match any run
+//
+// A pattern without a query (or fragment) matches only URIs without one in
+// allow rules, unless it ends in "**"; in deny and ask rules it matches any.
+// So a query or fragment never matches a path pattern, and '*' never crosses
+// a delimiter of its component. "scheme://**" and "scheme://**.example.com"
+// also cover every path. Examples: "file:///srv/docs/*" matches
+// "file:///srv/docs/a.md" and "file:////srv/docs/a.md", not
+// "file:///srv/docs/sub/a.md"; "http://169.254.169.254/**" matches
+// "http://2852039166:80/latest" and "http://[::ffff:a9fe:a9fe]/x".
 //
 // deny and ask rules match loosely: pattern literals and request names
-// (server, tool, prompt and URI alike) are compared after NFKC, Unicode case
+// (server, tool, prompt, and a URI's path, query and fragment; hosts are
+// compared lower-cased) are compared after NFKC, Unicode case
 // folding, removal of default-ignorable characters, and mapping '-', '.' and
 // '_' to one character. So "*/delete_*" catches "Delete-Repo",
 // "DELETE_Repo", "Delete.Repo" and "ＤＥＬＥＴＥ.repo", and "delete-*"

@@ -299,7 +299,7 @@ func TestKindsDoNotMix(t *testing.T) {
 	for _, in := range []*Input{
 		toolCall("s", "summarize", nil),
 		toolCall("s", "file:///a", nil),
-		resRead("s", "summarize"),
+		resRead("s", "prompt:summarize"),
 		promptGet("s", "file:///a"),
 		{Op: OpRequest, Method: "prompts/get", Server: "s", Tool: "summarize", Prompt: "x"},
 	} {

@@ -8,39 +8,95 @@ import (
 	"testing"
 )
 
-// FuzzGlobMatch: matching never panics, and a pattern without '*' matches
-// exactly itself.
+// FuzzGlobMatch: the compiled matcher agrees with slowMatch, a direct
+// recursive reading of the pattern, under every option set; a pattern
+// without '*' matches exactly its (folded) self.
 func FuzzGlobMatch(f *testing.F) {
 	for _, s := range [][2]string{
 		{"*/delete_*", "payments/delete_repo"},
 		{"a*b*c", "aXbYc"},
 		{"file:///srv/docs/*", "file:///srv/docs/sub/a.md"},
 		{"**/x", "a/b/x"},
+		{"*.example.com", "evil.test?.example.com"},
+		{"**.example.com", "a.b.example.com"},
 		{"exact", "exact"},
 		{"ü*", "üü/"},
+		{"***", "a/b"},
 		{"", ""},
 	} {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, pattern, s string) {
-		for _, o := range []globOptions{{}, {doubleStar: true}, {starCrossesSlash: true}, {doubleStar: true, fold: loose}} {
+		if len(pattern) > 256 || len(s) > 256 {
+			return
+		}
+		for _, o := range []globOptions{
+			{}, {doubleStar: true}, {starCrossesSlash: true}, {doubleStar: true, fold: loose},
+			{doubleStar: true, sep: '.'}, {doubleStar: true, sep: '&'}, {starCrossesSlash: true, fold: loose},
+		} {
 			g := parseGlob(pattern, o)
 			got := g.match(s)
-			if strings.Contains(pattern, "*") {
-				if o.fold == nil && pattern == s && !got {
-					t.Errorf("%q %+v does not match itself", pattern, o)
+			if want := slowMatch(pattern, s, o, map[[2]int]bool{}); got != want {
+				t.Fatalf("glob %q %+v match %q = %v, slowMatch says %v", pattern, o, s, got, want)
+			}
+			if !strings.Contains(pattern, "*") {
+				lit := pattern
+				if o.fold != nil {
+					lit = o.fold(pattern)
 				}
-				continue
-			}
-			lit := pattern
-			if o.fold != nil {
-				lit = loose(pattern)
-			}
-			if got != (s == lit) {
-				t.Errorf("literal %q %+v match %q = %v", pattern, o, s, got)
+				if got != (s == lit) {
+					t.Fatalf("literal %q %+v match %q = %v", pattern, o, s, got)
+				}
 			}
 		}
 	})
+}
+
+// slowMatch is the oracle for glob matching: it reads pattern p from the
+// left, trying every split of s at a wildcard. '**' (with doubleStar) and
+// '*' (with starCrossesSlash) take any run; '*' takes a run without the
+// separator; a literal run up to the next '*' must equal the subject's
+// prefix after folding. memo caches (len(p), len(s)) of failed suffixes.
+func slowMatch(p, s string, o globOptions, memo map[[2]int]bool) bool {
+	key := [2]int{len(p), len(s)}
+	if v, ok := memo[key]; ok {
+		return v
+	}
+	sep := o.sep
+	if sep == 0 {
+		sep = '/'
+	}
+	var got bool
+	switch {
+	case p == "":
+		got = s == ""
+	case p[0] == '*':
+		rest, crosses := p[1:], o.starCrossesSlash
+		if o.doubleStar && strings.HasPrefix(p, "**") {
+			rest, crosses = p[2:], true
+		}
+		for i := 0; i <= len(s); i++ {
+			if slowMatch(rest, s[i:], o, memo) {
+				got = true
+				break
+			}
+			if i < len(s) && s[i] == sep && !crosses {
+				break
+			}
+		}
+	default:
+		n := strings.IndexByte(p, '*')
+		if n < 0 {
+			n = len(p)
+		}
+		lit := p[:n]
+		if o.fold != nil {
+			lit = o.fold(lit)
+		}
+		got = strings.HasPrefix(s, lit) && slowMatch(p[n:], s[len(lit):], o, memo)
+	}
+	memo[key] = got
+	return got
 }
 
 // FuzzCompile: Compile never panics, and an error is always a
@@ -82,11 +138,15 @@ func FuzzCompile(f *testing.F) {
 	})
 }
 
-// FuzzNormalizeURI: the normal form of a normal form is itself.
+// FuzzNormalizeURI: the normal form of a normal form is itself, parses to
+// the same components, and keeps no dot segment, no empty segment in file
+// and web paths, no userinfo and no character NFKC turns into a delimiter.
 func FuzzNormalizeURI(f *testing.F) {
 	for _, s := range []string{
 		"file:///srv/docs/a.md", "FILE:///srv/docs/../../etc/passwd", "HTTPS://User@Ex%41mple.COM:8443/p?q#f",
 		"file:///%c3%bc", "file:///a%2fb", "file:///a%2e", "urn:x:y", "%", "file:///a\\b", "//host/x",
+		"file:////etc/passwd", "http://0xa9.0xfe.0xa9.0xfe:80/", "http://[::ffff:1.2.3.4]/", "https://evil.test?.example.com/x",
+		"file:///reports/a\uff0f..\uff0fetc", "http://127.1./", "http://[::1]:0080//a//b",
 	} {
 		f.Add(s)
 	}
@@ -101,6 +161,59 @@ func FuzzNormalizeURI(f *testing.F) {
 		again, ok2 := NormalizeURI(n)
 		if !ok2 || again != n {
 			t.Fatalf("NormalizeURI(%q) = %q; NormalizeURI(that) = %q, %v", uri, n, again, ok2)
+		}
+		u, _ := ParseURI(uri)
+		v, _ := ParseURI(n)
+		if u != v {
+			t.Fatalf("ParseURI(%q) = %+v, of its normal form %+v", uri, u, v)
+		}
+		if hasDotSegment(u.Path) || strings.Contains(u.Host, "@") || !safeRunes(n) {
+			t.Fatalf("normal form %q keeps a dot segment, userinfo or an NFKC delimiter", n)
+		}
+		if (u.Scheme == "file" || webScheme(u.Scheme)) && strings.Contains(u.Path, "//") {
+			t.Fatalf("normal form %q keeps an empty segment", n)
+		}
+	})
+}
+
+// FuzzURIPattern: compiling a resource pattern never panics, and a pattern
+// without '*' that compiles matches every spelling of the URI it names,
+// exactly and loosely.
+func FuzzURIPattern(f *testing.F) {
+	for _, s := range [][2]string{
+		{"file:///etc/**", "file:////etc/passwd"},
+		{"http://169.254.169.254/latest", "http://2852039166:80/latest"},
+		{"https://*.example.com/**", "https://evil.test?.example.com/x"},
+		{"https://Example.com./a?q#f", "HTTPS://example.COM:443/a?q#f"},
+		{"urn:isbn:1", "URN:isbn:1"},
+		{"**", "x:y"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, uri string) {
+		for _, loose := range []bool{false, true} {
+			p, problem := compileURIPattern(pattern, loose)
+			if (p == nil) == (problem == "") {
+				t.Fatalf("compileURIPattern(%q) = %v, %q", pattern, p, problem)
+			}
+			u, ok := ParseURI(uri)
+			if p == nil || !ok {
+				continue
+			}
+			got := p.match(&resourceTarget{u: u})
+			if strings.Contains(pattern, "*") {
+				continue
+			}
+			self, ok := ParseURI(pattern)
+			if !ok {
+				t.Fatalf("pattern %q compiles but does not parse as a URI", pattern)
+			}
+			if same := self == u; same && !got {
+				t.Fatalf("pattern %q (loose %v) does not match %q, an equal URI", pattern, loose, uri)
+			}
+			if !loose && got && self != u {
+				t.Fatalf("exact pattern %q matches %q, another URI", pattern, uri)
+			}
 		}
 	})
 }

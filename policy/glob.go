@@ -7,8 +7,8 @@ type tokKind uint8
 
 const (
 	tokLit  tokKind = iota // literal text
-	tokStar                // any run of bytes without '/'
-	tokAny                 // any run of bytes, '/' included
+	tokStar                // any run of bytes without the separator
+	tokAny                 // any run of bytes, the separator included
 )
 
 type tok struct {
@@ -21,15 +21,18 @@ type tok struct {
 type glob struct {
 	exact bool // no wildcard: match is s == lit
 	lit   string
+	sep   byte // the byte a single '*' never matches
 	toks  []tok
 }
 
 // globOptions says how parseGlob reads a pattern.
 type globOptions struct {
-	// doubleStar makes "**" a wildcard that crosses '/'. Without it "**"
-	// is rejected by parseGlob's caller (see hasDoubleStar).
+	// sep is the separator a single '*' never crosses; 0 means '/'.
+	sep byte
+	// doubleStar makes "**" a wildcard that crosses the separator. Without
+	// it "**" is rejected by parseGlob's caller (see hasDoubleStar).
 	doubleStar bool
-	// starCrossesSlash makes a single '*' cross '/' as well.
+	// starCrossesSlash makes a single '*' cross the separator as well.
 	starCrossesSlash bool
 	// fold, if set, is applied to each literal run between wildcards, so a
 	// wildcard is never normalized away and never created by folding.
@@ -47,6 +50,10 @@ func parseGlob(pattern string, o globOptions) glob {
 			lit = o.fold(lit)
 		}
 		return glob{exact: true, lit: lit}
+	}
+	sep := o.sep
+	if sep == 0 {
+		sep = '/'
 	}
 	var toks []tok
 	addWild := func(k tokKind) {
@@ -88,7 +95,7 @@ func parseGlob(pattern string, o globOptions) glob {
 			rest = rest[1:]
 		}
 	}
-	return glob{toks: toks}
+	return glob{toks: toks, sep: sep}
 }
 
 // stackMatch is the longest subject matched without a heap allocation.
@@ -129,7 +136,7 @@ func (g *glob) match(s string) bool {
 		case tokStar:
 			reach := false
 			for j := 0; j <= n; j++ {
-				if j > 0 && s[j-1] == '/' {
+				if j > 0 && s[j-1] == g.sep {
 					reach = false
 				}
 				reach = reach || cur[j]

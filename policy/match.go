@@ -13,6 +13,7 @@ type rule struct {
 	// server and name are used by tool, resource and prompt rules; name
 	// alone by method rules; reserved-word rules use neither.
 	server, name glob
+	uri          *uriPattern // resource rules
 	when         cel.Program // nil: no condition
 }
 
@@ -22,6 +23,7 @@ type request struct {
 	in   *Input
 	kind kind
 	name string // tool name, prompt name, normal-form URI or method
+	res  resourceTarget
 
 	looseDone              bool
 	looseServer, looseName string
@@ -29,9 +31,9 @@ type request struct {
 
 func (r *request) loose() (server, name string) {
 	if !r.looseDone {
-		r.looseServer, r.looseName = loose(r.in.Server), loose(r.name)
-		if r.kind == kindResource {
-			r.looseName = looseURI(r.name)
+		r.looseServer = loose(r.in.Server)
+		if r.kind != kindResource {
+			r.looseName = loose(r.name)
 		}
 		r.looseDone = true
 	}
@@ -44,7 +46,15 @@ func (ru *rule) matches(r *request) bool {
 		return false
 	}
 	switch r.kind {
-	case kindTool, kindResource, kindPrompt:
+	case kindResource:
+		server := r.in.Server
+		if ru.loose {
+			server, _ = r.loose()
+		}
+		if !ru.server.match(server) || !ru.uri.match(&r.res) {
+			return false
+		}
+	case kindTool, kindPrompt:
 		server, name := r.in.Server, r.name
 		if ru.loose {
 			server, name = r.loose()

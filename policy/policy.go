@@ -94,6 +94,10 @@ type Input struct {
 	Server string // MCP server id
 	Tool   string // tools/call params.name
 	URI    string // resources/read|subscribe|unsubscribe params.uri, raw as sent
+	// URIs are subscriptions/listen's resource URIs (MCP 2026-07-28
+	// params.notifications.resourceSubscriptions), raw as sent; each is
+	// decided as a resources/subscribe of it would be.
+	URIs   []string
 	Prompt string // prompts/get params.name
 	// Args holds tools/call or prompts/get arguments as decoded JSON
 	// (int64, float64, string, bool, nil, []any, map[string]any). nil is an
@@ -146,6 +150,7 @@ const (
 	methodResRead    = "resources/read"
 	methodResSub     = "resources/subscribe"
 	methodResUnsub   = "resources/unsubscribe"
+	methodSubListen  = "subscriptions/listen"
 	reservedGET      = "GET"
 	reservedDELETE   = "DELETE"
 	reservedResponse = "response"
@@ -180,10 +185,42 @@ func isResourceMethod(m string) bool {
 // A `when` expression that fails (missing key, wrong type, cost limit) or
 // does not yield a bool counts as matching in deny and ask rules and as not
 // matching in allow rules.
+//
+// A subscriptions/listen with URIs is decided as its method, then as a
+// resources/subscribe of each URI in order: the first of these with the
+// lowest decision (deny < ask < allow) decides, so every URI must be
+// allowed for the request to be; shadow matches of all are reported.
 func (p *Policy) Evaluate(in *Input) Result {
 	if in == nil {
 		return Result{Decision: Deny, Cause: CauseInvalidInput}
 	}
+	if in.Op == OpRequest && in.Method == methodSubListen && len(in.URIs) > 0 {
+		return p.evaluateListen(in)
+	}
+	return p.evaluate(in)
+}
+
+// evaluateListen decides a subscriptions/listen and each of its URIs.
+func (p *Policy) evaluateListen(in *Input) Result {
+	m := *in
+	m.URIs = nil
+	res := p.evaluate(&m)
+	shadow := res.Shadow
+	sub := m
+	sub.Method = methodResSub
+	for _, u := range in.URIs {
+		sub.URI = u
+		r := p.evaluate(&sub)
+		shadow = append(shadow, r.Shadow...)
+		if r.Decision < res.Decision {
+			res = r
+		}
+	}
+	res.Shadow = shadow
+	return res
+}
+
+func (p *Policy) evaluate(in *Input) Result {
 	r := request{in: in}
 	switch in.Op {
 	case OpRequest:
@@ -204,11 +241,11 @@ func (p *Policy) Evaluate(in *Input) Result {
 			if in.URI == "" {
 				return Result{Decision: Deny, Cause: CauseInvalidInput}
 			}
-			u, ok := NormalizeURI(in.URI)
+			u, ok := ParseURI(in.URI)
 			if !ok {
 				return Result{Decision: Deny, Cause: CauseUnsafeURI}
 			}
-			r.kind, r.name = kindResource, u
+			r.kind, r.name, r.res.u = kindResource, u.String(), u
 		default:
 			r.kind, r.name = kindMethod, in.Method
 		}

@@ -25,6 +25,11 @@ static_resources:
           normalize_path: true
           merge_slashes: true
           path_with_escaped_slashes_action: UNESCAPE_AND_REDIRECT
+          # CGI, WSGI, PHP and Rack upstreams fold '_' into '-': a client's
+          # x_mcp_principal would shadow the x-mcp-principal the service sets.
+          # Such requests get 400 here (the service also strips them).
+          common_http_protocol_options:
+            headers_with_underscores_action: REJECT_REQUEST
           request_headers_timeout: 10s
           # GET is a long-lived SSE stream and a POST may answer with one:
           # the route timeout is off (0s) and an idle stream lives 1h.
@@ -93,8 +98,8 @@ static_resources:
               # The JSON-RPC body goes to Check as exact bytes (raw_body). A body
               # over max_request_bytes (the chart sets extauthz --max-body-bytes
               # to the same value) gets 413 from Envoy and is never checked. Envoy sets
-              # x-envoy-auth-partial-body itself only when allow_partial_message
-              # is true, and strips a client-sent one.
+              # x-envoy-auth-partial-body (true: cut, false: whole) whenever it
+              # buffered, even an empty body on GET or DELETE, which stays bodiless.
               with_request_body:
                 max_request_bytes: {{ int .Values.maxRequestBytes }}
                 allow_partial_message: false
@@ -115,9 +120,13 @@ static_resources:
                 - { exact: x-request-id }
                 - { exact: traceparent }
                 - { exact: content-length }           # body_truncated: fewer bytes than announced
-                - { exact: x-envoy-auth-partial-body } # set by Envoy itself on a cut body
+                - { exact: x-envoy-auth-partial-body } # set by Envoy when it buffered a body
+                - { exact: content-encoding }  # only identity is decided
+                - { exact: transfer-encoding } # only chunked is decided
                 - { prefix: mcp-, ignore_case: true }
                 - { prefix: x-mcp-, ignore_case: true }
+                # Names that fold onto x-mcp-* ('_' for '-'), for the service to strip.
+                - { safe_regex: { regex: "x[^a-z0-9]mcp[^a-z0-9].*" } }
           - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router

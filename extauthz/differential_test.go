@@ -1,0 +1,264 @@
+package extauthz
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The tests below cover issue 7's classes of request the service and the
+// MCP server could read differently, each beyond the literal case of
+// cases-2.jsonl.
+
+const searchCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`
+
+// TestBodyEncoding: only application/json bodies in UTF-8, not
+// content-encoded, are decided (D01-D03).
+func TestBodyEncoding(t *testing.T) {
+	srv := staticRig(t, nil)
+	tests := []struct {
+		name    string
+		give    map[string]string // headers set on top of postReq's
+		wantOK  bool
+		wantRsn Reason
+	}{
+		{"plain", map[string]string{"content-type": "application/json"}, true, ReasonAllowed},
+		{"type in upper case", map[string]string{"content-type": "Application/JSON"}, true, ReasonAllowed},
+		{"charset utf-8", map[string]string{"content-type": "application/json; charset=utf-8"}, true, ReasonAllowed},
+		{"charset UTF-8 quoted", map[string]string{"content-type": `application/json;charset="UTF-8"`}, true, ReasonAllowed},
+		{"charset quoted-pair", map[string]string{"content-type": `application/json; charset="utf\-8"`}, true, ReasonAllowed},
+		{"CHARSET name", map[string]string{"content-type": "application/json; CHARSET=Utf-8"}, true, ReasonAllowed},
+		{"empty parameter", map[string]string{"content-type": "application/json;"}, true, ReasonAllowed},
+		{"tab before parameter", map[string]string{"content-type": "application/json\t; charset=utf-8"}, true, ReasonAllowed},
+		{"identity encoding", map[string]string{"content-encoding": "identity"}, true, ReasonAllowed},
+		{"chunked", map[string]string{"transfer-encoding": "chunked"}, true, ReasonAllowed},
+
+		{"utf-7", map[string]string{"content-type": "application/json; charset=utf-7"}, false, ReasonUnsupportedMediaType},
+		{"UTF-7 quoted", map[string]string{"content-type": `application/json; charset="UTF-7"`}, false, ReasonUnsupportedMediaType},
+		{"iso-8859-1", map[string]string{"content-type": "application/json; charset=iso-8859-1"}, false, ReasonUnsupportedMediaType},
+		{"latin1", map[string]string{"content-type": "application/json; charset=latin1"}, false, ReasonUnsupportedMediaType},
+		{"utf-16", map[string]string{"content-type": "application/json; charset=utf-16"}, false, ReasonUnsupportedMediaType},
+		{"utf-16le", map[string]string{"content-type": "application/json; charset=utf-16le"}, false, ReasonUnsupportedMediaType},
+		{"utf-32", map[string]string{"content-type": "application/json; charset=utf-32"}, false, ReasonUnsupportedMediaType},
+		{"cesu-8", map[string]string{"content-type": "application/json; charset=cesu-8"}, false, ReasonUnsupportedMediaType},
+		{"empty charset", map[string]string{"content-type": "application/json; charset="}, false, ReasonUnsupportedMediaType},
+		{"empty quoted charset", map[string]string{"content-type": `application/json; charset=""`}, false, ReasonUnsupportedMediaType},
+		{"charset twice, same", map[string]string{"content-type": "application/json; charset=utf-8; charset=utf-8"}, false, ReasonUnsupportedMediaType},
+		{"charset twice, second utf-7", map[string]string{"content-type": "application/json; charset=utf-8; charset=utf-7"}, false, ReasonUnsupportedMediaType},
+		{"RFC 2231 charset*", map[string]string{"content-type": "application/json; charset*=utf-8''utf-7"}, false, ReasonUnsupportedMediaType},
+		{"space around =", map[string]string{"content-type": "application/json; charset = utf-8"}, false, ReasonUnsupportedMediaType},
+		{"quoted ; inside value", map[string]string{"content-type": `application/json; charset="utf-8;x"`}, false, ReasonUnsupportedMediaType},
+		{"unterminated quote", map[string]string{"content-type": `application/json; charset="utf-8`}, false, ReasonUnsupportedMediaType},
+		{"other parameter", map[string]string{"content-type": "application/json; profile=x"}, false, ReasonUnsupportedMediaType},
+		{"bare word parameter", map[string]string{"content-type": "application/json; utf-8"}, false, ReasonUnsupportedMediaType},
+		{"+json suffix", map[string]string{"content-type": "application/vnd.api+json"}, false, ReasonUnsupportedMediaType},
+		{"json-seq", map[string]string{"content-type": "application/json-seq"}, false, ReasonUnsupportedMediaType},
+		{"json5", map[string]string{"content-type": "application/json5"}, false, ReasonUnsupportedMediaType},
+		{"text/json", map[string]string{"content-type": "text/json"}, false, ReasonUnsupportedMediaType},
+		{"form", map[string]string{"content-type": "application/x-www-form-urlencoded"}, false, ReasonUnsupportedMediaType},
+		{"two types joined", map[string]string{"content-type": "application/json, text/plain"}, false, ReasonUnsupportedMediaType},
+		{"gzip", map[string]string{"content-encoding": "gzip"}, false, ReasonUnsupportedMediaType},
+		{"br", map[string]string{"content-encoding": "br"}, false, ReasonUnsupportedMediaType},
+		{"deflate", map[string]string{"content-encoding": "deflate"}, false, ReasonUnsupportedMediaType},
+		{"identity then gzip", map[string]string{"content-encoding": "identity, gzip"}, false, ReasonUnsupportedMediaType},
+		{"empty content-encoding", map[string]string{"content-encoding": ""}, false, ReasonUnsupportedMediaType},
+		{"gzip transfer coding", map[string]string{"transfer-encoding": "gzip, chunked"}, false, ReasonUnsupportedMediaType},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := postReq(searchCall)
+			for k, v := range tt.give {
+				c.Headers[k] = v
+			}
+			resp, err := srv.Check(t.Context(), c.CheckRequest(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantOK {
+				okHeaders(t, resp)
+				return
+			}
+			d, status := parseDenial(t, resp)
+			if Reason(d.Error.Data.Reason) != tt.wantRsn || status != 415 {
+				t.Errorf("got %s %d, want %s 415", d.Error.Data.Reason, status, tt.wantRsn)
+			}
+			if string(d.ID) != "1" {
+				t.Errorf("id = %s, want 1", d.ID)
+			}
+		})
+	}
+}
+
+// TestBodyDecidedText: what the media type admits is still one strict JSON
+// text: a BOM, comments, JSON5 and a json-seq record separator are refused
+// by the parser.
+func TestBodyDecidedText(t *testing.T) {
+	srv := staticRig(t, nil)
+	tests := []struct {
+		name string
+		give string
+		want Reason
+	}{
+		{"BOM", "\xef\xbb\xbf" + searchCall, ReasonParseError},
+		{"UTF-16 BOM", "\xff\xfe{}", ReasonInvalidUTF8},
+		{"line comment", "// c\n" + searchCall, ReasonParseError},
+		{"block comment", `{"jsonrpc":"2.0",/*x*/"id":1,"method":"tools/list"}`, ReasonParseError},
+		{"JSON5 unquoted key", `{jsonrpc:"2.0","id":1,"method":"tools/list"}`, ReasonParseError},
+		{"JSON5 single quotes", `{'jsonrpc':'2.0','id':1,'method':'tools/list'}`, ReasonParseError},
+		{"JSON5 trailing comma", `{"jsonrpc":"2.0","id":1,"method":"tools/list",}`, ReasonParseError},
+		{"json-seq record separator", "\x1e" + searchCall, ReasonParseError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := srv.Check(t.Context(), postReq(tt.give).CheckRequest(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, _ := parseDenial(t, resp); Reason(d.Error.Data.Reason) != tt.want {
+				t.Errorf("got %s, want %s", d.Error.Data.Reason, tt.want)
+			}
+		})
+	}
+}
+
+// TestFoldedHeadersRemoved: a client header whose name folds onto the
+// x-mcp-* family ('_' and '-', case, other punctuation) never reaches the
+// upstream (D04); other headers are left alone.
+func TestFoldedHeadersRemoved(t *testing.T) {
+	tests := []struct {
+		give       string
+		wantRemove bool
+	}{
+		{"x_mcp_principal", true},
+		{"x-mcp_principal", true},
+		{"x_mcp-principal", true},
+		{"x_mcp_tool", true},
+		{"x_mcp_decision_id", true},
+		{"x-mcp-approved", true},
+		{"x_mcp_approved", true},
+		{"x.mcp.principal", true},
+		{"x-mcp-", true},
+		{"x__mcp_principal", false}, // folds to x--mcp-: not the family
+		{"xmcp-principal", false},
+		{"x-mcpprincipal", false},
+		{"mcp-session-id", false},
+		{"x-request-id", false},
+		{"accept", false},
+	}
+	srv := staticRig(t, nil)
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			c := postReq(searchCall)
+			c.Headers[tt.give] = "admin"
+			resp, err := srv.Check(t.Context(), c.CheckRequest(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			okHeaders(t, resp)
+			got := slices.Contains(resp.GetOkResponse().GetHeadersToRemove(), tt.give)
+			if got != tt.wantRemove {
+				t.Errorf("removed = %v, want %v (headers_to_remove %v)", got, tt.wantRemove, resp.GetOkResponse().GetHeadersToRemove())
+			}
+		})
+	}
+}
+
+// TestBodilessRequests: GET and DELETE are bodiless; Envoy's
+// x-envoy-auth-partial-body: false on an empty buffered body does not make
+// one (D13), anything that announces, cuts or carries a body does.
+func TestBodilessRequests(t *testing.T) {
+	srv := staticRig(t, nil)
+	tests := []struct {
+		name   string
+		method string
+		give   map[string]string
+		body   string
+		want   Reason
+	}{
+		{"GET", "GET", nil, "", ReasonAllowed},
+		{"DELETE", "DELETE", nil, "", ReasonAllowed},
+		{"GET partial false", "GET", map[string]string{"x-envoy-auth-partial-body": "false"}, "", ReasonAllowed},
+		{"DELETE partial false", "DELETE", map[string]string{"x-envoy-auth-partial-body": "false"}, "", ReasonAllowed},
+		{"DELETE partial FALSE", "DELETE", map[string]string{"x-envoy-auth-partial-body": "FALSE"}, "", ReasonAllowed},
+		{"DELETE content-length 0", "DELETE", map[string]string{"content-length": "0", "x-envoy-auth-partial-body": "false"}, "", ReasonAllowed},
+		{"DELETE partial true", "DELETE", map[string]string{"x-envoy-auth-partial-body": "true"}, "", ReasonInvalidRequest},
+		{"DELETE partial garbage", "DELETE", map[string]string{"x-envoy-auth-partial-body": "no"}, "", ReasonInvalidRequest},
+		{"DELETE partial false with a body", "DELETE", map[string]string{"x-envoy-auth-partial-body": "false"}, "{}", ReasonInvalidRequest},
+		{"GET announcing a body", "GET", map[string]string{"content-length": "2", "x-envoy-auth-partial-body": "false"}, "", ReasonInvalidRequest},
+		{"GET with a body", "GET", nil, "x", ReasonInvalidRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &CapturedRequest{Method: tt.method, Path: "/mcp", Body: []byte(tt.body), Headers: map[string]string{
+				"authorization": "Bearer t", "mcp-session-id": "s",
+			}}
+			for k, v := range tt.give {
+				c.Headers[k] = v
+			}
+			resp, err := srv.Check(t.Context(), c.CheckRequest(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == ReasonAllowed {
+				okHeaders(t, resp)
+				return
+			}
+			if d, _ := parseDenial(t, resp); Reason(d.Error.Data.Reason) != tt.want {
+				t.Errorf("got %s, want %s", d.Error.Data.Reason, tt.want)
+			}
+		})
+	}
+}
+
+// TestTargetsDecided: targets carried outside params.name and params.uri
+// are decided (D08), names are bounded before folding, and resource URIs
+// are decided in their normal form (D05-D07), through Check.
+func TestTargetsDecided(t *testing.T) {
+	srv := staticRig(t, nil)
+	listen := func(uris string) string {
+		return `{"jsonrpc":"2.0","id":17,"method":"subscriptions/listen","params":{"notifications":{"resourcesListChanged":true,"resourceSubscriptions":[` + uris + `]}}}`
+	}
+	read := func(uri string) string {
+		return `{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"` + uri + `"}}`
+	}
+	tests := []struct {
+		name    string
+		give    string
+		version string
+		want    Reason
+	}{
+		{"listen, no subscriptions", `{"jsonrpc":"2.0","id":17,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`, "2026-07-28", ReasonAllowed},
+		{"listen to a report", listen(`"file:///reports/q1.csv"`), "2026-07-28", ReasonAllowed},
+		{"listen to a secret", listen(`"file:///secret/payroll.csv"`), "2026-07-28", ReasonDefaultDeny},
+		{"listen to a report and a secret", listen(`"file:///reports/q1.csv","file:///secret/payroll.csv"`), "2026-07-28", ReasonDefaultDeny},
+		{"listen through a dot segment", listen(`"file:///reports/../secret/payroll.csv"`), "2026-07-28", ReasonUnsafeURI},
+		{"listen, case-variant member", `{"jsonrpc":"2.0","id":17,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[],"ResourceSubscriptions":["file:///secret/x"]}}}`, "2026-07-28", ReasonCaseVariantKey},
+		{"listen, URI not a string", listen(`1`), "2026-07-28", ReasonInvalidParams},
+		{"read a report", read("file:///reports/q1.csv"), "2025-11-25", ReasonAllowed},
+		{"read a report, empty segment", read("file:////reports/q1.csv"), "2025-11-25", ReasonAllowed},
+		{"read a report, localhost", read("file://localhost/reports/q1.csv"), "2025-11-25", ReasonAllowed},
+		{"read below reports through //", read("file:///reports//sub/x"), "2025-11-25", ReasonDefaultDeny},
+		{"fullwidth solidus", read(`file:///reports/a\uff0f..\uff0fetc`), "2025-11-25", ReasonUnsafeURI},
+		{"fullwidth solidus, no dots", read(`file:///reports/a\uff0fb`), "2025-11-25", ReasonUnsafeURI},
+		{"userinfo", read("https://user@example.com/"), "2025-11-25", ReasonUnsafeURI},
+		{"tool name of 128", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + strings.Repeat("s", 128) + `"}}`, "2025-11-25", ReasonDefaultDeny},
+		{"tool name of 129", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + strings.Repeat("s", 129) + `"}}`, "2025-11-25", ReasonInvalidParams},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := postReq(tt.give)
+			c.Headers["mcp-protocol-version"] = tt.version
+			resp, err := srv.Check(t.Context(), c.CheckRequest(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == ReasonAllowed {
+				okHeaders(t, resp)
+				return
+			}
+			if d, _ := parseDenial(t, resp); Reason(d.Error.Data.Reason) != tt.want {
+				t.Errorf("got %s, want %s", d.Error.Data.Reason, tt.want)
+			}
+		})
+	}
+}

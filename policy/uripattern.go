@@ -1,0 +1,137 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// uriPattern is a compiled resource URI pattern, matched component by
+// component against a URI in normal form (see the package doc, Patterns).
+type uriPattern struct {
+	any          bool   // "**": every URI
+	scheme       string // lower case, or "*" for any scheme
+	hasAuthority bool
+	host         glob   // '*' within a label, '**' across labels
+	port         string // "" (none or the default), "*" (any) or digits
+	path         glob   // '*' within a segment, '**' across segments
+	// query and fragment are nil when the pattern has none: then deny and
+	// ask rules, and patterns ending in "**", match any query or fragment;
+	// other allow rules only their absence.
+	query, fragment *glob
+	openEnd         bool // the pattern ends in "**"
+	loose           bool
+}
+
+// compileURIPattern compiles the URI part of a resource pattern. loose
+// rules (deny, ask) fold path, query and fragment literals. It returns a
+// problem message, or "".
+func compileURIPattern(s string, loose bool) (*uriPattern, string) {
+	if s == "**" {
+		return &uriPattern{any: true}, ""
+	}
+	const bad = "URI pattern %q has no normal form: want scheme:[//host[:port]]/path[?query][#fragment] " +
+		"with no userinfo, dot segments, encoded '/', '.', '%%' or '\\', control characters, " +
+		"or characters NFKC turns into delimiters"
+	anyScheme := strings.HasPrefix(s, "*:")
+	rest := s
+	if anyScheme {
+		rest = "x" + s[1:] // a placeholder scheme, replaced below
+	}
+	out, ok := normalizeEscapes(rest)
+	if !ok {
+		return nil, fmt.Sprintf(bad, s)
+	}
+	u, ok := splitURI(out)
+	if !ok || strings.IndexByte(u.Scheme, '*') >= 0 {
+		return nil, fmt.Sprintf(bad, s)
+	}
+	if anyScheme {
+		u.Scheme = "*"
+	}
+	hostOnly := u.HasAuthority && u.Path == "" && !u.HasQuery && !u.HasFragment
+	if !normalizeURIParts(&u, true) {
+		return nil, fmt.Sprintf(bad, s)
+	}
+	if strings.Contains(u.Host, "**") && u.Host != "**" && !strings.HasPrefix(u.Host, "**.") {
+		return nil, fmt.Sprintf("URI pattern %q: '**' in a host stands for whole labels: \"**\" or \"**.example.com\"", s)
+	}
+	if strings.Contains(u.Port, "*") && u.Port != "*" {
+		return nil, fmt.Sprintf("URI pattern %q: a port is digits or '*'", s)
+	}
+	if hostOnly && strings.HasSuffix(u.Host, "**") && u.Port == "" {
+		u.Path = "/**" // "scheme://**" and "scheme://**.example.com": every path
+	}
+	p := &uriPattern{
+		scheme:       u.Scheme,
+		hasAuthority: u.HasAuthority,
+		host:         parseGlob(u.Host, globOptions{sep: '.', doubleStar: true}),
+		port:         u.Port,
+		loose:        loose,
+		openEnd:      !u.HasQuery && !u.HasFragment && strings.HasSuffix(u.Path, "**"),
+	}
+	o := globOptions{doubleStar: true, sep: '/'}
+	if loose {
+		o.fold = looseURI
+	}
+	p.path = parseGlob(u.Path, o)
+	if u.HasQuery {
+		o.sep = '&'
+		g := parseGlob(u.Query, o)
+		p.query = &g
+	}
+	if u.HasFragment {
+		o.sep = '#'
+		g := parseGlob(u.Fragment, o)
+		p.fragment = &g
+	}
+	return p, ""
+}
+
+// resourceTarget is a request's URI with the forms rules compare, the
+// loose ones computed at most once.
+type resourceTarget struct {
+	u         URI
+	looseDone bool
+	loosePath string
+	looseQ    string
+	looseF    string
+}
+
+func (t *resourceTarget) looseForms() (path, query, fragment string) {
+	if !t.looseDone {
+		t.loosePath, t.looseQ, t.looseF = looseURI(t.u.Path), looseURI(t.u.Query), looseURI(t.u.Fragment)
+		t.looseDone = true
+	}
+	return t.loosePath, t.looseQ, t.looseF
+}
+
+// match reports whether t matches p.
+func (p *uriPattern) match(t *resourceTarget) bool {
+	if p.any {
+		return true
+	}
+	u := &t.u
+	if (p.scheme != "*" && p.scheme != u.Scheme) || p.hasAuthority != u.HasAuthority {
+		return false
+	}
+	if !p.host.match(u.Host) || (p.port != "*" && p.port != u.Port) {
+		return false
+	}
+	path, query, fragment := u.Path, u.Query, u.Fragment
+	if p.loose {
+		path, query, fragment = t.looseForms()
+	}
+	anyRest := p.loose || p.openEnd
+	return p.path.match(path) &&
+		optionalMatch(p.query, u.HasQuery, query, anyRest) &&
+		optionalMatch(p.fragment, u.HasFragment, fragment, anyRest)
+}
+
+// optionalMatch matches a query or fragment: a pattern without one matches
+// any when anyRest is set, else only its absence.
+func optionalMatch(g *glob, has bool, s string, anyRest bool) bool {
+	if g == nil {
+		return anyRest || !has
+	}
+	return has && g.match(s)
+}
