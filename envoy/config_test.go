@@ -4,11 +4,11 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
@@ -125,9 +125,12 @@ func TestCheckInvariantsRejects(t *testing.T) {
 		{"admin on all interfaces", "address: 127.0.0.1, port_value: 9901", "address: 0.0.0.0, port_value: 9901", "admin address"},
 		{"grpc over HTTP/1.1", "http2_protocol_options: {}", "http_protocol_options: {}", "without HTTP/2"},
 		{"no ext_authz", "name: envoy.filters.http.ext_authz\n", "name: envoy.filters.http.ext_authz_gone\n", "forwards without"},
-		{"underscore headers allowed", "headers_with_underscores_action: REJECT_REQUEST", "headers_with_underscores_action: ALLOW", "headers_with_underscores_action ALLOW"},
-		{"underscore headers dropped", "headers_with_underscores_action: REJECT_REQUEST", "headers_with_underscores_action: DROP_HEADER", "headers_with_underscores_action DROP_HEADER"},
+		{"underscore names kept from the check", `- { safe_regex: { regex: "[a-z0-9-]*[^a-z0-9-].*" } }`, "- { exact: x-unrelated }", `does not forward "x_mcp_principal"`},
+		{"underscore names partly kept from the check", `- { safe_regex: { regex: "[a-z0-9-]*[^a-z0-9-].*" } }`, `- { safe_regex: { regex: "x[^a-z0-9]mcp[^a-z0-9].*" } }`, `does not forward "mcp_method"`},
 		{"runtime off switch", "failure_mode_allow: false", "failure_mode_allow: false\n              filter_enabled: { default_value: { numerator: 0 } }", "filter_enabled"},
+		{"ext_authz off on the MCP route", "                  cluster: extauthz_http\n", "                  cluster: mcp_server\n", "not a protected resource metadata route"},
+		{"metadata route widened", "path_separated_prefix: /.well-known/oauth-protected-resource }", "prefix: /.well-known/oauth-protected-resource }", "not a protected resource metadata route"},
+		{"metadata route rewritten", "                  cluster: extauthz_http\n", "                  cluster: extauthz_http\n                  prefix_rewrite: /\n", "not a protected resource metadata route"},
 		// A router inserted ahead of ext_authz.
 		{"router first", extAuthzThenRouter, "          - name: envoy.filters.http.router\n            typed_config:\n              \"@type\": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router\n" + extAuthzThenRouter, "after envoy.filters.http.router"},
 	}
@@ -199,11 +202,11 @@ func TestExtAuthzSettings(t *testing.T) {
 				for _, h := range []string{"authorization", "dpop", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "x-mcp-principal",
 					"content-type", "content-length", "content-encoding", "transfer-encoding", "x-envoy-auth-partial-body",
 					"x_mcp_principal", "x-mcp_tool", "x.mcp.approved"} {
-					if !allowsHeader(ea, h) {
+					if !AllowsHeader(ea, h) {
 						t.Errorf("allowed_headers drops %q", h)
 					}
 				}
-				if allowsHeader(ea, "cookie") {
+				if AllowsHeader(ea, "cookie") {
 					t.Error("allowed_headers sends cookie to the check")
 				}
 			}
@@ -212,17 +215,6 @@ func TestExtAuthzSettings(t *testing.T) {
 }
 
 // allowsHeader evaluates ea.allowed_headers for a lower-case header name.
-func allowsHeader(ea *extauthzv3.ExtAuthz, name string) bool {
-	for _, p := range ea.GetAllowedHeaders().GetPatterns() {
-		switch {
-		case p.GetExact() != "" && p.GetExact() == name,
-			p.GetPrefix() != "" && strings.HasPrefix(name, strings.ToLower(p.GetPrefix())),
-			p.GetSafeRegex() != nil && regexp.MustCompile(`^(?:`+p.GetSafeRegex().GetRegex()+`)$`).MatchString(name):
-			return true
-		}
-	}
-	return false
-}
 
 func TestRoutesKeepSSEOpen(t *testing.T) {
 	for name := range configs(t) {
@@ -235,7 +227,7 @@ func TestRoutesKeepSSEOpen(t *testing.T) {
 				for _, vh := range h.HCM.GetRouteConfig().GetVirtualHosts() {
 					for _, r := range vh.GetRoutes() {
 						ra := r.GetRoute()
-						if ra == nil || ra.GetCluster() == AdminCluster {
+						if ra == nil || ra.GetCluster() == AdminCluster || MetadataRoute(r) {
 							continue
 						}
 						if ra.GetTimeout() == nil || ra.GetTimeout().AsDuration() != 0 {
@@ -296,7 +288,7 @@ func TestGatewayRoutesNameTheirServer(t *testing.T) {
 	for _, h := range hcms {
 		for _, vh := range h.HCM.GetRouteConfig().GetVirtualHosts() {
 			for _, r := range vh.GetRoutes() {
-				if r.GetRoute() == nil || r.GetRoute().GetCluster() == AdminCluster {
+				if r.GetRoute() == nil || r.GetRoute().GetCluster() == AdminCluster || MetadataRoute(r) {
 					continue
 				}
 				a, ok := r.GetTypedPerFilterConfig()[ExtAuthzFilter]
@@ -326,6 +318,21 @@ func TestGatewayRoutesNameTheirServer(t *testing.T) {
 	for path, server := range want {
 		if got[path] != server {
 			t.Errorf("route %s: %s = %q, want %q", path, ServerIDContextKey, got[path], server)
+		}
+	}
+}
+
+// TestGatewayRejectsUnderscoreHeaders: the gateway refuses header names with
+// '_' outright; envoy/sidecar.yaml relies on the service's removal instead
+// (CheckInvariants requires one of the two).
+func TestGatewayRejectsUnderscoreHeaders(t *testing.T) {
+	hcms, err := HTTPConnectionManagers(load(t, "gateway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hcms {
+		if a := h.HCM.GetCommonHttpProtocolOptions().GetHeadersWithUnderscoresAction(); Forwards(h.HCM) && a != corev3.HttpProtocolOptions_REJECT_REQUEST {
+			t.Errorf("listener %s: headers_with_underscores_action %v, want REJECT_REQUEST", h.Listener, a)
 		}
 	}
 }

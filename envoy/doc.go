@@ -5,7 +5,8 @@
 // way Envoy reads it (every field known, every typed_config resolvable, every
 // protoc-gen-validate rule met, nested Any included), and CheckInvariants
 // asserts the properties this project relies on (ext_authz before the router
-// on every forwarding listener, failing closed, exact request bodies).
+// on every forwarding listener, failing closed, exact request bodies, ext_authz
+// off only on the RFC 9728 metadata route: MetadataRoute).
 //
 // The package is also used by the k8s tests, which validate the Envoy config
 // the Helm chart renders in the same way.
@@ -13,4 +14,6 @@
 // References:
 //   - https://www.envoyproxy.io/docs/envoy/latest/api-v3/config/bootstrap/v3/bootstrap.proto
 //   - https://www.envoyproxy.io/docs/envoy/latest/configuration/http/http_filters/ext_authz_filter
+//   - https://www.envoyproxy.io/docs/envoy/latest/configuration/http/http_filters/cors_filter
+//   - RFC 9728 (OAuth 2.0 Protected Resource Metadata), MCP authorization 2025-06-18
 package envoy

@@ -14,13 +14,14 @@ import (
 )
 
 // routedClusters returns the clusters a route or ext_authz names (the
-// admin cluster excluded).
+// admin cluster excluded, and the sidecar's loopback metadata cluster,
+// which serves a few small GETs).
 func routedClusters(t *testing.T, name string) []*clusterv3.Cluster {
 	t.Helper()
 	b := load(t, name)
 	var out []*clusterv3.Cluster
 	for _, c := range b.GetStaticResources().GetClusters() {
-		if c.GetName() != AdminCluster && !strings.HasSuffix(c.GetName(), "_health") {
+		if c.GetName() != AdminCluster && !strings.HasSuffix(c.GetName(), "_health") && !(name == "sidecar.yaml" && c.GetName() == MetadataCluster) {
 			out = append(out, c)
 		}
 	}

@@ -4,17 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 	"sigs.k8s.io/yaml"
@@ -23,6 +26,7 @@ import (
 	// resolve their Any URLs. An unregistered type is a load error, as it is
 	// for an Envoy built without that extension.
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/stateful_session/v3"
@@ -48,7 +52,60 @@ const (
 	// OverloadFile is the overload-manager fragment passed to Envoy with
 	// --config-yaml on top of sidecar.yaml.
 	OverloadFile = "overload.yaml"
+	// CorsFilter answers CORS preflights before ext_authz sees them.
+	CorsFilter = "envoy.filters.http.cors"
+	// MetadataCluster is extauthz's HTTP port, which serves RFC 9728
+	// protected resource metadata under WellKnownProtectedResource.
+	MetadataCluster = "extauthz_http"
+	// WellKnownProtectedResource is the RFC 9728 well-known path prefix.
+	WellKnownProtectedResource = "/.well-known/oauth-protected-resource"
 )
+
+// MetadataRoute reports whether r is a protected resource metadata route:
+// it matches only WellKnownProtectedResource and the paths below it
+// (path_separated_prefix, or an exact path under it) and routes to
+// MetadataCluster. Only such routes may turn ext_authz off.
+func MetadataRoute(r *routev3.Route) bool {
+	m := r.GetMatch()
+	if len(m.GetHeaders()) > 0 || len(m.GetQueryParameters()) > 0 || (m.GetCaseSensitive() != nil && !m.GetCaseSensitive().GetValue()) {
+		return false
+	}
+	var ok bool
+	switch p := m.GetPathSpecifier().(type) {
+	case *routev3.RouteMatch_PathSeparatedPrefix:
+		ok = p.PathSeparatedPrefix == WellKnownProtectedResource
+	case *routev3.RouteMatch_Path:
+		ok = p.Path == WellKnownProtectedResource || strings.HasPrefix(p.Path, WellKnownProtectedResource+"/")
+	}
+	return ok && r.GetRoute().GetCluster() == MetadataCluster && r.GetRoute().GetPrefixRewrite() == "" && r.GetRoute().GetRegexRewrite() == nil
+}
+
+// ExtAuthzDisabled reports whether a per-filter config map (of a route,
+// virtual host or route configuration) turns ext_authz off: an
+// ExtAuthzPerRoute with disabled, or a FilterConfig with disabled.
+func ExtAuthzDisabled(m map[string]*anypb.Any) (bool, error) {
+	a, ok := m[ExtAuthzFilter]
+	if !ok {
+		return false, nil
+	}
+	if a.MessageIs(&routev3.FilterConfig{}) {
+		fc := &routev3.FilterConfig{}
+		if err := a.UnmarshalTo(fc); err != nil {
+			return false, err
+		}
+		if fc.GetDisabled() {
+			return true, nil
+		}
+		if a = fc.GetConfig(); a == nil {
+			return false, nil
+		}
+	}
+	pr := &extauthzv3.ExtAuthzPerRoute{}
+	if err := a.UnmarshalTo(pr); err != nil {
+		return false, fmt.Errorf("%s per-route config: %w", ExtAuthzFilter, err)
+	}
+	return pr.GetDisabled(), nil
+}
 
 // ValidateBootstrapYAML parses an Envoy v3 bootstrap written in YAML and
 // validates it: YAML → JSON (duplicate keys are an error) → protojson into
@@ -224,6 +281,60 @@ func Cluster(b *bootstrapv3.Bootstrap, name string) *clusterv3.Cluster {
 	return nil
 }
 
+// FoldedSpellings are client header names that CGI, WSGI, PHP and Rack
+// upstreams read as headers the service sets or decides on
+// (x-mcp-principal, mcp-method, content-type, ...). A listener that admits
+// underscores must let ext_authz see them, so the service can remove them.
+var FoldedSpellings = []string{"x_mcp_principal", "x-mcp_tool", "mcp_method", "mcp_session_id", "content_type", "transfer_encoding"}
+
+// AllowsHeader reports whether ext_authz's allowed_headers pass the request
+// header name (lower-case) to the authorization service.
+func AllowsHeader(ea *extauthzv3.ExtAuthz, name string) bool {
+	for _, p := range ea.GetAllowedHeaders().GetPatterns() {
+		switch {
+		case p.GetExact() != "" && p.GetExact() == name,
+			p.GetPrefix() != "" && strings.HasPrefix(name, strings.ToLower(p.GetPrefix())),
+			p.GetSafeRegex() != nil && regexp.MustCompile(`^(?:`+p.GetSafeRegex().GetRegex()+`)$`).MatchString(name):
+			return true
+		}
+	}
+	return false
+}
+
+// WithoutUnderscoreRejection returns a copy of b with every HTTP connection
+// manager's headers_with_underscores_action cleared: the one setting in which
+// the Helm and kustomize sidecar renderings differ from envoy/sidecar.yaml.
+func WithoutUnderscoreRejection(b *bootstrapv3.Bootstrap) (*bootstrapv3.Bootstrap, error) {
+	c := proto.Clone(b).(*bootstrapv3.Bootstrap)
+	for _, l := range c.GetStaticResources().GetListeners() {
+		for _, fc := range l.GetFilterChains() {
+			for _, f := range fc.GetFilters() {
+				if f.GetTypedConfig() == nil {
+					continue
+				}
+				var h hcmv3.HttpConnectionManager
+				if f.GetTypedConfig().MessageIs(&h) {
+					if err := f.GetTypedConfig().UnmarshalTo(&h); err != nil {
+						return nil, err
+					}
+					if o := h.GetCommonHttpProtocolOptions(); o != nil {
+						o.HeadersWithUnderscoresAction = corev3.HttpProtocolOptions_ALLOW
+						if proto.Equal(o, &corev3.HttpProtocolOptions{}) {
+							h.CommonHttpProtocolOptions = nil
+						}
+					}
+					a, err := anypb.New(&h)
+					if err != nil {
+						return nil, err
+					}
+					f.ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: a}
+				}
+			}
+		}
+	}
+	return c, nil
+}
+
 // CheckInvariants reports, joined, every way b breaks the properties the
 // mcp-extauthz deployment relies on:
 //   - every HTTP connection manager that forwards to a cluster runs ext_authz
@@ -231,11 +342,15 @@ func Cluster(b *bootstrapv3.Bootstrap, name string) *clusterv3.Cluster {
 //   - ext_authz uses transport API V3, a gRPC service with a timeout,
 //     failure_mode_allow false, and with_request_body with a
 //     max_request_bytes, allow_partial_message false and pack_as_bytes true;
-//   - the HTTP connection manager rejects header names with underscores
+//   - header names with underscores, which upstreams fold onto the headers
+//     the service sets or decides on, never reach an MCP server as sent:
+//     the HTTP connection manager rejects them
 //     (common_http_protocol_options.headers_with_underscores_action
-//     REJECT_REQUEST), which upstreams fold onto the x-mcp-* headers the
-//     service sets;
+//     REJECT_REQUEST), or ext_authz forwards every such name to the service,
+//     which removes those that fold onto its own (FoldedSpellings);
 //   - the gRPC cluster speaks HTTP/2;
+//   - ext_authz is never off for a virtual host or route configuration, and
+//     off for a route only on metadata routes (MetadataRoute);
 //   - Envoy's admin listens on loopback only, and a listener reaches it
 //     (cluster AdminCluster, whose endpoint must be the admin address) only
 //     for the exact path StatsPath.
@@ -265,12 +380,17 @@ func CheckInvariants(b *bootstrapv3.Bootstrap) error {
 			continue
 		}
 		forwarding++
-		if got := h.HCM.GetCommonHttpProtocolOptions().GetHeadersWithUnderscoresAction(); got != corev3.HttpProtocolOptions_REJECT_REQUEST {
-			fail("listener %s: headers_with_underscores_action %v, want REJECT_REQUEST", h.Listener, got)
-		}
 		ea, at, err := ExtAuthz(h.HCM)
 		if err != nil {
 			return err
+		}
+		if got := h.HCM.GetCommonHttpProtocolOptions().GetHeadersWithUnderscoresAction(); got != corev3.HttpProtocolOptions_REJECT_REQUEST {
+			for _, name := range FoldedSpellings {
+				if !AllowsHeader(ea, name) {
+					fail("listener %s: headers_with_underscores_action %v and ext_authz does not forward %q: want REJECT_REQUEST, or every name with '_' in allowed_headers", h.Listener, got, name)
+					break
+				}
+			}
 		}
 		router := slices.IndexFunc(h.HCM.GetHttpFilters(), func(f *hcmv3.HttpFilter) bool { return f.GetName() == RouterFilter })
 		switch {
@@ -281,6 +401,23 @@ func CheckInvariants(b *bootstrapv3.Bootstrap) error {
 			fail("listener %s: no %s", h.Listener, RouterFilter)
 		case at > router:
 			fail("listener %s: %s after %s", h.Listener, ExtAuthzFilter, RouterFilter)
+		}
+		rc := h.HCM.GetRouteConfig()
+		if off, err := ExtAuthzDisabled(rc.GetTypedPerFilterConfig()); err != nil || off {
+			fail("listener %s: ext_authz off for the whole route configuration (%v)", h.Listener, err)
+		}
+		for _, vh := range rc.GetVirtualHosts() {
+			if off, err := ExtAuthzDisabled(vh.GetTypedPerFilterConfig()); err != nil || off {
+				fail("listener %s: ext_authz off for virtual host %s (%v)", h.Listener, vh.GetName(), err)
+			}
+			for _, r := range vh.GetRoutes() {
+				off, err := ExtAuthzDisabled(r.GetTypedPerFilterConfig())
+				if err != nil {
+					fail("listener %s: route %v: %v", h.Listener, r.GetMatch(), err)
+				} else if off && !MetadataRoute(r) {
+					fail("listener %s: ext_authz off on route %v, which is not a protected resource metadata route", h.Listener, r.GetMatch())
+				}
+			}
 		}
 		if ea.GetTransportApiVersion() != corev3.ApiVersion_V3 {
 			fail("listener %s: transport_api_version %v, want V3", h.Listener, ea.GetTransportApiVersion())

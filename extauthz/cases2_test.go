@@ -160,7 +160,11 @@ func runCase2(t *testing.T, k *testKey, c case2Line) string {
 	if err := v.Warm(t.Context()); err != nil {
 		t.Logf("warm: %v", err) // the Check below decides
 	}
-	client := startGRPC(t, newTestServer(store, v, nil))
+	// want.status is the HTTP error of each line: it runs under
+	// --denial-status http-error; TestDenialStatusTable covers auto.
+	srv := newTestServer(store, v, nil)
+	srv.Responder.DenialStatus = DenialStatusHTTPError
+	client := startGRPC(t, srv)
 
 	now := testClaimsFor(issuer)
 	withCnf := testClaimsFor(issuer)

@@ -71,7 +71,11 @@ func newCaseRig(t *testing.T) (*caseRig, func(*CapturedRequest, bool) (Reason, i
 	if err := v.Warm(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	client := startGRPC(t, newTestServer(compileStore(t, filepath.Join("testdata", "cases-policy.yaml")), v, nil))
+	// The cases state HTTP errors (403 for a policy denial): they run under
+	// --denial-status http-error; TestDenialStatusTable covers auto.
+	srv := newTestServer(compileStore(t, filepath.Join("testdata", "cases-policy.yaml")), v, nil)
+	srv.Responder.DenialStatus = DenialStatusHTTPError
+	client := startGRPC(t, srv)
 	claims := rig.idp.claims()
 	wrongAud := rig.idp.claims()
 	wrongAud["aud"] = []string{"some-other-client"}

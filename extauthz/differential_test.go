@@ -122,8 +122,10 @@ func TestBodyDecidedText(t *testing.T) {
 }
 
 // TestFoldedHeadersRemoved: a client header whose name folds onto the
-// x-mcp-* family ('_' and '-', case, other punctuation) never reaches the
-// upstream (D04); other headers are left alone.
+// x-mcp-* family ('_' and '-', case, other punctuation), or is a
+// non-canonical spelling of a header the service decides on (mcp-*,
+// authorization, dpop, content-*), never reaches the upstream (D04); other
+// headers, and the canonical spellings, are left alone.
 func TestFoldedHeadersRemoved(t *testing.T) {
 	tests := []struct {
 		give       string
@@ -142,6 +144,17 @@ func TestFoldedHeadersRemoved(t *testing.T) {
 		{"xmcp-principal", false},
 		{"x-mcpprincipal", false},
 		{"mcp-session-id", false},
+		{"mcp_session_id", true},
+		{"mcp_method", true},
+		{"mcp-param_amount", true},
+		{"authori_zation", false}, // folds to authori-zation: not a decided header
+		{"content_type", true},
+		{"content_length", true},
+		{"transfer_encoding", true},
+		{"dpop", false},
+		{"d_pop", false},
+		{"x-tenant_id", false}, // not ours: the upstream's own business
+		{"mcp", false},
 		{"x-request-id", false},
 		{"accept", false},
 	}

@@ -10,5 +10,12 @@
 // (package policy) and answers with an OkHttpResponse carrying x-mcp-* headers
 // and dynamic metadata, or a DeniedHttpResponse whose body is a JSON-RPC error
 // with a Reason from a closed set. It fails closed: every error path is a
-// denial, and Check never returns a gRPC error.
+// denial, and Check never returns a gRPC error. A policy denial of a
+// Streamable HTTP request is answered HTTP 200 with that JSON-RPC error (as an
+// MCP server refusing a call itself does) unless DenialStatusHTTPError; the
+// gRPC status and metadata still name the denial.
+//
+// ProtectedResourceMetadata serves RFC 9728 protected resource metadata for
+// the configured audiences (MCP authorization, 2025-06-18 and later), which
+// every 401's WWW-Authenticate resource_metadata names.
 package extauthz

@@ -67,9 +67,21 @@ const (
 	ReasonInternalError     Reason = "internal_error"     // a recovered panic or an unexpected fault
 )
 
-// JSON-RPC error codes for denials. JSON-RPC 2.0 reserves -32700..-32600 for
-// its own errors; MCP 2026-07-28 leaves -32000..-32019 to implementations and
-// keeps -32020..-32099 for the protocol (-32020 HeaderMismatch).
+// JSON-RPC error codes of denials (JSON-RPC 2.0 section 5.1).
+//
+// The standard codes (-32700, -32600..-32603) keep their JSON-RPC meaning and
+// -32020 its MCP 2026-07-28 one. The service's own codes sit in
+// -32010..-32015, inside the sub-range MCP 2026-07-28 (basic/index,
+// "Error codes") leaves to implementations (-32000..-32019), and avoid every
+// code an MCP revision or an official SDK gives a meaning: MCP -32002
+// (resource not found) and -32042 (URL elicitation required); TypeScript,
+// Python, Kotlin and Swift -32000/-32001 (connection closed, request
+// timeout); Go internal/jsonrpc2 -32001 (unknown), -32003 (client closing:
+// the caller sees "connection closed"), -32004 (server closing), -32005
+// (rejected by transport); MCP -32020..-32022 (header mismatch, missing
+// client capability, unsupported protocol version); -32800 (request
+// cancelled). TestJSONRPCCodesUnclaimed lists every constant checked and its
+// source. -32016..-32018 are free for new denial kinds.
 const (
 	CodeParseError     = -32700 // JSON-RPC 2.0: invalid JSON
 	CodeInvalidRequest = -32600 // JSON-RPC 2.0: not a valid request object
@@ -77,71 +89,89 @@ const (
 	CodeInvalidParams  = -32602 // JSON-RPC 2.0: invalid method parameters
 	CodeHeaderMismatch = -32020 // MCP 2026-07-28: header disagrees with body
 
-	CodeInternal              = -32000 // ours: the service failed; the request is denied
-	CodeUnauthenticated       = -32001 // ours: no valid bearer token (HTTP 401)
-	CodeForbidden             = -32002 // ours: the policy denies the request (HTTP 403)
-	CodeAuthorizationRequired = -32003 // ours: the policy asks for approval (HTTP 403)
-	CodeRequestRejected       = -32004 // ours: the HTTP request cannot be decided as sent
-	CodeUnavailable           = -32005 // ours: a dependency (identity provider, policy) is unavailable
+	CodeForbidden             = -32010 // ours: the policy denies the request
+	CodeAuthorizationRequired = -32011 // ours: the policy asks for approval; data.request_digest names what to approve
+	CodeUnauthenticated       = -32012 // ours: no valid bearer token (HTTP 401)
+	CodeRequestRejected       = -32013 // ours: the HTTP request cannot be decided as sent
+	CodeUnavailable           = -32014 // ours: a dependency (identity provider, policy, time) is unavailable; retry
+	CodeInternal              = -32015 // ours: the service failed; the request is denied
+)
+
+// class groups reasons by how their denial is answered over HTTP; the HTTP
+// status of a denial depends on its class, the transport and DenialStatus
+// (see Responder.Status). A new kind of denial (say, a scope step-up 403)
+// adds a class here and a case in Responder.Status.
+type class int
+
+const (
+	classAllowed     class = iota
+	classPolicy            // deny or ask by the policy: HTTP 200 + JSON-RPC error on Streamable HTTP (auto)
+	classToken             // no valid token: 401 + WWW-Authenticate, always (MCP authorization)
+	classRequest           // the HTTP request is malformed or too large: 400, 405, 413, 415
+	classUnavailable       // a dependency is down or too slow: 503 + Retry-After
+	classInternal          // the service failed: 500
 )
 
 // outcome is how one reason is answered: the gRPC status code of the
-// CheckResponse (never an RPC error), the HTTP status of DeniedHttpResponse and
-// the JSON-RPC error code and message of its body.
+// CheckResponse (never an RPC error), its class, the HTTP status of
+// DeniedHttpResponse as an HTTP error, the JSON-RPC error code and message of
+// its body, and the Retry-After seconds (0: none).
 type outcome struct {
-	grpc    codes.Code
-	http    int
-	code    int
-	message string
+	grpc       codes.Code
+	class      class
+	http       int
+	code       int
+	message    string
+	retryAfter int
 }
 
 // outcomes maps every Reason to its answer; TestReasonTable proves it total.
 var outcomes = map[Reason]outcome{
-	ReasonAllowed: {codes.OK, http.StatusOK, 0, ""},
+	ReasonAllowed: {codes.OK, classAllowed, http.StatusOK, 0, "", 0},
 
-	ReasonPolicyDenied:          {codes.PermissionDenied, http.StatusForbidden, CodeForbidden, "Forbidden by policy"},
-	ReasonDefaultDeny:           {codes.PermissionDenied, http.StatusForbidden, CodeForbidden, "Forbidden by policy"},
-	ReasonAuthorizationRequired: {codes.PermissionDenied, http.StatusForbidden, CodeAuthorizationRequired, "Authorization required"},
-	ReasonUnknownMethod:         {codes.PermissionDenied, http.StatusForbidden, CodeMethodNotFound, "Method not found"},
-	ReasonUnsafeURI:             {codes.PermissionDenied, http.StatusForbidden, CodeForbidden, "Resource URI not in normal form"},
-	ReasonUnknownServer:         {codes.PermissionDenied, http.StatusForbidden, CodeForbidden, "Unknown MCP server"},
+	ReasonPolicyDenied:          {codes.PermissionDenied, classPolicy, http.StatusForbidden, CodeForbidden, "Forbidden by policy", 0},
+	ReasonDefaultDeny:           {codes.PermissionDenied, classPolicy, http.StatusForbidden, CodeForbidden, "Forbidden by policy", 0},
+	ReasonAuthorizationRequired: {codes.PermissionDenied, classPolicy, http.StatusForbidden, CodeAuthorizationRequired, "Authorization required", 0},
+	ReasonUnknownMethod:         {codes.PermissionDenied, classPolicy, http.StatusForbidden, CodeMethodNotFound, "Method not found", 0},
+	ReasonUnsafeURI:             {codes.PermissionDenied, classPolicy, http.StatusForbidden, CodeForbidden, "Resource URI not in normal form", 0},
+	ReasonUnknownServer:         {codes.PermissionDenied, classPolicy, http.StatusForbidden, CodeForbidden, "Unknown MCP server", 0},
 
-	ReasonTokenMissing:       {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized"},
-	ReasonTokenMalformed:     {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized"},
-	ReasonTokenInvalid:       {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized"},
-	ReasonTokenExpired:       {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized"},
-	ReasonTokenWrongIssuer:   {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized"},
-	ReasonTokenWrongAudience: {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized"},
-	ReasonIdPUnavailable:     {codes.Unavailable, http.StatusServiceUnavailable, CodeUnavailable, "Identity provider unavailable"},
+	ReasonTokenMissing:       {codes.Unauthenticated, classToken, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized", 0},
+	ReasonTokenMalformed:     {codes.Unauthenticated, classToken, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized", 0},
+	ReasonTokenInvalid:       {codes.Unauthenticated, classToken, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized", 0},
+	ReasonTokenExpired:       {codes.Unauthenticated, classToken, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized", 0},
+	ReasonTokenWrongIssuer:   {codes.Unauthenticated, classToken, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized", 0},
+	ReasonTokenWrongAudience: {codes.Unauthenticated, classToken, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized", 0},
+	ReasonIdPUnavailable:     {codes.Unavailable, classUnavailable, http.StatusServiceUnavailable, CodeUnavailable, "Identity provider unavailable", 5},
 
-	ReasonTokenBindingUnsupported: {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: token binding cannot be verified"},
-	ReasonDPoPProofMissing:        {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: DPoP proof required"},
-	ReasonDPoPProofInvalid:        {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof"},
-	ReasonDPoPProofMismatch:       {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof"},
-	ReasonDPoPProofStale:          {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof"},
-	ReasonDPoPProofReplayed:       {codes.Unauthenticated, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof"},
+	ReasonTokenBindingUnsupported: {codes.Unauthenticated, classToken, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: token binding cannot be verified", 0},
+	ReasonDPoPProofMissing:        {codes.Unauthenticated, classToken, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: DPoP proof required", 0},
+	ReasonDPoPProofInvalid:        {codes.Unauthenticated, classToken, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof", 0},
+	ReasonDPoPProofMismatch:       {codes.Unauthenticated, classToken, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof", 0},
+	ReasonDPoPProofStale:          {codes.Unauthenticated, classToken, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof", 0},
+	ReasonDPoPProofReplayed:       {codes.Unauthenticated, classToken, http.StatusUnauthorized, CodeUnauthenticated, "Unauthorized: invalid DPoP proof", 0},
 
-	ReasonBodyTruncated:        {codes.InvalidArgument, http.StatusRequestEntityTooLarge, CodeRequestRejected, "Request body truncated"},
-	ReasonBodyMissing:          {codes.InvalidArgument, http.StatusBadRequest, CodeInvalidRequest, "Request body missing"},
-	ReasonBodyTooLarge:         {codes.InvalidArgument, http.StatusRequestEntityTooLarge, CodeRequestRejected, "Request body too large"},
-	ReasonUnsupportedMediaType: {codes.InvalidArgument, http.StatusUnsupportedMediaType, CodeInvalidRequest, "Content-Type must be application/json"},
-	ReasonMethodNotAllowed:     {codes.InvalidArgument, http.StatusMethodNotAllowed, CodeRequestRejected, "HTTP method not allowed"},
-	ReasonHeaderMismatch:       {codes.InvalidArgument, http.StatusBadRequest, CodeHeaderMismatch, "Header mismatch"},
+	ReasonBodyTruncated:        {codes.InvalidArgument, classRequest, http.StatusRequestEntityTooLarge, CodeRequestRejected, "Request body truncated", 0},
+	ReasonBodyMissing:          {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeInvalidRequest, "Request body missing", 0},
+	ReasonBodyTooLarge:         {codes.InvalidArgument, classRequest, http.StatusRequestEntityTooLarge, CodeRequestRejected, "Request body too large", 0},
+	ReasonUnsupportedMediaType: {codes.InvalidArgument, classRequest, http.StatusUnsupportedMediaType, CodeInvalidRequest, "Content-Type must be application/json", 0},
+	ReasonMethodNotAllowed:     {codes.InvalidArgument, classRequest, http.StatusMethodNotAllowed, CodeRequestRejected, "HTTP method not allowed", 0},
+	ReasonHeaderMismatch:       {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeHeaderMismatch, "Header mismatch", 0},
 
-	ReasonParseError:         {codes.InvalidArgument, http.StatusBadRequest, CodeParseError, "Parse error"},
-	ReasonInvalidUTF8:        {codes.InvalidArgument, http.StatusBadRequest, CodeParseError, "Parse error: invalid UTF-8"},
-	ReasonDuplicateKey:       {codes.InvalidArgument, http.StatusBadRequest, CodeInvalidRequest, "Invalid Request: duplicate member"},
-	ReasonCaseVariantKey:     {codes.InvalidArgument, http.StatusBadRequest, CodeInvalidRequest, "Invalid Request: case-variant member"},
-	ReasonTrailingData:       {codes.InvalidArgument, http.StatusBadRequest, CodeParseError, "Parse error: trailing data"},
-	ReasonLimitExceeded:      {codes.InvalidArgument, http.StatusBadRequest, CodeParseError, "Parse error: limit exceeded"},
-	ReasonInvalidRequest:     {codes.InvalidArgument, http.StatusBadRequest, CodeInvalidRequest, "Invalid Request"},
-	ReasonInvalidParams:      {codes.InvalidArgument, http.StatusBadRequest, CodeInvalidParams, "Invalid params"},
-	ReasonNonCanonicalNumber: {codes.InvalidArgument, http.StatusBadRequest, CodeInvalidParams, "Invalid params: number loses precision"},
-	ReasonBatchNotSupported:  {codes.InvalidArgument, http.StatusBadRequest, CodeInvalidRequest, "Invalid Request: batches are not supported"},
+	ReasonParseError:         {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeParseError, "Parse error", 0},
+	ReasonInvalidUTF8:        {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeParseError, "Parse error: invalid UTF-8", 0},
+	ReasonDuplicateKey:       {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeInvalidRequest, "Invalid Request: duplicate member", 0},
+	ReasonCaseVariantKey:     {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeInvalidRequest, "Invalid Request: case-variant member", 0},
+	ReasonTrailingData:       {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeParseError, "Parse error: trailing data", 0},
+	ReasonLimitExceeded:      {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeParseError, "Parse error: limit exceeded", 0},
+	ReasonInvalidRequest:     {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeInvalidRequest, "Invalid Request", 0},
+	ReasonInvalidParams:      {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeInvalidParams, "Invalid params", 0},
+	ReasonNonCanonicalNumber: {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeInvalidParams, "Invalid params: number loses precision", 0},
+	ReasonBatchNotSupported:  {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeInvalidRequest, "Invalid Request: batches are not supported", 0},
 
-	ReasonDeadlineExceeded:  {codes.Unavailable, http.StatusServiceUnavailable, CodeUnavailable, "Authorization timed out"},
-	ReasonPolicyUnavailable: {codes.Unavailable, http.StatusServiceUnavailable, CodeUnavailable, "Policy unavailable"},
-	ReasonInternalError:     {codes.Internal, http.StatusInternalServerError, CodeInternal, "Internal error"},
+	ReasonDeadlineExceeded:  {codes.Unavailable, classUnavailable, http.StatusServiceUnavailable, CodeUnavailable, "Authorization timed out", 1},
+	ReasonPolicyUnavailable: {codes.Unavailable, classUnavailable, http.StatusServiceUnavailable, CodeUnavailable, "Policy unavailable", 0},
+	ReasonInternalError:     {codes.Internal, classInternal, http.StatusInternalServerError, CodeInternal, "Internal error", 0},
 }
 
 // Reasons returns every reason in the closed set, for documentation and tests.
@@ -161,4 +191,4 @@ func (r Reason) outcome() outcome {
 }
 
 // isTokenReason reports whether r answers with 401 and WWW-Authenticate.
-func (r Reason) isTokenReason() bool { return r.outcome().http == http.StatusUnauthorized }
+func (r Reason) isTokenReason() bool { return r.outcome().class == classToken }

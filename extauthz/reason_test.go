@@ -32,18 +32,18 @@ type wantOutcome struct {
 var (
 	wantAllowed = wantOutcome{"allow", codes.OK, 200, 0}
 	// Policy outcomes: 403 with our forbidden code.
-	wantForbidden = wantOutcome{"deny", codes.PermissionDenied, 403, -32002}
+	wantForbidden = wantOutcome{"deny", codes.PermissionDenied, 403, -32010}
 	// No valid token, or its binding not proven: 401, RFC 6750 section 3.
-	wantUnauthenticated = wantOutcome{"deny", codes.Unauthenticated, 401, -32001}
+	wantUnauthenticated = wantOutcome{"deny", codes.Unauthenticated, 401, -32012}
 	// A dependency of ours is unavailable: 503, retryable.
-	wantUnavailable = wantOutcome{"deny", codes.Unavailable, 503, -32005}
+	wantUnavailable = wantOutcome{"deny", codes.Unavailable, 503, -32014}
 )
 
 var wantOutcomes = map[string]wantOutcome{
 	"allowed":                wantAllowed,
 	"policy_denied":          wantForbidden,
 	"default_deny":           wantForbidden,
-	"authorization_required": {"ask", codes.PermissionDenied, 403, -32003},
+	"authorization_required": {"ask", codes.PermissionDenied, 403, -32011},
 	"unknown_method":         {"deny", codes.PermissionDenied, 403, -32601},
 	"unsafe_uri":             wantForbidden,
 	"unknown_server":         wantForbidden,
@@ -62,11 +62,11 @@ var wantOutcomes = map[string]wantOutcome{
 	"dpop_proof_replayed":       wantUnauthenticated,
 	"idp_unavailable":           wantUnavailable,
 
-	"body_truncated":         {"deny", codes.InvalidArgument, 413, -32004},
+	"body_truncated":         {"deny", codes.InvalidArgument, 413, -32013},
 	"body_missing":           {"deny", codes.InvalidArgument, 400, -32600},
-	"body_too_large":         {"deny", codes.InvalidArgument, 413, -32004},
+	"body_too_large":         {"deny", codes.InvalidArgument, 413, -32013},
 	"unsupported_media_type": {"deny", codes.InvalidArgument, 415, -32600},
-	"method_not_allowed":     {"deny", codes.InvalidArgument, 405, -32004},
+	"method_not_allowed":     {"deny", codes.InvalidArgument, 405, -32013},
 	"header_mismatch":        {"deny", codes.InvalidArgument, 400, -32020},
 
 	"parse_error":          {"deny", codes.InvalidArgument, 400, -32700},
@@ -82,7 +82,7 @@ var wantOutcomes = map[string]wantOutcome{
 
 	"deadline_exceeded":  wantUnavailable,
 	"policy_unavailable": wantUnavailable,
-	"internal_error":     {"deny", codes.Internal, 500, -32000},
+	"internal_error":     {"deny", codes.Internal, 500, -32015},
 }
 
 // declaredReasons parses reason.go and returns every constant of type

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -73,11 +75,49 @@ func RequestFromCheck(req *authv3.CheckRequest) *Request {
 	return r
 }
 
+// DenialStatus chooses the HTTP status of policy denials (deny and ask).
+type DenialStatus int
+
+const (
+	// DenialStatusAuto answers a policy denial of a JSON-RPC request on
+	// Streamable HTTP (a POST whose Accept includes text/event-stream) with
+	// HTTP 200 and the JSON-RPC error response, as an MCP server that refuses
+	// a call itself does: every SDK hands that error to the caller intact
+	// and keeps the session. Everything else gets its HTTP error status.
+	DenialStatusAuto DenialStatus = iota
+	// DenialStatusHTTPError answers every denial with its HTTP error status
+	// (403 for policy denials).
+	DenialStatusHTTPError
+)
+
+// ParseDenialStatus parses the --denial-status values "auto" and "http-error".
+func ParseDenialStatus(s string) (DenialStatus, error) {
+	switch s {
+	case "auto":
+		return DenialStatusAuto, nil
+	case "http-error":
+		return DenialStatusHTTPError, nil
+	}
+	return 0, fmt.Errorf("denial status %q: want auto or http-error", s)
+}
+
+func (s DenialStatus) String() string {
+	if s == DenialStatusHTTPError {
+		return "http-error"
+	}
+	return "auto"
+}
+
 // Responder turns Decisions into CheckResponses.
 type Responder struct {
 	// ResourceMetadataURL is the RFC 9728 protected resource metadata URL
-	// advertised in WWW-Authenticate on 401 (MCP authorization, 2025-06-18).
+	// advertised in WWW-Authenticate on 401 (MCP authorization, 2025-06-18),
+	// unless the route names its audience (context extension mcp_audience),
+	// whose metadata URL is then advertised.
 	ResourceMetadataURL string
+	// DenialStatus chooses the HTTP status of policy denials; the zero
+	// value is DenialStatusAuto.
+	DenialStatus DenialStatus
 }
 
 // ResourceMetadataURL derives the RFC 9728 section 3.1 well-known URL of the
@@ -91,12 +131,87 @@ func ResourceMetadataURL(resource string) string {
 	return u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + strings.TrimSuffix(u.EscapedPath(), "/")
 }
 
-// Response builds the CheckResponse for d. Allowed: status OK with an
-// OkHttpResponse. Otherwise: a non-OK status with a DeniedHttpResponse whose
-// body is a JSON-RPC 2.0 error response. reqHeaders are the request's
-// headers, to strip client-sent x-mcp-* copies. Both carry d as dynamic
-// metadata (namespace envoy.filters.http.ext_authz in Envoy's access log).
+// Status returns the HTTP status of the answer to d, a request with headers
+// h. Allowed: 200. Token denials: 401. Request faults: 400, 405, 413, 415.
+// Unavailable: 503; internal: 500. Policy denials (deny, ask): 200 under
+// DenialStatusAuto when the request is a JSON-RPC request (it has an id and
+// is not a batch or a response) on Streamable HTTP, else 403. The
+// CheckResponse's gRPC status names the real decision either way.
+func (rs *Responder) Status(d *Decision, h Headers) int {
+	o := d.Reason.outcome()
+	if o.class == classPolicy && rs.DenialStatus == DenialStatusAuto && streamableRequest(d, h) {
+		return http.StatusOK
+	}
+	return o.http
+}
+
+// streamableRequest reports whether d decided a single JSON-RPC request
+// (not a notification, response or batch) sent over Streamable HTTP: a POST
+// whose Accept lists text/event-stream (MCP 2025-03-26 and later, "Sending
+// Messages to the Server"). Legacy HTTP+SSE clients (2024-11-05) do not send
+// it; they read responses from their GET stream only, so an HTTP 200 would
+// leave them waiting.
+func streamableRequest(d *Decision, h Headers) bool {
+	if len(d.RPCID) == 0 || d.BatchIndex >= 0 || d.Method == "" || d.Method == "response" || d.Method == "batch" {
+		return false
+	}
+	for _, v := range h["accept"] {
+		for _, mr := range strings.Split(v, ",") {
+			typ, params, _ := strings.Cut(mr, ";")
+			if !strings.EqualFold(strings.TrimSpace(typ), "text/event-stream") {
+				continue
+			}
+			if q, ok := qValue(params); ok && q == 0 {
+				continue // "q=0": not acceptable (RFC 9110 section 12.4.2)
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// qValue returns the q parameter of a media range's parameters, if any.
+func qValue(params string) (float64, bool) {
+	for _, p := range strings.Split(params, ";") {
+		k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(k), "q") {
+			continue
+		}
+		q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return 0, true // an unreadable weight counts as "not acceptable"
+		}
+		return q, true
+	}
+	return 0, false
+}
+
+// Response builds the CheckResponse for d, a request with headers
+// reqHeaders, advertising rs.ResourceMetadataURL on 401. See ResponseFor.
 func (rs *Responder) Response(d *Decision, reqHeaders Headers) *authv3.CheckResponse {
+	return rs.respond(d, reqHeaders, rs.ResourceMetadataURL)
+}
+
+// ResponseFor builds the CheckResponse for d, decided on r. Allowed: status
+// OK with an OkHttpResponse that sets the x-mcp-* headers and removes
+// client-sent copies. Otherwise: a non-OK gRPC status naming the real
+// decision, with a DeniedHttpResponse whose status is Status(d, r.Headers)
+// and whose body is the JSON-RPC 2.0 error response (application/json); 401
+// adds WWW-Authenticate (RFC 6750 section 3, RFC 9728 resource_metadata: the
+// route's mcp_audience metadata URL, else rs.ResourceMetadataURL), 503 adds
+// Retry-After. Both carry d as dynamic metadata (namespace
+// envoy.filters.http.ext_authz in Envoy's access log).
+func (rs *Responder) ResponseFor(d *Decision, r *Request) *authv3.CheckResponse {
+	rm := rs.ResourceMetadataURL
+	if aud := r.ContextExtensions[ContextExtensionAudience]; aud != "" {
+		if u := ResourceMetadataURL(aud); u != "" {
+			rm = u
+		}
+	}
+	return rs.respond(d, r.Headers, rm)
+}
+
+func (rs *Responder) respond(d *Decision, reqHeaders Headers, resourceMetadata string) *authv3.CheckResponse {
 	md := decisionMetadata(d)
 	if d.Allowed() {
 		return &authv3.CheckResponse{
@@ -107,14 +222,17 @@ func (rs *Responder) Response(d *Decision, reqHeaders Headers) *authv3.CheckResp
 	}
 	o := d.Reason.outcome()
 	headers := []*corev3.HeaderValueOption{header("content-type", "application/json")}
-	if d.Reason.isTokenReason() {
-		headers = append(headers, header("www-authenticate", rs.wwwAuthenticate(d.Reason, reqHeaders)))
+	if o.class == classToken {
+		headers = append(headers, header("www-authenticate", wwwAuthenticate(d.Reason, reqHeaders, resourceMetadata)))
+	}
+	if o.retryAfter > 0 {
+		headers = append(headers, header("retry-after", strconv.Itoa(o.retryAfter)))
 	}
 	return &authv3.CheckResponse{
 		Status:          &rpcstatus.Status{Code: int32(o.grpc), Message: string(d.Reason)},
 		DynamicMetadata: md,
 		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
-			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(o.http)},
+			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(rs.Status(d, reqHeaders))},
 			Headers: headers,
 			Body:    string(ErrorBody(d)),
 		}},
@@ -176,28 +294,65 @@ func (rs *Responder) okResponse(d *Decision, reqHeaders Headers, dryRun bool) *a
 	return ok
 }
 
-// foldsOntoOurs reports whether a client header name (lower-cased) may reach
-// an upstream as one of the x-mcp-* family the service sets: compared with
-// every character other than a letter or digit read as '-', as CGI, WSGI,
-// PHP and Rack fold '_' and '-' into one variable (HTTP_X_MCP_PRINCIPAL),
-// and in any case. So x_mcp_principal, x-mcp_principal, X.MCP.Tool and
-// x-mcp-approved all fold onto the family; names the service sets exactly
-// are overwritten instead.
+// decidedHeaders are the request headers the service decides on (besides
+// the mcp-* family): a client spelling that an upstream folds onto one of
+// them could make it read a value the service never saw.
+var decidedHeaders = []string{"authorization", "dpop", "content-type", "content-length", "content-encoding", "transfer-encoding"}
+
+// foldsOntoOurs reports whether a client header name (lower-cased, as Envoy
+// sends it) may reach an upstream as a header the service sets or decides
+// on. Names are compared folded: any character other than a letter or digit
+// reads as '-', in any case, as CGI, WSGI, PHP and Rack fold '_' and '-' into
+// one variable (HTTP_X_MCP_PRINCIPAL). Every spelling in the x-mcp-* family
+// the service sets folds onto it (x_mcp_principal, X.MCP.Tool,
+// x-mcp-approved; the names the service sets exactly are overwritten
+// instead); for the mcp-* family and decidedHeaders only spellings other
+// than the canonical one do (mcp_method, authori_zation is not one).
 func foldsOntoOurs(name string) bool {
-	const family = "x-mcp-"
-	if len(name) < len(family) {
+	if foldedHasPrefix(name, "x-mcp-") {
+		return true
+	}
+	if canonicalName(name) {
 		return false
 	}
-	for i := 0; i < len(family); i++ {
+	if foldedHasPrefix(name, "mcp-") {
+		return true
+	}
+	for _, h := range decidedHeaders {
+		if len(name) == len(h) && foldedHasPrefix(name, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// foldedHasPrefix reports whether name, folded as foldsOntoOurs folds it,
+// begins with prefix (lower-case letters, digits and '-').
+func foldedHasPrefix(name, prefix string) bool {
+	if len(name) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
 		c := name[i]
 		if c >= 'A' && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		isAlnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
-		if !isAlnum {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
 			c = '-'
 		}
-		if c != family[i] {
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalName reports whether name is already in folded form: lower-case
+// letters, digits and '-' only.
+func canonicalName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
 			return false
 		}
 	}
@@ -205,12 +360,13 @@ func foldsOntoOurs(name string) bool {
 }
 
 // wwwAuthenticate builds the challenge of a 401 with the RFC 9728
-// resource_metadata parameter: RFC 6750 section 3's Bearer challenge, or
+// section 5.1 resource_metadata parameter (omitted when resourceMetadata is
+// empty): RFC 6750 section 3's Bearer challenge, or
 // RFC 9449 section 7.1's DPoP challenge (with the accepted algs) when the
 // request used the DPoP scheme or the reason is about a DPoP proof. The
 // error is invalid_dpop_proof for a proof that failed, invalid_token for
 // any other token fault, and absent when no token was sent.
-func (rs *Responder) wwwAuthenticate(r Reason, reqHeaders Headers) string {
+func wwwAuthenticate(r Reason, reqHeaders Headers, resourceMetadata string) string {
 	auth, _ := reqHeaders.Get("authorization")
 	scheme, _, _ := strings.Cut(auth, " ")
 	dpop := strings.EqualFold(scheme, "DPoP") || strings.HasPrefix(string(r), "dpop_")
@@ -229,8 +385,8 @@ func (rs *Responder) wwwAuthenticate(r Reason, reqHeaders Headers) string {
 	} else {
 		b.WriteString("Bearer")
 	}
-	if rs.ResourceMetadataURL != "" {
-		params = append(params, `resource_metadata="`+rs.ResourceMetadataURL+`"`)
+	if resourceMetadata != "" {
+		params = append(params, `resource_metadata="`+resourceMetadata+`"`)
 	}
 	if len(params) > 0 {
 		b.WriteString(" " + strings.Join(params, ", "))

@@ -55,7 +55,7 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 	if s.DryRun {
 		resp = s.Responder.DryRunResponse(d, r.Headers)
 	} else {
-		resp = s.Responder.Response(d, r.Headers)
+		resp = s.Responder.ResponseFor(d, r)
 	}
 	latency := now().Sub(start)
 	s.observe(d, latency)

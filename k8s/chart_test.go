@@ -630,7 +630,8 @@ func argAfter(args []string, flag string) string {
 
 // TestChartEnvoyConfigMirrorsSidecarFile keeps templates/_envoy.tpl and
 // envoy/sidecar.yaml one config: with the file's ports they must render to
-// the same Bootstrap.
+// the same Bootstrap, but for headers_with_underscores_action, which the
+// chart sets to REJECT_REQUEST.
 func TestChartEnvoyConfigMirrorsSidecarFile(t *testing.T) {
 	out, _, err := render(loadChart(t), valueSets(t)["sidecar-values.yaml"])
 	if err != nil {
@@ -650,6 +651,10 @@ func TestChartEnvoyConfigMirrorsSidecarFile(t *testing.T) {
 	}
 	want, err := envoy.ValidateBootstrapYAML(y)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The chart also refuses underscore header names (checked on its own).
+	if got, err = envoy.WithoutUnderscoreRejection(got); err != nil {
 		t.Fatal(err)
 	}
 	if !proto.Equal(got, want) {
@@ -683,6 +688,7 @@ func TestChartRejectsWrongValues(t *testing.T) {
 		{"no limits", "resources: {limits: null}", "missing property 'limits'"},
 		{"port out of range", "ports: {grpc: 70000}", "'/ports/grpc'"},
 		{"body limit zero", "maxRequestBytes: 0", "'/maxRequestBytes'"},
+		{"CORS origin with a path", "mode: sidecar\nsidecar: {mcpServer: {image: {repository: x}}, envoy: {cors: {allowOrigins: [\"https://app.example.com/x\"]}}}", "'/sidecar/envoy/cors/allowOrigins/0'"},
 		{"check timeout not an Envoy duration", "mode: sidecar\nsidecar: {mcpServer: {image: {repository: x}}, envoy: {checkTimeout: 500ms}}", "'/sidecar/envoy/checkTimeout'"},
 		{"MCP server named like a chart container", "mode: sidecar\nsidecar: {mcpServer: {name: envoy, image: {repository: x}}}", "'/sidecar/mcpServer/name'"},
 		{"MCP server container weakened", "mode: sidecar\nsidecar: {mcpServer: {image: {repository: x}, securityContext: {readOnlyRootFilesystem: false}}}", "'/sidecar/mcpServer/securityContext/readOnlyRootFilesystem'"},

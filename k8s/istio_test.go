@@ -364,3 +364,72 @@ func TestIstioRejectsUnderscoreHeaders(t *testing.T) {
 		t.Errorf("headers_with_underscores_action %v, want REJECT_REQUEST", got)
 	}
 }
+
+// VirtualService is networking.istio.io/v1 VirtualService, the fields our
+// file uses. https://istio.io/latest/docs/reference/config/networking/virtual-service/
+type VirtualService struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Hosts    []string `json:"hosts"`
+		Gateways []string `json:"gateways"`
+		HTTP     []struct {
+			Name  string `json:"name"`
+			Match []struct {
+				URI map[string]string `json:"uri"`
+			} `json:"match,omitempty"`
+			Route []struct {
+				Destination struct {
+					Host string `json:"host"`
+					Port struct {
+						Number int `json:"number"`
+					} `json:"port"`
+				} `json:"destination"`
+			} `json:"route"`
+			CorsPolicy *struct {
+				AllowOrigins  []map[string]string `json:"allowOrigins"`
+				AllowMethods  []string            `json:"allowMethods"`
+				AllowHeaders  []string            `json:"allowHeaders,omitempty"`
+				ExposeHeaders []string            `json:"exposeHeaders,omitempty"`
+				MaxAge        string              `json:"maxAge,omitempty"`
+			} `json:"corsPolicy,omitempty"`
+		} `json:"http"`
+	} `json:"spec"`
+}
+
+// TestIstioMetadataRoute: behind an Istio gateway the RFC 9728 metadata
+// paths, and only they, go to mcp-extauthz's HTTP port, ahead of the MCP
+// route; the MCP route exposes Mcp-Session-Id and WWW-Authenticate to
+// browsers.
+func TestIstioMetadataRoute(t *testing.T) {
+	var vs VirtualService
+	decodeStrict(t, "istio/virtualservice-metadata.yaml", &vs)
+	if vs.APIVersion != "networking.istio.io/v1" || vs.Kind != "VirtualService" || len(vs.Spec.HTTP) != 2 {
+		t.Fatalf("%s/%s with %d routes", vs.APIVersion, vs.Kind, len(vs.Spec.HTTP))
+	}
+	md, mcp := vs.Spec.HTTP[0], vs.Spec.HTTP[1]
+	want := map[string]string{"exact": "/.well-known/oauth-protected-resource", "prefix": "/.well-known/oauth-protected-resource/"}
+	if len(md.Match) != len(want) {
+		t.Errorf("metadata matches %+v", md.Match)
+	}
+	for _, m := range md.Match {
+		for k, v := range m.URI {
+			if want[k] != v {
+				t.Errorf("metadata match %s: %q", k, v)
+			}
+		}
+	}
+	if len(md.Route) != 1 || md.Route[0].Destination.Host != "mcp-extauthz.mcp-extauthz.svc.cluster.local" || md.Route[0].Destination.Port.Number != 9192 {
+		t.Errorf("metadata route %+v, want mcp-extauthz's HTTP port 9192", md.Route)
+	}
+	if len(mcp.Match) != 0 || mcp.CorsPolicy == nil {
+		t.Fatalf("MCP route %+v: want the catch-all with a CORS policy", mcp)
+	}
+	exposed := map[string]bool{}
+	for _, h := range mcp.CorsPolicy.ExposeHeaders {
+		exposed[h] = true
+	}
+	if !exposed["mcp-session-id"] || !exposed["www-authenticate"] || len(mcp.CorsPolicy.AllowOrigins) != 0 {
+		t.Errorf("MCP CORS %+v", mcp.CorsPolicy)
+	}
+}

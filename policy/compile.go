@@ -152,11 +152,13 @@ func (c *compiler) compile() *Policy {
 		return &c.p
 	}
 	if root.Kind != yaml.MappingNode {
-		c.addf(root, "", "policy must be a mapping with keys default, deny, ask, allow, methods")
+		c.addf(root, "", "policy must be a mapping with keys default, deny, ask, allow, methods, scopes")
 		return nil
 	}
-	for _, f := range c.fields(root, "", "default", "deny", "ask", "allow", "methods") {
+	for _, f := range c.fields(root, "", "default", "deny", "ask", "allow", "methods", "scopes") {
 		switch f.key {
+		case "scopes":
+			c.compileScopes(f.val)
 		case "default":
 			c.compileDefault(f.val)
 		case "deny":
@@ -236,6 +238,45 @@ func (c *compiler) fields(m *yaml.Node, ruleID string, allowed ...string) []fiel
 		out = append(out, field{key: k.Value, keyNode: k, val: v})
 	}
 	return out
+}
+
+// compileScopes reads the scopes list: OAuth scope tokens (RFC 6749
+// section 3.3: printable ASCII without space, '"' or '\\'), each once.
+func (c *compiler) compileScopes(n *yaml.Node) {
+	if isNull(n) {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		c.addf(n, "", "scopes must be a list of OAuth scope tokens")
+		return
+	}
+	seen := map[string]bool{}
+	for _, item := range n.Content {
+		if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" || !isScopeToken(item.Value) {
+			c.addf(item, "", "scope %q is not an OAuth scope token (RFC 6749 section 3.3)", item.Value)
+			continue
+		}
+		if seen[item.Value] {
+			c.addf(item, "", "duplicate scope %q", item.Value)
+			continue
+		}
+		seen[item.Value] = true
+		c.p.scopes = append(c.p.scopes, item.Value)
+	}
+}
+
+// isScopeToken reports whether s is a scope-token: 1*( %x21 / %x23-5B / %x5D-7E ).
+func isScopeToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if b < 0x21 || b > 0x7e || b == '"' || b == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *compiler) compileDefault(n *yaml.Node) {

@@ -30,6 +30,12 @@
 //	      when: claims.role == "admin"
 //	  deny: []
 //	  ask: []
+//	scopes: [mcp:tools]    # optional: OAuth scopes the rules rely on (claims.scope)
+//
+// scopes never decides anything: it is advertised as scopes_supported in
+// the RFC 9728 protected resource metadata, so a client asks its
+// authorization server for them. Each is an RFC 6749 section 3.3 scope
+// token, listed once.
 //
 // A rule is a string or a mapping with the fields id, match (deny, ask,
 // allow) or method (methods.*), when, and shadow (bool). Unknown fields,

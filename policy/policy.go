@@ -135,7 +135,13 @@ type Policy struct {
 	// rules are kept apart, in file order.
 	rules  [numDecisions][numKinds][]*rule
 	shadow []*rule
+	scopes []string
 }
+
+// Scopes returns the policy's scopes list in file order: the OAuth scopes
+// its rules rely on, advertised as RFC 9728 scopes_supported. It never
+// changes a decision. The caller must not modify the slice.
+func (p *Policy) Scopes() []string { return p.scopes }
 
 const numDecisions = int(Allow) + 1
 

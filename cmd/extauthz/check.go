@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -120,7 +121,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // checkRemote sends capt to a running service as Envoy would (raw_body) and
-// prints the decision it returns in dynamic metadata.
+// prints the decision it returns in dynamic metadata and, for a denial, the
+// HTTP status and body Envoy answers the client with.
 func checkRemote(ctx context.Context, addr string, capt *extauthz.CapturedRequest, stdout io.Writer, asJSON bool) error {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -137,6 +139,10 @@ func checkRemote(ctx context.Context, addr string, capt *extauthz.CapturedReques
 	fields := make([][2]string, len(decisionFields))
 	for i, k := range decisionFields {
 		fields[i] = [2]string{k, md[k].GetStringValue()}
+	}
+	// A denial as the client receives it through Envoy: status and body.
+	if dr := resp.GetDeniedResponse(); dr != nil {
+		fields = append(fields, [2]string{"http_status", strconv.Itoa(int(dr.GetStatus().GetCode()))}, [2]string{"http_body", dr.GetBody()})
 	}
 	if err := printFields(stdout, fields, asJSON); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -27,18 +28,23 @@ type Config struct {
 	Audiences           []string
 	ServerID            string
 	ResourceMetadataURL string
-	LogLevel            string
-	MaxBodyBytes        int
-	DrainPeriod         time.Duration
-	ShutdownTimeout     time.Duration
-	DryRun              bool
-	TokenCacheSize      int
-	JWKSRefresh         time.Duration
-	MaxJSONDepth        int
-	MaxJSONKeys         int
-	MaxJSONElements     int
-	MaxStringBytes      int
-	TLS                 tlsFiles // all empty: plaintext gRPC
+	// ResourceDocumentation is the RFC 9728 resource_documentation URL
+	// served in the protected resource metadata; empty omits it.
+	ResourceDocumentation string
+	// DenialStatus is the HTTP status policy of policy denials.
+	DenialStatus    extauthz.DenialStatus
+	LogLevel        string
+	MaxBodyBytes    int
+	DrainPeriod     time.Duration
+	ShutdownTimeout time.Duration
+	DryRun          bool
+	TokenCacheSize  int
+	JWKSRefresh     time.Duration
+	MaxJSONDepth    int
+	MaxJSONKeys     int
+	MaxJSONElements int
+	MaxStringBytes  int
+	TLS             tlsFiles // all empty: plaintext gRPC
 	// ServersByPrincipal maps destination principals (SPIFFE ids) to MCP
 	// server ids (--server-id-by-principal).
 	ServersByPrincipal map[string]string
@@ -129,6 +135,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.SetOutput(stderr)
 	var configFile string
 	var aud listFlag
+	denialStatus := "auto"
 	fs.StringVar(&configFile, "config", "", "YAML file whose keys are these flag names")
 	fs.StringVar(&c.GRPCAddr, "grpc-addr", "127.0.0.1:9191", "gRPC listen address (ext_authz and grpc.health.v1)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:9192", "HTTP listen address for /metrics, /healthz, /readyz; empty disables")
@@ -138,6 +145,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.Var(&aud, "audience", "accepted audience: the MCP server's RFC 8707 resource URI (repeatable, required)")
 	fs.StringVar(&c.ServerID, "server-id", "", "MCP server id in policy targets, unless the route sets context extension mcp_server")
 	fs.StringVar(&c.ResourceMetadataURL, "resource-metadata-url", "", "RFC 9728 metadata URL for WWW-Authenticate (default: derived from the first audience)")
+	fs.StringVar(&c.ResourceDocumentation, "resource-documentation", "", "RFC 9728 resource_documentation URL in the protected resource metadata")
+	fs.StringVar(&denialStatus, "denial-status", denialStatus, "HTTP status of policy denials: auto (200 with the JSON-RPC error for Streamable HTTP requests, else 403) or http-error (always 403)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&c.MaxBodyBytes, "max-body-bytes", 1<<20, "largest request body decided; keep >= Envoy's max_request_bytes")
 	lim := mcpparse.DefaultLimits()
@@ -222,6 +231,11 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return nil, err
 	}
 	c.Audiences = aud
+	ds, err := extauthz.ParseDenialStatus(denialStatus)
+	if err != nil {
+		return nil, fmt.Errorf("--denial-status: %w", err)
+	}
+	c.DenialStatus = ds
 	if err := checkIssuer(c.Issuer); err != nil {
 		return nil, err
 	}

@@ -134,7 +134,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if httpLis != nil {
 		// The HTTP server outlives the gRPC drain, so /readyz answers 503
 		// (not connection refused) and the last scrape sees the final counts.
-		hsrv := &http.Server{Handler: extauthz.HTTPHandler(svc.readiness, reg), ReadHeaderTimeout: 5 * time.Second}
+		hsrv := &http.Server{Handler: httpHandler(cfg, svc, reg), ReadHeaderTimeout: 5 * time.Second}
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = hsrv.Serve(httpLis) }()
 		defer func() {
@@ -142,7 +142,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			defer scancel()
 			_ = hsrv.Shutdown(sctx)
 		}()
-		fmt.Fprintf(stderr, "extauthz: serving /metrics, /healthz, /readyz on http://%s\n", httpLis.Addr())
+		fmt.Fprintf(stderr, "extauthz: serving /metrics, /healthz, /readyz and %s on http://%s\n", extauthz.WellKnownProtectedResource, httpLis.Addr())
 	}
 
 	gs, hs := newGRPCServer(cfg, svc.server, creds)
@@ -161,11 +161,27 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return err
 }
 
+// httpHandler serves the operational endpoints (extauthz.HTTPHandler) and
+// the RFC 9728 protected resource metadata of every audience, which the
+// shipped Envoy configs route to without ext_authz.
+func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handler {
+	prm := &extauthz.ProtectedResourceMetadata{
+		Audiences: cfg.Audiences, Issuer: cfg.Issuer,
+		ResourceDocumentation: cfg.ResourceDocumentation, Policies: svc.policies,
+	}
+	mux := http.NewServeMux()
+	mux.Handle(extauthz.WellKnownProtectedResource, prm)
+	mux.Handle(extauthz.WellKnownProtectedResource+"/", prm)
+	mux.Handle("/", extauthz.HTTPHandler(svc.readiness, reg))
+	return mux
+}
+
 // service is the assembled decision service and what keeps it current.
 type service struct {
 	server    *extauthz.Server
 	loader    *extauthz.PolicyLoader
 	readiness *extauthz.Readiness
+	policies  *extauthz.PolicyStore
 	oidc      *extauthz.OIDCVerifier
 	jwks      *extauthz.KeySet // --jwks-file's keys, reloaded on change; nil with discovery
 	log       *zap.Logger
@@ -228,13 +244,14 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 		server: &extauthz.Server{
 			Decider: &extauthz.Decider{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal, Verifier: verifier, Policies: store, Limits: lim,
 				DPoP: extauthz.NewDPoPVerifier(extauthz.DPoPConfig{})},
-			Responder: &extauthz.Responder{ResourceMetadataURL: rm},
+			Responder: &extauthz.Responder{ResourceMetadataURL: rm, DenialStatus: cfg.DenialStatus},
 			Log:       decisionLog,
 			Metrics:   metrics,
 			DryRun:    cfg.DryRun,
 		},
 		loader:    loader,
 		readiness: &extauthz.Readiness{Policies: store, Verifier: ov, Metrics: metrics},
+		policies:  store,
 		oidc:      ov,
 		jwks:      jwks,
 		log:       log,

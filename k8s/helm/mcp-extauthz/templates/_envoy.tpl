@@ -78,12 +78,47 @@ static_resources:
             virtual_hosts:
             - name: mcp
               domains: ["*"]
+              # CORS for browser-based MCP clients: Envoy answers every
+              # preflight (OPTIONS) itself, without a token. Origins:
+              # sidecar.envoy.cors.allowOrigins (none by default).
+              typed_per_filter_config:
+                envoy.filters.http.cors:
+                  "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy
+                  allow_origin_string_match: [{{ range $i, $o := .Values.sidecar.envoy.cors.allowOrigins }}{{ if $i }}, {{ end }}{ exact: {{ $o | quote }} }{{ end }}]
+                  allow_methods: "GET, POST, DELETE, OPTIONS"
+                  allow_headers: "authorization, content-type, accept, last-event-id, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name"
+                  expose_headers: "mcp-session-id, www-authenticate"
+                  max_age: "600"
+                  forward_not_matching_preflights: false
               routes:
+              # RFC 9728 protected resource metadata (MCP authorization): the
+              # sign-in discovery a 401's WWW-Authenticate resource_metadata
+              # points at, served by extauthz's HTTP port. Public by
+              # definition, so ext_authz is off on this route only; extauthz
+              # answers nothing but GET/HEAD of these paths here.
+              - match: { path_separated_prefix: /.well-known/oauth-protected-resource }
+                route:
+                  cluster: extauthz_http
+                  timeout: 5s
+                typed_per_filter_config:
+                  envoy.filters.http.ext_authz:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute
+                    disabled: true
               - match: { prefix: "/" }
                 route:
                   cluster: mcp_server
                   timeout: 0s
+                  # The MCP server, bound to 127.0.0.1, sees Host 127.0.0.1:PORT
+                  # (what a direct loopback client sends): the official SDKs
+                  # refuse any other Host there (DNS-rebinding protection).
+                  # The client's Host arrives as X-Forwarded-Host. ext_authz
+                  # decides on the client's Host: the rewrite happens after it.
+                  host_rewrite_literal: "127.0.0.1:{{ int .Values.sidecar.mcpServer.port }}"
+                  append_x_forwarded_host: true
           http_filters:
+          - name: envoy.filters.http.cors
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors
           - name: envoy.filters.http.ext_authz
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz
@@ -125,8 +160,9 @@ static_resources:
                 - { exact: transfer-encoding } # only chunked is decided
                 - { prefix: mcp-, ignore_case: true }
                 - { prefix: x-mcp-, ignore_case: true }
-                # Names that fold onto x-mcp-* ('_' for '-'), for the service to strip.
-                - { safe_regex: { regex: "x[^a-z0-9]mcp[^a-z0-9].*" } }
+                # Every name outside [a-z0-9-] (x_mcp_principal, mcp_method),
+                # for the service to remove those that fold onto its own.
+                - { safe_regex: { regex: "[a-z0-9-]*[^a-z0-9-].*" } }
           - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
@@ -196,6 +232,17 @@ static_resources:
         - endpoint:
             address:
               socket_address: { address: 127.0.0.1, port_value: {{ int .Values.ports.grpc }} }
+  # extauthz's HTTP port: only the metadata route uses it.
+  - name: extauthz_http
+    type: STATIC
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: extauthz_http
+      endpoints:
+      - lb_endpoints:
+        - endpoint:
+            address:
+              socket_address: { address: 127.0.0.1, port_value: {{ int .Values.ports.http }} }
   - name: mcp_server
     type: STATIC
     connect_timeout: 1s

@@ -1,0 +1,235 @@
+package extauthz
+
+import (
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
+)
+
+// httpErrorStatus is every reason's HTTP error status, written out here
+// independently of the outcomes table (README "Status by reason and
+// transport"). A reason missing here fails TestDenialStatusTable.
+var httpErrorStatus = map[Reason]int{
+	ReasonPolicyDenied: 403, ReasonDefaultDeny: 403, ReasonAuthorizationRequired: 403,
+	ReasonUnknownMethod: 403, ReasonUnsafeURI: 403, ReasonUnknownServer: 403,
+	ReasonTokenMissing: 401, ReasonTokenMalformed: 401, ReasonTokenInvalid: 401, ReasonTokenExpired: 401,
+	ReasonTokenWrongIssuer: 401, ReasonTokenWrongAudience: 401,
+	ReasonTokenBindingUnsupported: 401, ReasonDPoPProofMissing: 401, ReasonDPoPProofInvalid: 401,
+	ReasonDPoPProofMismatch: 401, ReasonDPoPProofStale: 401, ReasonDPoPProofReplayed: 401,
+	ReasonIdPUnavailable: 503, ReasonDeadlineExceeded: 503, ReasonPolicyUnavailable: 503,
+	ReasonBodyTruncated: 413, ReasonBodyTooLarge: 413, ReasonBodyMissing: 400, ReasonUnsupportedMediaType: 415,
+	ReasonMethodNotAllowed: 405, ReasonHeaderMismatch: 400,
+	ReasonParseError: 400, ReasonInvalidUTF8: 400, ReasonDuplicateKey: 400, ReasonCaseVariantKey: 400,
+	ReasonTrailingData: 400, ReasonLimitExceeded: 400, ReasonInvalidRequest: 400, ReasonInvalidParams: 400,
+	ReasonNonCanonicalNumber: 400, ReasonBatchNotSupported: 400,
+	ReasonInternalError: 500,
+}
+
+// policyReasons are the policy outcomes: the only reasons answered HTTP 200
+// (with the JSON-RPC error) on Streamable HTTP under DenialStatusAuto.
+var policyReasons = map[Reason]bool{
+	ReasonPolicyDenied: true, ReasonDefaultDeny: true, ReasonAuthorizationRequired: true,
+	ReasonUnknownMethod: true, ReasonUnsafeURI: true, ReasonUnknownServer: true,
+}
+
+// retryAfter: the reasons a client should retry, and after how long.
+var retryAfter = map[Reason]string{ReasonIdPUnavailable: "5", ReasonDeadlineExceeded: "1"}
+
+// transport is one way a request arrives.
+type transport struct {
+	name   string
+	method string // JSON-RPC method ("" for a bodiless GET)
+	id     []byte // JSON-RPC id; nil for a notification
+	batch  int    // batch index, -1 outside batches
+	accept []string
+}
+
+var transports = []transport{
+	{name: "streamable request", method: "tools/call", id: []byte("7"), batch: -1, accept: []string{"application/json, text/event-stream"}},
+	{name: "streamable request, accept split", method: "tools/call", id: []byte(`"a"`), batch: -1, accept: []string{"application/json", "TEXT/Event-Stream;q=0.5"}},
+	{name: "streamable notification", method: "notifications/progress", batch: -1, accept: []string{"application/json, text/event-stream"}},
+	{name: "streamable client response", method: "response", id: []byte("7"), batch: -1, accept: []string{"application/json, text/event-stream"}},
+	{name: "batch (2025-03-26)", method: "batch", id: []byte("7"), batch: 0, accept: []string{"application/json, text/event-stream"}},
+	{name: "event stream refused (q=0)", method: "tools/call", id: []byte("7"), batch: -1, accept: []string{"application/json, text/event-stream;q=0"}},
+	{name: "legacy HTTP+SSE POST", method: "tools/call", id: []byte("7"), batch: -1, accept: []string{"application/json"}},
+	{name: "legacy POST without Accept", method: "tools/call", id: []byte("7"), batch: -1},
+	{name: "GET stream", method: "GET", batch: -1, accept: []string{"text/event-stream"}},
+}
+
+// streamableReq reports whether tr is a JSON-RPC request on Streamable HTTP.
+func (tr transport) streamableReq() bool {
+	return tr.name == "streamable request" || tr.name == "streamable request, accept split"
+}
+
+// TestDenialStatusTable: the HTTP status of every reason on every
+// transport in both --denial-status modes, and the headers that go with it.
+func TestDenialStatusTable(t *testing.T) {
+	for _, r := range Reasons() {
+		if r == ReasonAllowed {
+			continue
+		}
+		wantErr, ok := httpErrorStatus[r]
+		if !ok {
+			t.Errorf("reason %s is missing from the status table", r)
+			continue
+		}
+		for _, mode := range []DenialStatus{DenialStatusAuto, DenialStatusHTTPError} {
+			rs := &Responder{ResourceMetadataURL: "https://mcp.example.com/.well-known/oauth-protected-resource/mcp", DenialStatus: mode}
+			for _, tr := range transports {
+				d := &Decision{ID: "d1", Decision: policy.Deny, Reason: r, Method: tr.method, RPCID: tr.id, BatchIndex: tr.batch}
+				if r == ReasonAuthorizationRequired {
+					d.Decision = policy.Ask
+				}
+				want := wantErr
+				if mode == DenialStatusAuto && policyReasons[r] && tr.streamableReq() {
+					want = 200
+				}
+				resp := rs.ResponseFor(d, &Request{Headers: Headers{"accept": tr.accept}})
+				dr := resp.GetDeniedResponse()
+				if got := int(dr.GetStatus().GetCode()); got != want {
+					t.Errorf("%s, %s, %s: HTTP %d, want %d", r, tr.name, mode, got, want)
+				}
+				// The gRPC status names the real decision whatever the HTTP status.
+				if c := codes.Code(resp.GetStatus().GetCode()); c == codes.OK || resp.GetStatus().GetMessage() != string(r) {
+					t.Errorf("%s, %s, %s: gRPC status %v", r, tr.name, mode, resp.GetStatus())
+				}
+				if got := resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue(); got != string(r) {
+					t.Errorf("%s: metadata reason %q", r, got)
+				}
+				www := responseHeader(dr.GetHeaders(), "www-authenticate")
+				if (wantErr == 401) != (www != "") {
+					t.Errorf("%s, %s: WWW-Authenticate %q", r, tr.name, www)
+				}
+				if got := responseHeader(dr.GetHeaders(), "retry-after"); got != retryAfter[r] {
+					t.Errorf("%s, %s: Retry-After %q, want %q", r, tr.name, got, retryAfter[r])
+				}
+				if ct := responseHeader(dr.GetHeaders(), "content-type"); ct != "application/json" {
+					t.Errorf("%s: content-type %q", r, ct)
+				}
+			}
+		}
+	}
+}
+
+// TestDenialStatusOnCheck: through Check with the reference policy, a
+// policy denial of a Streamable HTTP request is HTTP 200 with the JSON-RPC
+// error (its id, decision, reason, digest), while the gRPC status, dynamic
+// metadata and log keep the denial; the legacy transport keeps 403.
+func TestDenialStatusOnCheck(t *testing.T) {
+	srv := staticRig(t, nil)
+	tests := []struct {
+		name       string
+		body       string
+		accept     string
+		wantStatus int
+		wantReason Reason
+		wantDec    string
+		wantCode   int
+	}{
+		{"deny, Streamable HTTP", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"delete_repo","arguments":{}}}`, "application/json, text/event-stream", 200, ReasonPolicyDenied, "deny", CodeForbidden},
+		{"ask, Streamable HTTP", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"issue_refund","arguments":{"orderId":"o","amountMinor":4000,"currency":"EUR"}}}`, "application/json, text/event-stream", 200, ReasonAuthorizationRequired, "ask", CodeAuthorizationRequired},
+		{"ask, task-augmented call", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"issue_refund","arguments":{"orderId":"o","amountMinor":4000,"currency":"EUR"},"task":{"ttl":60000}}}`, "application/json, text/event-stream", 200, ReasonAuthorizationRequired, "ask", CodeAuthorizationRequired},
+		{"default deny, Streamable HTTP", `{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"read_file","arguments":{"path":"/etc/passwd"}}}`, "application/json, text/event-stream", 200, ReasonDefaultDeny, "deny", CodeForbidden},
+		{"deny, legacy HTTP+SSE", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"delete_repo","arguments":{}}}`, "application/json", 403, ReasonPolicyDenied, "deny", CodeForbidden},
+		{"deny notification", `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`, "application/json, text/event-stream", 403, ReasonUnknownMethod, "deny", CodeMethodNotFound},
+		{"malformed stays 400", `{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}`, "application/json, text/event-stream", 400, ReasonDuplicateKey, "deny", CodeInvalidRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := postReq(tt.body)
+			c.Headers["accept"] = tt.accept
+			resp, err := srv.Check(t.Context(), c.CheckRequest(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, status := parseDenial(t, resp)
+			if status != tt.wantStatus || Reason(d.Error.Data.Reason) != tt.wantReason || d.Error.Data.Decision != tt.wantDec || d.Error.Code != tt.wantCode {
+				t.Errorf("HTTP %d %s %s code %d; want %d %s %s %d", status, d.Error.Data.Reason, d.Error.Data.Decision, d.Error.Code,
+					tt.wantStatus, tt.wantReason, tt.wantDec, tt.wantCode)
+			}
+			if codes.Code(resp.GetStatus().GetCode()) == codes.OK {
+				t.Error("gRPC status OK on a denial")
+			}
+			md := resp.GetDynamicMetadata().GetFields()
+			if md["decision"].GetStringValue() != tt.wantDec || md["reason"].GetStringValue() != string(tt.wantReason) {
+				t.Errorf("metadata %v", md)
+			}
+		})
+	}
+}
+
+// TestReferencePolicySession: what the official SDKs send in a normal
+// session passes the reference policy.
+func TestReferencePolicySession(t *testing.T) {
+	srv := staticRig(t, nil)
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"c","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p1","progress":1,"total":3}}`,
+		`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4,"reason":"user"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"},"task":{"ttl":60000}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"t-1"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tasks/list","params":{}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tasks/result","params":{"taskId":"t-1"}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tasks/cancel","params":{"taskId":"t-1"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t-9","status":"working","createdAt":"2025-11-25T00:00:00Z","lastUpdatedAt":"2025-11-25T00:00:00Z","ttl":null}}`,
+		`{"jsonrpc":"2.0","id":7,"result":{"roots":[{"uri":"file:///data"}]}}`,
+	} {
+		c := postReq(body)
+		c.Headers["accept"] = "application/json, text/event-stream"
+		resp, err := srv.Check(t.Context(), c.CheckRequest(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.GetOkResponse() == nil {
+			t.Errorf("%s: denied: %s", body, resp.GetDeniedResponse().GetBody())
+		}
+	}
+}
+
+// TestWWWAuthenticateNamesRouteAudience: a 401 advertises the metadata of
+// the route's audience (context extension mcp_audience) in a gateway, else
+// the configured URL; token_missing carries no error attribute (RFC 6750
+// section 3.1), other token reasons error="invalid_token".
+func TestWWWAuthenticateNamesRouteAudience(t *testing.T) {
+	rs := &Responder{ResourceMetadataURL: "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"}
+	tests := []struct {
+		give   map[string]string
+		reason Reason
+		want   string
+	}{
+		{nil, ReasonTokenMissing, `Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`},
+		{map[string]string{ContextExtensionAudience: "https://mcp.example.com/payments/mcp"}, ReasonTokenMissing,
+			`Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/payments/mcp"`},
+		{map[string]string{ContextExtensionAudience: "https://mcp.example.com/github/mcp"}, ReasonTokenExpired,
+			`Bearer error="invalid_token", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/github/mcp"`},
+		{map[string]string{ContextExtensionAudience: "not a URI"}, ReasonTokenInvalid,
+			`Bearer error="invalid_token", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`},
+	}
+	for _, tt := range tests {
+		d := &Decision{ID: "d", Decision: policy.Deny, Reason: tt.reason, BatchIndex: -1}
+		resp := rs.ResponseFor(d, &Request{ContextExtensions: tt.give})
+		if got := responseHeader(resp.GetDeniedResponse().GetHeaders(), "www-authenticate"); got != tt.want {
+			t.Errorf("%v %s: %q, want %q", tt.give, tt.reason, got, tt.want)
+		}
+	}
+}
+
+// FuzzAcceptEventStream: the Accept parser never panics, and only a value
+// that names text/event-stream (any case) makes a request Streamable HTTP.
+func FuzzAcceptEventStream(f *testing.F) {
+	for _, s := range []string{"application/json, text/event-stream", "text/event-stream;q=0", "TEXT/EVENT-STREAM ; q=0.001", "text/event-stream;q=x", "*/*", ";;,,=", "text/event-stream;a=b;q=1.0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, accept string) {
+		d := &Decision{RPCID: []byte("1"), Method: "tools/call", BatchIndex: -1}
+		got := streamableRequest(d, Headers{"accept": {accept}})
+		if got && !strings.Contains(strings.ToLower(accept), "text/event-stream") {
+			t.Fatalf("%q counted as Streamable HTTP", accept)
+		}
+	})
+}
