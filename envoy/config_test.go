@@ -201,7 +201,7 @@ func TestExtAuthzSettings(t *testing.T) {
 				// chunked bodies are decided.
 				for _, h := range []string{"authorization", "dpop", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "x-mcp-principal",
 					"content-type", "content-length", "content-encoding", "transfer-encoding", "x-envoy-auth-partial-body",
-					"x_mcp_principal", "x-mcp_tool", "x.mcp.approved"} {
+					"x_mcp_principal", "x-mcp_tool", "x.mcp.approved", "x-mcp-approval", "idempotency-key"} {
 					if !AllowsHeader(ea, h) {
 						t.Errorf("allowed_headers drops %q", h)
 					}

@@ -79,7 +79,16 @@ type Decision struct {
 	PolicyVersion string               // sha256:<hex> of the policy file
 	Shadow        []policy.ShadowMatch // shadow rules that matched; they never decide
 
-	parsed bool // the body went through mcpparse.Parse
+	// Binding (binding.go, stepup.go, conceal.go).
+	RequiredScopes []string // the deciding rule's scopes, on insufficient_scope
+	Conceal        bool     // refusal: conceal applies to this operation
+	Retry          bool     // allowed as a retry: idempotency key already bound to this digest
+	Approver       string   // the approval's approver claim, when an approval admitted the request
+	ApprovalID     string   // the approval's jti
+	ApprovalURL    string   // where to get an approval (--approval-url), on asks
+
+	parsed bool   // the body went through mcpparse.Parse
+	params []byte // params of the deciding message, for _meta
 }
 
 // Allowed reports whether the request may reach the upstream.
@@ -127,6 +136,8 @@ type Decider struct {
 	DPoP     *DPoPVerifier
 	Policies *PolicyStore
 	Limits   mcpparse.Limits
+	// Binding applies approvals and idempotency keys; nil disables both.
+	Binding *Binding
 }
 
 // knownMethods are the methods MCP defines for clients (2024-11-05 through
@@ -154,6 +165,9 @@ func (d *Decider) Decide(ctx context.Context, r *Request) (dec *Decision) {
 		}
 	}()
 	dec.Reason = d.decide(ctx, r, dec)
+	if d.Binding != nil {
+		dec.Reason = d.Binding.bind(ctx, r, dec)
+	}
 	if dec.Reason != ReasonAllowed && dec.Decision == policy.Allow {
 		dec.Decision = policy.Deny // fail closed: only ReasonAllowed admits
 	}
@@ -319,6 +333,7 @@ func copyDecision(dst, src *Decision) {
 	dst.Method, dst.Tool, dst.Target = src.Method, src.Tool, src.Target
 	dst.ArgsDigest, dst.RequestDigest, dst.RPCID = src.ArgsDigest, src.RequestDigest, src.RPCID
 	dst.Shadow = src.Shadow
+	dst.RequiredScopes, dst.Conceal, dst.params = src.RequiredScopes, src.Conceal, src.params
 }
 
 // decideMessage fills el for one JSON-RPC message and returns its reason.
@@ -337,7 +352,7 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 		el.Method = m.Method
 	}
 	in.Tool, in.URI, in.URIs, in.Prompt, in.Args = m.Tool, m.URI, m.URIs, m.Prompt, m.Args
-	el.Tool = m.Tool
+	el.Tool, el.params = m.Tool, m.Params
 	switch {
 	case m.Tool != "":
 		el.Target = m.Tool
@@ -372,6 +387,7 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *
 	}
 	res := lp.Policy.Evaluate(in)
 	el.Decision, el.RuleID, el.Shadow = res.Decision, res.RuleID, res.Shadow
+	el.Conceal = res.Refusal == policy.RefusalConceal
 	switch {
 	case res.Cause == policy.CauseUnsafeURI:
 		el.Decision = policy.Deny
@@ -385,9 +401,9 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *
 		el.Decision = policy.Deny
 		return ReasonUnknownMethod
 	case res.Decision == policy.Allow:
-		return ReasonAllowed
+		return stepUp(el, res.Scopes, ReasonAllowed)
 	case res.Decision == policy.Ask:
-		return ReasonAuthorizationRequired
+		return stepUp(el, res.Scopes, ReasonAuthorizationRequired)
 	case res.Cause == policy.CauseDefault:
 		return ReasonDefaultDeny
 	default:

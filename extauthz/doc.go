@@ -18,4 +18,12 @@
 // ProtectedResourceMetadata serves RFC 9728 protected resource metadata for
 // the configured audiences (MCP authorization, 2025-06-18 and later), which
 // every 401's WWW-Authenticate resource_metadata names.
+//
+// Binding (binding.go) ties authority to the exact request digest: an
+// approval (a JWS of type mcp-approval+jwt naming the digest) lifts one ask
+// once, and an idempotency key admits a retry of the same digest and
+// nothing else, with used ids in an internal/state store. A rule's OAuth
+// scopes are enforced with the RFC 6750 insufficient_scope challenge (MCP
+// authorization 2025-11-25 step-up), and `refusal: conceal` answers as the
+// MCP server's SDK answers an unknown tool, prompt or resource.
 package extauthz

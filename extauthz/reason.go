@@ -61,6 +61,18 @@ const (
 	ReasonNonCanonicalNumber Reason = "non_canonical_number" // a number that changes value in RFC 8785 form
 	ReasonBatchNotSupported  Reason = "batch_not_supported"  // a JSON array body on MCP 2025-06-18 or later
 
+	// Authority bound to the exact request: scope step-up, approvals,
+	// idempotency keys (binding.go).
+	ReasonInsufficientScope         Reason = "insufficient_scope"          // the deciding rule's scopes are not all in the token (RFC 6750 section 3.1)
+	ReasonApprovalUntrusted         Reason = "approval_untrusted"          // an approval that is malformed, not typ mcp-approval+jwt, not signed by an approver key, or lacks a claim
+	ReasonApprovalExpired           Reason = "approval_expired"            // the approval's exp passed
+	ReasonApprovalAudienceMismatch  Reason = "approval_audience_mismatch"  // the approval's aud is not the audience of this request
+	ReasonApprovalPrincipalMismatch Reason = "approval_principal_mismatch" // the approval's sub is not the token's sub
+	ReasonApprovalDigestMismatch    Reason = "approval_digest_mismatch"    // the approval's digest is not this request's digest
+	ReasonApprovalReplayed          Reason = "approval_replayed"           // the approval's jti was used before (approvals are single use)
+	ReasonReplaySubstitution        Reason = "replay_substitution"         // an idempotency key already bound to a different request digest
+	ReasonStateStoreUnavailable     Reason = "state_store_unavailable"     // the approval / idempotency store cannot be reached
+
 	// Faults of the service itself: still denials.
 	ReasonDeadlineExceeded  Reason = "deadline_exceeded"  // the Check's gRPC deadline passed
 	ReasonPolicyUnavailable Reason = "policy_unavailable" // no compiled policy loaded
@@ -107,6 +119,7 @@ const (
 	classAllowed     class = iota
 	classPolicy            // deny or ask by the policy: HTTP 200 + JSON-RPC error on Streamable HTTP (auto)
 	classToken             // no valid token: 401 + WWW-Authenticate, always (MCP authorization)
+	classScope             // the token lacks a scope a rule requires: 403 + insufficient_scope challenge, always (step-up)
 	classRequest           // the HTTP request is malformed or too large: 400, 405, 413, 415
 	classUnavailable       // a dependency is down or too slow: 503 + Retry-After
 	classInternal          // the service failed: 500
@@ -157,6 +170,16 @@ var outcomes = map[Reason]outcome{
 	ReasonUnsupportedMediaType: {codes.InvalidArgument, classRequest, http.StatusUnsupportedMediaType, CodeInvalidRequest, "Content-Type must be application/json", 0},
 	ReasonMethodNotAllowed:     {codes.InvalidArgument, classRequest, http.StatusMethodNotAllowed, CodeRequestRejected, "HTTP method not allowed", 0},
 	ReasonHeaderMismatch:       {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeHeaderMismatch, "Header mismatch", 0},
+
+	ReasonInsufficientScope:         {codes.PermissionDenied, classScope, http.StatusForbidden, CodeForbidden, "Insufficient scope", 0},
+	ReasonApprovalUntrusted:         {codes.PermissionDenied, classPolicy, http.StatusForbidden, CodeAuthorizationRequired, "Approval not trusted", 0},
+	ReasonApprovalExpired:           {codes.PermissionDenied, classPolicy, http.StatusForbidden, CodeAuthorizationRequired, "Approval expired", 0},
+	ReasonApprovalAudienceMismatch:  {codes.PermissionDenied, classPolicy, http.StatusForbidden, CodeAuthorizationRequired, "Approval is for another MCP server", 0},
+	ReasonApprovalPrincipalMismatch: {codes.PermissionDenied, classPolicy, http.StatusForbidden, CodeAuthorizationRequired, "Approval is for another principal", 0},
+	ReasonApprovalDigestMismatch:    {codes.PermissionDenied, classPolicy, http.StatusForbidden, CodeAuthorizationRequired, "Approval is for another request", 0},
+	ReasonApprovalReplayed:          {codes.PermissionDenied, classPolicy, http.StatusForbidden, CodeAuthorizationRequired, "Approval already used", 0},
+	ReasonReplaySubstitution:        {codes.PermissionDenied, classPolicy, http.StatusUnprocessableEntity, CodeRequestRejected, "Idempotency key reused for a different request", 0},
+	ReasonStateStoreUnavailable:     {codes.Unavailable, classUnavailable, http.StatusServiceUnavailable, CodeUnavailable, "State store unavailable", 1},
 
 	ReasonParseError:         {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeParseError, "Parse error", 0},
 	ReasonInvalidUTF8:        {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeParseError, "Parse error: invalid UTF-8", 0},

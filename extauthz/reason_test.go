@@ -35,6 +35,8 @@ var (
 	wantForbidden = wantOutcome{"deny", codes.PermissionDenied, 403, -32010}
 	// No valid token, or its binding not proven: 401, RFC 6750 section 3.
 	wantUnauthenticated = wantOutcome{"deny", codes.Unauthenticated, 401, -32012}
+	// An approval that does not lift the ask: 403 with the ask's code.
+	wantApprovalRefused = wantOutcome{"deny", codes.PermissionDenied, 403, -32011}
 	// A dependency of ours is unavailable: 503, retryable.
 	wantUnavailable = wantOutcome{"deny", codes.Unavailable, 503, -32014}
 )
@@ -61,6 +63,17 @@ var wantOutcomes = map[string]wantOutcome{
 	"dpop_proof_stale":          wantUnauthenticated,
 	"dpop_proof_replayed":       wantUnauthenticated,
 	"idp_unavailable":           wantUnavailable,
+
+	// Approvals, idempotency keys and step-up (issue 10).
+	"insufficient_scope":          wantForbidden,
+	"approval_untrusted":          wantApprovalRefused,
+	"approval_expired":            wantApprovalRefused,
+	"approval_audience_mismatch":  wantApprovalRefused,
+	"approval_principal_mismatch": wantApprovalRefused,
+	"approval_digest_mismatch":    wantApprovalRefused,
+	"approval_replayed":           wantApprovalRefused,
+	"replay_substitution":         {"deny", codes.PermissionDenied, 422, -32013},
+	"state_store_unavailable":     wantUnavailable,
 
 	"body_truncated":         {"deny", codes.InvalidArgument, 413, -32013},
 	"body_missing":           {"deny", codes.InvalidArgument, 400, -32600},
@@ -234,7 +247,7 @@ func TestReasonTable(t *testing.T) {
 			if body.Error.Code != want.code || body.Error.Message == "" || body.Error.Data.Reason != r || body.Error.Data.Decision != want.decision {
 				t.Errorf("body %s; want code %d, reason %s, decision %s", dr.GetBody(), want.code, r, want.decision)
 			}
-			if www := responseHeader(dr.GetHeaders(), "www-authenticate"); (want.http == 401) != (www != "") {
+			if www := responseHeader(dr.GetHeaders(), "www-authenticate"); (want.http == 401 || r == "insufficient_scope") != (www != "") {
 				t.Errorf("WWW-Authenticate %q on a %d", www, want.http)
 			}
 			// Fail closed: a denial reason with an allow decision is still

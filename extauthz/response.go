@@ -111,13 +111,17 @@ func (s DenialStatus) String() string {
 // Responder turns Decisions into CheckResponses.
 type Responder struct {
 	// ResourceMetadataURL is the RFC 9728 protected resource metadata URL
-	// advertised in WWW-Authenticate on 401 (MCP authorization, 2025-06-18),
-	// unless the route names its audience (context extension mcp_audience),
-	// whose metadata URL is then advertised.
+	// advertised in WWW-Authenticate on 401 and on 403 insufficient_scope
+	// (MCP authorization, 2025-06-18 and 2025-11-25), unless the route
+	// names its audience (context extension mcp_audience), whose metadata URL
+	// is then advertised.
 	ResourceMetadataURL string
 	// DenialStatus chooses the HTTP status of policy denials; the zero
 	// value is DenialStatusAuto.
 	DenialStatus DenialStatus
+	// ConcealAs is the SDK whose unknown-target answer a concealed refusal
+	// reproduces; "" means ConcealGoSDK.
+	ConcealAs ConcealStyle
 }
 
 // ResourceMetadataURL derives the RFC 9728 section 3.1 well-known URL of the
@@ -222,8 +226,14 @@ func (rs *Responder) respond(d *Decision, reqHeaders Headers, resourceMetadata s
 	}
 	o := d.Reason.outcome()
 	headers := []*corev3.HeaderValueOption{header("content-type", "application/json")}
-	if o.class == classToken {
+	status, body := rs.Status(d, reqHeaders), ErrorBody(d)
+	switch {
+	case concealable(d): // the MCP server's own answer to an unknown target
+		status, body = http.StatusOK, concealedBody(rs.ConcealAs, d)
+	case o.class == classToken:
 		headers = append(headers, header("www-authenticate", wwwAuthenticate(d.Reason, reqHeaders, resourceMetadata)))
+	case d.Reason == ReasonInsufficientScope:
+		headers = append(headers, header("www-authenticate", insufficientScopeChallenge(d.RequiredScopes, resourceMetadata)))
 	}
 	if o.retryAfter > 0 {
 		headers = append(headers, header("retry-after", strconv.Itoa(o.retryAfter)))
@@ -232,9 +242,9 @@ func (rs *Responder) respond(d *Decision, reqHeaders Headers, resourceMetadata s
 		Status:          &rpcstatus.Status{Code: int32(o.grpc), Message: string(d.Reason)},
 		DynamicMetadata: md,
 		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
-			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(rs.Status(d, reqHeaders))},
+			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(status)},
 			Headers: headers,
-			Body:    string(ErrorBody(d)),
+			Body:    string(body),
 		}},
 	}
 }
@@ -267,6 +277,9 @@ func (rs *Responder) okResponse(d *Decision, reqHeaders Headers, dryRun bool) *a
 	}
 	if len(d.BatchDigests) > 0 {
 		set[HeaderRequestDigest] = strings.Join(d.BatchDigests, ",")
+	}
+	if d.Retry {
+		set[HeaderRetry] = "true"
 	}
 	if dryRun {
 		set[HeaderDryRunDecision] = d.Decision.String()
@@ -424,7 +437,9 @@ func header(k, v string) *corev3.HeaderValueOption {
 //	 "rule_id":<id or "">,"request_digest":<sha256:… or "">,
 //	 "decision_id":<hex>,"policy_version":<sha256:… or "">}}}
 //
-// data also carries "batch_index" when a batch element decided.
+// data also carries "batch_index" when a batch element decided,
+// "approval_url" on asks when --approval-url is set, and "scope" (the
+// scopes needed, space-separated) on insufficient_scope.
 func ErrorBody(d *Decision) []byte {
 	o := d.Reason.outcome()
 	data := map[string]any{
@@ -437,6 +452,12 @@ func ErrorBody(d *Decision) []byte {
 	}
 	if d.BatchIndex >= 0 {
 		data["batch_index"] = d.BatchIndex
+	}
+	if d.ApprovalURL != "" {
+		data["approval_url"] = d.ApprovalURL
+	}
+	if d.Reason == ReasonInsufficientScope {
+		data["scope"] = strings.Join(d.RequiredScopes, " ")
 	}
 	dataJSON, _ := json.Marshal(data) // strings and ints only: cannot fail
 	msg, _ := json.Marshal(o.message)
@@ -472,6 +493,9 @@ func decisionMetadata(d *Decision) *structpb.Struct {
 	}
 	if d.Principal != nil {
 		f["principal"] = structpb.NewStringValue(d.Principal.Subject)
+	}
+	if d.Retry {
+		f["retry"] = structpb.NewStringValue("true")
 	}
 	return &structpb.Struct{Fields: f}
 }

@@ -118,6 +118,7 @@ func (s *Server) logDecision(d *Decision, r *Request, latency time.Duration) {
 	if s.DryRun {
 		fields = append(fields, zap.Bool("dry_run", true))
 	}
+	fields = appendBindingFields(fields, d)
 	if len(d.Shadow) > 0 {
 		sh := make([]string, len(d.Shadow))
 		for i, m := range d.Shadow {

@@ -25,7 +25,10 @@ var httpErrorStatus = map[Reason]int{
 	ReasonParseError: 400, ReasonInvalidUTF8: 400, ReasonDuplicateKey: 400, ReasonCaseVariantKey: 400,
 	ReasonTrailingData: 400, ReasonLimitExceeded: 400, ReasonInvalidRequest: 400, ReasonInvalidParams: 400,
 	ReasonNonCanonicalNumber: 400, ReasonBatchNotSupported: 400,
-	ReasonInternalError: 500,
+	ReasonInternalError:     500,
+	ReasonInsufficientScope: 403, ReasonApprovalUntrusted: 403, ReasonApprovalExpired: 403,
+	ReasonApprovalAudienceMismatch: 403, ReasonApprovalPrincipalMismatch: 403, ReasonApprovalDigestMismatch: 403,
+	ReasonApprovalReplayed: 403, ReasonReplaySubstitution: 422, ReasonStateStoreUnavailable: 503,
 }
 
 // policyReasons are the policy outcomes: the only reasons answered HTTP 200
@@ -33,10 +36,13 @@ var httpErrorStatus = map[Reason]int{
 var policyReasons = map[Reason]bool{
 	ReasonPolicyDenied: true, ReasonDefaultDeny: true, ReasonAuthorizationRequired: true,
 	ReasonUnknownMethod: true, ReasonUnsafeURI: true, ReasonUnknownServer: true,
+	ReasonApprovalUntrusted: true, ReasonApprovalExpired: true, ReasonApprovalAudienceMismatch: true,
+	ReasonApprovalPrincipalMismatch: true, ReasonApprovalDigestMismatch: true, ReasonApprovalReplayed: true,
+	ReasonReplaySubstitution: true,
 }
 
 // retryAfter: the reasons a client should retry, and after how long.
-var retryAfter = map[Reason]string{ReasonIdPUnavailable: "5", ReasonDeadlineExceeded: "1"}
+var retryAfter = map[Reason]string{ReasonIdPUnavailable: "5", ReasonDeadlineExceeded: "1", ReasonStateStoreUnavailable: "1"}
 
 // transport is one way a request arrives.
 type transport struct {
@@ -100,7 +106,7 @@ func TestDenialStatusTable(t *testing.T) {
 					t.Errorf("%s: metadata reason %q", r, got)
 				}
 				www := responseHeader(dr.GetHeaders(), "www-authenticate")
-				if (wantErr == 401) != (www != "") {
+				if (wantErr == 401 || r == ReasonInsufficientScope) != (www != "") {
 					t.Errorf("%s, %s: WWW-Authenticate %q", r, tr.name, www)
 				}
 				if got := responseHeader(dr.GetHeaders(), "retry-after"); got != retryAfter[r] {

@@ -152,15 +152,19 @@ func (c *compiler) compile() *Policy {
 		return &c.p
 	}
 	if root.Kind != yaml.MappingNode {
-		c.addf(root, "", "policy must be a mapping with keys default, deny, ask, allow, methods, scopes")
+		c.addf(root, "", "policy must be a mapping with keys default, refusal, deny, ask, allow, methods, scopes")
 		return nil
 	}
-	for _, f := range c.fields(root, "", "default", "deny", "ask", "allow", "methods", "scopes") {
+	for _, f := range c.fields(root, "", "default", "refusal", "deny", "ask", "allow", "methods", "scopes") {
 		switch f.key {
 		case "scopes":
-			c.compileScopes(f.val)
+			c.compileScopesSupported(f.val)
 		case "default":
 			c.compileDefault(f.val)
+		case "refusal":
+			if r := c.compileRefusal(f.val, ""); r != nil {
+				c.p.refusal = *r
+			}
 		case "deny":
 			c.compileList(f.val, "deny", Deny, false)
 		case "ask":
@@ -181,7 +185,35 @@ func (c *compiler) compile() *Policy {
 			}
 		}
 	}
+	c.p.scopes = appendRuleScopes(c.p.scopes, &c.p)
 	return &c.p
+}
+
+// appendRuleScopes appends to scopes, once each and in file order, the
+// scopes that p's rules require (rule `scopes`), so scopes_supported names
+// every scope a client may be asked to step up to.
+func appendRuleScopes(scopes []string, p *Policy) []string {
+	seen := map[string]bool{}
+	for _, s := range scopes {
+		seen[s] = true
+	}
+	add := func(rs []*rule) {
+		for _, r := range rs {
+			for _, s := range r.scopes {
+				if !seen[s] {
+					seen[s] = true
+					scopes = append(scopes, s)
+				}
+			}
+		}
+	}
+	for d := range p.rules {
+		for k := range p.rules[d] {
+			add(p.rules[d][k])
+		}
+	}
+	add(p.shadow)
+	return scopes
 }
 
 // findAliases reports every alias in the tree and whether there was one.
@@ -240,9 +272,9 @@ func (c *compiler) fields(m *yaml.Node, ruleID string, allowed ...string) []fiel
 	return out
 }
 
-// compileScopes reads the scopes list: OAuth scope tokens (RFC 6749
+// compileScopesSupported reads the top-level scopes list: OAuth scope tokens (RFC 6749
 // section 3.3: printable ASCII without space, '"' or '\\'), each once.
-func (c *compiler) compileScopes(n *yaml.Node) {
+func (c *compiler) compileScopesSupported(n *yaml.Node) {
 	if isNull(n) {
 		return
 	}
@@ -317,13 +349,17 @@ func (c *compiler) compileRule(item *yaml.Node, id string, d Decision, methods b
 	if methods {
 		patKey = "method"
 	}
-	var pat, idNode, when, shadow *yaml.Node
+	var pat, idNode, when, shadow, scopes, refusal *yaml.Node
 	switch {
 	case item.Kind == yaml.ScalarNode && item.ShortTag() == "!!str":
 		pat = item
 	case item.Kind == yaml.MappingNode:
-		for _, f := range c.fields(item, id, "id", patKey, "when", "shadow") {
+		for _, f := range c.fields(item, id, "id", patKey, "when", "shadow", "scopes", "refusal") {
 			switch f.key {
+			case "scopes":
+				scopes = f.val
+			case "refusal":
+				refusal = f.val
 			case "id":
 				idNode = f.val
 			case "match", "method":
@@ -384,6 +420,19 @@ func (c *compiler) compileRule(item *yaml.Node, id string, d Decision, methods b
 		ru.when = prg
 		ok = ok && wok
 	}
+	if scopes != nil {
+		var sok bool
+		ru.scopes, sok = c.compileScopes(scopes, id, d)
+		ok = ok && sok
+	}
+	if refusal != nil {
+		ru.refusal = c.compileRefusal(refusal, id)
+		ok = ok && ru.refusal != nil
+		if methods {
+			c.addf(refusal, id, "refusal applies to tool, prompt and resource rules, not method rules")
+			ok = false
+		}
+	}
 	if !ok {
 		return
 	}
@@ -393,6 +442,56 @@ func (c *compiler) compileRule(item *yaml.Node, id string, d Decision, methods b
 	default:
 		c.p.rules[d][ru.kind] = append(c.p.rules[d][ru.kind], ru)
 	}
+}
+
+// compileScopes compiles a rule's `scopes`: a non-empty list of OAuth scope
+// tokens (RFC 6749 section 3.3: printable ASCII without space, '"' or '\\').
+// A deny rule never admits, so scopes on it are an error.
+func (c *compiler) compileScopes(n *yaml.Node, id string, d Decision) ([]string, bool) {
+	if d == Deny {
+		c.addf(n, id, "scopes on a deny rule have no effect: a deny rule never admits")
+		return nil, false
+	}
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		c.addf(n, id, "scopes must be a non-empty list of scope names")
+		return nil, false
+	}
+	var out []string
+	ok := true
+	for _, e := range n.Content {
+		s, sok := c.str(e, id, "a scope")
+		if !sok {
+			ok = false
+			continue
+		}
+		valid := s != ""
+		for i := 0; i < len(s); i++ {
+			b := s[i]
+			valid = valid && b > 0x20 && b < 0x7f && b != '"' && b != '\\'
+		}
+		if !valid {
+			c.addf(e, id, "scope %q: want printable ASCII without space, '\"' or '\\' (RFC 6749 section 3.3)", s)
+			ok = false
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, ok
+}
+
+// compileRefusal compiles `refusal: explain | conceal`; nil after a problem.
+func (c *compiler) compileRefusal(n *yaml.Node, id string) *Refusal {
+	r := RefusalExplain
+	switch {
+	case n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str":
+	case n.Value == "explain":
+		return &r
+	case n.Value == "conceal":
+		r = RefusalConceal
+		return &r
+	}
+	c.addf(n, id, "refusal must be explain or conceal")
+	return nil
 }
 
 func orNode(a, b *yaml.Node) *yaml.Node {

@@ -8,12 +8,14 @@
 // # Format
 //
 //	default: deny            # deny | ask; absent means deny; allow is an error (fail closed)
+//	refusal: explain         # explain | conceal (see Refusals); absent means explain
 //	deny:                    # tool, resource and prompt rules
 //	  - "*/delete_*"         # a string is short for {match: ...}
 //	ask:
 //	  - id: big-refunds      # optional; otherwise "<list>[<index>]", e.g. "ask[0]"
 //	    match: payments/issue_refund
 //	    when: args.amountMinor > 2500   # optional CEL condition
+//	    scopes: [refunds:write]         # optional: OAuth scopes the token needs (allow, ask)
 //	allow:
 //	  - match: "*/read_file"
 //	    when: inside(args.path, "/data")
@@ -38,7 +40,8 @@
 // token, listed once.
 //
 // A rule is a string or a mapping with the fields id, match (deny, ask,
-// allow) or method (methods.*), when, and shadow (bool). Unknown fields,
+// allow) or method (methods.*), when, shadow (bool), scopes (allow and ask
+// rules) and refusal (tool, prompt and resource rules). Unknown fields,
 // duplicate keys, duplicate rule ids, YAML aliases and more than one YAML
 // document are compile errors. Compile reports every problem as
 // `file:line:col: rule "id": message`.
@@ -126,6 +129,20 @@
 // decided (nil, an unknown Op, OpRequest without a method, or a tools/call,
 // resources/* or prompts/get without its name or URI) is denied with
 // CauseInvalidInput, whatever the rules say.
+//
+// # Scopes and refusals
+//
+// `scopes` lists OAuth scopes (RFC 6749 section 3.3) a token must hold when
+// the rule decides; Result.Scopes reports them and the caller compares them
+// with the token (MCP authorization 2025-11-25, scope step-up: a token
+// without them is refused with insufficient_scope, so the client can ask for
+// more). A deny rule never admits, so scopes on it are an error.
+//
+// `refusal: conceal`, on a rule or the whole policy (a rule's own setting
+// wins), asks the caller to answer a refused tools/call, prompts/get or
+// resources/read as the MCP server answers an unknown tool, prompt or
+// resource; Result.Refusal reports it. Other operations are always
+// explained.
 //
 // # Conditions
 //

@@ -15,6 +15,11 @@ type rule struct {
 	server, name glob
 	uri          *uriPattern // resource rules
 	when         cel.Program // nil: no condition
+	// scopes are the OAuth scopes a token needs when this rule decides
+	// (allow and ask rules only); nil needs none.
+	scopes []string
+	// refusal is this rule's refusal style; nil defers to the policy's.
+	refusal *Refusal
 }
 
 // request is one Input being evaluated, with the forms rules compare,

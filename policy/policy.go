@@ -117,6 +117,36 @@ type Result struct {
 	// order, with the decision each would have given. They never change
 	// Decision. nil when none matched.
 	Shadow []ShadowMatch
+	// Scopes are the OAuth scopes (RFC 6749 section 3.3) the deciding allow
+	// or ask rule requires of the token; nil when it requires none or no
+	// rule decided. Evaluate does not check them: the caller compares them
+	// with the token's scope claim.
+	Scopes []string
+	// Refusal says how a refusal of this operation is answered: the
+	// deciding rule's `refusal`, else the policy's. Always RefusalExplain
+	// for operations other than tools/call, prompts/get and resources/read.
+	Refusal Refusal
+}
+
+// Refusal is how a refused operation is answered.
+type Refusal int
+
+const (
+	// RefusalExplain answers with the machine-readable denial (decision,
+	// reason, rule id, digest). The default (zero value).
+	RefusalExplain Refusal = iota
+	// RefusalConceal answers a refused tools/call, prompts/get or
+	// resources/read as the MCP server answers an unknown tool, prompt or
+	// resource, so the caller cannot learn that it exists.
+	RefusalConceal
+)
+
+// String returns "explain" or "conceal".
+func (r Refusal) String() string {
+	if r == RefusalConceal {
+		return "conceal"
+	}
+	return "explain"
 }
 
 // ShadowMatch is a shadow rule that matched and the decision it would have
@@ -129,7 +159,8 @@ type ShadowMatch struct {
 // Policy is a compiled policy. It is immutable after Compile and safe for
 // concurrent use by any number of goroutines.
 type Policy struct {
-	def Decision
+	def     Decision
+	refusal Refusal // top-level `refusal`
 	// rules[decision][kind] in file order; a request has one kind, so the
 	// first match among its kind is the first match in the list. Shadow
 	// rules are kept apart, in file order.
@@ -138,12 +169,16 @@ type Policy struct {
 	scopes []string
 }
 
-// Scopes returns the policy's scopes list in file order: the OAuth scopes
-// its rules rely on, advertised as RFC 9728 scopes_supported. It never
+// Scopes returns the policy's top-level scopes list in file order, then the
+// scopes its rules require not already listed: the OAuth scopes advertised
+// as RFC 9728 scopes_supported. It never
 // changes a decision. The caller must not modify the slice.
 func (p *Policy) Scopes() []string { return p.scopes }
 
 const numDecisions = int(Allow) + 1
+
+// Refusal returns the policy-wide refusal style (top-level `refusal`).
+func (p *Policy) Refusal() Refusal { return p.refusal }
 
 // Default returns the decision given when no rule matches: Deny or Ask.
 func (p *Policy) Default() Decision { return p.def }
@@ -266,12 +301,22 @@ func (p *Policy) evaluate(in *Input) Result {
 	}
 
 	var res Result
+	var by *rule
 	switch {
-	case r.first(p.rules[Deny][r.kind], &res, Deny):
-	case r.first(p.rules[Ask][r.kind], &res, Ask):
-	case r.first(p.rules[Allow][r.kind], &res, Allow):
+	case r.first(p.rules[Deny][r.kind], &res, Deny, &by):
+	case r.first(p.rules[Ask][r.kind], &res, Ask, &by):
+	case r.first(p.rules[Allow][r.kind], &res, Allow, &by):
 	default:
 		res = Result{Decision: p.def, Cause: CauseDefault}
+	}
+	if in.Method == methodToolsCall || in.Method == methodPromptsGet || in.Method == methodResRead {
+		res.Refusal = p.refusal
+		if by != nil && by.refusal != nil {
+			res.Refusal = *by.refusal
+		}
+	}
+	if by != nil {
+		res.Scopes = by.scopes
 	}
 	for _, ru := range p.shadow {
 		if ru.matches(&r) {
@@ -281,11 +326,12 @@ func (p *Policy) evaluate(in *Input) Result {
 	return res
 }
 
-// first sets *res and reports true if a rule in rules matches.
-func (r *request) first(rules []*rule, res *Result, d Decision) bool {
+// first sets *res and *by and reports true if a rule in rules matches.
+func (r *request) first(rules []*rule, res *Result, d Decision, by **rule) bool {
 	for _, ru := range rules {
 		if ru.matches(r) {
 			*res = Result{Decision: d, Cause: CauseRule, RuleID: ru.id}
+			*by = ru
 			return true
 		}
 	}

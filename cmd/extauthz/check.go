@@ -31,6 +31,12 @@ func (v offlineVerifier) Verify(context.Context, string) (*extauthz.Principal, e
 	return &p, nil
 }
 
+// headerFlag is a repeatable NAME=VALUE flag; values may hold commas.
+type headerFlag []string
+
+func (h *headerFlag) String() string     { return strings.Join(*h, " ") }
+func (h *headerFlag) Set(v string) error { *h = append(*h, v); return nil }
+
 // runCheck decides one captured HTTP request, offline exactly as serve would,
 // or by sending it as a CheckRequest to a running service (--addr), and
 // prints the decision. Exit 0 allow, 1 deny (or ask), 2 bad input.
@@ -52,6 +58,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	jwks := fs.String("jwks-file", "", "verify the request's bearer token against this JWKS; without it any token maps to --sub")
 	sub := fs.String("sub", "offline-check", "principal sub when tokens are not verified")
 	asJSON := fs.Bool("json", false, "print the decision as one JSON object")
+	approval := fs.String("approval", "", "approval (from `extauthz approve`) to send in x-mcp-approval; needs --addr")
+	var extraHeaders headerFlag
+	fs.Var(&extraHeaders, "header", "extra request header NAME=VALUE, e.g. Idempotency-Key=k1 (repeatable)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -91,6 +100,19 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *token != "" {
 		capt.Headers["authorization"] = "Bearer " + strings.TrimSpace(*token)
+	}
+	for _, kv := range extraHeaders {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return bad(errors.New("--header wants NAME=VALUE"))
+		}
+		capt.Headers[strings.ToLower(strings.TrimSpace(k))] = v
+	}
+	if *approval != "" {
+		if *addr == "" {
+			return bad(errors.New("--approval needs --addr: approvals are single use, so only the running service can judge them"))
+		}
+		capt.Headers[extauthz.HeaderApproval] = strings.TrimSpace(*approval)
 	}
 	if *addr != "" {
 		return checkRemote(ctx, *addr, capt, stdout, *asJSON)

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -44,7 +45,19 @@ type Config struct {
 	MaxJSONKeys     int
 	MaxJSONElements int
 	MaxStringBytes  int
-	TLS             tlsFiles // all empty: plaintext gRPC
+
+	// Approvals, idempotency keys, concealment (issue 10).
+	StateStore          string
+	ApproverIssuer      string
+	ApproverJWKSFile    string
+	ApprovalURL         string
+	ApprovalMaxLifetime time.Duration
+	IdempotencyHeader   string
+	IdempotencyMeta     string
+	IdempotencyTTL      time.Duration
+	ConcealAs           string
+
+	TLS tlsFiles // all empty: plaintext gRPC
 	// ServersByPrincipal maps destination principals (SPIFFE ids) to MCP
 	// server ids (--server-id-by-principal).
 	ServersByPrincipal map[string]string
@@ -93,23 +106,59 @@ func (p principalFlag) Set(v string) error {
 }
 
 // pathFlags are the flags that name files.
-var pathFlags = map[string]bool{"policy": true, "jwks-file": true, "tls-cert-file": true, "tls-key-file": true, "client-ca-file": true}
+var pathFlags = map[string]bool{"policy": true, "jwks-file": true, "approver-jwks-file": true, "tls-cert-file": true, "tls-key-file": true, "client-ca-file": true}
 
 // checkIssuer requires an absolute https URL (http only on a loopback host,
 // for tests): go-oidc would otherwise retry discovery forever at run time.
-func checkIssuer(iss string) error {
+func checkIssuer(iss string) error { return checkIssuerFlag("issuer", iss) }
+
+// checkIssuerFlag is checkIssuer for the flag named flag.
+func checkIssuerFlag(flag, iss string) error {
 	if iss == "" {
 		return nil // reported as missing below
 	}
 	u, err := url.Parse(iss)
 	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("--issuer %q: want an absolute https URL without query or fragment (OpenID Connect Discovery 1.0 section 2)", iss)
+		return fmt.Errorf("--%s %q: want an absolute https URL without query or fragment (OpenID Connect Discovery 1.0 section 2)", flag, iss)
 	}
 	loopback := u.Hostname() == "localhost" || net.ParseIP(u.Hostname()).IsLoopback()
 	if u.Scheme != "https" && !(u.Scheme == "http" && loopback) {
-		return fmt.Errorf("--issuer %q: want https (http only on a loopback host)", iss)
+		return fmt.Errorf("--%s %q: want https (http only on a loopback host)", flag, iss)
 	}
 	return nil
+}
+
+// checkBinding validates the approval, idempotency and concealment flags.
+func checkBinding(c *Config) error {
+	if err := checkIssuerFlag("approver-issuer", c.ApproverIssuer); err != nil {
+		return err
+	}
+	switch {
+	case c.ApproverJWKSFile != "" && c.ApproverIssuer == "":
+		return errors.New("--approver-jwks-file needs --approver-issuer (the iss of approvals)")
+	case c.ApprovalMaxLifetime <= 0 || c.IdempotencyTTL <= 0:
+		return errors.New("--approval-max-lifetime and --idempotency-ttl must be positive")
+	}
+	st, err := state.Open(c.StateStore) // no I/O: checks the URL only
+	if err != nil {
+		return fmt.Errorf("--state-store: %w", err)
+	}
+	st.Close()
+	if c.ApprovalURL != "" {
+		u, err := url.Parse(strings.ReplaceAll(c.ApprovalURL, "{digest}", "d"))
+		if err != nil || !u.IsAbs() || u.Host == "" {
+			return fmt.Errorf("--approval-url %q: want an absolute URL ({digest} is replaced by the request digest)", c.ApprovalURL)
+		}
+	}
+	if c.IdempotencyHeader != "" && strings.ContainsAny(c.IdempotencyHeader, " :\t\r\n") {
+		return fmt.Errorf("--idempotency-header %q: not a header name", c.IdempotencyHeader)
+	}
+	for _, s := range extauthz.ConcealStyles {
+		if string(s) == c.ConcealAs {
+			return nil
+		}
+	}
+	return fmt.Errorf("--conceal-as %q: want one of %v", c.ConcealAs, extauthz.ConcealStyles)
 }
 
 // warnUnknownEnv names EXTAUTHZ_* variables that match no flag, since a typo
@@ -159,6 +208,15 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.DurationVar(&c.JWKSRefresh, "jwks-refresh-interval", 5*time.Minute, "how often a discovered key set is fetched again; 0 only on unknown kid")
 	fs.DurationVar(&c.DrainPeriod, "drain-period", 5*time.Second, "on SIGTERM, how long to report NOT_SERVING before stopping")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight Checks may take to finish after the drain")
+	fs.StringVar(&c.StateStore, "state-store", "memory", "where used approval ids and idempotency keys live: memory (this replica) or redis://host:port[/db] (shared)")
+	fs.StringVar(&c.ApproverIssuer, "approver-issuer", "", "iss of approvals; enables approvals; keys from OIDC discovery at it unless --approver-jwks-file")
+	fs.StringVar(&c.ApproverJWKSFile, "approver-jwks-file", "", "static JSON Web Key Set of the approver keys")
+	fs.StringVar(&c.ApprovalURL, "approval-url", "", "where to get an approval, named in ask denials (error.data.approval_url); {digest} is replaced by the request digest")
+	fs.DurationVar(&c.ApprovalMaxLifetime, "approval-max-lifetime", extauthz.DefaultApprovalMaxLifetime, "longest exp - iat accepted in an approval")
+	fs.StringVar(&c.IdempotencyHeader, "idempotency-header", "Idempotency-Key", "header with the request's idempotency key; empty ignores headers")
+	fs.StringVar(&c.IdempotencyMeta, "idempotency-meta", "", "params._meta member with the request's idempotency key (e.g. io.mcp-extauthz/idempotency-key); empty ignores _meta")
+	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", extauthz.DefaultIdempotencyTTL, "how long an idempotency key stays bound to its request digest")
+	fs.StringVar(&c.ConcealAs, "conceal-as", string(extauthz.ConcealGoSDK), "SDK of the MCP server whose unknown-tool answer refusal: conceal reproduces: go-sdk, typescript-sdk (1.x) or typescript-sdk-v2")
 	c.ServersByPrincipal = map[string]string{}
 	fs.Var(principalFlag(c.ServersByPrincipal), "server-id-by-principal", "PRINCIPAL=ID: the MCP server id for requests to the workload with this destination principal (Istio SPIFFE id), when the route names none (repeatable)")
 	fs.StringVar(&c.TLS.cert, "tls-cert-file", "", "gRPC port: server certificate chain (PEM); with --tls-key-file and --client-ca-file, mTLS, reloaded on change")
@@ -240,6 +298,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return nil, err
 	}
 	if err := checkTLSFlags(c.TLS); err != nil {
+		return nil, err
+	}
+	if err := checkBinding(c); err != nil {
 		return nil, err
 	}
 	switch {

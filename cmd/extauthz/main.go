@@ -5,6 +5,8 @@
 //	extauthz check [flags] REQUEST.json
 //	                           decide one captured HTTP request offline
 //	extauthz token [flags]     mint a test bearer token (quick-start only)
+//	extauthz approve [flags] DENIAL.json
+//	                           sign an approval of one request digest
 //	extauthz healthcheck       gRPC health probe for exec probes
 //	extauthz envoy-drain       preStop: drain the Envoy sidecar gracefully
 //	extauthz version           print the build's version
@@ -75,6 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCheck(ctx, args, stdout, stderr)
 	case "token":
 		return runToken(args, stdout, stderr)
+	case "approve":
+		return runApprove(ctx, args, os.Stdin, stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, args, stdout, stderr)
 	case "envoy-drain":
@@ -86,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, token, healthcheck or envoy-drain)", cmd)}
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, token, approve, healthcheck or envoy-drain)", cmd)}
 }
 
 const usage = `usage: extauthz <command> [flags]
@@ -95,6 +99,7 @@ commands:
   serve        run the ext_authz gRPC service (the default)
   check        decide one captured HTTP request: offline, or by a running service (--addr)
   token        mint a test bearer token with the quick-start key
+  approve      sign an approval of one request digest (from an ask denial) for a principal
   healthcheck  probe a running service's gRPC health (exit 0 when SERVING)
   envoy-drain  preStop hook: fail Envoy's readiness, drain its listeners, wait
   version      print the build's version

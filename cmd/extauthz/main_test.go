@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -446,5 +448,112 @@ func TestVersionFromLinker(t *testing.T) {
 	var out bytes.Buffer
 	if err := run(t.Context(), []string{"version"}, &out, io.Discard); err != nil || !strings.HasPrefix(out.String(), "extauthz 1.2.3") {
 		t.Errorf("version = %q (%v), want extauthz 1.2.3", out.String(), err)
+	}
+}
+
+// TestApprovalLoop runs README's approval loop on the quick-start config:
+// ask denial → extauthz approve → retry allowed → the same approval again
+// denied (approval_replayed).
+func TestApprovalLoop(t *testing.T) {
+	addr, _, _ := startServe(t, "--config", "examples/config.yaml", "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--drain-period", "0s")
+	var tok bytes.Buffer
+	if err := run(t.Context(), []string{"token", "--sub", "alice"}, &tok, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(tok.String())
+	req := "examples/requests/big-refund-ask.json"
+	checkJSON := func(extra ...string) (int, map[string]string) {
+		t.Helper()
+		var out bytes.Buffer
+		err := run(t.Context(), append([]string{"check", "--addr", addr, "--token", token, "--json"}, append(extra, req)...), &out, io.Discard)
+		var m map[string]string
+		if jerr := json.Unmarshal(out.Bytes(), &m); jerr != nil {
+			t.Fatalf("check output %q: %v (%v)", out.String(), jerr, err)
+		}
+		return exitCode(err), m
+	}
+	code, ask := checkJSON()
+	if code != 1 || ask["reason"] != "authorization_required" {
+		t.Fatalf("first check: exit %d %v", code, ask)
+	}
+	askFile := filepath.Join(t.TempDir(), "ask.json")
+	b, _ := json.Marshal(ask)
+	if err := os.WriteFile(askFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var appr bytes.Buffer
+	if err := run(t.Context(), []string{"approve", "--sub", "alice", "--approver", "bob", askFile}, &appr, io.Discard); err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+	// The same digest computed by approve from the captured request itself.
+	var appr2 bytes.Buffer
+	if err := run(t.Context(), []string{"approve", "--sub", "alice", req}, &appr2, io.Discard); err != nil {
+		t.Fatalf("approve from the request: %v", err)
+	}
+	payload := func(jws string) map[string]any {
+		parts := strings.Split(strings.TrimSpace(jws), ".")
+		b, _ := base64.RawURLEncoding.DecodeString(parts[1])
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return m
+	}
+	if d1, d2 := payload(appr.String())["digest"], payload(appr2.String())["digest"]; d1 != ask["request_digest"] || d2 != d1 {
+		t.Fatalf("approval digests %v, %v; ask denial names %s", d1, d2, ask["request_digest"])
+	}
+	if code, m := checkJSON("--approval", appr.String()); code != 0 || m["reason"] != "allowed" {
+		t.Fatalf("retry with the approval: exit %d %v", code, m)
+	}
+	if code, m := checkJSON("--approval", appr.String()); code != 1 || m["reason"] != "approval_replayed" {
+		t.Fatalf("second retry with the same approval: exit %d %v", code, m)
+	}
+	if code, m := checkJSON("--approval", appr2.String()); code != 0 || m["reason"] != "allowed" {
+		t.Fatalf("a second, fresh approval: exit %d %v", code, m)
+	}
+}
+
+func TestApproveCommandErrors(t *testing.T) {
+	tests := []struct {
+		give []string
+	}{
+		{[]string{"approve", "examples/requests/big-refund-ask.json"}},                                                                   // no --sub
+		{[]string{"approve", "--sub", "alice"}},                                                                                          // no input
+		{[]string{"approve", "--sub", "alice", "--digest", "md5:abc"}},                                                                   // bad digest
+		{[]string{"approve", "--sub", "alice", "--key", "examples/approver-jwks.json", "--digest", "sha256:" + strings.Repeat("0", 64)}}, // public key
+		{[]string{"check", "--approval", "x", "examples/requests/big-refund-ask.json"}},                                                  // offline approval
+	}
+	for _, tt := range tests {
+		if err := run(t.Context(), tt.give, io.Discard, io.Discard); exitCode(err) != 2 {
+			t.Errorf("%v: exit %d (%v), want 2", tt.give, exitCode(err), err)
+		}
+	}
+}
+
+// TestServeBindingFlags: approval, idempotency and concealment flags are
+// validated at start-up, one line each.
+func TestServeBindingFlags(t *testing.T) {
+	base := []string{"--policy", "examples/policy.yaml", "--issuer", "https://i", "--audience", "a"}
+	tests := []struct {
+		give []string
+		want string
+	}{
+		{[]string{"--state-store", "postgres://x"}, "--state-store"},
+		{[]string{"--state-store", "redis"}, "--state-store"},
+		{[]string{"--approver-jwks-file", "examples/approver-jwks.json"}, "needs --approver-issuer"},
+		{[]string{"--approver-issuer", "http://approvals.example.com"}, "--approver-issuer"},
+		{[]string{"--approval-url", "/relative?d={digest}"}, "--approval-url"},
+		{[]string{"--conceal-as", "python"}, "--conceal-as"},
+		{[]string{"--idempotency-ttl", "0s"}, "must be positive"},
+		{[]string{"--idempotency-header", "Bad Header"}, "--idempotency-header"},
+	}
+	for _, tt := range tests {
+		_, err := parseServeConfig(append(append([]string{}, base...), tt.give...), func(string) string { return "" }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: err = %v, want one line containing %q", tt.give, err, tt.want)
+		}
+	}
+	c, err := parseServeConfig(append(base, "--state-store", "redis://127.0.0.1:6379/0", "--approver-issuer", "https://approvals.example.com",
+		"--approver-jwks-file", "examples/approver-jwks.json", "--conceal-as", "typescript-sdk"), func(string) string { return "" }, io.Discard)
+	if err != nil || c.StateStore != "redis://127.0.0.1:6379/0" || c.IdempotencyHeader != "Idempotency-Key" {
+		t.Errorf("valid flags: %v %+v", err, c)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -71,6 +72,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer svc.store.Close()
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
 		return err
@@ -131,6 +133,13 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}()
 	go func() { defer wg.Done(); reloadOnSIGHUP(ctx, svc.loader) }()
+	if svc.approvals != nil && cfg.ApproverJWKSFile == "" {
+		wg.Add(1)
+		go func() { defer wg.Done(); svc.warmApprovers(ctx) }()
+	}
+	if err := svc.store.Ping(ctx); err != nil {
+		log.Warn("state store not reachable; requests with an approval or idempotency key are denied (state_store_unavailable) until it is", zap.Error(err))
+	}
 	if httpLis != nil {
 		// The HTTP server outlives the gRPC drain, so /readyz answers 503
 		// (not connection refused) and the last scrape sees the final counts.
@@ -183,8 +192,28 @@ type service struct {
 	readiness *extauthz.Readiness
 	policies  *extauthz.PolicyStore
 	oidc      *extauthz.OIDCVerifier
-	jwks      *extauthz.KeySet // --jwks-file's keys, reloaded on change; nil with discovery
+	jwks      *extauthz.KeySet       // --jwks-file's keys, reloaded on change; nil with discovery
+	approvals *extauthz.OIDCVerifier // nil without --approver-issuer
+	store     state.Store
 	log       *zap.Logger
+}
+
+// warmApprovers runs discovery at the approver issuer until it succeeds
+// (backing off from 1s to 30s) or ctx ends; until then approvals are
+// denied (idp_unavailable).
+func (s *service) warmApprovers(ctx context.Context) {
+	for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
+		err := s.approvals.Warm(ctx)
+		if err == nil && s.approvals.Ready() {
+			return
+		}
+		s.log.Warn("approver issuer not ready; approvals are refused", zap.Error(err), zap.Duration("retry_in", backoff))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
 }
 
 // newService builds the Check server from cfg: policy, token verifier and
@@ -240,11 +269,17 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 	if rm == "" {
 		rm = extauthz.ResourceMetadataURL(cfg.Audiences[0])
 	}
+	binding, approvals, err := newBinding(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return &service{
+		approvals: approvals,
+		store:     binding.Store,
 		server: &extauthz.Server{
-			Decider: &extauthz.Decider{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal, Verifier: verifier, Policies: store, Limits: lim,
+			Decider: &extauthz.Decider{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal, Verifier: verifier, Policies: store, Limits: lim, Binding: binding,
 				DPoP: extauthz.NewDPoPVerifier(extauthz.DPoPConfig{})},
-			Responder: &extauthz.Responder{ResourceMetadataURL: rm, DenialStatus: cfg.DenialStatus},
+			Responder: &extauthz.Responder{ResourceMetadataURL: rm, DenialStatus: cfg.DenialStatus, ConcealAs: extauthz.ConcealStyle(cfg.ConcealAs)},
 			Log:       decisionLog,
 			Metrics:   metrics,
 			DryRun:    cfg.DryRun,
@@ -287,6 +322,43 @@ func logIgnoredKeys(log *zap.Logger, ignored []extauthz.IgnoredKey) {
 		why[i] = k.String()
 	}
 	log.Info("key set members ignored: they cannot verify signatures", zap.Strings("ignored", why))
+}
+
+// newBinding builds approvals and idempotency keys from cfg: the state
+// store and, with --approver-issuer, the approval verifier (keys from
+// --approver-jwks-file or discovery; audiences are the MCP server's).
+func newBinding(cfg *Config) (*extauthz.Binding, *extauthz.OIDCVerifier, error) {
+	st, err := state.Open(cfg.StateStore)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := &extauthz.Binding{
+		Store:               st,
+		IdempotencyHeader:   strings.ToLower(cfg.IdempotencyHeader),
+		IdempotencyMeta:     cfg.IdempotencyMeta,
+		IdempotencyTTL:      cfg.IdempotencyTTL,
+		ApprovalMaxLifetime: cfg.ApprovalMaxLifetime,
+		ApprovalURL:         cfg.ApprovalURL,
+	}
+	if cfg.ApproverIssuer == "" {
+		return b, nil, nil
+	}
+	oc := extauthz.OIDCConfig{Issuer: cfg.ApproverIssuer, Audiences: cfg.Audiences}
+	if cfg.ApproverJWKSFile != "" {
+		ks, err := extauthz.LoadJWKS(cfg.ApproverJWKSFile)
+		if err != nil {
+			st.Close()
+			return nil, nil, fmt.Errorf("--approver-jwks-file: %w", err)
+		}
+		oc.KeySet = ks
+	}
+	v, err := extauthz.NewOIDCVerifier(oc)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	b.Approvals = v
+	return b, v, nil
 }
 
 // keepKeysFresh runs discovery and the first key fetch until they succeed

@@ -66,23 +66,7 @@ func runToken(args []string, stdout, stderr io.Writer) error {
 }
 
 // SignJWT signs claims as a compact JWS with key's algorithm (RS256 when the
-// key names none) and kid.
+// key names none), kid and typ JWT.
 func SignJWT(key *jose.JSONWebKey, claims map[string]any) (string, error) {
-	alg := jose.SignatureAlgorithm(key.Algorithm)
-	if alg == "" {
-		alg = jose.RS256
-	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, (&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		return "", err
-	}
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		return "", err
-	}
-	jws, err := signer.Sign(payload)
-	if err != nil {
-		return "", err
-	}
-	return jws.CompactSerialize()
+	return signTyped(key, "JWT", claims)
 }

@@ -163,6 +163,7 @@ static_resources:
                 # Every name outside [a-z0-9-] (x_mcp_principal, mcp_method),
                 # for the service to remove those that fold onto its own.
                 - { safe_regex: { regex: "[a-z0-9-]*[^a-z0-9-].*" } }
+                - { exact: idempotency-key }        # replay protection (Idempotency-Key)
           - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router

@@ -1,0 +1,424 @@
+package extauthz
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
+)
+
+// Where approvals and idempotency keys travel, and what the upstream gets.
+const (
+	// HeaderApproval carries an approval (compact JWS). Like every
+	// client-sent x-mcp-* header it is removed before the upstream.
+	HeaderApproval = "x-mcp-approval"
+	// MetaApproval is the params._meta member that carries an approval for
+	// clients that cannot set headers. It is outside params.arguments, so it
+	// is not part of the request digest; ext_authz cannot change the body,
+	// so the upstream sees it.
+	MetaApproval = "io.mcp-extauthz/approval"
+	// HeaderRetry is set to "true" on an allowed request whose idempotency
+	// key was already bound to this very request digest: an idempotent
+	// upstream can answer with the recorded result.
+	HeaderRetry = "x-mcp-retry"
+	// DefaultIdempotencyHeader is the idempotency key header
+	// (draft-ietf-httpapi-idempotency-key-header).
+	DefaultIdempotencyHeader = "idempotency-key"
+	// ApprovalType is the JWS typ an approval must carry (RFC 8725 section
+	// 3.11 explicit typing), so no other JWT can pass for one.
+	ApprovalType = "mcp-approval+jwt"
+)
+
+// Defaults of Binding.
+const (
+	DefaultIdempotencyTTL      = 24 * time.Hour
+	DefaultApprovalMaxLifetime = time.Hour
+	maxIdempotencyKeyLen       = 255
+	approvalClockSkew          = time.Minute
+)
+
+// Binding binds authority to the exact request digest across Checks:
+// approvals that admit one asked request once, and idempotency keys that
+// admit a retry of the same request and nothing else. It is safe for
+// concurrent use; its fields are not changed after the first Check.
+//
+// An approval is a compact JWS of type ApprovalType signed by an approver
+// key, with claims iss (the approver issuer), aud (the MCP server's
+// audience), sub (the principal it was approved for), digest (the request
+// digest, "sha256:<hex>"), exp, iat, jti and approver (who approved). It
+// admits an ask (authorization_required) only: deny rules and the default
+// deny always win, and an allowed request does not consume it.
+type Binding struct {
+	// Approvals verifies approvals: signature with the approver keys,
+	// iss, exp and aud (one of the MCP server's audiences); its errors are
+	// *TokenError. Nil means no approver is configured: an ask stays
+	// authorization_required whatever the request carries.
+	Approvals TokenVerifier
+	// Store records used approval ids and idempotency keys. Nil, or a
+	// store that fails, denies every request that needs it
+	// (state_store_unavailable).
+	Store state.Store
+	// IdempotencyHeader is the lower-case header with the idempotency key;
+	// "" ignores headers.
+	IdempotencyHeader string
+	// IdempotencyMeta is the params._meta member with the idempotency key;
+	// "" ignores _meta.
+	IdempotencyMeta string
+	// IdempotencyTTL is how long a key stays bound to its digest; zero means
+	// DefaultIdempotencyTTL.
+	IdempotencyTTL time.Duration
+	// ApprovalMaxLifetime bounds exp - iat of an approval; zero means
+	// DefaultApprovalMaxLifetime.
+	ApprovalMaxLifetime time.Duration
+	// ApprovalURL, when set, is named in error.data.approval_url of denials
+	// an approval could lift, with "{digest}" replaced by the
+	// query-escaped request digest.
+	ApprovalURL string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// bind applies approvals and idempotency keys to a decided request and
+// returns the final reason. Only allowed requests and asks of one message
+// are concerned; any other decision is returned as it is.
+func (b *Binding) bind(ctx context.Context, r *Request, dec *Decision) Reason {
+	reason := dec.Reason
+	if reason != ReasonAllowed && reason != ReasonAuthorizationRequired {
+		return reason
+	}
+	if reason == ReasonAuthorizationRequired && b.ApprovalURL != "" {
+		dec.ApprovalURL = strings.ReplaceAll(b.ApprovalURL, "{digest}", url.QueryEscape(dec.RequestDigest))
+	}
+	// One message only: an approval of one element must never admit a
+	// batch, whose other elements it does not name.
+	single := dec.parsed && len(dec.BatchDigests) == 0 && dec.BatchIndex < 0 && dec.RequestDigest != ""
+	if !single {
+		return reason
+	}
+	key, reason2 := b.idempotencyKey(r, dec)
+	if reason2 != "" {
+		return reason2
+	}
+	if reason == ReasonAllowed {
+		if key == "" {
+			return ReasonAllowed
+		}
+		_, reason2 = b.claimKey(ctx, dec, key)
+		return reason2
+	}
+
+	raw, reason2 := approvalToken(r, dec)
+	switch {
+	case reason2 != "":
+		return reason2
+	case raw == "":
+		return reason
+	}
+	appr, reason2 := b.verifyApproval(ctx, raw, dec)
+	if reason2 != "" {
+		return reason2
+	}
+	dec.Approver, dec.ApprovalID = appr.approver, appr.jti
+
+	var keyClaimed string
+	if key != "" {
+		claimed, reason2 := b.claimKey(ctx, dec, key)
+		if reason2 != ReasonAllowed || dec.Retry {
+			return b.admit(dec, reason2)
+		}
+		if claimed {
+			keyClaimed = b.keyID(dec, key)
+		}
+	}
+	if b.Store == nil {
+		return ReasonStateStoreUnavailable
+	}
+	ttl := time.Until(appr.exp)
+	if b.Now != nil {
+		ttl = appr.exp.Sub(b.Now())
+	}
+	claimed, _, err := b.Store.Claim(ctx, "jti:"+hashParts(appr.issuer, appr.jti), dec.RequestDigest, ttl+approvalClockSkew)
+	switch {
+	case err != nil:
+		dec.Detail = err.Error()
+		b.release(ctx, keyClaimed, dec.RequestDigest)
+		return ReasonStateStoreUnavailable
+	case !claimed:
+		b.release(ctx, keyClaimed, dec.RequestDigest)
+		return ReasonApprovalReplayed
+	}
+	return b.admit(dec, ReasonAllowed)
+}
+
+// admit turns an approved ask into an allow.
+func (b *Binding) admit(dec *Decision, reason Reason) Reason {
+	if reason == ReasonAllowed {
+		dec.Decision = policy.Allow
+		dec.ApprovalURL = ""
+	}
+	return reason
+}
+
+func (b *Binding) release(ctx context.Context, key, value string) {
+	if key != "" {
+		_ = b.Store.Release(ctx, key, value) // best effort: the key then expires
+	}
+}
+
+// claimKey binds the idempotency key to dec's digest. Same digest already
+// bound: a retry (dec.Retry). Another digest: replay_substitution.
+func (b *Binding) claimKey(ctx context.Context, dec *Decision, key string) (claimed bool, _ Reason) {
+	if b.Store == nil {
+		return false, ReasonStateStoreUnavailable
+	}
+	ttl := b.IdempotencyTTL
+	if ttl <= 0 {
+		ttl = DefaultIdempotencyTTL
+	}
+	claimed, prev, err := b.Store.Claim(ctx, b.keyID(dec, key), dec.RequestDigest, ttl)
+	switch {
+	case err != nil:
+		dec.Detail = err.Error()
+		return false, ReasonStateStoreUnavailable
+	case claimed:
+		return true, ReasonAllowed
+	case prev == dec.RequestDigest:
+		dec.Retry = true
+		return false, ReasonAllowed
+	}
+	return false, ReasonReplaySubstitution
+}
+
+// keyID scopes an idempotency key to the principal and the MCP server, so
+// one client's keys never collide with another's.
+func (b *Binding) keyID(dec *Decision, key string) string {
+	return "idem:" + hashParts(dec.Principal.Issuer, dec.Principal.Subject, dec.Server, key)
+}
+
+// hashParts is the hex SHA-256 of parts joined by NUL: a store key of fixed
+// length whatever the client sent.
+func hashParts(parts ...string) string {
+	h := sha256.New()
+	for i, p := range parts {
+		if i > 0 {
+			h.Write([]byte{0})
+		}
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// idempotencyKey returns the request's idempotency key from the configured
+// header or params._meta member ("" when none). Several headers, a key
+// that is not 1..255 visible ASCII characters (an RFC 8941 string's
+// quotes are removed), or header and _meta that differ are invalid_request.
+func (b *Binding) idempotencyKey(r *Request, dec *Decision) (string, Reason) {
+	var key string
+	if b.IdempotencyHeader != "" {
+		v, n := r.Headers.Get(b.IdempotencyHeader)
+		if n > 1 {
+			return "", ReasonInvalidRequest
+		}
+		if n == 1 {
+			if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+				v = v[1 : len(v)-1]
+			}
+			if !validKey(v) {
+				return "", ReasonInvalidRequest
+			}
+			key = v
+		}
+	}
+	if b.IdempotencyMeta != "" {
+		v, ok, err := metaString(dec.params, b.IdempotencyMeta)
+		switch {
+		case err != nil || (ok && !validKey(v)):
+			return "", ReasonInvalidRequest
+		case ok && key != "" && v != key:
+			return "", ReasonInvalidRequest
+		case ok:
+			key = v
+		}
+	}
+	return key, ""
+}
+
+func validKey(s string) bool {
+	if s == "" || len(s) > maxIdempotencyKeyLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= 0x20 || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// approvalToken returns the approval from x-mcp-approval or
+// params._meta["io.mcp-extauthz/approval"], "" when there is none. Several
+// headers, a non-string member, or two places that differ are
+// approval_untrusted.
+func approvalToken(r *Request, dec *Decision) (string, Reason) {
+	h, n := r.Headers.Get(HeaderApproval)
+	if n > 1 {
+		return "", ReasonApprovalUntrusted
+	}
+	m, ok, err := metaString(dec.params, MetaApproval)
+	switch {
+	case err != nil:
+		return "", ReasonApprovalUntrusted
+	case ok && n == 1 && strings.TrimSpace(h) != m:
+		return "", ReasonApprovalUntrusted
+	case ok:
+		return m, ""
+	}
+	return strings.TrimSpace(h), ""
+}
+
+// metaString returns params._meta[name] when it is a JSON string; ok is
+// false when params, _meta or the member is absent. A _meta or member of
+// another type is an error.
+func metaString(params []byte, name string) (v string, ok bool, err error) {
+	if len(params) == 0 || !bytes.Contains(params, []byte(`"_meta"`)) {
+		return "", false, nil
+	}
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(params, &p); err != nil {
+		return "", false, err
+	}
+	raw, ok := p["_meta"]
+	if !ok || string(raw) == "null" {
+		return "", false, nil
+	}
+	var meta map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return "", false, err
+	}
+	mv, ok := meta[name]
+	if !ok {
+		return "", false, nil
+	}
+	if err := json.Unmarshal(mv, &v); err != nil {
+		return "", false, fmt.Errorf("_meta %q: %w", name, err)
+	}
+	return v, true, nil
+}
+
+// approval is a verified approval's facts.
+type approval struct {
+	issuer, jti, approver string
+	exp                   time.Time
+}
+
+// verifyApproval checks raw against the approver keys and the request, in
+// this order: trusted (typ, signature, iss, claims present, lifetime),
+// unexpired, audience, principal, digest. Its reason is "" when raw admits
+// dec's request (single use is checked by the caller).
+func (b *Binding) verifyApproval(ctx context.Context, raw string, dec *Decision) (*approval, Reason) {
+	if b.Approvals == nil {
+		dec.Detail = "approval presented but no approver is configured"
+		return nil, ReasonApprovalUntrusted
+	}
+	if typ, err := jwsType(raw); err != nil || !strings.EqualFold(typ, ApprovalType) {
+		dec.Detail = fmt.Sprintf("approval typ %q, want %s", typ, ApprovalType)
+		return nil, ReasonApprovalUntrusted
+	}
+	p, err := b.Approvals.Verify(ctx, raw)
+	if err != nil {
+		var te *TokenError
+		reason := ReasonApprovalUntrusted
+		if errors.As(err, &te) {
+			switch te.Reason {
+			case ReasonTokenExpired:
+				reason = ReasonApprovalExpired
+			case ReasonTokenWrongAudience:
+				reason = ReasonApprovalAudienceMismatch
+			case ReasonIdPUnavailable:
+				reason = ReasonIdPUnavailable
+			}
+		}
+		dec.Detail = "approval: " + err.Error()
+		return nil, reason
+	}
+	a := &approval{issuer: p.Issuer, exp: p.Expiry}
+	digest, _ := p.Claims["digest"].(string)
+	a.jti, _ = p.Claims["jti"].(string)
+	a.approver, _ = p.Claims["approver"].(string)
+	iat, hasIat := p.Claims["iat"].(float64)
+	maxLife := b.ApprovalMaxLifetime
+	if maxLife <= 0 {
+		maxLife = DefaultApprovalMaxLifetime
+	}
+	now := time.Now()
+	if b.Now != nil {
+		now = b.Now()
+	}
+	issued := time.Unix(int64(iat), 0)
+	switch {
+	case digest == "" || a.jti == "" || a.approver == "" || !hasIat:
+		dec.Detail = "approval lacks digest, jti, approver or iat"
+		return nil, ReasonApprovalUntrusted
+	case issued.After(now.Add(approvalClockSkew)) || a.exp.Sub(issued) > maxLife:
+		dec.Detail = fmt.Sprintf("approval iat in the future or lifetime over %v", maxLife)
+		return nil, ReasonApprovalUntrusted
+	case !slices.Contains(p.Audiences, dec.Principal.Audience):
+		dec.Detail = "approval aud does not name " + dec.Principal.Audience
+		return nil, ReasonApprovalAudienceMismatch
+	case p.Subject != dec.Principal.Subject:
+		return nil, ReasonApprovalPrincipalMismatch
+	case digest != dec.RequestDigest:
+		return nil, ReasonApprovalDigestMismatch
+	}
+	return a, ""
+}
+
+// jwsType returns the typ of a compact JWS's protected header.
+func jwsType(raw string) (string, error) {
+	h, _, ok := strings.Cut(raw, ".")
+	if !ok {
+		return "", errors.New("not a compact JWS")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(h)
+	if err != nil {
+		return "", err
+	}
+	var hdr struct {
+		Typ string `json:"typ"`
+	}
+	if err := json.Unmarshal(b, &hdr); err != nil {
+		return "", err
+	}
+	return hdr.Typ, nil
+}
+
+// appendBindingFields adds the decision log fields of approvals,
+// idempotency and concealment (no token, no argument values).
+func appendBindingFields(fields []zap.Field, d *Decision) []zap.Field {
+	if d.Retry {
+		fields = append(fields, zap.Bool("retry", true))
+	}
+	if d.Approver != "" {
+		fields = append(fields, zap.String("approver", d.Approver), zap.String("approval_jti", d.ApprovalID))
+	}
+	if concealable(d) {
+		fields = append(fields, zap.Bool("concealed", true))
+	}
+	if len(d.RequiredScopes) > 0 {
+		fields = append(fields, zap.Strings("required_scopes", d.RequiredScopes))
+	}
+	return fields
+}

@@ -1,0 +1,244 @@
+package extauthz
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
+)
+
+var bigRefund = call{tool: "issue_refund", args: `{"amountMinor":9000,"currency":"USD","orderId":"o-1"}`}
+
+// TestRedisOutage: while Redis is down, every request that needs it is
+// denied (state_store_unavailable), never allowed; requests that do not
+// need it are decided as usual.
+func TestRedisOutage(t *testing.T) {
+	url, stop := statetest.StartRedis(t)
+	r, err := state.NewRedis(url, statetest.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rig := newBindingRig(t, r)
+	c := bigRefund
+	c.approval = rig.approve(t, bigRefund, nil)
+	if got := rig.send(t, c); got.reason != "allowed" {
+		t.Fatalf("before the outage: %s", got.reason)
+	}
+	stop()
+	small := call{tool: "issue_refund", args: `{"amountMinor":100,"currency":"USD","orderId":"o-9"}`}
+	for i := range 5 {
+		c := bigRefund
+		c.approval = rig.approve(t, bigRefund, nil) // a fresh, valid approval each time
+		keyed := small
+		keyed.key = "outage-" + string(rune('a'+i))
+		for _, cc := range []call{c, keyed} {
+			got := rig.send(t, cc)
+			if got.decision == "allow" || got.reason != "state_store_unavailable" {
+				t.Fatalf("Redis down: %s/%s, want a state_store_unavailable denial", got.decision, got.reason)
+			}
+		}
+	}
+	if got := rig.send(t, small); got.reason != "allowed" { // no key: the store is not needed
+		t.Errorf("request that needs no store: %s", got.reason)
+	}
+	if rig.upstream.Load() != 2 {
+		t.Errorf("upstream ran %d times, want 2 (the approved request before the outage, the keyless one after)", rig.upstream.Load())
+	}
+}
+
+// TestApprovalUntrusted: anything but a well-formed approval of type
+// mcp-approval+jwt signed by the approver, with every claim and a bounded
+// lifetime, is approval_untrusted.
+func TestApprovalUntrusted(t *testing.T) {
+	rig := newBindingRig(t, state.NewMemory(0, nil))
+	now := time.Now()
+	claims := func(edit func(map[string]any)) map[string]any {
+		c := claimsOf(t, rig.approve(t, bigRefund, nil))
+		edit(c)
+		return c
+	}
+	tests := []struct {
+		name string
+		give string
+	}{
+		{"typ JWT (an access token shape)", signApproval(t, rig.apprKey, "JWT", claims(func(map[string]any) {}))},
+		{"no typ", signApproval(t, rig.apprKey, "", claims(func(map[string]any) {}))},
+		{"user's identity provider key", signApproval(t, rig.userKey, ApprovalType, claims(func(map[string]any) {}))},
+		{"issuer is the users' identity provider", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["iss"] = rig.idp.issuer() }))},
+		{"no jti", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { delete(c, "jti") }))},
+		{"no approver", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { delete(c, "approver") }))},
+		{"no digest", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { delete(c, "digest") }))},
+		{"no iat", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { delete(c, "iat") }))},
+		{"lives longer than the maximum", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["exp"] = now.Add(2 * time.Hour).Unix() }))},
+		{"issued in the future", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["iat"] = now.Add(10 * time.Minute).Unix() }))},
+		{"not a JWS", "not-a-jws"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := bigRefund
+			c.approval = tt.give
+			if got := rig.send(t, c); got.reason != "approval_untrusted" {
+				t.Errorf("reason = %s, want approval_untrusted", got.reason)
+			}
+		})
+	}
+	t.Run("header and _meta differ", func(t *testing.T) {
+		c := bigRefund
+		c.approval = rig.approve(t, bigRefund, nil)
+		c.metaAppr = rig.approve(t, bigRefund, nil)
+		if got := rig.send(t, c); got.reason != "approval_untrusted" {
+			t.Errorf("reason = %s, want approval_untrusted", got.reason)
+		}
+	})
+	t.Run("no approver configured", func(t *testing.T) {
+		rig2 := newBindingRig(t, state.NewMemory(0, nil), func(s *Server) { s.Decider.Binding.Approvals = nil })
+		c := bigRefund
+		c.approval = rig2.approve(t, bigRefund, nil)
+		if got := rig2.send(t, c); got.reason != "approval_untrusted" {
+			t.Errorf("reason = %s, want approval_untrusted", got.reason)
+		}
+	})
+	if rig.upstream.Load() != 0 {
+		t.Errorf("upstream ran %d times, want 0", rig.upstream.Load())
+	}
+}
+
+// TestApprovalNotForwarded: the approval header never reaches the upstream;
+// the admitted request is logged with its approver, never with the approval
+// or an argument.
+func TestApprovalNotForwarded(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	rig := newBindingRig(t, state.NewMemory(0, nil), func(s *Server) { s.Log = zap.New(core) })
+	c := bigRefund
+	c.approval = rig.approve(t, bigRefund, nil)
+	got := rig.send(t, c)
+	if got.reason != "allowed" {
+		t.Fatalf("reason %s", got.reason)
+	}
+	if !contains(got.removed, HeaderApproval) {
+		t.Errorf("headers_to_remove = %v, want %s among them", got.removed, HeaderApproval)
+	}
+	if _, set := got.upstreamHeaders[HeaderRetry]; set {
+		t.Errorf("first admission marked as a retry")
+	}
+	e := logs.All()[0]
+	b, _ := json.Marshal(e.ContextMap())
+	if m := e.ContextMap(); m["approver"] != "bob@example.com" || m["approval_jti"] == "" {
+		t.Errorf("log line lacks the approver: %s", b)
+	}
+	if strings.Contains(string(b), c.approval[:40]) || strings.Contains(string(b), "9000") {
+		t.Errorf("log line leaks the approval or an argument: %s", b)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzBinding: whatever the approval, idempotency key and body, Check
+// answers, with a reason from the closed set, OK exactly when allowed, and
+// an approval that was not signed by the approver never admits an ask.
+func FuzzBinding(f *testing.F) {
+	f.Add("", "", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"issue_refund","arguments":{"amountMinor":9000,"currency":"EUR"}}}`))
+	f.Add("a.b.c", "k1", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{},"_meta":{"io.mcp-extauthz/approval":"x.y.z"}}}`))
+	f.Add("eyJ0eXAiOiJtY3AtYXBwcm92YWwrand0In0.e30.", "\"k\"", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"issue_refund","arguments":{"amountMinor":9000},"_meta":{"io.mcp-extauthz/approval":7}}}`))
+	srv := staticRig(f, nil)
+	srv.Decider.Binding = &Binding{
+		Approvals:         warmVerifierStatic(f, newTestKey(f, "approver-key")),
+		Store:             state.NewMemory(1000, nil),
+		IdempotencyHeader: DefaultIdempotencyHeader,
+		IdempotencyMeta:   "io.mcp-extauthz/idempotency-key",
+	}
+	f.Fuzz(func(t *testing.T, approval, key string, body []byte) {
+		c := postReq("")
+		c.Body = body
+		if approval != "" {
+			c.Headers[HeaderApproval] = approval
+		}
+		if key != "" {
+			c.Headers[DefaultIdempotencyHeader] = key
+		}
+		resp, err := srv.Check(t.Context(), c.CheckRequest(true))
+		if err != nil || resp == nil {
+			t.Fatalf("Check = %v, %v", resp, err)
+		}
+		md := resp.GetDynamicMetadata().GetFields()
+		reason := md["reason"].GetStringValue()
+		if _, ok := outcomes[Reason(reason)]; !ok {
+			t.Fatalf("reason %q outside the closed set", reason)
+		}
+		if (resp.GetOkResponse() != nil) != (reason == string(ReasonAllowed)) {
+			t.Fatalf("status %v with reason %q", resp.GetStatus(), reason)
+		}
+		// Without the approval and the key the same body is decided
+		// alone; an allow must not come from a forged approval.
+		if reason == string(ReasonAllowed) && (approval != "" || strings.Contains(string(body), MetaApproval)) {
+			d := srv.Decider.Decide(t.Context(), postReqBody(body).Request())
+			if d.Reason != ReasonAllowed {
+				t.Fatalf("a fuzzed approval admitted a request the policy decides %s", d.Reason)
+			}
+		}
+	})
+}
+
+func postReqBody(body []byte) *CapturedRequest {
+	c := postReq("")
+	c.Body = body
+	return c
+}
+
+// warmVerifierStatic verifies approvals signed by k (issuer
+// https://approvals.example.com) against a static key set.
+func warmVerifierStatic(t testing.TB, k *testKey) *OIDCVerifier {
+	v, err := NewOIDCVerifier(OIDCConfig{Issuer: "https://approvals.example.com", Audiences: []string{testAudience},
+		KeySet: NewStaticKeySet([]jose.JSONWebKey{k.public()})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestApprovalBatch: an approval binds one request digest, so it never lifts
+// an ask inside a batch (MCP 2025-03-26), whose other elements it does not
+// name; nor does an idempotency key apply to a batch.
+func TestApprovalBatch(t *testing.T) {
+	rig := newBindingRig(t, state.NewMemory(0, nil))
+	transfer := call{tool: "transfer_funds", args: `{"amountMinor":1}`}
+	for _, body := range []string{
+		`[` + bigRefund.body() + `]`,
+		`[` + bigRefund.body() + `,` + strings.Replace(transfer.body(), `"id":7`, `"id":8`, 1) + `]`,
+	} {
+		capt := caseReq(body)
+		delete(capt.Headers, "mcp-protocol-version") // batches exist only in 2025-03-26
+		capt.Headers["authorization"] = "Bearer " + rig.token(t, call{})
+		capt.Headers[HeaderApproval] = rig.approve(t, bigRefund, nil)
+		d, _ := parseDenial(t, check(t, rig.client, capt.CheckRequest(true)))
+		if d.Error.Data.Reason != "authorization_required" {
+			t.Errorf("batch with an approval of its first element: %s, want authorization_required", d.Error.Data.Reason)
+		}
+	}
+	small := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{}}}`
+	for i, body := range []string{`[` + small + `]`, `[` + strings.Replace(small, `"id":1`, `"id":2`, 1) + `,` + small + `]`} {
+		capt := caseReq(body)
+		delete(capt.Headers, "mcp-protocol-version")
+		capt.Headers["authorization"] = "Bearer " + rig.token(t, call{})
+		capt.Headers[DefaultIdempotencyHeader] = "same-key"
+		if h := okHeaders(t, check(t, rig.client, capt.CheckRequest(true))); h[HeaderRetry] != "" {
+			t.Errorf("batch %d marked as a retry", i)
+		}
+	}
+}
