@@ -83,8 +83,8 @@ func TestHostRewrite(t *testing.T) {
 // route with ext_authz off.
 func TestMetadataRoute(t *testing.T) {
 	wantEndpoint := map[string]string{
-		"sidecar.yaml": "127.0.0.1:9192", // extauthz --http-addr in the sidecar
-		"gateway.yaml": "mcp-extauthz.mcp-extauthz.svc.cluster.local:9192",
+		"sidecar.yaml": "127.0.0.1:9192",                                            // extauthz --http-addr in the sidecar
+		"gateway.yaml": "mcp-extauthz-headless.mcp-extauthz.svc.cluster.local:9192", // one endpoint per replica
 	}
 	for name, ep := range wantEndpoint {
 		t.Run(name, func(t *testing.T) {

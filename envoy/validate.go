@@ -27,8 +27,12 @@ import (
 	// for an Envoy built without that extension.
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
+	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/stateful_session/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/http/stateful_session/envelope/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
+	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 )
 
 // Filter and extension names, as Envoy's docs spell them.
@@ -41,6 +45,13 @@ const (
 	// ServerIDContextKey is the per-route context extension that names the
 	// MCP server for the policy.
 	ServerIDContextKey = "mcp_server"
+	// AdminCluster is the cluster that reaches Envoy's own admin API, and
+	// StatsPath the one admin path a listener may route to it.
+	AdminCluster = "envoy_admin"
+	StatsPath    = "/stats/prometheus"
+	// OverloadFile is the overload-manager fragment passed to Envoy with
+	// --config-yaml on top of sidecar.yaml.
+	OverloadFile = "overload.yaml"
 	// CorsFilter answers CORS preflights before ext_authz sees them.
 	CorsFilter = "envoy.filters.http.cors"
 	// MetadataCluster is extauthz's HTTP port, which serves RFC 9728
@@ -211,17 +222,37 @@ func HTTPConnectionManagers(b *bootstrapv3.Bootstrap) ([]HTTPConnectionManager, 
 	return out, nil
 }
 
-// Forwards reports whether h routes any request to a cluster (as opposed to
-// answering everything itself, like a health listener).
+// Forwards reports whether h routes any request to an upstream cluster (as
+// opposed to answering everything itself, like a health listener). The
+// exact-path GET StatsPath route to AdminCluster does not count:
+// CheckInvariants holds it to that shape.
 func Forwards(h *hcmv3.HttpConnectionManager) bool {
 	for _, vh := range h.GetRouteConfig().GetVirtualHosts() {
 		for _, r := range vh.GetRoutes() {
-			if r.GetRoute() != nil {
+			if r.GetRoute() != nil && r.GetRoute().GetCluster() != AdminCluster {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// checkAdminRoutes reports every route of h to AdminCluster that is not an
+// exact-path StatsPath match: any other path would expose the admin API
+// (drain, quit, config dump) beyond loopback.
+func checkAdminRoutes(h HTTPConnectionManager, fail func(string, ...any)) {
+	for _, vh := range h.HCM.GetRouteConfig().GetVirtualHosts() {
+		for _, r := range vh.GetRoutes() {
+			ra := r.GetRoute()
+			if ra == nil || ra.GetCluster() != AdminCluster {
+				continue
+			}
+			m := r.GetMatch()
+			if m.GetPath() != StatsPath || ra.GetPrefixRewrite() != "" || ra.GetRegexRewrite() != nil {
+				fail("listener %s: route %v exposes the admin API beyond %s", h.Listener, m, StatsPath)
+			}
+		}
+	}
 }
 
 // ExtAuthz returns h's ext_authz filter config and its index in the filter
@@ -320,7 +351,9 @@ func WithoutUnderscoreRejection(b *bootstrapv3.Bootstrap) (*bootstrapv3.Bootstra
 //   - the gRPC cluster speaks HTTP/2;
 //   - ext_authz is never off for a virtual host or route configuration, and
 //     off for a route only on metadata routes (MetadataRoute);
-//   - Envoy's admin listens on loopback only.
+//   - Envoy's admin listens on loopback only, and a listener reaches it
+//     (cluster AdminCluster, whose endpoint must be the admin address) only
+//     for the exact path StatsPath.
 func CheckInvariants(b *bootstrapv3.Bootstrap) error {
 	var errs []error
 	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -329,12 +362,20 @@ func CheckInvariants(b *bootstrapv3.Bootstrap) error {
 	if ip, err := netip.ParseAddr(admin); err != nil || !ip.IsLoopback() {
 		fail("admin address %q is not loopback", admin)
 	}
+	if c := Cluster(b, AdminCluster); c != nil {
+		as := b.GetAdmin().GetAddress().GetSocketAddress()
+		want := fmt.Sprintf("%s:%d", as.GetAddress(), as.GetPortValue())
+		if eps := Endpoints(c); len(eps) != 1 || eps[0] != want {
+			fail("cluster %s: endpoints %v, want the admin address %s", AdminCluster, eps, want)
+		}
+	}
 	hcms, err := HTTPConnectionManagers(b)
 	if err != nil {
 		return err
 	}
 	forwarding := 0
 	for _, h := range hcms {
+		checkAdminRoutes(h, fail)
 		if !Forwards(h.HCM) {
 			continue
 		}
@@ -442,4 +483,50 @@ func Endpoints(c *clusterv3.Cluster) []string {
 		}
 	}
 	return out
+}
+
+// ReadinessEndpoints returns the endpoints ("host:port") that Envoy's own
+// readiness depends on: those of every cluster that a health_check filter
+// names in cluster_min_healthy_percentages (at a percentage above zero) and
+// that has active health checks. A filter that fails to decode is an error.
+func ReadinessEndpoints(b *bootstrapv3.Bootstrap) ([]string, error) {
+	hcms, err := HTTPConnectionManagers(b)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, h := range hcms {
+		for _, f := range h.HCM.GetHttpFilters() {
+			if !f.GetTypedConfig().MessageIs(&healthcheckv3.HealthCheck{}) {
+				continue
+			}
+			hc := &healthcheckv3.HealthCheck{}
+			if err := f.GetTypedConfig().UnmarshalTo(hc); err != nil {
+				return nil, fmt.Errorf("listener %s: %w", h.Listener, err)
+			}
+			for name, pct := range hc.GetClusterMinHealthyPercentages() {
+				if c := Cluster(b, name); c != nil && pct.GetValue() > 0 && len(c.GetHealthChecks()) > 0 {
+					out = append(out, Endpoints(c)...)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// HeapLimit returns the overload manager's fixed_heap max_heap_size_bytes,
+// or 0 when b has no fixed_heap resource monitor.
+func HeapLimit(b *bootstrapv3.Bootstrap) (uint64, error) {
+	for _, rm := range b.GetOverloadManager().GetResourceMonitors() {
+		fh := &fixedheapv3.FixedHeapConfig{}
+		if !rm.GetTypedConfig().MessageIs(fh) {
+			continue
+		}
+		if err := rm.GetTypedConfig().UnmarshalTo(fh); err != nil {
+			return 0, err
+		}
+		return fh.GetMaxHeapSizeBytes(), nil
+	}
+	return 0, nil
 }

@@ -39,6 +39,10 @@ type Request struct {
 	Headers           Headers           // lower-cased names
 	Body              []byte            // exact bytes
 	ContextExtensions map[string]string // attributes.context_extensions
+	// DestinationPrincipal is attributes.destination.principal: under Istio,
+	// the SPIFFE id of the workload the request is for (from the proxy's
+	// own certificate, not from the client).
+	DestinationPrincipal string
 }
 
 // Headers maps lower-cased header names to every value received for them.
@@ -124,7 +128,12 @@ func CompilePolicy(file string, src []byte) (*LoadedPolicy, error) {
 // Decider decides Requests. It is safe for concurrent use.
 type Decider struct {
 	ServerID string // default MCP server id when the route names none
-	Verifier TokenVerifier
+	// ServersByPrincipal maps a destination principal (SPIFFE id) to the
+	// MCP server id, for one service behind several Istio workloads (Istio
+	// sets no context extension). Consulted after the route's mcp_server
+	// and before ServerID.
+	ServersByPrincipal map[string]string
+	Verifier           TokenVerifier
 	// DPoP checks DPoP proofs (RFC 9449) of tokens bound with cnf.jkt. Nil
 	// means no DPoP: the DPoP scheme is refused and so are bound tokens.
 	DPoP     *DPoPVerifier
@@ -205,6 +214,9 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 	dec.PolicyVersion = lp.Version
 
 	dec.Server = r.ContextExtensions[ContextExtensionServer]
+	if dec.Server == "" && r.DestinationPrincipal != "" {
+		dec.Server = d.ServersByPrincipal[r.DestinationPrincipal]
+	}
 	if dec.Server == "" {
 		dec.Server = d.ServerID
 	}

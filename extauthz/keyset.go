@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -372,4 +373,28 @@ func usableKey(raw json.RawMessage) (jose.JSONWebKey, string) {
 		return jose.JSONWebKey{}, "not a valid public key"
 	}
 	return k, ""
+}
+
+// LoadFile replaces the keys of a fixed set with the JSON Web Key Set in
+// path (RFC 7517 section 5; public signing keys only), for a rotated
+// --jwks-file. On any error the last good keys stay in use and the error
+// is returned. OnRefresh, if set, is called with the result. A changed set
+// moves Generation, so cached token verifications are dropped.
+//
+// Members that cannot verify signatures are left out as in parseJWKS, and
+// reported through OnIgnoredKeys when they differ from the last set's.
+func (s *KeySet) LoadFile(path string) error {
+	b, err := os.ReadFile(path)
+	var keys []jose.JSONWebKey
+	var ignored []IgnoredKey
+	if err == nil {
+		if keys, ignored, err = parseJWKS(b); err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	s.mu.Lock()
+	report := s.store(keys, ignored, err)
+	s.mu.Unlock()
+	s.report(err, ignored, report)
+	return err
 }

@@ -90,3 +90,40 @@ func (l *PolicyLoader) Watch(ctx context.Context) error {
 		},
 	}, func() { _ = l.Load() }) // logged and counted inside
 }
+
+// WatchFiles calls reload after any of files may have changed (each watched
+// as Watch watches the policy: filewatch.Watch, so other files in their
+// directories are ignored), until ctx ends; it returns nil then, or the
+// first watch that could not start. Each watch also calls reload once when
+// its watches are in place. Events are debounced (zero means 100ms); log, if
+// not nil, gets watch errors. It owns its goroutines and waits for them.
+func WatchFiles(ctx context.Context, files []string, debounce time.Duration, log *zap.Logger, reload func()) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex // reload runs for one file at a time
+	errs := make(chan error, len(files))
+	for _, f := range files {
+		go func() {
+			errs <- filewatch.Watch(ctx, f, filewatch.Options{
+				Debounce: debounce,
+				OnError: func(err error) {
+					if log != nil {
+						log.Warn("watch error; reloading to be safe", zap.String("file", f), zap.Error(err))
+					}
+				},
+			}, func() {
+				mu.Lock()
+				defer mu.Unlock()
+				reload()
+			})
+		}()
+	}
+	var first error
+	for range files {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel() // stop the others
+		}
+	}
+	return first
+}

@@ -42,12 +42,13 @@ func RequestFromCheck(req *authv3.CheckRequest) *Request {
 	attrs := req.GetAttributes()
 	h := attrs.GetRequest().GetHttp()
 	r := &Request{
-		ID:                h.GetId(),
-		Method:            h.GetMethod(),
-		Scheme:            h.GetScheme(),
-		Host:              h.GetHost(),
-		Path:              h.GetPath(),
-		ContextExtensions: attrs.GetContextExtensions(),
+		ID:                   h.GetId(),
+		Method:               h.GetMethod(),
+		Scheme:               h.GetScheme(),
+		Host:                 h.GetHost(),
+		Path:                 h.GetPath(),
+		ContextExtensions:    attrs.GetContextExtensions(),
+		DestinationPrincipal: attrs.GetDestination().GetPrincipal(),
 	}
 	if hm := h.GetHeaderMap(); len(hm.GetHeaders()) > 0 {
 		r.Headers = make(Headers, len(hm.GetHeaders()))

@@ -519,3 +519,48 @@ func TestPanicOutsideDecide(t *testing.T) {
 		t.Fatalf("reason %s", d.Error.Data.Reason)
 	}
 }
+
+// TestServerByDestinationPrincipal: under Istio one service may decide for
+// several MCP workloads; the destination principal (the workload's SPIFFE
+// id) names the server, after the route's mcp_server and before ServerID.
+func TestServerByDestinationPrincipal(t *testing.T) {
+	srv := staticRig(t, nil)
+	srv.Decider.ServersByPrincipal = map[string]string{
+		"spiffe://cluster.local/ns/billing/sa/billing-mcp":   "billing",
+		"spiffe://cluster.local/ns/payments/sa/payments-mcp": "payments",
+	}
+	tests := []struct {
+		name      string
+		principal string
+		route     map[string]string
+		serverID  string
+		want      string
+	}{
+		{"mapped principal", "spiffe://cluster.local/ns/billing/sa/billing-mcp", nil, testServerID, "billing"},
+		{"route wins", "spiffe://cluster.local/ns/billing/sa/billing-mcp", map[string]string{ContextExtensionServer: "payments"}, testServerID, "payments"},
+		{"unmapped principal falls to --server-id", "spiffe://cluster.local/ns/x/sa/x", nil, testServerID, testServerID},
+		{"unmapped principal, no --server-id", "spiffe://cluster.local/ns/x/sa/x", nil, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv.Decider.ServerID = tt.serverID
+			req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`).CheckRequest(true)
+			req.Attributes.ContextExtensions = tt.route
+			req.Attributes.Destination = &authv3.AttributeContext_Peer{Principal: tt.principal}
+			resp, err := srv.Check(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := resp.GetDynamicMetadata().GetFields()
+			if tt.want == "" {
+				if got := md["reason"].GetStringValue(); got != string(ReasonUnknownServer) {
+					t.Errorf("reason %q, want %s", got, ReasonUnknownServer)
+				}
+				return
+			}
+			if got := md["server"].GetStringValue(); got != tt.want {
+				t.Errorf("server %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -5,11 +5,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -19,6 +22,7 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -133,7 +137,10 @@ func checkRelease(t *testing.T, o *Objects, v chartutil.Values) {
 		t.Fatalf("%d Deployments, want 1", len(o.Deployments))
 	}
 	d := o.Deployments[0]
-	checkPodTemplate(t, "Deployment "+d.Name, d.Spec.Template)
+	checkPodTemplate(t, "Deployment "+d.Name, d.Spec.Template, probedByEnvoy(t, o, d))
+	if _, ok := d.Spec.Template.Annotations["checksum/policy"]; ok {
+		t.Error("checksum/policy annotation: every policy change would restart the Pods (the service reloads it)")
+	}
 	podLabels := d.Spec.Template.Labels
 	if !selects(d.Spec.Selector.MatchLabels, podLabels) {
 		t.Errorf("Deployment selector %v does not select its Pods %v", d.Spec.Selector.MatchLabels, podLabels)
@@ -156,13 +163,28 @@ func checkRelease(t *testing.T, o *Objects, v chartutil.Values) {
 			t.Errorf("PDB %s: selector %v, minAvailable %v maxUnavailable %v for %d replicas", pdb.Name, pdb.Spec.Selector.MatchLabels, pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable, *d.Spec.Replicas)
 		}
 	}
-	if len(o.Services) != 1 || !selects(o.Services[0].Spec.Selector, podLabels) {
-		t.Fatalf("want one Service selecting the Pods, got %+v", o.Services)
+	main, metrics := o.service(d.Name), o.service(d.Name+"-metrics")
+	if main == nil || metrics == nil {
+		t.Fatalf("want Services %s and %s-metrics, got %d Services", d.Name, d.Name, len(o.Services))
 	}
-	for _, sp := range o.Services[0].Spec.Ports {
-		if !podDeclaresPort(d.Spec.Template.Spec, sp.TargetPort.StrVal) {
-			t.Errorf("Service port %s targets %q, which no container declares", sp.Name, sp.TargetPort.StrVal)
+	for _, svc := range o.Services {
+		if !selects(svc.Spec.Selector, podLabels) {
+			t.Errorf("Service %s does not select the Pods", svc.Name)
 		}
+		for _, sp := range svc.Spec.Ports {
+			if !podDeclaresPort(d.Spec.Template.Spec, sp.TargetPort.StrVal) {
+				t.Errorf("Service %s port %s targets %q, which no container declares", svc.Name, sp.Name, sp.TargetPort.StrVal)
+			}
+		}
+	}
+	// MCP clients (or Check callers) see no metrics port.
+	for _, sp := range main.Spec.Ports {
+		if sp.TargetPort.StrVal == "metrics" || sp.TargetPort.StrVal == "envoy-ready" {
+			t.Errorf("Service %s exposes %s: metrics belong on %s-metrics", main.Name, sp.TargetPort.StrVal, d.Name)
+		}
+	}
+	if !serviceHasPort(metrics, "http-metrics") || metrics.Spec.ClusterIP != "None" {
+		t.Errorf("Service %s: want headless with port http-metrics", metrics.Name)
 	}
 
 	// The policy from values is the file the service reads, and it compiles.
@@ -191,6 +213,9 @@ func checkRelease(t *testing.T, o *Objects, v chartutil.Values) {
 	if s, _ := v["auth"].(map[string]any)["jwks"].(map[string]any)["existingSecret"].(string); s != "" {
 		external[s] = true
 	}
+	if s, _ := v["tls"].(map[string]any)["secretName"].(string); s != "" {
+		external[s] = true
+	}
 	checkPodReferences(t, o, d, external)
 	checkNetpolHTTP(t, o, ex, len(v["networkPolicy"].(map[string]any)["metricsFrom"].([]any)) > 0)
 
@@ -198,7 +223,7 @@ func checkRelease(t *testing.T, o *Objects, v chartutil.Values) {
 	case "sidecar":
 		checkSidecar(t, o, d, ex, v)
 	case "standalone":
-		checkStandalone(t, d, ex)
+		checkStandalone(t, o, d, ex)
 	default:
 		t.Fatalf("mode %v", mode)
 	}
@@ -224,8 +249,18 @@ func checkRelease(t *testing.T, o *Objects, v chartutil.Values) {
 		t.Errorf("serviceMonitor.enabled=%v but %d ServiceMonitors", sm, len(o.ServiceMonitors))
 	}
 	for _, m := range o.ServiceMonitors {
-		if !selects(m.Spec.Selector.MatchLabels, o.Services[0].Labels) || len(m.Spec.Endpoints) == 0 || !serviceHasPort(o.Services[0], m.Spec.Endpoints[0].Port) {
-			t.Errorf("ServiceMonitor %s does not scrape the Service's metrics port", m.Name)
+		for _, svc := range o.Services {
+			if selects(m.Spec.Selector.MatchLabels, svc.Labels) != (svc == metrics) {
+				t.Errorf("ServiceMonitor %s: selects Service %s = %v, want only %s", m.Name, svc.Name, !(svc == metrics), metrics.Name)
+			}
+		}
+		for _, ep := range m.Spec.Endpoints {
+			if !serviceHasPort(metrics, ep.Port) {
+				t.Errorf("ServiceMonitor %s scrapes port %s, which %s lacks", m.Name, ep.Port, metrics.Name)
+			}
+		}
+		if v["mode"] == "sidecar" && !slices.ContainsFunc(m.Spec.Endpoints, func(e ServiceMonitorEndpoint) bool { return e.Path == envoy.StatsPath }) {
+			t.Errorf("ServiceMonitor %s does not scrape Envoy's %s", m.Name, envoy.StatsPath)
 		}
 	}
 }
@@ -239,6 +274,7 @@ var knownEnv = map[string]bool{
 	"EXTAUTHZ_MAX_JSON_DEPTH": true, "EXTAUTHZ_MAX_JSON_KEYS": true, "EXTAUTHZ_MAX_JSON_ELEMENTS": true,
 	"EXTAUTHZ_MAX_STRING_BYTES": true, "EXTAUTHZ_DRY_RUN": true, "EXTAUTHZ_TOKEN_CACHE_SIZE": true,
 	"EXTAUTHZ_JWKS_REFRESH_INTERVAL": true, "EXTAUTHZ_DRAIN_PERIOD": true, "EXTAUTHZ_SHUTDOWN_TIMEOUT": true,
+	"EXTAUTHZ_SERVER_ID_BY_PRINCIPAL": true, "EXTAUTHZ_TLS_CERT_FILE": true, "EXTAUTHZ_TLS_KEY_FILE": true, "EXTAUTHZ_CLIENT_CA_FILE": true,
 }
 
 func checkServiceFlags(t *testing.T, o *Objects, d interface{ GetName() string }, ex *corev1.Container, v chartutil.Values) {
@@ -324,7 +360,7 @@ func mountedFrom(c *corev1.Container, ps corev1.PodSpec, path, source string) bo
 }
 
 func podDeclaresPort(ps corev1.PodSpec, name string) bool {
-	for _, c := range ps.Containers {
+	for _, c := range slices.Concat(ps.InitContainers, ps.Containers) {
 		for _, p := range c.Ports {
 			if p.Name == name {
 				return true
@@ -343,16 +379,32 @@ func serviceHasPort(s *corev1.Service, name string) bool {
 	return false
 }
 
-func checkStandalone(t *testing.T, d interface{}, ex *corev1.Container) {
+func checkStandalone(t *testing.T, o *Objects, d *appsv1.Deployment, ex *corev1.Container) {
 	t.Helper()
 	addr, _ := env(ex, "EXTAUTHZ_GRPC_ADDR")
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil || !ap.Addr().IsUnspecified() {
 		t.Errorf("standalone EXTAUTHZ_GRPC_ADDR = %q, want 0.0.0.0:port (the Service reaches it)", addr)
 	}
-	// Readiness is gRPC health; liveness is HTTP /healthz (checkExtauthzProbes).
-	if p := ex.ReadinessProbe; p == nil || p.GRPC == nil || p.GRPC.Port != int32(ap.Port()) {
+	// Readiness is gRPC health, or HTTP /readyz when the port speaks TLS
+	// (the kubelet's gRPC probe has no TLS); liveness is HTTP /healthz.
+	_, tls := env(ex, "EXTAUTHZ_TLS_CERT_FILE")
+	switch p := ex.ReadinessProbe; {
+	case tls && (p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz"):
+		t.Errorf("standalone readiness with TLS is not HTTP /readyz: %+v", p)
+	case !tls && (p == nil || p.GRPC == nil || p.GRPC.Port != int32(ap.Port())):
 		t.Errorf("standalone readiness probe is not a gRPC probe on %d: %+v", ap.Port(), p)
+	}
+	// Envoy gateways reach every replica through the headless Service.
+	h := o.service(d.Name + "-headless")
+	if h == nil || h.Spec.ClusterIP != "None" || !serviceHasPort(h, "grpc") {
+		t.Errorf("no headless Service %s-headless with the grpc port: %+v", d.Name, h)
+	}
+	// A NetworkPolicy admits named callers only to the gRPC port.
+	for _, np := range o.NetworkPolicies {
+		if covered, fromAll := netpolOpens(np, ex, int32(ap.Port())); !covered || fromAll {
+			t.Errorf("NetworkPolicy %s: gRPC port admitted=%v from every Pod=%v, want only the Envoy callers", np.Name, covered, fromAll)
+		}
 	}
 }
 
@@ -426,9 +478,136 @@ func checkSidecar(t *testing.T, o *Objects, d interface{}, ex *corev1.Container,
 	if cfg := argAfter(ev.Args, "--config-path"); !mountedFrom(ev, dep.Spec.Template.Spec, cfg, "configMap") {
 		t.Errorf("envoy --config-path %q is not inside a ConfigMap mount", cfg)
 	}
-	if tp := o.Services[0].Spec.Ports[0].TargetPort.StrVal; tp != "mcp" {
-		t.Errorf("sidecar Service targets %q, want Envoy's mcp port", tp)
+	if svc := o.service(dep.Name); len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.StrVal != "mcp" {
+		t.Errorf("sidecar Service ports %+v, want Envoy's mcp port only", svc.Spec.Ports)
 	}
+	if got, want := string(o.service(dep.Name).Spec.SessionAffinity), v["service"].(map[string]any)["sessionAffinity"]; got != want {
+		t.Errorf("sidecar Service sessionAffinity %q, want the value %v", got, want)
+	}
+	if !strings.Contains(ev.Image, "@sha256:") {
+		t.Errorf("envoy image %q is not pinned by digest", ev.Image)
+	}
+	// The NetworkPolicy never admits the MCP server's or the service's own port.
+	for _, np := range o.NetworkPolicies {
+		for _, p := range []struct {
+			c    *corev1.Container
+			port int32
+		}{{mcp, mcpPort}, {ex, int32(ap.Port())}} {
+			if covered, _ := netpolOpens(np, p.c, p.port); covered {
+				t.Errorf("NetworkPolicy %s admits port %d of %s: a way around the check", np.Name, p.port, p.c.Name)
+			}
+		}
+	}
+	checkEnvoyArgs(t, ev, b)
+	checkShutdownOrder(t, dep, ex, ev, mcp, v["sidecar"].(map[string]any)["nativeSidecars"] == true, b)
+}
+
+// checkEnvoyArgs: --concurrency is the CPU limit rounded up; --config-yaml
+// carries the overload manager with a heap limit below the container's
+// memory limit, and merges over the bootstrap into a valid config.
+func checkEnvoyArgs(t *testing.T, ev *corev1.Container, b *bootstrapv3.Bootstrap) {
+	t.Helper()
+	cpu := ev.Resources.Limits.Cpu().MilliValue()
+	if got, want := argAfter(ev.Args, "--concurrency"), strconv.FormatInt((cpu+999)/1000, 10); got != want {
+		t.Errorf("envoy --concurrency %q, want %s (CPU limit %s)", got, want, ev.Resources.Limits.Cpu())
+	}
+	over, err := envoy.ValidateBootstrapYAML([]byte(argAfter(ev.Args, "--config-yaml")))
+	if err != nil {
+		t.Fatalf("envoy --config-yaml: %v", err)
+	}
+	merged := proto.Clone(b).(*bootstrapv3.Bootstrap)
+	proto.Merge(merged, over)
+	if err := merged.ValidateAll(); err != nil {
+		t.Errorf("bootstrap + --config-yaml: %v", err)
+	}
+	heap, err := envoy.HeapLimit(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := ev.Resources.Limits.Memory().Value(); heap <= 0 || heap >= uint64(limit) {
+		t.Errorf("Envoy heap limit %d, want below the container's memory limit %d", heap, limit)
+	}
+}
+
+// checkShutdownOrder: extauthz's preStop drains Envoy through its admin API
+// for --drain-time-s and only then lets the service drain (it outlives
+// both); Envoy's preStop outlasts its drain, the MCP server's outlasts
+// Envoy's; the grace period covers the whole chain.
+func checkShutdownOrder(t *testing.T, d *appsv1.Deployment, ex, ev, mcp *corev1.Container, native bool, b *bootstrapv3.Bootstrap) {
+	t.Helper()
+	drain, err := strconv.Atoi(argAfter(ev.Args, "--drain-time-s"))
+	if err != nil || drain <= 0 {
+		t.Fatalf("envoy --drain-time-s %q", argAfter(ev.Args, "--drain-time-s"))
+	}
+	if native {
+		// Kubernetes stops native sidecars after the MCP server, in reverse order.
+		ps := d.Spec.Template.Spec
+		if len(ps.InitContainers) != 2 || ps.InitContainers[0].Name != "extauthz" || ps.InitContainers[1].Name != "envoy" {
+			t.Fatalf("native sidecars: init containers %v, want extauthz then envoy", ps.InitContainers)
+		}
+		for _, c := range ps.InitContainers {
+			if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways || c.StartupProbe == nil {
+				t.Errorf("native sidecar %s: restartPolicy %v, startupProbe %v", c.Name, c.RestartPolicy, c.StartupProbe)
+			}
+		}
+		return
+	}
+	pre := ex.Lifecycle.PreStop
+	admin := "127.0.0.1:" + strconv.Itoa(int(b.GetAdmin().GetAddress().GetSocketAddress().GetPortValue()))
+	if pre == nil || pre.Exec == nil || strings.Join(pre.Exec.Command, " ") != "/extauthz envoy-drain --admin-addr "+admin+" --drain-time "+strconv.Itoa(drain)+"s" {
+		t.Errorf("extauthz preStop %+v, want /extauthz envoy-drain --admin-addr %s --drain-time %ds", pre, admin, drain)
+	}
+	sleep := func(c *corev1.Container) int64 {
+		if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
+			t.Errorf("%s: no preStop sleep", c.Name)
+			return 0
+		}
+		return c.Lifecycle.PreStop.Sleep.Seconds
+	}
+	// extauthz waits out Envoy's drain in its preStop, then drains itself.
+	own := func(name string) time.Duration { v, _ := env(ex, name); d, _ := time.ParseDuration(v); return d }
+	need := time.Duration(drain)*time.Second + own("EXTAUTHZ_DRAIN_PERIOD") + own("EXTAUTHZ_SHUTDOWN_TIMEOUT")
+	if g := d.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || time.Duration(*g)*time.Second <= need {
+		t.Errorf("terminationGracePeriodSeconds %v, want > %v (Envoy drain + the service's drain and shutdown timeout)", g, need)
+	}
+	if se, sm := sleep(ev), sleep(mcp); se <= int64(drain) || sm <= se {
+		t.Errorf("preStop sleeps: envoy %ds, %s %ds; want envoy > --drain-time-s %d and the server > envoy", se, mcp.Name, sm, drain)
+	}
+}
+
+// probedByEnvoy names the containers of d whose readiness Envoy's own
+// readiness reports: Envoy health-checks a loopback endpoint on one of
+// their ports (envoy.ReadinessEndpoints). Such a container needs no probe
+// of its own, and a server bound to 127.0.0.1 could not pass one.
+func probedByEnvoy(t *testing.T, o *Objects, d *appsv1.Deployment) map[string]bool {
+	t.Helper()
+	cm := o.configMap("-envoy")
+	if cm == nil {
+		return nil
+	}
+	b, err := envoy.ValidateBootstrapYAML([]byte(cm.Data["envoy.yaml"]))
+	if err != nil {
+		t.Fatalf("Envoy config: %v", err)
+	}
+	eps, err := envoy.ReadinessEndpoints(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, ep := range eps {
+		ap, err := netip.ParseAddrPort(ep)
+		if err != nil || !ap.Addr().IsLoopback() {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, p := range c.Ports {
+				if p.ContainerPort == int32(ap.Port()) {
+					out[c.Name] = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 func containerPort(c *corev1.Container, name string) int32 {
@@ -484,6 +663,9 @@ func TestChartEnvoyConfigMirrorsSidecarFile(t *testing.T) {
 	}
 }
 
+// sidecarBase is a minimal valid sidecar release, for tests to extend.
+const sidecarBase = "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x, tag: '1'}}}\n"
+
 func TestChartRejectsWrongValues(t *testing.T) {
 	c := loadChart(t)
 	tests := []struct {
@@ -513,7 +695,13 @@ func TestChartRejectsWrongValues(t *testing.T) {
 		{"capability added", "securityContext: {capabilities: {drop: [ALL], add: [NET_ADMIN]}}", "'/securityContext/capabilities/add'"},
 		{"PDB that blocks every drain", "replicaCount: 2\npodDisruptionBudget: {minAvailable: 2}", "minAvailable must be below replicaCount"},
 		{"grace period within the drain", "terminationGracePeriodSeconds: 15", "terminationGracePeriodSeconds must exceed"},
-		{"grace period shorter than a longer drain", "shutdown: {drainPeriodSeconds: 20, timeoutSeconds: 10}", "terminationGracePeriodSeconds must exceed"},
+		{"grace period shorter than a longer drain", "shutdown: {drainPeriodSeconds: 40, timeoutSeconds: 10}", "terminationGracePeriodSeconds must exceed"},
+		{"grace period within the Envoy drain", sidecarBase + "shutdown: {drainPeriodSeconds: 5, timeoutSeconds: 10, envoyDrainSeconds: 30}", "+ shutdown.envoyDrainSeconds"},
+		{"sidecar without serverId", "mode: sidecar\nsidecar: {mcpServer: {image: {repository: x, tag: '1'}}}", "mode=sidecar needs serverId"},
+		{"sidecar MCP server on latest", "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x, tag: latest}}}", "'/sidecar/mcpServer/image/tag'"},
+		{"sidecar MCP server without a tag", "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x}}}", "'/sidecar/mcpServer/image/tag'"},
+		{"TLS in sidecar mode", sidecarBase + "tls: {secretName: t}", "tls.secretName is for mode=standalone"},
+		{"Envoy memory limit not in Mi or Gi", "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x, tag: '1'}}, envoy: {resources: {requests: {cpu: 1, memory: 1Mi}, limits: {cpu: 1, memory: 1G}}}}", "give it in Mi or Gi"},
 		{"zero shutdown timeout", "shutdown: {drainPeriodSeconds: 5, timeoutSeconds: 0}", "'/shutdown/timeoutSeconds'"},
 	}
 	for _, tt := range tests {
@@ -527,5 +715,191 @@ func TestChartRejectsWrongValues(t *testing.T) {
 				t.Fatalf("got %v, want an error mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// renderObjects renders the chart with YAML values over the defaults and
+// decodes the result strictly.
+func renderObjects(t *testing.T, give string) (*Objects, chartutil.Values) {
+	t.Helper()
+	var vals map[string]any
+	if err := yaml.Unmarshal([]byte(give), &vals); err != nil {
+		t.Fatal(err)
+	}
+	out, v, err := render(loadChart(t), vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeObjects([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, v
+}
+
+// TestChartVariants renders the options no ci/ file uses and holds each to
+// the release-wide checks plus its own property.
+func TestChartVariants(t *testing.T) {
+	tests := []struct {
+		name  string
+		give  string
+		check func(t *testing.T, o *Objects)
+	}{
+		{"native sidecars", sidecarBase + "sidecar: {nativeSidecars: true, mcpServer: {image: {repository: x, tag: '1'}}}", func(t *testing.T, o *Objects) {
+			ps := o.Deployments[0].Spec.Template.Spec
+			if len(ps.Containers) != 1 || ps.Containers[0].Name != "mcp-server" {
+				t.Errorf("containers %v, want only the MCP server (Envoy and extauthz are init containers)", ps.Containers)
+			}
+		}},
+		{"IPv6", sidecarBase + "ipv6: true", func(t *testing.T, o *Objects) {
+			b, err := envoy.ValidateBootstrapYAML([]byte(o.configMap("-envoy").Data["envoy.yaml"]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range b.GetStaticResources().GetListeners() {
+				if sa := l.GetAddress().GetSocketAddress(); sa.GetAddress() != "::" || !sa.GetIpv4Compat() {
+					t.Errorf("listener %s on %s (ipv4_compat %v), want :: with ipv4_compat", l.GetName(), sa.GetAddress(), sa.GetIpv4Compat())
+				}
+			}
+			if got, _ := env(container(o.Deployments[0], "extauthz"), "EXTAUTHZ_HTTP_ADDR"); got != "[::]:9192" {
+				t.Errorf("EXTAUTHZ_HTTP_ADDR %q, want [::]:9192", got)
+			}
+		}},
+		{"standalone mTLS", "tls: {secretName: extauthz-tls}", func(t *testing.T, o *Objects) {
+			ex := container(o.Deployments[0], "extauthz")
+			for k, file := range map[string]string{"EXTAUTHZ_TLS_CERT_FILE": "tls.crt", "EXTAUTHZ_TLS_KEY_FILE": "tls.key", "EXTAUTHZ_CLIENT_CA_FILE": "ca.crt"} {
+				p, _ := env(ex, k)
+				if !strings.HasSuffix(p, "/"+file) || !mountedFrom(ex, o.Deployments[0].Spec.Template.Spec, p, "secret") {
+					t.Errorf("%s=%q is not %s in a mounted Secret", k, p, file)
+				}
+			}
+		}},
+		{"writable volume and token", sidecarBase + "serviceAccount: {automountToken: false}\nsidecar: {mcpServer: {image: {repository: x, tag: '1'}, writableVolume: {enabled: true, mountPath: /data, sizeLimit: 1Gi}}}", func(t *testing.T, o *Objects) {
+			mcp := container(o.Deployments[0], "mcp-server")
+			if len(mcp.VolumeMounts) != 1 || mcp.VolumeMounts[0].MountPath != "/data" || mcp.VolumeMounts[0].ReadOnly {
+				t.Errorf("MCP server mounts %+v, want a writable /data", mcp.VolumeMounts)
+			}
+		}},
+		{"network policy off", "networkPolicy: {enabled: false}", func(t *testing.T, o *Objects) {
+			if len(o.NetworkPolicies) != 0 {
+				t.Error("NetworkPolicy rendered while disabled")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, v := renderObjects(t, tt.give)
+			checkRelease(t, o, v)
+			tt.check(t, o)
+		})
+	}
+}
+
+// TestChartNotesWarnWithoutNetworkPolicy: with the policy off, NOTES.txt
+// says what is exposed; on, it says a CNI must enforce it.
+func TestChartNotesWarnWithoutNetworkPolicy(t *testing.T) {
+	tests := []struct {
+		give, want string
+	}{
+		{sidecarBase + "networkPolicy: {enabled: false}", "past\n  every check"},
+		{"networkPolicy: {enabled: false}", "Any Pod can call Check"},
+		{"networkPolicy: {enabled: true}", "enforced only by a CNI"},
+	}
+	for _, tt := range tests {
+		var vals map[string]any
+		if err := yaml.Unmarshal([]byte(tt.give), &vals); err != nil {
+			t.Fatal(err)
+		}
+		c := loadChart(t)
+		caps := chartutil.DefaultCapabilities.Copy()
+		caps.KubeVersion = kubeVersion
+		rv, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "r", Namespace: "n", IsInstall: true}, caps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := engine.Render(c, rv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if notes := files["mcp-extauthz/templates/NOTES.txt"]; !strings.Contains(notes, tt.want) {
+			t.Errorf("%s: NOTES.txt lacks %q:\n%s", tt.give, tt.want, notes)
+		}
+	}
+}
+
+// TestChartCIValuesCanBecomeReady: chart-testing installs every ci/ file,
+// so each must reach readiness without outside help (keys without the
+// placeholder issuer's discovery, an MCP server image tag) or say
+// "render-only:" and why.
+func TestChartCIValuesCanBecomeReady(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), "# render-only:") {
+			continue
+		}
+		_, v, err := render(loadChart(t), valueSets(t)[filepath.Base(f)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth := v["auth"].(map[string]any)
+		jwks := auth["jwks"].(map[string]any)
+		if auth["issuer"] == "https://idp.example.com" && jwks["inline"] == "" {
+			t.Errorf("%s: placeholder issuer with OIDC discovery never becomes ready: set auth.jwks.inline or mark it render-only", f)
+		}
+		if jwks["existingSecret"] != "" {
+			t.Errorf("%s: auth.jwks.existingSecret needs a Secret chart-testing does not create", f)
+		}
+	}
+}
+
+// TestChartIstioValues: as Istio's provider, the callers of Check are the
+// MCP workloads' own sidecar proxies: the NetworkPolicy admits the
+// namespace and labels k8s/istio/authorizationpolicy.yaml selects, never
+// istio-system; the principal mapping reaches the service.
+func TestChartIstioValues(t *testing.T) {
+	var ap AuthorizationPolicy
+	decodeStrict(t, "istio/authorizationpolicy.yaml", &ap)
+	out, _, err := render(loadChart(t), valueSets(t)["istio-values.yaml"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeObjects([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.NetworkPolicies) != 1 {
+		t.Fatalf("%d NetworkPolicies", len(o.NetworkPolicies))
+	}
+	admitsWorkloads := false
+	for _, r := range o.NetworkPolicies[0].Spec.Ingress {
+		for _, p := range r.From {
+			ns := ""
+			if p.NamespaceSelector != nil {
+				ns = p.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]
+			}
+			if ns == "istio-system" {
+				t.Error("istio-system admitted: Istio's control plane never calls Check")
+			}
+			if ns == ap.Namespace && p.PodSelector != nil && selects(p.PodSelector.MatchLabels, ap.Spec.Selector.MatchLabels) {
+				admitsWorkloads = true
+			}
+		}
+	}
+	if !admitsWorkloads {
+		t.Errorf("NetworkPolicy does not admit the workloads the AuthorizationPolicy selects (%s %v)", ap.Namespace, ap.Spec.Selector.MatchLabels)
+	}
+	ex := container(o.Deployments[0], "extauthz")
+	if got, _ := env(ex, "EXTAUTHZ_SERVER_ID_BY_PRINCIPAL"); got != "spiffe://cluster.local/ns/billing/sa/billing-mcp=billing" {
+		t.Errorf("EXTAUTHZ_SERVER_ID_BY_PRINCIPAL = %q", got)
+	}
+	if o.Deployments[0].Spec.Template.Labels["sidecar.istio.io/inject"] != "true" {
+		t.Error("the service's Pods are not in the mesh")
 	}
 }

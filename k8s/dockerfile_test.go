@@ -84,8 +84,15 @@ func TestDockerfileImage(t *testing.T) {
 		}
 		has[l] = true
 	}
-	if len(froms) != 2 || !strings.HasPrefix(froms[0], "FROM golang:1.26 ") || froms[1] != "FROM gcr.io/distroless/static-debian12:nonroot" {
+	// Both stages pinned by digest (the tag stays for humans).
+	pinned := regexp.MustCompile(`^FROM \S+:\S+@sha256:[0-9a-f]{64}( AS \w+)?$`)
+	if len(froms) != 2 || !strings.HasPrefix(froms[0], "FROM golang:1.26@") || !strings.HasPrefix(froms[1], "FROM gcr.io/distroless/static-debian12:nonroot@") {
 		t.Errorf("stages %q, want golang:1.26 then distroless static nonroot", froms)
+	}
+	for _, f := range froms {
+		if !pinned.MatchString(f) {
+			t.Errorf("%q is not pinned by digest", f)
+		}
 	}
 	// Everything after the last FROM is the shipped image.
 	final := lines[len(lines)-1]
@@ -95,6 +102,9 @@ func TestDockerfileImage(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
+		`LABEL org.opencontainers.image.version="${VERSION}"`,
+		`LABEL org.opencontainers.image.revision="${COMMIT}"`,
+		"LABEL org.opencontainers.image.source=",
 		"COPY --from=build /out/extauthz /extauthz",
 		"USER 65532:65532",
 		"EXPOSE 9191 9192",

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -14,6 +15,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mcp-extauthz/mcp-extauthz/envoy"
 )
 
 // Istio's types are not in go-control-plane and istio.io/api is too heavy
@@ -30,6 +33,11 @@ type AuthorizationPolicy struct {
 		Selector *struct {
 			MatchLabels map[string]string `json:"matchLabels"`
 		} `json:"selector,omitempty"`
+		TargetRefs []struct {
+			Kind  string `json:"kind"`
+			Group string `json:"group"`
+			Name  string `json:"name"`
+		} `json:"targetRefs,omitempty"`
 		Action   string `json:"action"`
 		Provider *struct {
 			Name string `json:"name"`
@@ -198,6 +206,91 @@ func TestIstioServiceEntryForInPodLayout(t *testing.T) {
 	if se.Spec.Ports[0].Protocol != "GRPC" || se.Spec.Resolution != "STATIC" {
 		t.Errorf("protocol %s resolution %s, want GRPC STATIC", se.Spec.Ports[0].Protocol, se.Spec.Resolution)
 	}
+}
+
+// TestIstioAmbientWaypoint: in ambient mode the CUSTOM policy targets the
+// Service (enforced by its waypoint; ztunnel ignores CUSTOM), and an L4
+// ALLOW on the same workloads admits only the waypoint's identity.
+func TestIstioAmbientWaypoint(t *testing.T) {
+	providers := meshProviders(t)
+	b, err := os.ReadFile("istio/ambient/authorizationpolicy-waypoint.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeObjects(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.AuthzPolicies) != 2 {
+		t.Fatalf("%d AuthorizationPolicies, want CUSTOM and ALLOW", len(o.AuthzPolicies))
+	}
+	custom, allow := o.AuthzPolicies[0], o.AuthzPolicies[1]
+	if s := custom.Spec; s.Action != "CUSTOM" || s.Selector != nil || len(s.TargetRefs) != 1 || s.TargetRefs[0].Kind != "Service" || s.Provider == nil || providers[s.Provider.Name] == "" {
+		t.Errorf("CUSTOM policy %+v: want targetRefs to the Service (no selector: ztunnel would not enforce it) and a mesh provider", s)
+	}
+	if len(custom.Spec.Rules) != 1 || len(custom.Spec.Rules[0].From)+len(custom.Spec.Rules[0].To)+len(custom.Spec.Rules[0].When) != 0 {
+		t.Errorf("CUSTOM rules %+v, want [{}]", custom.Spec.Rules)
+	}
+	s := allow.Spec
+	if s.Action != "ALLOW" || s.Selector == nil || len(s.Rules) != 1 || len(s.Rules[0].To)+len(s.Rules[0].When) != 0 || len(s.Rules[0].From) != 1 {
+		t.Fatalf("ALLOW policy %+v: want one L4 rule (source principals only) on the MCP workloads", s)
+	}
+	src, _ := s.Rules[0].From[0]["source"].(map[string]any)
+	principals, _ := src["principals"].([]any)
+	if len(src) != 1 || len(principals) != 1 || principals[0] != "cluster.local/ns/"+allow.Namespace+"/sa/waypoint" {
+		t.Errorf("ALLOW source %v, want only the waypoint's principal", src)
+	}
+	if custom.Namespace != allow.Namespace {
+		t.Errorf("policies in %s and %s", custom.Namespace, allow.Namespace)
+	}
+}
+
+// TestGatewayLayoutIsolatesMCPServers: in the gateway layout each MCP
+// server namespace admits only the gateway's Envoy Pods, on the port the
+// gateway's cluster dials; and the gateway reaches extauthz through the
+// headless Service the chart and kustomize render.
+func TestGatewayLayoutIsolatesMCPServers(t *testing.T) {
+	b, err := os.ReadFile("gateway/networkpolicy-mcp-server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeObjects(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.NetworkPolicies) != 1 {
+		t.Fatalf("%d NetworkPolicies", len(o.NetworkPolicies))
+	}
+	np := o.NetworkPolicies[0]
+	if len(np.Spec.PodSelector.MatchLabels) == 0 || len(np.Spec.Ingress) != 1 {
+		t.Fatalf("want a selected workload and one ingress rule: %+v", np.Spec)
+	}
+	r := np.Spec.Ingress[0]
+	if len(r.From) != 1 || r.From[0].NamespaceSelector == nil || r.From[0].PodSelector == nil || len(r.From[0].PodSelector.MatchLabels) == 0 {
+		t.Errorf("from %+v, want the gateway's Pods in the gateway namespace only", r.From)
+	}
+	gw, err := envoy.ValidateBootstrapYAML(mustRead(t, "../envoy/gateway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := envoy.Endpoints(envoy.Cluster(gw, "payments")); len(got) != 1 || len(r.Ports) != 1 || !strings.HasSuffix(got[0], ":"+r.Ports[0].Port.String()) || !strings.HasPrefix(got[0], "payments-mcp-headless."+np.Namespace+".") {
+		t.Errorf("gateway cluster payments %v vs NetworkPolicy %s/%v", got, np.Namespace, r.Ports)
+	}
+	ext := envoy.Endpoints(envoy.Cluster(gw, "ext_authz"))
+	base := build(t, "kustomize/base")
+	h := base.service("mcp-extauthz-headless")
+	if h == nil || h.Spec.ClusterIP != "None" || len(ext) != 1 || ext[0] != h.Name+"."+h.Namespace+".svc.cluster.local:"+strconv.Itoa(int(h.Spec.Ports[0].Port)) {
+		t.Errorf("gateway ext_authz %v does not dial the headless Service %+v", ext, h)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // EnvoyFilter is the part of networking.istio.io/v1alpha3 EnvoyFilter that

@@ -9,6 +9,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -48,7 +49,7 @@ func TestKustomizeBuilds(t *testing.T) {
 		{dir: "kustomize/base", containers: []string{"extauthz"}, grpcAddr: "0.0.0.0:9191"},
 		{dir: "kustomize/overlays/standalone", containers: []string{"extauthz"}, grpcAddr: "0.0.0.0:9191", netpol: true},
 		{dir: "kustomize/overlays/istio", containers: []string{"extauthz"}, grpcAddr: "0.0.0.0:9191", authz: true},
-		{dir: "kustomize/overlays/sidecar", containers: []string{"extauthz", "envoy", "mcp-server"}, grpcAddr: "127.0.0.1:9191"},
+		{dir: "kustomize/overlays/sidecar", containers: []string{"extauthz", "envoy", "mcp-server"}, grpcAddr: "127.0.0.1:9191", netpol: true},
 	}
 	entries, err := os.ReadDir("kustomize/overlays")
 	if err != nil {
@@ -60,11 +61,11 @@ func TestKustomizeBuilds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.dir, func(t *testing.T) {
 			o := build(t, tt.dir)
-			if len(o.Deployments) != 1 || len(o.PDBs) != 1 || len(o.Services) != 1 {
-				t.Fatalf("want one Deployment, PDB and Service; got %d, %d, %d", len(o.Deployments), len(o.PDBs), len(o.Services))
+			if len(o.Deployments) != 1 || len(o.PDBs) != 1 || o.service("mcp-extauthz") == nil {
+				t.Fatalf("want one Deployment, PDB and Service mcp-extauthz; got %d, %d, %v", len(o.Deployments), len(o.PDBs), o.Services)
 			}
 			d := o.Deployments[0]
-			checkPodTemplate(t, "Deployment "+d.Name, d.Spec.Template)
+			checkPodTemplate(t, "Deployment "+d.Name, d.Spec.Template, probedByEnvoy(t, o, d))
 			checkNamespaces(t, o, baseNamespace(t))
 			checkPodReferences(t, o, d, nil)
 			if ex := container(d, "extauthz"); ex != nil {
@@ -79,12 +80,17 @@ func TestKustomizeBuilds(t *testing.T) {
 				}
 			}
 			labels := d.Spec.Template.Labels
-			if !selects(d.Spec.Selector.MatchLabels, labels) || !selects(o.PDBs[0].Spec.Selector.MatchLabels, labels) || !selects(o.Services[0].Spec.Selector, labels) {
-				t.Error("Deployment, PDB or Service selector does not select the Pods")
+			if !selects(d.Spec.Selector.MatchLabels, labels) || !selects(o.PDBs[0].Spec.Selector.MatchLabels, labels) {
+				t.Error("Deployment or PDB selector does not select the Pods")
 			}
-			for _, sp := range o.Services[0].Spec.Ports {
-				if !podDeclaresPort(d.Spec.Template.Spec, sp.TargetPort.StrVal) {
-					t.Errorf("Service port %s targets %q, which no container declares", sp.Name, sp.TargetPort.StrVal)
+			for _, svc := range o.Services {
+				if !selects(svc.Spec.Selector, labels) {
+					t.Errorf("Service %s does not select the Pods", svc.Name)
+				}
+				for _, sp := range svc.Spec.Ports {
+					if !podDeclaresPort(d.Spec.Template.Spec, sp.TargetPort.StrVal) {
+						t.Errorf("Service %s port %s targets %q, which no container declares", svc.Name, sp.Name, sp.TargetPort.StrVal)
+					}
 				}
 			}
 			var names []string
@@ -103,9 +109,11 @@ func TestKustomizeBuilds(t *testing.T) {
 			if got, _ := env(ex, "EXTAUTHZ_GRPC_ADDR"); got != tt.grpcAddr {
 				t.Errorf("EXTAUTHZ_GRPC_ADDR = %q, want %q", got, tt.grpcAddr)
 			}
+			// Exactly this name: no hash suffix, so a policy change updates
+			// the ConfigMap in place (hot reload) instead of rolling the Pods.
 			cm := o.configMap("mcp-extauthz-policy")
-			if cm == nil {
-				t.Fatal("no policy ConfigMap")
+			if cm == nil || cm.Name != "mcp-extauthz-policy" {
+				t.Fatalf("policy ConfigMap %v, want exactly mcp-extauthz-policy", cm)
 			}
 			if _, err := policy.Compile("policy.yaml", []byte(cm.Data["policy.yaml"])); err != nil {
 				t.Errorf("policy: %v", err)
@@ -193,6 +201,34 @@ func checkKustomizeSidecar(t *testing.T, o *Objects) {
 	if mcp.Image != "ghcr.io/mcp-extauthz/example-payments-mcp:0.1.0" {
 		t.Errorf("mcp-server image %q: the images transformer did not apply", mcp.Image)
 	}
+	if cm.Name == "mcp-extauthz-envoy" {
+		t.Error("Envoy ConfigMap without a hash suffix: a bootstrap change would not restart Envoy")
+	}
+	ev := container(d, "envoy")
+	if !strings.Contains(ev.Image, "@sha256:") {
+		t.Errorf("envoy image %q is not pinned by digest", ev.Image)
+	}
+	// Only Envoy's port is reachable: not the MCP server's, not gRPC.
+	if len(o.NetworkPolicies) != 1 {
+		t.Fatalf("%d NetworkPolicies, want 1", len(o.NetworkPolicies))
+	}
+	grpc, _ := netip.ParseAddrPort(addr)
+	for _, p := range []struct {
+		c    *corev1.Container
+		port int32
+	}{{mcp, containerPort(mcp, "mcp-server")}, {c, int32(grpc.Port())}} {
+		if covered, _ := netpolOpens(o.NetworkPolicies[0], p.c, p.port); covered {
+			t.Errorf("NetworkPolicy admits port %d of %s", p.port, p.c.Name)
+		}
+	}
+	if covered, _ := netpolOpens(o.NetworkPolicies[0], ev, containerPort(ev, "mcp")); !covered {
+		t.Error("NetworkPolicy does not admit Envoy's MCP port")
+	}
+	if svc := o.service("mcp-extauthz"); len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.StrVal != "mcp" {
+		t.Errorf("MCP Service ports %+v, want Envoy's mcp port only", svc.Spec.Ports)
+	}
+	checkEnvoyArgs(t, ev, b)
+	checkShutdownOrder(t, d, c, ev, mcp, false, b)
 }
 
 // baseNamespace is the namespace kustomize/base sets on its objects.

@@ -41,13 +41,16 @@ type ServiceMonitor struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
-		Selector  metav1.LabelSelector `json:"selector"`
-		Endpoints []struct {
-			Port     string `json:"port"`
-			Path     string `json:"path"`
-			Interval string `json:"interval"`
-		} `json:"endpoints"`
+		Selector  metav1.LabelSelector     `json:"selector"`
+		Endpoints []ServiceMonitorEndpoint `json:"endpoints"`
 	} `json:"spec"`
+}
+
+// ServiceMonitorEndpoint is one scrape endpoint of a ServiceMonitor.
+type ServiceMonitorEndpoint struct {
+	Port     string `json:"port"`
+	Path     string `json:"path"`
+	Interval string `json:"interval"`
 }
 
 var docSep = regexp.MustCompile(`(?m)^---[ \t]*$`)
@@ -126,7 +129,10 @@ func isBlank(doc string) bool {
 // dropped, seccomp RuntimeDefault at Pod or container level). It also
 // requires that mounts name declared volumes and that the service account
 // token is not mounted.
-func checkPodTemplate(t *testing.T, what string, pt corev1.PodTemplateSpec) {
+//
+// probed names containers whose readiness Envoy reports (probedByEnvoy):
+// they may go without probes. An emptyDir may be mounted read-write.
+func checkPodTemplate(t *testing.T, what string, pt corev1.PodTemplateSpec, probed map[string]bool) {
 	t.Helper()
 	ps := pt.Spec
 	if len(ps.Containers) == 0 {
@@ -136,8 +142,10 @@ func checkPodTemplate(t *testing.T, what string, pt corev1.PodTemplateSpec) {
 		t.Errorf("%s: automountServiceAccountToken is not false", what)
 	}
 	volumes := map[string]bool{}
+	scratch := map[string]bool{}
 	for _, v := range ps.Volumes {
 		volumes[v.Name] = true
+		scratch[v.Name] = v.EmptyDir != nil
 	}
 	psc := ps.SecurityContext
 	if psc == nil {
@@ -151,7 +159,9 @@ func checkPodTemplate(t *testing.T, what string, pt corev1.PodTemplateSpec) {
 		}
 		for name, p := range map[string]*corev1.Probe{"readinessProbe": c.ReadinessProbe, "livenessProbe": c.LivenessProbe} {
 			if p == nil {
-				t.Errorf("%s: no %s", where, name)
+				if !probed[c.Name] {
+					t.Errorf("%s: no %s (and Envoy's readiness does not cover it)", where, name)
+				}
 				continue
 			}
 			h := p.ProbeHandler
@@ -210,7 +220,7 @@ func checkPodTemplate(t *testing.T, what string, pt corev1.PodTemplateSpec) {
 			if !volumes[m.Name] {
 				t.Errorf("%s: mounts undeclared volume %q", where, m.Name)
 			}
-			if !m.ReadOnly {
+			if !m.ReadOnly && !scratch[m.Name] {
 				t.Errorf("%s: volume %q mounted read-write", where, m.Name)
 			}
 		}
@@ -226,11 +236,15 @@ func checkNamedPort(t *testing.T, where, probe, name string, ports map[string]bo
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
-// container returns the named container of d, or nil.
+// container returns the named container (or native sidecar init
+// container) of d, or nil.
 func container(d *appsv1.Deployment, name string) *corev1.Container {
-	for i := range d.Spec.Template.Spec.Containers {
-		if c := &d.Spec.Template.Spec.Containers[i]; c.Name == name {
-			return c
+	ps := &d.Spec.Template.Spec
+	for _, cs := range [][]corev1.Container{ps.Containers, ps.InitContainers} {
+		for i := range cs {
+			if cs[i].Name == name {
+				return &cs[i]
+			}
 		}
 	}
 	return nil
@@ -257,6 +271,16 @@ func selects(selector map[string]string, labels map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// service returns the Service called name, or nil.
+func (o *Objects) service(name string) *corev1.Service {
+	for _, s := range o.Services {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
 }
 
 // configMap returns the first ConfigMap whose name contains part (kustomize

@@ -56,6 +56,11 @@ type Config struct {
 	IdempotencyMeta     string
 	IdempotencyTTL      time.Duration
 	ConcealAs           string
+
+	TLS tlsFiles // all empty: plaintext gRPC
+	// ServersByPrincipal maps destination principals (SPIFFE ids) to MCP
+	// server ids (--server-id-by-principal).
+	ServersByPrincipal map[string]string
 }
 
 // listFlag is a repeatable string flag; the environment form is comma-separated.
@@ -71,8 +76,37 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
+// principalFlag is the repeatable --server-id-by-principal PRINCIPAL=ID;
+// the environment form is comma-separated.
+type principalFlag map[string]string
+
+func (p principalFlag) String() string {
+	var out []string
+	for k, v := range p {
+		out = append(out, k+"="+v)
+	}
+	return strings.Join(out, ",")
+}
+
+func (p principalFlag) Set(v string) error {
+	for _, kv := range strings.Split(v, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, id, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || id == "" || !strings.HasPrefix(k, "spiffe://") {
+			return fmt.Errorf("%q: want spiffe://TRUST-DOMAIN/ns/NS/sa/SA=SERVER-ID", kv)
+		}
+		if prev, dup := p[k]; dup && prev != id {
+			return fmt.Errorf("%s maps to both %q and %q", k, prev, id)
+		}
+		p[k] = id
+	}
+	return nil
+}
+
 // pathFlags are the flags that name files.
-var pathFlags = map[string]bool{"policy": true, "jwks-file": true, "approver-jwks-file": true}
+var pathFlags = map[string]bool{"policy": true, "jwks-file": true, "approver-jwks-file": true, "tls-cert-file": true, "tls-key-file": true, "client-ca-file": true}
 
 // checkIssuer requires an absolute https URL (http only on a loopback host,
 // for tests): go-oidc would otherwise retry discovery forever at run time.
@@ -184,6 +218,11 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.IdempotencyMeta, "idempotency-meta", "", "params._meta member with the request's idempotency key (e.g. io.mcp-extauthz/idempotency-key); empty ignores _meta")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", extauthz.DefaultIdempotencyTTL, "how long an idempotency key stays bound to its request digest")
 	fs.StringVar(&c.ConcealAs, "conceal-as", string(extauthz.ConcealGoSDK), "SDK of the MCP server whose unknown-tool answer refusal: conceal reproduces: go-sdk, typescript-sdk (1.x) or typescript-sdk-v2")
+	c.ServersByPrincipal = map[string]string{}
+	fs.Var(principalFlag(c.ServersByPrincipal), "server-id-by-principal", "PRINCIPAL=ID: the MCP server id for requests to the workload with this destination principal (Istio SPIFFE id), when the route names none (repeatable)")
+	fs.StringVar(&c.TLS.cert, "tls-cert-file", "", "gRPC port: server certificate chain (PEM); with --tls-key-file and --client-ca-file, mTLS, reloaded on change")
+	fs.StringVar(&c.TLS.key, "tls-key-file", "", "gRPC port: private key (PEM) of --tls-cert-file")
+	fs.StringVar(&c.TLS.clientCA, "client-ca-file", "", "gRPC port: CA bundle (PEM) that callers' client certificates must chain to")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -257,6 +296,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	}
 	c.DenialStatus = ds
 	if err := checkIssuer(c.Issuer); err != nil {
+		return nil, err
+	}
+	if err := checkTLSFlags(c.TLS); err != nil {
 		return nil, err
 	}
 	if err := checkBinding(c); err != nil {

@@ -10,6 +10,7 @@
 //	extauthz approve [flags] DENIAL.json
 //	                           sign an approval of one request digest
 //	extauthz healthcheck       gRPC health probe for exec probes
+//	extauthz envoy-drain       preStop: drain the Envoy sidecar gracefully
 //	extauthz version           print the build's version
 //
 // Every serve flag can also be set as EXTAUTHZ_<FLAG> (upper snake case) or
@@ -113,6 +114,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runApprove(ctx, args, os.Stdin, stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, args, stdout, stderr)
+	case "envoy-drain":
+		return runEnvoyDrain(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "extauthz", version())
 		return nil
@@ -120,7 +123,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, test, token, approve, healthcheck or version)", cmd)}
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, test, token, approve, healthcheck, envoy-drain or version)", cmd)}
 }
 
 const usage = `usage: extauthz <command> [flags]
@@ -132,6 +135,7 @@ commands:
   token        mint a test bearer token with the quick-start key
   approve      sign an approval of one request digest (from an ask denial) for a principal
   healthcheck  probe a running service's gRPC health (exit 0 when SERVING)
+  envoy-drain  preStop hook: fail Envoy's readiness, drain its listeners, wait
   version      print the build's version
 
 Run "extauthz <command> -h" for its flags.

@@ -125,6 +125,11 @@ func TestServeConfig(t *testing.T) {
 	if c, err = parseServeConfig([]string{"--config", abs}, getenv, io.Discard); err != nil || c.PolicyFile != filepath.Join(filepath.Dir(abs), "policy.yaml") {
 		t.Fatalf("absolute config path: %+v %v", c, err)
 	}
+	env["EXTAUTHZ_SERVER_ID_BY_PRINCIPAL"] = "spiffe://cluster.local/ns/a/sa/a=alpha, spiffe://cluster.local/ns/b/sa/b=beta"
+	if c, err = parseServeConfig(base, getenv, io.Discard); err != nil || len(c.ServersByPrincipal) != 2 || c.ServersByPrincipal["spiffe://cluster.local/ns/b/sa/b"] != "beta" {
+		t.Fatalf("--server-id-by-principal from the environment: %+v %v", c.ServersByPrincipal, err)
+	}
+	delete(env, "EXTAUTHZ_SERVER_ID_BY_PRINCIPAL")
 	t.Setenv("EXTAUTHZ_SERVERID", "typo")
 	var warn bytes.Buffer
 	if _, err := parseServeConfig(base, getenv, &warn); err != nil || !strings.Contains(warn.String(), "EXTAUTHZ_SERVERID matches no flag") {
@@ -143,6 +148,9 @@ func TestServeConfig(t *testing.T) {
 		{"plain http issuer", []string{"--policy", "p", "--issuer", "http://idp.example.com", "--audience", "y"}, "want https"},
 		{"unknown flag", []string{"--bogus"}, "serve: flag provided but not defined: -bogus"},
 		{"unknown config key", []string{"--config", "examples/README.md"}, "config examples/README.md"},
+		{"principal mapping without an id", append(base, "--server-id-by-principal", "spiffe://cluster.local/ns/a/sa/a"), "want spiffe://"},
+		{"principal mapping not a SPIFFE id", append(base, "--server-id-by-principal", "a=b"), "want spiffe://"},
+		{"principal mapped twice", append(base, "--server-id-by-principal", "spiffe://x/ns/a/sa/a=1", "--server-id-by-principal", "spiffe://x/ns/a/sa/a=2"), "maps to both"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -461,7 +469,7 @@ func scrape(t *testing.T, httpAddr string) string {
 }
 
 func TestHelpAndVersion(t *testing.T) {
-	for _, args := range [][]string{{"-h"}, {"help"}, {"--version"}, {"version"}, {"check", "-h"}, {"serve", "-h"}, {"token", "-h"}, {"healthcheck", "-h"}} {
+	for _, args := range [][]string{{"-h"}, {"help"}, {"--version"}, {"version"}, {"check", "-h"}, {"serve", "-h"}, {"token", "-h"}, {"healthcheck", "-h"}, {"envoy-drain", "-h"}} {
 		var out bytes.Buffer
 		if err := run(t.Context(), args, &out, io.Discard); exitCode(err) != 0 {
 			t.Errorf("%v: exit %d (%v)", args, exitCode(err), err)
@@ -469,6 +477,18 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 	if err := run(t.Context(), []string{"bogus"}, io.Discard, io.Discard); exitCode(err) != 2 {
 		t.Errorf("unknown command: exit %d", exitCode(err))
+	}
+}
+
+// TestVersionFromLinker: the Dockerfile's -X main.buildVersion is what
+// `extauthz version` prints.
+func TestVersionFromLinker(t *testing.T) {
+	old := buildVersion
+	t.Cleanup(func() { buildVersion = old })
+	buildVersion = "1.2.3"
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"version"}, &out, io.Discard); err != nil || !strings.HasPrefix(out.String(), "extauthz 1.2.3") {
+		t.Errorf("version = %q (%v), want extauthz 1.2.3", out.String(), err)
 	}
 }
 

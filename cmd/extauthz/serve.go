@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -104,6 +105,37 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	defer wg.Wait()
 	defer cancel() // runs before wg.Wait: every goroutine below ends with ctx
 
+	var creds credentials.TransportCredentials
+	if cfg.TLS.cert != "" {
+		tr, err := newTLSReloader(cfg.TLS)
+		if err != nil {
+			return err
+		}
+		creds = credentials.NewTLS(tr.config())
+		files := []string{cfg.TLS.cert, cfg.TLS.key, cfg.TLS.clientCA}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := extauthz.WatchFiles(ctx, files, 0, log, func() {
+				if err := tr.load(); err != nil {
+					log.Error("TLS files reload refused; keeping the last good certificate and client CA", zap.Error(err))
+				}
+			})
+			if err != nil {
+				log.Error("TLS files watch stopped; the loaded certificate stays in use", zap.Error(err))
+			}
+		}()
+	}
+	if svc.jwks != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := extauthz.WatchFiles(ctx, []string{cfg.JWKSFile}, 0, log, func() { _ = svc.jwks.LoadFile(cfg.JWKSFile) }); err != nil {
+				log.Error("--jwks-file watch stopped; the loaded keys stay in use", zap.Error(err))
+			}
+		}()
+	}
+
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
@@ -137,7 +169,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Info("serving /metrics, /healthz, /readyz and "+extauthz.WellKnownProtectedResource, zap.String("http_addr", httpLis.Addr().String()))
 	}
 
-	gs, hs := newGRPCServer(cfg, svc.server)
+	gs, hs := newGRPCServer(cfg, svc.server, creds)
 	lc := &extauthz.Lifecycle{
 		GRPC: gs, Health: hs, Readiness: svc.readiness,
 		DrainPeriod: cfg.DrainPeriod, ShutdownTimeout: cfg.ShutdownTimeout,
@@ -179,6 +211,7 @@ type service struct {
 	readiness *extauthz.Readiness
 	policies  *extauthz.PolicyStore
 	oidc      *extauthz.OIDCVerifier
+	jwks      *extauthz.KeySet       // --jwks-file's keys, reloaded on change; nil with discovery
 	approvals *extauthz.OIDCVerifier // nil without --approver-issuer
 	store     state.Store
 	log       *zap.Logger
@@ -216,6 +249,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 	}
 	loader.Log = log // from now on a bad reload is logged, not fatal
 
+	var jwks *extauthz.KeySet
 	oc := extauthz.OIDCConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences, OnKeySetRefresh: func(err error) {
 		if err != nil {
 			metrics.KeySetRefreshes.WithLabelValues("error").Inc()
@@ -230,7 +264,11 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 			return nil, fmt.Errorf("--jwks-file: %w", err)
 		}
 		logIgnoredKeys(log, ks.Ignored())
+		// A rotated file is reloaded like the policy: last good keys on error.
+		ks.OnRefresh = jwksReloadHook(ks, cfg.JWKSFile, log, metrics)
+		ks.OnIgnoredKeys = func(ignored []extauthz.IgnoredKey) { logIgnoredKeys(log, ignored) }
 		oc.KeySet = ks
+		jwks = ks
 	}
 	ov, err := extauthz.NewOIDCVerifier(oc)
 	if err != nil {
@@ -258,7 +296,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 		approvals: approvals,
 		store:     binding.Store,
 		server: &extauthz.Server{
-			Decider: &extauthz.Decider{ServerID: cfg.ServerID, Verifier: verifier, Policies: store, Limits: lim, Binding: binding,
+			Decider: &extauthz.Decider{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal, Verifier: verifier, Policies: store, Limits: lim, Binding: binding,
 				DPoP: extauthz.NewDPoPVerifier(extauthz.DPoPConfig{})},
 			Responder: &extauthz.Responder{ResourceMetadataURL: rm, DenialStatus: cfg.DenialStatus, ConcealAs: extauthz.ConcealStyle(cfg.ConcealAs)},
 			Log:       decisionLog,
@@ -269,8 +307,27 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 		readiness: &extauthz.Readiness{Policies: store, Verifier: ov, Metrics: metrics},
 		policies:  store,
 		oidc:      ov,
+		jwks:      jwks,
 		log:       log,
 	}, nil
+}
+
+// jwksReloadHook counts every --jwks-file reload in keyset_refreshes_total
+// and logs a refused one, and one that changed the keys.
+func jwksReloadHook(ks *extauthz.KeySet, file string, log *zap.Logger, m *extauthz.Metrics) func(error) {
+	gen := ks.Generation()
+	return func(err error) {
+		if err != nil {
+			m.KeySetRefreshes.WithLabelValues("error").Inc()
+			log.Error("--jwks-file reload refused; keeping the last good keys", zap.String("file", file), zap.Error(err))
+			return
+		}
+		m.KeySetRefreshes.WithLabelValues("ok").Inc()
+		if g := ks.Generation(); g != gen {
+			gen = g
+			log.Info("--jwks-file reloaded: signing keys changed", zap.String("file", file))
+		}
+	}
 }
 
 // logIgnoredKeys logs, once per key set, the members that cannot verify
@@ -377,12 +434,18 @@ func reloadOnSIGHUP(ctx context.Context, l *extauthz.PolicyLoader) {
 	}
 }
 
-func newGRPCServer(cfg *Config, srv *extauthz.Server) (*grpc.Server, *health.Server) {
-	gs := grpc.NewServer(
-		grpc.MaxRecvMsgSize(cfg.MaxBodyBytes+grpcRecvHeadroom),
+// newGRPCServer returns the gRPC server with Check and health registered;
+// creds nil means plaintext (loopback, or a mesh's mTLS).
+func newGRPCServer(cfg *Config, srv *extauthz.Server, creds credentials.TransportCredentials) (*grpc.Server, *health.Server) {
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(cfg.MaxBodyBytes + grpcRecvHeadroom),
 		grpc.MaxConcurrentStreams(maxConcurrentStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
-	)
+	}
+	if creds != nil {
+		opts = append(opts, grpc.Creds(creds))
+	}
+	gs := grpc.NewServer(opts...)
 	authv3.RegisterAuthorizationServer(gs, srv)
 	hs := health.NewServer() // statuses follow readiness (extauthz.Lifecycle)
 	healthpb.RegisterHealthServer(gs, hs)

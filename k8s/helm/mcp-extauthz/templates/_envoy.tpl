@@ -13,7 +13,7 @@ static_resources:
   listeners:
   - name: mcp
     address:
-      socket_address: { address: 0.0.0.0, port_value: {{ int .Values.sidecar.envoy.port }} }
+      socket_address: { {{ include "mcp-extauthz.envoyListenAddress" . }}, port_value: {{ int .Values.sidecar.envoy.port }} }
     filter_chains:
     - filters:
       - name: envoy.filters.network.http_connection_manager
@@ -34,6 +34,16 @@ static_resources:
           # GET is a long-lived SSE stream and a POST may answer with one:
           # the route timeout is off (0s) and an idle stream lives 1h.
           stream_idle_timeout: 3600s
+          # The whole request (a 1 MiB body at most) must arrive within 60s:
+          # a slow upload is cut. The timer stops when the response starts,
+          # so an SSE answer is not.
+          request_timeout: 60s
+          # HTTP/2 clients: bounded streams per connection and flow-control
+          # windows (Envoy's edge best practice).
+          http2_protocol_options:
+            max_concurrent_streams: 100
+            initial_stream_window_size: 65536
+            initial_connection_window_size: 1048576
           access_log:
           - name: envoy.access_loggers.stdout
             typed_config:
@@ -48,6 +58,7 @@ static_resources:
                   path: "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%"
                   response_code: "%RESPONSE_CODE%"
                   response_flags: "%RESPONSE_FLAGS%"
+                  response_code_details: "%RESPONSE_CODE_DETAILS%"
                   duration_ms: "%DURATION%"
                   bytes_received: "%BYTES_RECEIVED%"
                   upstream_host: "%UPSTREAM_HOST%"
@@ -156,12 +167,15 @@ static_resources:
           - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  # Readiness for the kubelet: 200 on /ready unless Envoy is draining or
-  # /healthcheck/fail was called on the admin API.
+  # Readiness for the kubelet: 200 on /ready unless Envoy is draining,
+  # /healthcheck/fail was called on the admin API, or the MCP server fails
+  # its health check (cluster mcp_server_health), so a server bound to
+  # 127.0.0.1 needs no probe the kubelet cannot run. GET /stats/prometheus
+  # is the admin API's Prometheus endpoint, and the only admin path exposed.
   # https://www.envoyproxy.io/docs/envoy/latest/configuration/http/http_filters/health_check_filter
   - name: health
     address:
-      socket_address: { address: 0.0.0.0, port_value: {{ int .Values.sidecar.envoy.readinessPort }} }
+      socket_address: { {{ include "mcp-extauthz.envoyListenAddress" . }}, port_value: {{ int .Values.sidecar.envoy.readinessPort }} }
     filter_chains:
     - filters:
       - name: envoy.filters.network.http_connection_manager
@@ -174,6 +188,12 @@ static_resources:
             - name: health
               domains: ["*"]
               routes:
+              - match:
+                  path: /stats/prometheus
+                  headers:
+                  - name: ":method"
+                    string_match: { exact: GET }
+                route: { cluster: envoy_admin }
               - match: { prefix: "/" }
                 direct_response: { status: 404 }
           http_filters:
@@ -184,6 +204,8 @@ static_resources:
               headers:
               - name: ":path"
                 string_match: { exact: /ready }
+              cluster_min_healthy_percentages:
+                mcp_server_health: { value: 100 }
           - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
@@ -197,6 +219,13 @@ static_resources:
         "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
         explicit_http_config:
           http2_protocol_options: {}
+    # One Check per MCP request in flight: Envoy's default of 1024
+    # concurrent requests would answer 503 (status_on_error) above it.
+    circuit_breakers:
+      thresholds:
+      - max_connections: 10000
+        max_pending_requests: 10000
+        max_requests: 10000
     load_assignment:
       cluster_name: ext_authz
       endpoints:
@@ -218,6 +247,15 @@ static_resources:
   - name: mcp_server
     type: STATIC
     connect_timeout: 1s
+    # Every open SSE stream (GET, or a POST answered with a stream) holds a
+    # request and, over HTTP/1.1, a connection for as long as it lives:
+    # Envoy's default of 1024 would refuse new requests (503, overflow)
+    # once 1024 streams are open.
+    circuit_breakers:
+      thresholds:
+      - max_connections: 10000
+        max_pending_requests: 10000
+        max_requests: 10000
     load_assignment:
       cluster_name: mcp_server
       endpoints:
@@ -225,4 +263,67 @@ static_resources:
         - endpoint:
             address:
               socket_address: { address: 127.0.0.1, port_value: {{ int .Values.sidecar.mcpServer.port }} }
+  # The MCP server again, for readiness only (no route uses it): a TCP
+  # health check every 5s; the health listener's /ready fails while it does.
+  - name: mcp_server_health
+    type: STATIC
+    connect_timeout: 1s
+    health_checks:
+    - timeout: 1s
+      interval: 5s
+      unhealthy_threshold: 2
+      healthy_threshold: 1
+      tcp_health_check: {}
+    load_assignment:
+      cluster_name: mcp_server_health
+      endpoints:
+      - lb_endpoints:
+        - endpoint:
+            address:
+              socket_address: { address: 127.0.0.1, port_value: {{ int .Values.sidecar.mcpServer.port }} }
+  # The admin API, for GET /stats/prometheus on the health listener only.
+  - name: envoy_admin
+    type: STATIC
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: envoy_admin
+      endpoints:
+      - lb_endpoints:
+        - endpoint:
+            address:
+              socket_address: { address: 127.0.0.1, port_value: {{ int .Values.sidecar.envoy.adminPort }} }
+{{- end }}
+
+{{/* Envoy's listener address: 0.0.0.0, or :: (IPv4-mapped too) with ipv6. */}}
+{{- define "mcp-extauthz.envoyListenAddress" -}}
+{{- if .Values.ipv6 }}address: "::", ipv4_compat: true{{ else }}address: 0.0.0.0{{ end }}
+{{- end }}
+
+{{/*
+The overload manager (envoy/overload.yaml), passed with --config-yaml: the
+heap limit is 3/4 of the Envoy container's memory limit (Mi or Gi).
+*/}}
+{{- define "mcp-extauthz.envoyOverload" -}}
+{{- $mem := toString .Values.sidecar.envoy.resources.limits.memory }}
+{{- $bytes := 0 }}
+{{- if hasSuffix "Mi" $mem }}{{ $bytes = mul (int (trimSuffix "Mi" $mem)) 1048576 }}
+{{- else if hasSuffix "Gi" $mem }}{{ $bytes = mul (int (trimSuffix "Gi" $mem)) 1073741824 }}
+{{- else }}{{ fail (printf "sidecar.envoy.resources.limits.memory %q: give it in Mi or Gi (the Envoy heap limit is derived from it)" $mem) }}
+{{- end }}
+{{- $heap := div (mul $bytes 3) 4 }}
+{{- $fixed := dict "name" "envoy.resource_monitors.fixed_heap" "typed_config" (dict "@type" "type.googleapis.com/envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig" "max_heap_size_bytes" $heap) }}
+{{- $conns := dict "name" "envoy.resource_monitors.global_downstream_max_connections" "typed_config" (dict "@type" "type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig" "max_active_downstream_connections" 20000) }}
+{{- $shrink := dict "name" "envoy.overload_actions.shrink_heap" "triggers" (list (dict "name" "envoy.resource_monitors.fixed_heap" "threshold" (dict "value" 0.90))) }}
+{{- $stop := dict "name" "envoy.overload_actions.stop_accepting_requests" "triggers" (list (dict "name" "envoy.resource_monitors.fixed_heap" "threshold" (dict "value" 0.95))) }}
+{{- toJson (dict "overload_manager" (dict "refresh_interval" "0.25s" "resource_monitors" (list $fixed $conns) "actions" (list $shrink $stop))) }}
+{{- end }}
+
+{{/* Envoy --concurrency: the CPU limit rounded up, at least 1. */}}
+{{- define "mcp-extauthz.envoyConcurrency" -}}
+{{- $cpu := toString .Values.sidecar.envoy.resources.limits.cpu }}
+{{- if hasSuffix "m" $cpu }}
+{{- max 1 (div (add (int (trimSuffix "m" $cpu)) 999) 1000) }}
+{{- else }}
+{{- max 1 (int (ceil (float64 $cpu))) }}
+{{- end }}
 {{- end }}
