@@ -252,6 +252,10 @@ func reloadOnSIGHUP(ctx context.Context, l *extauthz.PolicyLoader) {
 
 func newGRPCServer(cfg *Config, srv *extauthz.Server) (*grpc.Server, *health.Server) {
 	gs := grpc.NewServer(
+		// Decodes only what Check reads and accepts any bytes in strings,
+		// so a body that is not UTF-8 is denied by Check instead of failing
+		// the RPC (which failure_mode_allow would turn into an allow).
+		grpc.ForceServerCodecV2(extauthz.CheckCodec{}),
 		grpc.MaxRecvMsgSize(cfg.MaxBodyBytes+grpcRecvHeadroom),
 		grpc.MaxConcurrentStreams(maxConcurrentStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
