@@ -56,11 +56,17 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
-	decisionLog, err := newLogger(cfg.LogLevel, "stdout")
+	// Buffered, flushed at least every second and when serve returns (after
+	// the gRPC server has stopped).
+	lvl, err := zapcore.ParseLevel(cfg.LogLevel)
 	if err != nil {
-		return err
+		return fmt.Errorf("--log-level: %w", err)
 	}
-	defer func() { _ = decisionLog.Sync() }()
+	decisionLog, stopDecisionLog := extauthz.NewDecisionLogger(os.Stdout, lvl, 0)
+	defer func() { _ = stopDecisionLog() }()
+	if limit, source := setMemoryLimit(os.Getenv, readCgroupMemoryLimit); limit > 0 {
+		log.Info("Go memory limit set", zap.Int64("bytes", limit), zap.String("from", source))
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
