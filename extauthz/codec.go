@@ -14,7 +14,7 @@ import (
 // CheckCodec is the gRPC codec of the ext_authz server; install it with
 // grpc.ForceServerCodecV2(CheckCodec{}). It keeps the content-subtype
 // "proto" (the wire is unchanged for Envoy) and differs from grpc-go's
-// default codec in two ways:
+// default codec in three ways:
 //
 //   - A CheckRequest is decoded by hand, field by field, and only the fields
 //     Check reads: attributes.request.http (every field) and
@@ -22,17 +22,20 @@ import (
 //     metadata contexts, TLS session, time) is skipped unread, so
 //     GetSource() and the like are nil on the server. Code that starts
 //     reading another field must add it to decodeAttributes first.
+//   - A CheckResponse is encoded by hand, without reflection
+//     (marshalCheckResponse).
 //   - Strings are not checked for UTF-8. proto3 requires valid UTF-8 in
 //     string fields, so the default codec fails the RPC, before Check runs,
 //     on a body sent in the string `body` field (or a header value) that is
 //     not UTF-8; Envoy's failure_mode_allow would turn that RPC error into
 //     an allow. With this codec Check sees the bytes and decides (a body
-//     that is not UTF-8 is denied as invalid_utf8).
+//     that is not UTF-8 is denied as invalid_utf8). Nor can a response
+//     fail to encode for a string that is not UTF-8.
 //
 // A CheckRequest that is not even valid protobuf wire format decodes as an
 // empty CheckRequest, which Check denies (it has no HTTP method); the RPC
-// still succeeds. Every other message (grpc.health.v1, responses) goes
-// through grpc-go's proto codec unchanged.
+// still succeeds. Every other message (grpc.health.v1) goes through
+// grpc-go's proto codec unchanged.
 type CheckCodec struct{}
 
 // protoCodec is grpc-go's default codec, for every message but CheckRequest.
@@ -41,8 +44,16 @@ var protoCodec = encoding.GetCodecV2(protoenc.Name)
 // Name is "proto": the codec replaces the default one on the server.
 func (CheckCodec) Name() string { return protoenc.Name }
 
-// Marshal encodes v as grpc-go's proto codec does.
-func (CheckCodec) Marshal(v any) (mem.BufferSlice, error) { return protoCodec.Marshal(v) }
+// Marshal encodes v. A CheckResponse is encoded by hand (see
+// marshalCheckResponse), anything else as grpc-go's proto codec does.
+func (CheckCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if r, ok := v.(*authv3.CheckResponse); ok {
+		if out, ok := marshalResponse(r); ok {
+			return out, nil
+		}
+	}
+	return protoCodec.Marshal(v)
+}
 
 // Unmarshal decodes data into v; see CheckCodec. It never fails for a
 // *authv3.CheckRequest.

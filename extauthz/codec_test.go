@@ -308,3 +308,26 @@ func BenchmarkDecodeCheckRequest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMarshalCheckResponse is the response encoding of CheckCodec for
+// an allowed small tools/call and a denial.
+func BenchmarkMarshalCheckResponse(b *testing.B) {
+	srv, req := benchRequest(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"EUR"}`, true)
+	_, denyReq := benchRequest(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"CHF"}`, true)
+	for _, tt := range []struct {
+		name string
+		req  *authv3.CheckRequest
+	}{{"allow", req}, {"deny", denyReq}} {
+		resp, _ := srv.Check(context.Background(), tt.req)
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := CheckCodec{}.Marshal(resp)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out.Free()
+			}
+		})
+	}
+}
