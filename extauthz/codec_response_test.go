@@ -30,7 +30,7 @@ func fullCheckResponse(s string, n float64, f bool, code int32) []*authv3.CheckR
 	md := &structpb.Struct{Fields: map[string]*structpb.Value{
 		"s": structpb.NewStringValue(s), "n": structpb.NewNumberValue(n), "b": structpb.NewBoolValue(f),
 		"null": structpb.NewNullValue(), s: structpb.NewStringValue(""),
-		"list": structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewStringValue(s), structpb.NewNumberValue(-n)}}),
+		"list":   structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewStringValue(s), structpb.NewNumberValue(-n)}}),
 		"struct": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"in": structpb.NewBoolValue(!f)}}),
 	}}
 	st := &rpcstatus.Status{Code: code, Message: s}
