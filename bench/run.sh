@@ -10,6 +10,11 @@
 # divided by the requests completed. Two rounds, null and ours alternating
 # run by run, so drift on a shared machine hits both alike. Prints µs of
 # server CPU per request and the ratio ours / null.
+#
+# Environment: BENCH_DURATION (8s), BENCH_ROUNDS (2), BENCH_STREAMS (50),
+# BENCH_PORT (19391, and the next one), BENCH_SERVER_CPU (0),
+# BENCH_LOAD_CPU (1), GHZ_VERSION, BENCH_EXTAUTHZ (a binary to measure
+# instead of this tree's, e.g. a baseline build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,6 +42,7 @@ echo "== build" >&2
 bin=$work/bin
 mkdir -p "$bin"
 go build -o "$bin/extauthz" ./cmd/extauthz
+ours_bin=${BENCH_EXTAUTHZ:-$bin/extauthz} # another build of the service, e.g. a baseline
 go build -o "$bin/bench" ./bench
 if ! GOBIN=$bin go install "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION" 2>"$work/ghz-install.log"; then
   echo "bench: ghz $GHZ_VERSION did not install (see below); trying @latest" >&2
@@ -50,7 +56,7 @@ token=$("$bin/extauthz" token --sub alice --ttl 2h)
 echo "== servers (CPU $SERVER_CPU)" >&2
 ours_addr=127.0.0.1:$PORT
 null_addr=127.0.0.1:$((PORT + 1))
-taskset -c "$SERVER_CPU" "$bin/extauthz" serve --config examples/config.yaml \
+taskset -c "$SERVER_CPU" "$ours_bin" serve --config examples/config.yaml \
   --grpc-addr "$ours_addr" --http-addr "" >"$work/decisions.log" 2>"$work/ours.err" &
 pids+=($!); ours_pid=$!
 taskset -c "$SERVER_CPU" "$bin/bench" null --addr "$null_addr" 2>"$work/null.err" &

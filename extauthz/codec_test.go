@@ -295,39 +295,98 @@ func BenchmarkDecodeCheckRequest(b *testing.B) {
 		b.Run(size.name+"/codec", func(b *testing.B) {
 			b.SetBytes(int64(len(msg)))
 			b.ReportAllocs()
-			for b.Loop() {
-				DecodeCheckRequest(msg, &authv3.CheckRequest{})
-			}
+			measureCPU(b, func() {
+				for b.Loop() {
+					DecodeCheckRequest(msg, &authv3.CheckRequest{})
+				}
+			})
 		})
 		b.Run(size.name+"/proto", func(b *testing.B) {
 			b.SetBytes(int64(len(msg)))
 			b.ReportAllocs()
-			for b.Loop() {
-				_ = proto.Unmarshal(msg, &authv3.CheckRequest{})
-			}
+			measureCPU(b, func() {
+				for b.Loop() {
+					_ = proto.Unmarshal(msg, &authv3.CheckRequest{})
+				}
+			})
 		})
 	}
 }
 
-// BenchmarkMarshalCheckResponse is the response encoding of CheckCodec for
-// an allowed small tools/call and a denial.
+// BenchmarkMarshalCheckResponse is the response encoding of grpc-go's proto
+// codec and of CheckCodec for an allowed small tools/call and a denial.
 func BenchmarkMarshalCheckResponse(b *testing.B) {
 	srv, req := benchRequest(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"EUR"}`, true)
 	_, denyReq := benchRequest(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"CHF"}`, true)
+	codecs := []struct {
+		name  string
+		codec interface {
+			Marshal(any) (mem.BufferSlice, error)
+		}
+	}{{"proto", protoCodec}, {"check", CheckCodec{}}}
 	for _, tt := range []struct {
 		name string
 		req  *authv3.CheckRequest
 	}{{"allow", req}, {"deny", denyReq}} {
 		resp, _ := srv.Check(context.Background(), tt.req)
-		b.Run(tt.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				out, err := CheckCodec{}.Marshal(resp)
+		for _, c := range codecs {
+			b.Run(tt.name+"/codec="+c.name, func(b *testing.B) {
+				b.ReportAllocs()
+				measureCPU(b, func() {
+					for b.Loop() {
+						out, err := c.codec.Marshal(resp)
+						if err != nil {
+							b.Fatal(err)
+						}
+						out.Free()
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkCheckGRPC is a Check over a real loopback gRPC connection (client
+// and server in this process) with grpc-go's default codec and with
+// CheckCodec, for the small allowed tools/call and the 64 KiB one, the
+// verified-token cache warm.
+func BenchmarkCheckGRPC(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		args string
+	}{{"small", `{"orderId":"ord-1","amountMinor":1250,"currency":"EUR"}`}, {"64KiB", largeArgs(64 << 10)}} {
+		for _, codec := range []string{"proto", "check"} {
+			b.Run(size.name+"/codec="+codec, func(b *testing.B) {
+				srv, req := benchRequest(b, size.args, true)
+				lis, err := net.Listen("tcp", "127.0.0.1:0")
 				if err != nil {
 					b.Fatal(err)
 				}
-				out.Free()
-			}
-		})
+				var opts []grpc.ServerOption
+				if codec == "check" {
+					opts = append(opts, grpc.ForceServerCodecV2(CheckCodec{}))
+				}
+				gs := grpc.NewServer(opts...)
+				authv3.RegisterAuthorizationServer(gs, srv)
+				go func() { _ = gs.Serve(lis) }()
+				defer gs.Stop()
+				conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer conn.Close()
+				client := authv3.NewAuthorizationClient(conn)
+				resp, err := client.Check(context.Background(), req)
+				if err != nil || resp.GetStatus().GetCode() != 0 {
+					b.Fatalf("%v, %v", resp, err)
+				}
+				b.ReportAllocs()
+				measureCPU(b, func() {
+					for b.Loop() {
+						_, _ = client.Check(context.Background(), req)
+					}
+				})
+			})
+		}
 	}
 }

@@ -2,12 +2,16 @@ package extauthz
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -81,5 +85,49 @@ func TestDecisionLoggerFlushInterval(t *testing.T) {
 			t.Fatal("line not flushed within 10s at a 10ms interval")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// BenchmarkDecisionLog is one decision line written to a file: zap's
+// production logger as serve built it before (caller captured, one write
+// per line) and NewDecisionLogger.
+func BenchmarkDecisionLog(b *testing.B) {
+	srv := staticRig(b, nil)
+	c := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`)
+	r := RequestFromCheck(c.CheckRequest(true))
+	d := srv.Decider.Decide(context.Background(), r)
+	for _, tt := range []struct {
+		name string
+		log  func(f *os.File) (*zap.Logger, func() error)
+	}{
+		{"unbuffered+caller", func(f *os.File) (*zap.Logger, func() error) {
+			zc := zap.NewProductionConfig()
+			zc.OutputPaths, zc.Sampling = []string{f.Name()}, nil
+			l, err := zc.Build()
+			if err != nil {
+				b.Fatal(err)
+			}
+			return l, l.Sync
+		}},
+		{"buffered", func(f *os.File) (*zap.Logger, func() error) {
+			return NewDecisionLogger(f, zapcore.InfoLevel, 0)
+		}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			f, err := os.Create(filepath.Join(b.TempDir(), "decisions.log"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			log, stop := tt.log(f)
+			defer func() { _ = stop() }()
+			s := &Server{Log: log}
+			b.ReportAllocs()
+			measureCPU(b, func() {
+				for b.Loop() {
+					s.logDecision(d, r, time.Millisecond)
+				}
+			})
+		})
 	}
 }
