@@ -7,6 +7,25 @@ import (
 	"strings"
 )
 
+// defaultGCPercent is the garbage collector's target (GOGC) unless GOGC is
+// set. A Check allocates far more than it keeps (the live heap is the
+// policy, caches and the bodies in flight), so Go's default of 100
+// collects often for little. Measured with bench/run.sh on the 64 KiB
+// tools/call: 100 → 3.8 ms CPU per Check, 200 → 3.0 ms (peak RSS 57 MB),
+// 400 → 3.0 ms (peak RSS 113 MB). 200 takes the gain and stays within a
+// 64 MiB sidecar budget; the memory limit below bounds the rest.
+const defaultGCPercent = 200
+
+// setGCPercent sets the GC target to defaultGCPercent unless GOGC is set,
+// and returns the value in force.
+func setGCPercent(getenv func(string) string) string {
+	if v := getenv("GOGC"); v != "" {
+		return v
+	}
+	debug.SetGCPercent(defaultGCPercent)
+	return strconv.Itoa(defaultGCPercent)
+}
+
 // memoryLimitFraction of the container's memory limit becomes the Go
 // runtime's soft memory limit: the garbage collector works harder as the
 // heap nears it instead of letting the container be OOM-killed, and the

@@ -41,3 +41,13 @@ func TestSetMemoryLimit(t *testing.T) {
 		t.Errorf("no cgroup limit: setMemoryLimit set %d", got)
 	}
 }
+
+func TestSetGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100)) // restore
+	if got := setGCPercent(func(string) string { return "" }); got != "200" || debug.SetGCPercent(100) != defaultGCPercent {
+		t.Errorf("GOGC unset: %s", got)
+	}
+	if got := setGCPercent(func(string) string { return "50" }); got != "50" || debug.SetGCPercent(100) != 100 {
+		t.Errorf("GOGC=50 set: setGCPercent changed the GC target (%s)", got)
+	}
+}

@@ -64,8 +64,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	decisionLog, stopDecisionLog := extauthz.NewDecisionLogger(os.Stdout, lvl, 0)
 	defer func() { _ = stopDecisionLog() }()
+	gogc := setGCPercent(os.Getenv)
 	if limit, source := setMemoryLimit(os.Getenv, readCgroupMemoryLimit); limit > 0 {
-		log.Info("Go memory limit set", zap.Int64("bytes", limit), zap.String("from", source))
+		log.Info("Go GC settings", zap.String("gogc", gogc), zap.Int64("memory_limit_bytes", limit), zap.String("from", source))
+	} else {
+		log.Info("Go GC settings", zap.String("gogc", gogc))
 	}
 
 	reg := prometheus.NewRegistry()
