@@ -78,6 +78,10 @@ func (p *parser) canonValue(st *onePassState, dst []byte) ([]byte, *ParseError) 
 	case c == '"':
 		return p.canonString(dst)
 	case c == '-' || (c >= '0' && c <= '9'):
+		if out, end, ok := appendShortDecimal(dst, p.in, p.pos); ok {
+			p.pos = end
+			return out, nil
+		}
 		v, err := p.parseNumber(false)
 		if err != nil {
 			return dst, err
@@ -257,4 +261,66 @@ func (p *parser) sortMembers(st *onePassState, dst []byte, open int, spans []mem
 		dst = append(dst, st.tmp[s.start-open:s.end-open]...)
 	}
 	return append(dst, '}')
+}
+
+// appendShortDecimal is the fast path for a number literal at in[pos] with a
+// fraction, no exponent, at most 15 significant digits and a magnitude of
+// 1e-6 or more (or zero): every such decimal is the shortest text of the
+// double nearest to it, so its RFC 8785 form is the literal without
+// trailing fractional zeros (and without the sign of zero). It reports
+// false, appending nothing, for any other literal, including invalid ones:
+// parseNumber then decides.
+func appendShortDecimal(dst, in []byte, pos int) ([]byte, int, bool) {
+	i := pos
+	neg := in[i] == '-'
+	if neg {
+		i++
+	}
+	intStart := i
+	for i < len(in) && in[i] >= '0' && in[i] <= '9' {
+		i++
+	}
+	intEnd := i
+	if intEnd == intStart || (in[intStart] == '0' && intEnd-intStart > 1) || i >= len(in) || in[i] != '.' {
+		return dst, 0, false
+	}
+	i++
+	fracStart := i
+	for i < len(in) && in[i] >= '0' && in[i] <= '9' {
+		i++
+	}
+	fracEnd := i
+	if fracEnd == fracStart || (i < len(in) && (in[i] == 'e' || in[i] == 'E' || in[i] == '.')) {
+		return dst, 0, false
+	}
+	last := fracEnd // fraction without trailing zeros: in[fracStart:last]
+	for last > fracStart && in[last-1] == '0' {
+		last--
+	}
+	intZero := intEnd-intStart == 1 && in[intStart] == '0'
+	sig := last - fracStart
+	if intZero {
+		lead := 0
+		for lead < last-fracStart && in[fracStart+lead] == '0' {
+			lead++
+		}
+		if last > fracStart && lead > 5 { // below 1e-6: exponent form
+			return dst, 0, false
+		}
+		sig -= lead
+	} else {
+		sig += intEnd - intStart
+	}
+	if sig > 15 {
+		return dst, 0, false
+	}
+	if !(intZero && last == fracStart) && neg { // -0.0 is 0
+		dst = append(dst, '-')
+	}
+	dst = append(dst, in[intStart:intEnd]...)
+	if last > fracStart {
+		dst = append(dst, '.')
+		dst = append(dst, in[fracStart:last]...)
+	}
+	return dst, fracEnd, true
 }

@@ -3,6 +3,8 @@ package mcpparse
 import (
 	"crypto/sha256"
 	"errors"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -18,6 +20,7 @@ func TestOnePassDigest(t *testing.T) {
 		{`{"a":"\ud800"}`, ErrInvalidUTF8},
 		{`{"a":1} x`, ErrTrailingData},
 		{"\"\xff\"", ErrInvalidUTF8},
+		{`[0.5,-0.0,0.000001,0.0000001,100.250,123456789012345.6,12345678901234.56,0.1,1.10e2,-12.5000]`, 0},
 		{benchArgs(64 << 10), 0},
 	} {
 		got, err := canonicalDigestOnePass([]byte(tt.give), Limits{})
@@ -41,6 +44,7 @@ func FuzzOnePassDigest(f *testing.F) {
 	f.Add([]byte(`{"b":[1,2.50,{"z":null,"a":"\u00e9"}],"a":"x\"y","€":-0}`))
 	f.Add([]byte(benchArgs(2 << 10)))
 	f.Add([]byte(`{"a":1,"A":2}`))
+	f.Add([]byte(`[0.5,-0.0,0.000001,0.0000001,100.250,123456789012345.6,0.1e1,00.5]`))
 	lim := Limits{MaxDepth: 8, MaxKeys: 64, MaxElements: 256, MaxStringLen: 64}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		got, err := canonicalDigestOnePass(in, lim)
@@ -85,4 +89,34 @@ func BenchmarkOnePassDigest(b *testing.B) {
 			_ = sha256.Sum256(c)
 		}
 	})
+}
+
+// TestShortDecimalAgreesWithCanonicalize: generated decimals of 1 to 17
+// significant digits, with leading and trailing zeros, canonicalize the
+// same through the fast path and through ParseFloat and NumberToJSON.
+func TestShortDecimalAgreesWithCanonicalize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + rng.IntN(10))
+		}
+		return string(b)
+	}
+	for range 20000 {
+		intPart := digits(rng.IntN(16))
+		if intPart == "" || (len(intPart) > 1 && intPart[0] == '0') {
+			intPart = "0"
+		}
+		lit := intPart + "." + strings.Repeat("0", rng.IntN(8)) + digits(1+rng.IntN(16)) + strings.Repeat("0", rng.IntN(3))
+		if rng.IntN(2) == 0 {
+			lit = "-" + lit
+		}
+		in := []byte("[" + lit + "]")
+		got, err := canonicalDigestOnePass(in, Limits{})
+		want, werr := Canonicalize(in, Limits{})
+		if (err == nil) != (werr == nil) || (err == nil && got != sha256.Sum256(want)) {
+			t.Fatalf("%s: one pass %v, Canonicalize %s %v", lit, err, want, werr)
+		}
+	}
 }
