@@ -64,15 +64,15 @@ func (CheckCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
-	DecodeCheckRequest(buf.ReadOnlyData(), req)
+	decodeCheckRequest(buf.ReadOnlyData(), req)
 	return nil
 }
 
-// DecodeCheckRequest decodes the protobuf wire form of a CheckRequest into
+// decodeCheckRequest decodes the protobuf wire form of a CheckRequest into
 // req (which it resets first), reading only what Check reads and accepting
 // any bytes in string fields; see CheckCodec. Malformed wire format leaves
 // req empty. The decoded strings and byte slices never alias msg.
-func DecodeCheckRequest(msg []byte, req *authv3.CheckRequest) {
+func decodeCheckRequest(msg []byte, req *authv3.CheckRequest) {
 	*req = authv3.CheckRequest{}
 	d := newWireDecoder(msg)
 	ok := d.fields(msg, 0, func(f wireField) bool {

@@ -101,7 +101,7 @@ func TestDecodeCheckRequestMatchesProto(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := &authv3.CheckRequest{}
-			DecodeCheckRequest(tt.give, got)
+			decodeCheckRequest(tt.give, got)
 			if w := readFields(want); !proto.Equal(w, got) {
 				t.Errorf("decode differs from proto.Unmarshal:\nwant %v\ngot  %v", prototext.Format(w), prototext.Format(got))
 			}
@@ -117,10 +117,10 @@ func TestDecodeCheckRequestMatchesProto(t *testing.T) {
 func TestDecodeCheckRequestOwnsItsBytes(t *testing.T) {
 	msg := mustMarshal(t, fullCheckRequest())
 	want := &authv3.CheckRequest{}
-	DecodeCheckRequest(msg, want)
+	decodeCheckRequest(msg, want)
 	want = proto.Clone(want).(*authv3.CheckRequest)
 	got := &authv3.CheckRequest{}
-	DecodeCheckRequest(msg, got)
+	decodeCheckRequest(msg, got)
 	for i := range msg {
 		msg[i] = 'X'
 	}
@@ -142,7 +142,7 @@ func TestDecodeCheckRequestMalformed(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := &authv3.CheckRequest{}
-			DecodeCheckRequest(tt.give, got)
+			decodeCheckRequest(tt.give, got)
 			if !proto.Equal(got, &authv3.CheckRequest{}) {
 				t.Errorf("malformed wire decoded as %v, want an empty CheckRequest", got)
 			}
@@ -243,7 +243,7 @@ func TestCheckDecidesInvalidUTF8(t *testing.T) {
 			want := string(tt.wantReason)
 			if want == "" {
 				req := &authv3.CheckRequest{}
-				DecodeCheckRequest(tt.give, req)
+				decodeCheckRequest(tt.give, req)
 				inProcess, _ := srv.Check(t.Context(), req)
 				want = inProcess.GetDynamicMetadata().GetFields()["reason"].GetStringValue()
 			}
@@ -271,7 +271,7 @@ func FuzzDecodeCheckRequest(f *testing.F) {
 	f.Add([]byte{0x0a, 0x02, 0x22, 0x00})
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		got := &authv3.CheckRequest{}
-		DecodeCheckRequest(msg, got)
+		decodeCheckRequest(msg, got)
 		want := &authv3.CheckRequest{}
 		if err := proto.Unmarshal(msg, want); err != nil {
 			return
@@ -297,7 +297,7 @@ func BenchmarkDecodeCheckRequest(b *testing.B) {
 			b.ReportAllocs()
 			measureCPU(b, func() {
 				for b.Loop() {
-					DecodeCheckRequest(msg, &authv3.CheckRequest{})
+					decodeCheckRequest(msg, &authv3.CheckRequest{})
 				}
 			})
 		})

@@ -9,30 +9,30 @@ import (
 )
 
 // Decision log buffering: lines are written in batches of up to
-// DecisionLogBufferBytes, and at least every flush interval (by default
-// DecisionLogFlushInterval), so a line reaches the output at most that late
+// decisionLogBufferBytes, and at least every flush interval (by default
+// decisionLogFlushInterval), so a line reaches the output at most that late
 // (and is lost if the process is killed with SIGKILL before then). One
 // write per batch instead of one per Check.
 const (
-	DecisionLogBufferBytes   = 256 << 10
-	DecisionLogFlushInterval = time.Second
+	decisionLogBufferBytes   = 256 << 10
+	decisionLogFlushInterval = time.Second
 )
 
 // NewDecisionLogger returns the JSON logger for the decision lines (one per
-// Check, Server.Log) writing to w: buffered (see DecisionLogBufferBytes), no
+// Check, Server.Log) writing to w: buffered (see decisionLogBufferBytes), no
 // caller or stack trace capture (a decision line is always written from the
 // same place), unsampled, timestamps "ts" in RFC 3339 with nanoseconds.
 // flush bounds how long a line waits in the buffer (0 means
-// DecisionLogFlushInterval). stop flushes what is buffered and ends the
+// decisionLogFlushInterval). stop flushes what is buffered and ends the
 // flushing goroutine; call it once, after the gRPC server has stopped.
 // Lines below level are dropped.
 func NewDecisionLogger(w io.Writer, level zapcore.LevelEnabler, flush time.Duration) (log *zap.Logger, stop func() error) {
 	if flush <= 0 {
-		flush = DecisionLogFlushInterval
+		flush = decisionLogFlushInterval
 	}
 	ws := &zapcore.BufferedWriteSyncer{
 		WS:            zapcore.AddSync(w),
-		Size:          DecisionLogBufferBytes,
+		Size:          decisionLogBufferBytes,
 		FlushInterval: flush,
 	}
 	ec := zap.NewProductionEncoderConfig()
