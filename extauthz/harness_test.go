@@ -252,7 +252,7 @@ func startGRPC(t testing.TB, srv authv3.AuthorizationServer) authv3.Authorizatio
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(4 << 20))
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(4<<20), grpc.ForceServerCodecV2(CheckCodec{}))
 	authv3.RegisterAuthorizationServer(gs, srv)
 	go func() { _ = gs.Serve(lis) }()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -319,9 +319,11 @@ func runBench(b *testing.B, args string, want Reason) {
 			b.SetBytes(int64(len(req.GetAttributes().GetRequest().GetHttp().GetRawBody())))
 			b.ReportAllocs()
 			b.ResetTimer()
-			for b.Loop() {
-				_, _ = srv.Check(context.Background(), req)
-			}
+			measureCPU(b, func() {
+				for b.Loop() {
+					_, _ = srv.Check(context.Background(), req)
+				}
+			})
 		})
 	}
 }

@@ -73,11 +73,20 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return fail("invalid configuration", err)
 	}
 	defer func() { _ = log.Sync() }()
-	decisionLog, err := newLogger(cfg.LogLevel, os.Stdout)
+	// Buffered, flushed at least every second and when serve returns (after
+	// the gRPC server has stopped).
+	lvl, err := zapcore.ParseLevel(cfg.LogLevel)
 	if err != nil {
-		return fail("invalid configuration", err)
+		return fail("invalid configuration", fmt.Errorf("--log-level: %w", err))
 	}
-	defer func() { _ = decisionLog.Sync() }()
+	decisionLog, stopDecisionLog := extauthz.NewDecisionLogger(os.Stdout, lvl, 0)
+	defer func() { _ = stopDecisionLog() }()
+	gogc := setGCPercent(os.Getenv)
+	if limit, source := setMemoryLimit(os.Getenv, readCgroupMemoryLimit); limit > 0 {
+		log.Info("Go GC settings", zap.String("gogc", gogc), zap.Int64("memory_limit_bytes", limit), zap.String("from", source))
+	} else {
+		log.Info("Go GC settings", zap.String("gogc", gogc))
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -439,6 +448,10 @@ func reloadOnSIGHUP(ctx context.Context, l *extauthz.PolicyLoader) {
 func newGRPCServer(cfg *Config, srv *extauthz.Server, creds credentials.TransportCredentials) (*grpc.Server, *health.Server) {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxBodyBytes + grpcRecvHeadroom),
+		// Decodes only what Check reads and accepts any bytes in strings,
+		// so a body that is not UTF-8 is denied by Check instead of failing
+		// the RPC (which failure_mode_allow would turn into an allow).
+		grpc.ForceServerCodecV2(extauthz.CheckCodec{}),
 		grpc.MaxConcurrentStreams(maxConcurrentStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
 	}

@@ -1,0 +1,229 @@
+// Command bench holds the Go pieces of bench/run.sh, the CPU-per-request
+// measurement of the ext_authz service against a do-nothing ext_authz
+// server:
+//
+//	bench null  --addr ADDR           serve envoy.service.auth.v3 answering OK at once
+//	bench gen   --token JWT --out DIR write the CheckRequests (ghz -B files) and the protoset
+//	bench probe --addr ADDR --dir DIR send each CheckRequest once, print its decision
+//
+// The CheckRequests are built as Envoy's ext_authz filter builds them (lower-cased
+// headers with pseudo-headers, body in raw_body) from the example requests of
+// examples/requests.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+
+	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: bench null|gen|probe [flags]")
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:9291", "gRPC address (null, probe)")
+	token := fs.String("token", "", "bearer token for the requests (gen)")
+	out := fs.String("out", ".", "output directory (gen)")
+	dir := fs.String("dir", ".", "directory of the CheckRequests (probe)")
+	examples := fs.String("examples", "examples/requests", "captured example requests (gen)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	switch args[0] {
+	case "null":
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return serveNull(ctx, *addr)
+	case "gen":
+		if *token == "" {
+			return errors.New("gen: --token is required")
+		}
+		return gen(*examples, *token, *out)
+	case "probe":
+		return probe(ctx, *addr, *dir, stdout)
+	}
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// nullServer answers every Check with OK at once: the floor of an ext_authz
+// service in grpc-go (transport, CheckRequest decoding, response encoding).
+type nullServer struct {
+	authv3.UnimplementedAuthorizationServer
+}
+
+func (nullServer) Check(context.Context, *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+	return &authv3.CheckResponse{Status: &rpcstatus.Status{}}, nil
+}
+
+func serveNull(ctx context.Context, addr string) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(16 << 20))
+	authv3.RegisterAuthorizationServer(gs, nullServer{})
+	go func() {
+		<-ctx.Done()
+		gs.Stop()
+	}()
+	return gs.Serve(lis)
+}
+
+// Case is one measured request: the example it comes from and its decision.
+type Case struct {
+	Name    string // file stem of the ghz binary file: <Name>.bin
+	Example string // file in examples/requests
+	Args    string // replaces params.arguments when not empty
+	Want    string // reason Check gives
+}
+
+// Cases are the measured requests: a small allowed tools/call, one with
+// 64 KiB of arguments, and a denied one.
+var Cases = []Case{
+	{Name: "small", Example: "search-allowed.json", Want: "allowed"},
+	{Name: "64KiB", Example: "search-allowed.json", Args: LargeArgs(64 << 10), Want: "allowed"},
+	{Name: "denied", Example: "delete-repo-denied.json", Want: "policy_denied"},
+}
+
+// LargeArgs returns tools/call arguments of about n bytes: a query and an
+// array of small objects with Unicode strings and decimals.
+func LargeArgs(n int) string {
+	var sb strings.Builder
+	sb.WriteString(`{"query":"refund policy Zürich 🧾","items":[`)
+	for i := 0; sb.Len() < n-64; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"id":%d,"name":"Crème brûlée №%d — 東京","price":%d.%02d,"tags":["ä","ß"]}`, i, i, i%500, i%100)
+	}
+	sb.WriteString(`]}`)
+	return sb.String()
+}
+
+// Build returns the CheckRequest of c with token, as Envoy sends it.
+func (c Case) Build(examples, token string) (*authv3.CheckRequest, error) {
+	b, err := os.ReadFile(filepath.Join(examples, c.Example))
+	if err != nil {
+		return nil, err
+	}
+	cr, err := extauthz.ParseCapturedRequest(b)
+	if err != nil {
+		return nil, err
+	}
+	if c.Args != "" {
+		body := string(cr.Body)
+		i := strings.Index(body, `"arguments":`)
+		j := strings.LastIndex(body, `}},"jsonrpc"`)
+		if i < 0 || j < i {
+			return nil, fmt.Errorf("%s: no arguments to replace", c.Example)
+		}
+		cr.Body = []byte(body[:i+len(`"arguments":`)] + c.Args + body[j+1:])
+	}
+	cr.Headers["authorization"] = "Bearer " + token
+	cr.Headers["content-length"] = strconv.Itoa(len(cr.Body))
+	return cr.CheckRequest(true), nil
+}
+
+func gen(examples, token, out string) error {
+	for _, c := range Cases {
+		req, err := c.Build(examples, token)
+		if err != nil {
+			return err
+		}
+		b, err := proto.Marshal(req)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(out, c.Name+".bin"), b, 0o644); err != nil {
+			return err
+		}
+	}
+	set, err := proto.Marshal(Protoset(authv3.File_envoy_service_auth_v3_external_auth_proto))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, "auth.protoset"), set, 0o644)
+}
+
+// Protoset returns fd and every file it imports, dependencies first, as ghz
+// reads them with --protoset.
+func Protoset(fd protoreflect.FileDescriptor) *descriptorpb.FileDescriptorSet {
+	set := &descriptorpb.FileDescriptorSet{}
+	seen := map[string]bool{}
+	var add func(protoreflect.FileDescriptor)
+	add = func(f protoreflect.FileDescriptor) {
+		if seen[f.Path()] {
+			return
+		}
+		seen[f.Path()] = true
+		imports := f.Imports()
+		for i := 0; i < imports.Len(); i++ {
+			add(imports.Get(i).FileDescriptor)
+		}
+		set.File = append(set.File, protodesc.ToFileDescriptorProto(f))
+	}
+	add(fd)
+	return set
+}
+
+// probe sends each case's CheckRequest once and fails unless Check gives
+// the case's reason.
+func probe(ctx context.Context, addr, dir string, stdout io.Writer) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	client := authv3.NewAuthorizationClient(conn)
+	for _, c := range Cases {
+		b, err := os.ReadFile(filepath.Join(dir, c.Name+".bin"))
+		if err != nil {
+			return err
+		}
+		req := &authv3.CheckRequest{}
+		if err := proto.Unmarshal(b, req); err != nil {
+			return err
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := client.Check(cctx, req)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+		reason := resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue()
+		fmt.Fprintf(stdout, "%s: %d bytes, reason %s\n", c.Name, len(b), reason)
+		if reason != c.Want {
+			return fmt.Errorf("%s: reason %q, want %q", c.Name, reason, c.Want)
+		}
+	}
+	return nil
+}
