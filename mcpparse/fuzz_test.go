@@ -69,11 +69,11 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("re-parse differs: %v", err)
 		}
 		for _, m := range b.Messages {
-			c, err := Canonicalize(m.Arguments, Limits{})
-			if err != nil || !bytes.Equal(c, m.Arguments) {
-				t.Fatalf("Arguments %q not canonical: %v", m.Arguments, err)
+			c, err := Canonicalize(m.Arguments(), Limits{})
+			if err != nil || !bytes.Equal(c, m.Arguments()) {
+				t.Fatalf("Arguments %q not canonical: %v", m.Arguments(), err)
 			}
-			if m.ArgsDigest != Digest(m.Arguments) || m.Args == nil {
+			if m.ArgsDigest != Digest(m.Arguments()) || m.Args() == nil {
 				t.Fatal("ArgsDigest or Args inconsistent")
 			}
 			if m.Kind == KindRequest && (len(m.ID) == 0 || string(m.ID) == "null") {
@@ -141,11 +141,11 @@ func FuzzDigestStable(f *testing.F) {
 			t.Fatalf("reordered body rejected: %v\n%q", err, other)
 		}
 		m, m2 := b.Messages[0], b2.Messages[0]
-		if m.ArgsDigest != m2.ArgsDigest || !bytes.Equal(m.Arguments, m2.Arguments) {
+		if m.ArgsDigest != m2.ArgsDigest || !bytes.Equal(m.Arguments(), m2.Arguments()) {
 			t.Fatalf("digest changed: %s -> %s\n%q\n%q", m.ArgsDigest, m2.ArgsDigest, body, other)
 		}
 		if m.Kind != m2.Kind || m.Method != m2.Method || m.Tool != m2.Tool || m.URI != m2.URI ||
-			m.Prompt != m2.Prompt || m.RefType != m2.RefType || !reflect.DeepEqual(m.Args, m2.Args) {
+			m.Prompt != m2.Prompt || m.RefType != m2.RefType || !reflect.DeepEqual(m.Args(), m2.Args()) {
 			t.Fatalf("message changed:\n%+v\n%+v", m, m2)
 		}
 		c1, err1 := Canonicalize(body, Limits{})

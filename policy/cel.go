@@ -88,10 +88,14 @@ func (a activation) ResolveName(name string) (any, bool) {
 	in := a.r.in
 	switch name {
 	case "args":
-		if in.Args == nil {
+		args := in.Args
+		if args == nil && in.ArgsFunc != nil {
+			args = in.ArgsFunc()
+		}
+		if args == nil {
 			return emptyMap, true
 		}
-		return in.Args, true
+		return args, true
 	case "claims":
 		if in.Claims == nil {
 			return emptyMap, true

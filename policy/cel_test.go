@@ -150,3 +150,40 @@ func TestWhenVariables(t *testing.T) {
 		}
 	}
 }
+
+// TestArgsFunc: a request's ArgsFunc is called only when an evaluated
+// `when` reads args, and decides as Args would.
+func TestArgsFunc(t *testing.T) {
+	p := mustCompile(t, lines(
+		"deny:",
+		"  - match: s/refund",
+		"    when: args.amount > 100",
+		"allow:",
+		"  - match: \"s/*\"",
+	))
+	tests := []struct {
+		name      string
+		tool      string
+		args      map[string]any
+		want      Decision
+		wantCalls int
+	}{
+		{name: "rule reads args", tool: "refund", args: map[string]any{"amount": int64(500)}, want: Deny, wantCalls: 1},
+		{name: "rule reads args, within", tool: "refund", args: map[string]any{"amount": int64(5)}, want: Allow, wantCalls: 1},
+		{name: "no evaluated rule reads args", tool: "search", args: map[string]any{"amount": int64(500)}, want: Allow, wantCalls: 0},
+		{name: "nil from ArgsFunc is an empty map", tool: "refund", args: nil, want: Deny, wantCalls: 1}, // missing key fails closed
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			in := &Input{Op: OpRequest, Method: "tools/call", Server: "s", Tool: tt.tool,
+				ArgsFunc: func() map[string]any { calls++; return tt.args }}
+			if got := p.Evaluate(in).Decision; got != tt.want {
+				t.Errorf("Decision = %v, want %v", got, tt.want)
+			}
+			if calls != tt.wantCalls {
+				t.Errorf("ArgsFunc called %d times, want %d", calls, tt.wantCalls)
+			}
+		})
+	}
+}

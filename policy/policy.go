@@ -101,8 +101,13 @@ type Input struct {
 	Prompt string // prompts/get params.name
 	// Args holds tools/call or prompts/get arguments as decoded JSON
 	// (int64, float64, string, bool, nil, []any, map[string]any). nil is an
-	// empty map.
+	// empty map, unless ArgsFunc is set.
 	Args map[string]any
+	// ArgsFunc, when Args is nil, gives the arguments the first time a
+	// `when` expression reads args, so that arguments no evaluated
+	// expression reads are never decoded. It is called at most once per
+	// read (callers memoize), never concurrently; nil gives an empty map.
+	ArgsFunc func() map[string]any
 	// Claims holds the verified token claims. nil is an empty map.
 	Claims map[string]any
 }
