@@ -22,7 +22,6 @@ type refBody struct {
 	Messages []refMessage
 }
 
-
 // value is one parsed JSON value. The tree refers back to the input by
 // offsets; strings are decoded.
 type value struct {
@@ -113,7 +112,6 @@ func parseDocument(in []byte, lim Limits, envelope, lenient bool) (value, *Parse
 	}
 	return v, nil
 }
-
 
 func (p *parser) skipWS() {
 	for p.pos < len(p.in) {
@@ -319,8 +317,6 @@ func appendDoubling[T any](s []T, x T) []T {
 	return append(s, x)
 }
 
-
-
 // checkKey rejects e when it duplicates or case-folds onto a name already
 // in the current object (p.stack[base:]).
 func (p *parser) checkKey(base int, sets **foldSets, e keyEntry, off int) *ParseError {
@@ -471,7 +467,6 @@ func (p *parser) parseEscapedString(start, i int) (string, *ParseError) {
 	return "", p.fail(ErrSyntax, len(p.in), "unterminated string")
 }
 
-
 // parseNumber parses a number by the RFC 8259 grammar
 //
 //	-? (0 | [1-9][0-9]*) (\.[0-9]+)? ([eE][+-]?[0-9]+)?
@@ -555,10 +550,6 @@ func (p *parser) parseNumber(exempt bool) (value, *ParseError) {
 	return v, nil
 }
 
-
-
-
-
 // Canonicalize returns the RFC 8785 (JCS) form of one JSON value, after the
 // same strict checks as Parse: size and nesting limits, invalid UTF-8, lone
 // surrogates, duplicate and case-variant member names, trailing data, and
@@ -576,7 +567,6 @@ func refCanonicalize(value []byte, lim Limits) ([]byte, error) {
 	}
 	return appendCanonical(make([]byte, 0, len(value)), value, &v), nil
 }
-
 
 // appendCanonical appends the RFC 8785 serialization of v (parsed from in)
 // to dst. Object members are sorted by the UTF-16 code units of their
@@ -621,7 +611,6 @@ func appendCanonical(dst, in []byte, v *value) []byte {
 	panic("mcpparse: unknown value kind") // unreachable: the parser sets every kind
 }
 
-
 // compareUTF16 orders two valid UTF-8 strings by their UTF-16 code units,
 // as RFC 8785 section 3.2.3 sorts member names. UTF-8 byte order equals
 // code point order, which differs from UTF-16 order only between U+E000..
@@ -646,11 +635,6 @@ func refCompareUTF16(a, b string) int {
 	}
 	return int(utf16First(ra)) - int(utf16First(rb))
 }
-
-
-
-
-
 
 // refMessage is one JSON-RPC message, validated.
 type refMessage struct {
@@ -694,8 +678,6 @@ type refMessage struct {
 	// It aliases the body passed to Parse.
 	Params []byte
 }
-
-
 
 // Parse validates body strictly, as one JSON-RPC 2.0 message (or, with
 // AllowBatch, a non-empty array of them), and returns its messages. The
@@ -762,9 +744,6 @@ func refParse(body []byte, opt ParseOptions) (*refBody, error) {
 	}
 	return out, nil
 }
-
-
-
 
 // variantOf returns the protocol member (from names, all lowercase ASCII)
 // that key case-folds onto without being equal to it, or "".
@@ -988,8 +967,6 @@ func refTarget(m *refMessage, in []byte, params *value, index int) *ParseError {
 	return nil
 }
 
-
-
 // subscriptions fills m.URIs from params.notifications.resourceSubscriptions.
 func refSubscriptions(m *refMessage, params *value, msgOff, index int) *ParseError {
 	fail := func(k ErrorKind, off int, msg string) *ParseError {
@@ -1068,8 +1045,6 @@ func refSetArgs(m *refMessage, args *value, in []byte) {
 	m.ArgsDigest = Digest(m.Arguments)
 	m.Args = decodeObject(in, args)
 }
-
-
 
 func decodeObject(in []byte, v *value) map[string]any {
 	out := make(map[string]any, len(v.mems))

@@ -985,6 +985,7 @@ func digestOf(sum [sha256.Size]byte) string {
 	}
 	return string(b[:])
 }
+
 // decimalEqual reports whether two RFC 8259 number literals denote the
 // same exact decimal value (-0 equals 0).
 func decimalEqual(a, b []byte) bool {
@@ -1055,4 +1056,3 @@ func parseExp(s []byte) int {
 	}
 	return n
 }
-
