@@ -2,6 +2,9 @@ package mcpparse
 
 import (
 	"bytes"
+	"errors"
+	"math/rand/v2"
+	"strconv"
 	"os"
 	"path/filepath"
 	"testing"
@@ -156,4 +159,70 @@ func TestDigest(t *testing.T) {
 			t.Errorf("Digest(%q) = %s, want %s", tt.give, got, tt.want)
 		}
 	}
+}
+
+// TestNumberFastPathAgainstReference compares the canonical form (or the
+// error) of random number literals, many of them short decimals that take
+// the fast path (at most 15 significant digits), with the tree parser's,
+// which formats every non-integer through strconv and jcs.NumberToJSON.
+func TestNumberFastPathAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	n := 50_000
+	if testing.Short() {
+		n = 5_000
+	}
+	for range n {
+		lit := randomNumber(rng)
+		got, err := Canonicalize(lit, Limits{})
+		want, werr := refCanonicalize(lit, Limits{})
+		if (err == nil) != (werr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("%s: got %s (%v), reference %s (%v)", lit, got, err, want, werr)
+		}
+		if err != nil {
+			var pe, we *ParseError
+			if !errors.As(err, &pe) || !errors.As(werr, &we) || pe.Kind != we.Kind || pe.Offset != we.Offset {
+				t.Fatalf("%s: got %v, reference %v", lit, err, werr)
+			}
+		}
+	}
+}
+
+// randomNumber returns a random RFC 8259 number literal.
+func randomNumber(rng *rand.Rand) []byte {
+	var b []byte
+	if rng.IntN(2) == 0 {
+		b = append(b, '-')
+	}
+	digits := func(n int, lead bool) {
+		for i := range n {
+			c := byte('0' + rng.IntN(10))
+			if i == 0 && lead && c == '0' {
+				c = '1'
+			}
+			if rng.IntN(3) == 0 {
+				c = '0' // trailing and inner zeros are the interesting cases
+			}
+			if i == 0 && lead && c == '0' {
+				c = '9'
+			}
+			b = append(b, c)
+		}
+	}
+	if rng.IntN(4) == 0 {
+		b = append(b, '0')
+	} else {
+		digits(1+rng.IntN(18), true)
+	}
+	if rng.IntN(2) == 0 {
+		b = append(b, '.')
+		digits(1+rng.IntN(20), false)
+	}
+	if rng.IntN(2) == 0 {
+		b = append(b, "eE"[rng.IntN(2)])
+		if s := rng.IntN(3); s > 0 {
+			b = append(b, "+-"[s-1])
+		}
+		b = strconv.AppendInt(b, int64(rng.IntN(340)), 10)
+	}
+	return b
 }
