@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
-	"strconv"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
