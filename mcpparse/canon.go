@@ -81,9 +81,12 @@ func AppendJCSString(dst []byte, s string) []byte {
 }
 
 // compareUTF16 orders two valid UTF-8 names by their UTF-16 code units, as
-// RFC 8785 section 3.2.3 sorts member names. UTF-8 byte order equals code
-// point order, which differs from UTF-16 order only between U+E000..U+FFFF
-// and the supplementary planes (encoded as surrogates D800..DFFF).
+// RFC 8785 section 3.2.3 sorts member names. UTF-8 byte order is code point
+// order, which differs from UTF-16 order only between U+E000..U+FFFF (lead
+// bytes EE, EF) and the supplementary planes (lead bytes F0..F4, surrogates
+// D800..DBFF in UTF-16): where the first differing bytes are such lead
+// bytes, the supplementary rune sorts first. A differing continuation byte
+// follows equal lead bytes, so byte order holds there.
 func compareUTF16(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
@@ -93,23 +96,12 @@ func compareUTF16(a, b []byte) int {
 	if i == n {
 		return len(a) - len(b)
 	}
-	// Back up to the start of the rune that differs.
-	for i > 0 && a[i]&0xC0 == 0x80 {
-		i--
+	ca, cb := a[i], b[i]
+	if ca >= 0xEE && cb >= 0xEE && (ca >= 0xF0) != (cb >= 0xF0) {
+		if ca >= 0xF0 {
+			return -1
+		}
+		return 1
 	}
-	ra, _ := utf8.DecodeRune(a[i:])
-	rb, _ := utf8.DecodeRune(b[i:])
-	if (ra >= 0x10000) == (rb >= 0x10000) {
-		return int(ra) - int(rb) // same plane kind: code point order is UTF-16 order
-	}
-	return int(utf16First(ra)) - int(utf16First(rb))
-}
-
-// utf16First returns the first UTF-16 code unit of r: r itself in the BMP,
-// the high surrogate above it. It never equals a BMP rune of valid UTF-8.
-func utf16First(r rune) rune {
-	if r >= 0x10000 {
-		return 0xD800 + (r-0x10000)>>10
-	}
-	return r
+	return int(ca) - int(cb)
 }

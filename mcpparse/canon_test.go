@@ -226,3 +226,25 @@ func randomNumber(rng *rand.Rand) []byte {
 	}
 	return b
 }
+
+// TestCompareUTF16 checks the member-name order against the tree parser's
+// rune-decoding comparison, on names mixing ASCII, U+0080..U+D7FF,
+// U+E000..U+FFFF and supplementary-plane runes.
+func TestCompareUTF16(t *testing.T) {
+	runes := []rune{'a', 'b', 'é', '\u2028', '\ud7ff', '\ue000', '\uffff', '😀', '\U0010ffff', 0x10000}
+	rng := rand.New(rand.NewPCG(1, 2))
+	name := func() string {
+		var b []rune
+		for range rng.IntN(4) {
+			b = append(b, runes[rng.IntN(len(runes))])
+		}
+		return string(b)
+	}
+	sign := func(n int) int { return min(max(n, -1), 1) }
+	for range 20_000 {
+		a, b := name(), name()
+		if got, want := sign(compareUTF16([]byte(a), []byte(b))), sign(refCompareUTF16(a, b)); got != want {
+			t.Fatalf("compareUTF16(%q, %q) = %d, reference %d", a, b, got, want)
+		}
+	}
+}

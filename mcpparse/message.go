@@ -422,7 +422,6 @@ func (p *scanner) members(fn func(nm name, key []byte, keyOff int) *ParseError) 
 	if err != nil || empty {
 		return err
 	}
-	defer p.close(&o)
 	for {
 		nm, key, keyOff, _, err := p.memberName(&o)
 		if err != nil {
@@ -432,8 +431,12 @@ func (p *scanner) members(fn func(nm name, key []byte, keyOff int) *ParseError) 
 			return err
 		}
 		more, err := p.next()
-		if err != nil || !more {
+		if err != nil {
 			return err
+		}
+		if !more {
+			p.close(&o)
+			return nil
 		}
 	}
 }

@@ -1129,3 +1129,12 @@ func foldKeys(s string) (f1, f2 string) {
 	}
 	return string(b), cases.Fold().String(s)
 }
+
+// utf16First returns the first UTF-16 code unit of r: r itself in the BMP,
+// the high surrogate above it. It never equals a BMP rune of valid UTF-8.
+func utf16First(r rune) rune {
+	if r >= 0x10000 {
+		return 0xD800 + (r-0x10000)>>10
+	}
+	return r
+}

@@ -3,7 +3,6 @@ package mcpparse
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf16"
@@ -399,7 +398,6 @@ func (p *scanner) object(w bool) *ParseError {
 		}
 		return nil
 	}
-	defer p.close(&o)
 	start, mbase := len(p.out), len(p.mems)
 	sorted := true
 	for {
@@ -440,13 +438,23 @@ func (p *scanner) object(w bool) *ParseError {
 		p.mems = p.mems[:mbase]
 		p.out = append(p.out, '}')
 	}
+	p.close(&o) // on errors the scan ends, and the pool resets the scratch
 	return nil
 }
 
 // reorder rewrites p.out[start:], the members ms joined by commas in input
 // order, with the members sorted by name.
 func (p *scanner) reorder(start int, ms []cmember) {
-	slices.SortFunc(ms, func(a, b cmember) int { return compareUTF16(p.bytes(a.key), p.bytes(b.key)) })
+	arena := p.arena
+	for i := 1; i < len(ms); i++ { // objects are small: insertion sort
+		m := ms[i]
+		k := arena[m.key.a:m.key.b]
+		j := i
+		for ; j > 0 && compareUTF16(arena[ms[j-1].key.a:ms[j-1].key.b], k) > 0; j-- {
+			ms[j] = ms[j-1]
+		}
+		ms[j] = m
+	}
 	p.tmp = append(p.tmp[:0], p.out[start:]...)
 	o := p.out[:start]
 	for i, m := range ms {
@@ -519,6 +527,25 @@ type foldSets struct {
 func (p *scanner) checkName(o *objState, nm name, off int) *ParseError {
 	prev := p.names[o.nbase:]
 	key := p.bytes(nm.key)
+	if len(prev) < linearKeys && !p.lenient {
+		// One loop: in an object with no case variants so far, a name
+		// that equals an earlier one cannot also fold onto another.
+		plain := nm.f1 == nm.key // lowercase ASCII: its fold keys are itself
+		f1, f2 := p.bytes(nm.f1), p.bytes(nm.f2)
+		for _, q := range prev {
+			qk := p.bytes(q.key)
+			if string(qk) == string(key) {
+				return p.fail(ErrDuplicateKey, off, "duplicate member "+quoteKey(string(key)))
+			}
+			if plain && q.f1 == q.key {
+				continue
+			}
+			if string(p.bytes(q.f1)) == string(f1) || string(p.bytes(q.f2)) == string(f2) {
+				return p.fail(ErrCaseVariantKey, off, "member "+quoteKey(string(key))+" is a case variant of "+quoteKey(string(qk)))
+			}
+		}
+		return nil
+	}
 	if len(prev) < linearKeys {
 		for _, q := range prev {
 			if string(p.bytes(q.key)) == string(key) {
@@ -633,15 +660,22 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 	max := p.lim.MaxStringLen
 	in := p.in
 	buf := append(p.str[:0], in[start+1:i]...)
-	defer func() { p.str = buf[:0] }()
 	for i < len(in) {
 		if len(buf) > max {
 			return nil, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
+		}
+		// Copy a run of eight plain bytes at once while it stays within
+		// the limit, so the check above sees the same lengths.
+		if i+8 <= len(in) && len(buf)+8 <= max && !special(binary.LittleEndian.Uint64(in[i:])) {
+			buf = append(buf, in[i:i+8]...)
+			i += 8
+			continue
 		}
 		c := in[i]
 		switch {
 		case c == '"':
 			p.pos = i + 1
+			p.str = buf[:0]
 			return buf, nil
 		case c < 0x20:
 			return nil, p.fail(ErrSyntax, i, "unescaped control character in string")
@@ -736,7 +770,14 @@ func appendJCSBytes(dst, s []byte, esc bool) []byte {
 func appendJCSEscaped(dst, s []byte) []byte {
 	const hexDigits = "0123456789abcdef"
 	last := 0
-	for i, c := range s {
+	for i := 0; i < len(s); i++ {
+		for i+8 <= len(s) && !special(binary.LittleEndian.Uint64(s[i:])) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
+		c := s[i]
 		var e string
 		switch {
 		case c == '"':
