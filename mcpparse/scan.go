@@ -49,6 +49,7 @@ type name struct{ key, f1, f2 span }
 // the range of `"name":value` in scanner.out.
 type cmember struct {
 	key        span
+	idx        int32 // position in the object
 	start, end int
 }
 
@@ -74,6 +75,8 @@ type scanner struct {
 	mems  []cmember // canonicalized members of the open objects
 	tmp   []byte    // scratch for reordering an object's members
 	fold  *cases.Caser
+	// shapes[d] is the shape of the last object completed at depth d.
+	shapes []shape
 
 	envs []envRec // one per JSON-RPC message, in body order
 	subs []vref   // resourceSubscriptions elements, of all messages
@@ -88,6 +91,9 @@ func getScanner(in []byte, lim Limits) *scanner {
 	p := scanners.Get().(*scanner)
 	p.in, p.pos, p.lim, p.index = in, 0, lim, -1
 	p.depth, p.keys, p.vals, p.lenient = 0, 0, 0, false
+	for i := range p.shapes { // a shape is only valid within one pass (lenient or not)
+		p.shapes[i].ends = p.shapes[i].ends[:0]
+	}
 	return p
 }
 
@@ -305,6 +311,57 @@ type objState struct {
 	abase, nbase int       // p.arena and p.names lengths at its start
 	sets         *foldSets // built once it grows past linearKeys members
 	n            int       // members so far
+	// sh is the shape of the previous object at this depth; match: the
+	// names so far are its first n names.
+	sh    *shape
+	match bool
+}
+
+// shape is the member names, in input order, of the last object
+// completed at one depth, and (once known) their RFC 8785 order. Arrays of
+// objects usually repeat one shape: a name that matches the shape's name
+// at its position is known to collide with none before it, and an object
+// of the same shape sorts the same way, so neither is done again.
+type shape struct {
+	names []byte  // the names, joined
+	ends  []int32 // end of each name in names
+	perm  []int32 // input positions in canonical order; nil until known
+	// identity: perm is 0, 1, 2, … (the names are in canonical order).
+	identity bool
+}
+
+func (s *shape) name(i int) []byte {
+	a := int32(0)
+	if i > 0 {
+		a = s.ends[i-1]
+	}
+	return s.names[a:s.ends[i]]
+}
+
+// shapeAt returns the shape cache of depth d.
+func (p *scanner) shapeAt(d int) *shape {
+	for len(p.shapes) <= d {
+		p.shapes = append(p.shapes, shape{})
+	}
+	return &p.shapes[d]
+}
+
+// record makes sh the shape of the object whose names are p.names[nbase:].
+func (p *scanner) record(sh *shape, nbase int, perm []cmember) {
+	sh.names, sh.ends, sh.perm = sh.names[:0], sh.ends[:0], sh.perm[:0]
+	for _, nm := range p.names[nbase:] {
+		sh.names = append(sh.names, p.bytes(nm.key)...)
+		sh.ends = append(sh.ends, int32(len(sh.names)))
+	}
+	if perm == nil {
+		sh.perm = nil
+		return
+	}
+	sh.identity = true
+	for i, m := range perm {
+		sh.perm = append(sh.perm, m.idx)
+		sh.identity = sh.identity && int(m.idx) == i
+	}
 }
 
 // open starts an object at p.pos ('{'). It reports empty when the object
@@ -347,8 +404,13 @@ func (p *scanner) memberName(o *objState) (nm name, key []byte, keyOff int, esc 
 		return nm, nil, 0, false, err
 	}
 	nm = p.addName(key)
-	if err := p.checkName(o, nm, keyOff); err != nil {
-		return nm, nil, 0, false, err
+	if o.match && o.n < len(o.sh.ends) && string(o.sh.name(o.n)) == string(key) {
+		// Distinct from the names before it, as in the shape.
+	} else {
+		o.match = false
+		if err := p.checkName(o, nm, keyOff); err != nil {
+			return nm, nil, 0, false, err
+		}
 	}
 	p.names = append(p.names, nm)
 	o.n++
@@ -398,8 +460,9 @@ func (p *scanner) object(w bool) *ParseError {
 		}
 		return nil
 	}
+	o.sh = p.shapeAt(p.depth)
+	o.match = len(o.sh.ends) > 0
 	start, mbase := len(p.out), len(p.mems)
-	sorted := true
 	for {
 		nm, key, _, esc, err := p.memberName(&o)
 		if err != nil {
@@ -409,9 +472,6 @@ func (p *scanner) object(w bool) *ParseError {
 		if w {
 			if o.n > 1 {
 				p.out = append(p.out, ',')
-				if sorted && compareUTF16(p.bytes(p.mems[len(p.mems)-1].key), p.bytes(nm.key)) > 0 {
-					sorted = false
-				}
 			}
 			mstart = len(p.out)
 			p.out = appendJCSBytes(p.out, key, esc)
@@ -421,7 +481,7 @@ func (p *scanner) object(w bool) *ParseError {
 			return err
 		}
 		if w {
-			p.mems = append(p.mems, cmember{key: nm.key, start: mstart, end: len(p.out)})
+			p.mems = append(p.mems, cmember{key: nm.key, idx: int32(o.n - 1), start: mstart, end: len(p.out)})
 		}
 		more, err := p.next()
 		if err != nil {
@@ -431,22 +491,34 @@ func (p *scanner) object(w bool) *ParseError {
 			break
 		}
 	}
+	same := o.match && o.n == len(o.sh.ends)
 	if w {
-		if !sorted {
-			p.reorder(start, p.mems[mbase:])
+		ms := p.mems[mbase:]
+		if same && o.sh.perm != nil {
+			if !o.sh.identity {
+				p.emit(start, ms, o.sh.perm)
+			}
+		} else {
+			p.sortMembers(ms)
+			p.record(o.sh, o.nbase, ms)
+			if !o.sh.identity {
+				p.emit(start, ms, nil)
+			}
 		}
 		p.mems = p.mems[:mbase]
 		p.out = append(p.out, '}')
+	} else if !same {
+		p.record(o.sh, o.nbase, nil)
 	}
 	p.close(&o) // on errors the scan ends, and the pool resets the scratch
 	return nil
 }
 
-// reorder rewrites p.out[start:], the members ms joined by commas in input
-// order, with the members sorted by name.
-func (p *scanner) reorder(start int, ms []cmember) {
+// sortMembers sorts ms by name (RFC 8785 section 3.2.3); objects are
+// small, so by insertion.
+func (p *scanner) sortMembers(ms []cmember) {
 	arena := p.arena
-	for i := 1; i < len(ms); i++ { // objects are small: insertion sort
+	for i := 1; i < len(ms); i++ {
 		m := ms[i]
 		k := arena[m.key.a:m.key.b]
 		j := i
@@ -455,9 +527,18 @@ func (p *scanner) reorder(start int, ms []cmember) {
 		}
 		ms[j] = m
 	}
+}
+
+// emit rewrites p.out[start:], the members ms joined by commas in input
+// order, in the order of ms (perm nil) or of ms[perm[0]], ms[perm[1]], ….
+func (p *scanner) emit(start int, ms []cmember, perm []int32) {
 	p.tmp = append(p.tmp[:0], p.out[start:]...)
 	o := p.out[:start]
-	for i, m := range ms {
+	for i := range ms {
+		m := &ms[i]
+		if perm != nil {
+			m = &ms[perm[i]]
+		}
 		if i > 0 {
 			o = append(o, ',')
 		}
