@@ -1,9 +1,7 @@
 package mcpparse
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
@@ -112,44 +110,118 @@ func (m *Message) Args() map[string]any {
 	return m.args
 }
 
-// decodeArgs decodes raw, an object Parse accepted, with encoding/json
-// (safe here: duplicate and case-variant names, invalid UTF-8 and lone
-// surrogates are already refused), numbers converted as Args documents.
+// decodeArgs decodes raw, an object Parse accepted, as Args documents.
 func decodeArgs(raw []byte) map[string]any {
 	if raw == nil {
 		return map[string]any{}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v map[string]any
-	if err := dec.Decode(&v); err != nil || v == nil { // unreachable after Parse
+	p := getScanner(raw, unlimited)
+	defer putScanner(p)
+	p.skipWS()
+	m, ok := p.build().(map[string]any)
+	if !ok { // unreachable: raw is an object Parse accepted
 		return map[string]any{}
 	}
-	convertNumbers(v)
-	return v
+	return m
 }
 
-// convertNumbers replaces the json.Number values in v, in place.
-func convertNumbers(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = convertNumbers(e)
-		}
-	case []any:
-		for i, e := range t {
-			t[i] = convertNumbers(e)
-		}
-	case json.Number:
-		f, _ := strconv.ParseFloat(string(t), 64) // in range: checked by Parse
-		// The canonical text of f is an integer exactly when f is integral
-		// and below 1e21 in magnitude; it fits int64 in [-2^63, 2^63).
-		if f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
-			return int64(f)
-		}
-		return f
+// build decodes the value at p.pos from input the scan accepted. It checks
+// bounds only, so that bytes changed since the scan cannot make it panic;
+// what it returns for such bytes is unspecified.
+func (p *scanner) build() any {
+	if p.pos >= len(p.in) {
+		return nil
 	}
-	return v
+	switch c := p.in[p.pos]; c {
+	case '{':
+		p.pos++
+		m := map[string]any{}
+		for {
+			p.skipWS()
+			if p.pos >= len(p.in) || p.in[p.pos] != '"' {
+				p.pos++ // '}'
+				return m
+			}
+			key, _, err := p.scanString()
+			if err != nil {
+				return m
+			}
+			k := string(key)
+			p.skipWS()
+			p.pos++ // ':'
+			p.skipWS()
+			m[k] = p.build()
+			p.skipWS()
+			if p.pos < len(p.in) && p.in[p.pos] == ',' {
+				p.pos++
+			}
+		}
+	case '[':
+		p.pos++
+		a := []any{}
+		for {
+			p.skipWS()
+			if p.pos >= len(p.in) || p.in[p.pos] == ']' {
+				p.pos++
+				return a
+			}
+			a = append(a, p.build())
+			p.skipWS()
+			if p.pos < len(p.in) && p.in[p.pos] == ',' {
+				p.pos++
+			}
+		}
+	case '"':
+		s, _, err := p.scanString()
+		if err != nil {
+			return nil
+		}
+		return string(s)
+	case 't':
+		p.pos += 4
+		return true
+	case 'f':
+		p.pos += 5
+		return false
+	case 'n':
+		p.pos += 4
+		return nil
+	}
+	start := p.pos
+	for p.pos < len(p.in) {
+		c := p.in[p.pos]
+		if !(c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E') {
+			break
+		}
+		p.pos++
+	}
+	return numberValue(p.in[start:p.pos])
+}
+
+// numberValue converts a number literal Parse accepted: int64 when its
+// RFC 8785 text is an integer that fits int64, else float64.
+func numberValue(lit []byte) any {
+	if len(lit) <= 18 && isIntegerLiteral(lit) { // fits int64 as is
+		n, neg := int64(0), false
+		for i, c := range lit {
+			if i == 0 && c == '-' {
+				neg = true
+				continue
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if neg {
+			n = -n
+		}
+		return n
+	}
+	f, _ := strconv.ParseFloat(string(lit), 64) // in range: checked by Parse
+	// The RFC 8785 text of f is an integer exactly when f is integral and
+	// below 1e21 in magnitude; it fits int64 in [-2^63, 2^63).
+	if f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
+		return int64(f)
+	}
+	return f
 }
 
 // Body is a parsed POST body.
