@@ -95,6 +95,10 @@ func TestCanonicalize(t *testing.T) {
 		{`{"\ud83d\ude01":1,"\ud83d\ude00":2}`, `{"😀":2,"😁":1}`},             // same high surrogate
 		{`{"b":1,"a":{"d":1,"c":2},"":0}`, `{"":0,"a":{"c":2,"d":1},"b":1}`}, // nested and empty name
 		{`{"aa":1,"a":2}`, `{"a":2,"aa":1}`},                                 // prefix sorts first
+		// Repeated shapes: the second object starts like the first, then
+		// differs; the third is the first again; the fourth a prefix.
+		{`[{"b":1,"a":2},{"b":1,"c":3,"a":2},{"b":1,"a":2},{"b":1}]`, `[{"a":2,"b":1},{"a":2,"b":1,"c":3},{"a":2,"b":1},{"b":1}]`},
+		{`[{"b":1,"a":{"y":1,"x":2}},{"b":2,"a":{"y":3,"x":4,"w":5}}]`, `[{"a":{"x":2,"y":1},"b":1},{"a":{"w":5,"x":4,"y":3},"b":2}]`},
 		{`[]`, `[]`},
 		{`{}`, `{}`},
 		{`-0`, `0`},
@@ -130,6 +134,8 @@ func TestCanonicalizeRejects(t *testing.T) {
 		{`{"id":9007199254740993}`, ErrNonCanonicalNumber}, // no id exemption here
 		{`{"a":1,"A":2}`, ErrCaseVariantKey},
 		{`{"a":1,"\u0061":2}`, ErrDuplicateKey},
+		{`[{"b":1,"a":2},{"b":1,"a":2,"b":3}]`, ErrDuplicateKey},   // after names that match the previous shape
+		{`[{"b":1,"a":2},{"b":1,"a":2,"A":3}]`, ErrCaseVariantKey}, // same
 		{`"\udfff"`, ErrInvalidUTF8},
 		{`1 2`, ErrTrailingData},
 		{"\xEF\xBB\xBF1", ErrSyntax},

@@ -241,6 +241,16 @@ func FuzzParseDifferential(f *testing.F) {
 		f.Add([]byte(call(`{"n":`+n+`}`)), false)
 		f.Add([]byte(n), false)
 	}
+	// Arrays of objects that repeat, extend, cut or vary a shape.
+	for _, s := range []string{
+		`[{"b":1,"a":2},{"b":1,"c":3,"a":2},{"b":1,"a":2},{"b":1},{"b":1,"a":2,"B":0}]`,
+		`[{"sku":"A","qty":1,"unitPrice":1.5},{"sku":"B","qty":2,"unitPrice":2.5},{"sku":"C","qty":3,"UnitPrice":0}]`,
+		`[{"y":{"b":1,"a":2}},{"y":{"b":1,"a":2,"a":3}}]`,
+		`[{"\u00e9":1,"e":2},{"é":1,"e":2},{"É":1}]`,
+	} {
+		f.Add([]byte(call(`{"items":`+s+`}`)), false)
+		f.Add([]byte(s), false)
+	}
 	f.Fuzz(func(t *testing.T, body []byte, batch bool) {
 		opt := ParseOptions{AllowBatch: batch}
 		got, err := Parse(body, opt)

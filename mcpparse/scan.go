@@ -315,6 +315,15 @@ type objState struct {
 	// names so far are its first n names.
 	sh    *shape
 	match bool
+	lazy  int // leading names that matched sh and are not yet in p.names
+}
+
+// materialize adds the names that matched the shape to p.names.
+func (p *scanner) materialize(o *objState) {
+	for i := range o.lazy {
+		p.names = append(p.names, p.addName(o.sh.name(i)))
+	}
+	o.lazy = 0
 }
 
 // shape is the member names, in input order, of the last object
@@ -403,16 +412,19 @@ func (p *scanner) memberName(o *objState) (nm name, key []byte, keyOff int, esc 
 	if err != nil {
 		return nm, nil, 0, false, err
 	}
-	nm = p.addName(key)
 	if o.match && o.n < len(o.sh.ends) && string(o.sh.name(o.n)) == string(key) {
-		// Distinct from the names before it, as in the shape.
+		// Distinct from the names before it, as in the shape; its entry in
+		// p.names is made only if needed (materialize).
+		o.lazy++
 	} else {
+		p.materialize(o)
 		o.match = false
+		nm = p.addName(key)
 		if err := p.checkName(o, nm, keyOff); err != nil {
 			return nm, nil, 0, false, err
 		}
+		p.names = append(p.names, nm)
 	}
-	p.names = append(p.names, nm)
 	o.n++
 	p.skipWS()
 	if p.pos >= len(p.in) || p.in[p.pos] != ':' {
@@ -499,6 +511,12 @@ func (p *scanner) object(w bool) *ParseError {
 				p.emit(start, ms, o.sh.perm)
 			}
 		} else {
+			// Names that matched the shape got their p.names entry late,
+			// or not yet: take every member's name from p.names.
+			p.materialize(&o)
+			for i := range ms {
+				ms[i].key = p.names[o.nbase+i].key
+			}
 			p.sortMembers(ms)
 			p.record(o.sh, o.nbase, ms)
 			if !o.sh.identity {
@@ -508,6 +526,7 @@ func (p *scanner) object(w bool) *ParseError {
 		p.mems = p.mems[:mbase]
 		p.out = append(p.out, '}')
 	} else if !same {
+		p.materialize(&o)
 		p.record(o.sh, o.nbase, nil)
 	}
 	p.close(&o) // on errors the scan ends, and the pool resets the scratch
