@@ -324,7 +324,7 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 		in.Method = m.Method
 		el.Method = m.Method
 	}
-	in.Tool, in.URI, in.URIs, in.Prompt, in.ArgsFunc = m.Tool, m.URI, m.URIs, m.Prompt, m.Args
+	in.Tool, in.URI, in.URIs, in.Prompt, in.LazyArgs = m.Tool, m.URI, m.URIs, m.Prompt, m
 	el.Tool = m.Tool
 	switch {
 	case m.Tool != "":

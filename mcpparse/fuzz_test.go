@@ -270,6 +270,15 @@ func FuzzParseDifferential(f *testing.F) {
 				if g.ArgsDigest != w.ArgsDigest || !bytes.Equal(g.Arguments(), w.Arguments) {
 					t.Fatalf("message %d arguments differ: %s %q / %s %q", i, g.ArgsDigest, g.Arguments(), w.ArgsDigest, w.Arguments)
 				}
+				for k, v := range w.Args { // before Args(), which Arg would then use
+					if gv, ok := g.Arg(k); !ok || !reflect.DeepEqual(gv, v) {
+						t.Fatalf("message %d Arg(%q) = %#v, %v; want %#v", i, k, gv, ok, v)
+					}
+				}
+				_, exists := w.Args["\x00absent"]
+				if _, ok := g.Arg("\x00absent"); ok != exists {
+					t.Fatalf("message %d Arg of an absent name found", i)
+				}
 				if !reflect.DeepEqual(g.Args(), w.Args) {
 					t.Fatalf("message %d Args differ:\n%#v\n%#v", i, g.Args(), w.Args)
 				}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
 )
 
 // Kind is the JSON-RPC 2.0 message type of a Message.
@@ -74,7 +76,128 @@ type Message struct {
 	// It aliases the body passed to Parse.
 	Params []byte
 
-	args map[string]any // Args, once decoded
+	args  map[string]any // Args, once decoded
+	index *argIndex      // Arg's index of the top-level members, once built
+}
+
+// argIndex locates the top-level members of RawArguments.
+type argIndex struct {
+	names []byte // decoded names, joined
+	ends  []int  // end of each name in names
+	vals  []int  // offset of each value in RawArguments
+}
+
+// Arg returns the top-level argument name decoded as Args documents, and
+// whether there is one, decoding that member only: a policy expression
+// reading args.amount does not decode the rest. The first call indexes the
+// top-level members (one scan that skips nested values).
+func (m *Message) Arg(name string) (any, bool) {
+	if m.args != nil {
+		v, ok := m.args[name]
+		return v, ok
+	}
+	if m.RawArguments == nil {
+		return nil, false
+	}
+	p := getScanner(m.RawArguments, unlimited)
+	defer putScanner(p)
+	if m.index == nil {
+		m.index = p.indexMembers()
+	}
+	x := m.index
+	start := 0
+	for i, end := range x.ends {
+		if string(x.names[start:end]) == name {
+			p.pos = x.vals[i]
+			return p.build(), true
+		}
+		start = end
+	}
+	return nil, false
+}
+
+// indexMembers indexes the top-level members of the object at p.in, which
+// the scan accepted (bounds are checked all the same).
+func (p *scanner) indexMembers() *argIndex {
+	x := &argIndex{}
+	p.skipWS()
+	p.pos++ // '{'
+	for {
+		p.skipWS()
+		if p.pos >= len(p.in) || p.in[p.pos] != '"' {
+			return x
+		}
+		key, _, err := p.scanString()
+		if err != nil {
+			return x
+		}
+		x.names = append(x.names, key...)
+		x.ends = append(x.ends, len(x.names))
+		p.skipWS()
+		p.pos++ // ':'
+		p.skipWS()
+		x.vals = append(x.vals, p.pos)
+		p.skip()
+		p.skipWS()
+		if p.pos >= len(p.in) || p.in[p.pos] != ',' {
+			return x
+		}
+		p.pos++
+	}
+}
+
+// skip moves past the value at p.pos, which the scan accepted: a string,
+// brackets counted up to the matching close (strings skipped), or a
+// scalar up to the next delimiter.
+func (p *scanner) skip() {
+	in := p.in
+	switch {
+	case p.pos >= len(in):
+		return
+	case in[p.pos] == '"':
+		p.skipString()
+		return
+	case in[p.pos] == '{' || in[p.pos] == '[':
+		depth := 0
+		for p.pos < len(in) {
+			switch in[p.pos] {
+			case '"':
+				p.skipString()
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					p.pos++
+					return
+				}
+			}
+			p.pos++
+		}
+		return
+	}
+	for p.pos < len(in) {
+		switch in[p.pos] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return
+		}
+		p.pos++
+	}
+}
+
+// skipString moves past the string at p.pos, escapes included.
+func (p *scanner) skipString() {
+	in := p.in
+	for p.pos++; p.pos < len(in); p.pos++ {
+		switch in[p.pos] {
+		case '"':
+			p.pos++
+			return
+		case '\\':
+			p.pos++
+		}
+	}
 }
 
 // Arguments returns the RFC 8785 form of RawArguments, `{}` when there are
@@ -216,10 +339,15 @@ func numberValue(lit []byte) any {
 		return n
 	}
 	f, _ := strconv.ParseFloat(string(lit), 64) // in range: checked by Parse
-	// The RFC 8785 text of f is an integer exactly when f is integral and
-	// below 1e21 in magnitude; it fits int64 in [-2^63, 2^63).
-	if f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
-		return int64(f)
+	// The integer is that of the RFC 8785 text, which above 2^53 need not
+	// be f's exact value (8.0000000000001e16 is 80000000000001000, the
+	// double 80000000000000992).
+	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
+		if text, err := jcs.NumberToJSON(f); err == nil {
+			if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+				return n
+			}
+		}
 	}
 	return f
 }

@@ -406,6 +406,14 @@ func TestParseMessages(t *testing.T) {
 			if got.Args() == nil {
 				t.Error("Args is nil")
 			}
+			for k, v := range tt.want.Args { // Arg decodes one member, before Args()
+				if gv, ok := got.Arg(k); !ok || !reflect.DeepEqual(gv, v) {
+					t.Errorf("Arg(%q) = %#v, %v; want %#v", k, gv, ok, v)
+				}
+			}
+			if _, ok := got.Arg("absent"); ok {
+				t.Error(`Arg("absent") found`)
+			}
 			if tt.want.Args != nil && !reflect.DeepEqual(got.Args(), tt.want.Args) {
 				t.Errorf("Args = %#v, want %#v", got.Args(), tt.want.Args)
 			}

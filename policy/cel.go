@@ -88,14 +88,13 @@ func (a activation) ResolveName(name string) (any, bool) {
 	in := a.r.in
 	switch name {
 	case "args":
-		args := in.Args
-		if args == nil && in.ArgsFunc != nil {
-			args = in.ArgsFunc()
+		if in.Args == nil && in.LazyArgs != nil {
+			return &lazyArgs{src: in.LazyArgs}, true
 		}
-		if args == nil {
+		if in.Args == nil {
 			return emptyMap, true
 		}
-		return args, true
+		return in.Args, true
 	case "claims":
 		if in.Claims == nil {
 			return emptyMap, true
