@@ -124,23 +124,26 @@ func (c call) body() string {
 }
 
 // digest is the request digest of c, computed from README's specification
-// (the envelope's JSON with sorted keys is its RFC 8785 form here: ASCII
-// strings, canonical arguments).
+// (v2: the envelope names the arguments by their digest; both are RFC 8785
+// forms, computed here with gowebpki/jcs).
 func (rig *bindingRig) digest(t testing.TB, c call) string {
 	t.Helper()
+	sha := func(b []byte) string {
+		canon, err := jcs.Transform(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(canon)
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
 	env, err := json.Marshal(map[string]any{
-		"v": "mcp-extauthz/request/v1", "aud": c.audience(), "iss": rig.idp.issuer(), "sub": c.subject(),
-		"server": testServerID, "method": "tools/call", "target": c.tool, "args": json.RawMessage(c.args),
+		"v": "mcp-extauthz/request/v2", "aud": c.audience(), "iss": rig.idp.issuer(), "sub": c.subject(),
+		"server": testServerID, "method": "tools/call", "target": c.tool, "args_digest": sha([]byte(c.args)),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	canon, err := jcs.Transform(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(canon)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return sha(env)
 }
 
 func (rig *bindingRig) token(t testing.TB, c call) string {

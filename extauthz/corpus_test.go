@@ -124,9 +124,13 @@ func independentRequestDigest(t testing.TB, aud, iss, server, method, target str
 			args = msg.Params.Arguments
 		}
 	}
+	argsDigest, err := jcsoracle.Digest(args)
+	if err != nil {
+		t.Fatal(err)
+	}
 	env, err := json.Marshal(map[string]any{
-		"v": "mcp-extauthz/request/v1", "aud": aud, "iss": iss, "sub": testSubject,
-		"server": server, "method": method, "target": target, "args": args,
+		"v": "mcp-extauthz/request/v2", "aud": aud, "iss": iss, "sub": testSubject,
+		"server": server, "method": method, "target": target, "args_digest": argsDigest,
 	})
 	if err != nil {
 		t.Fatal(err)

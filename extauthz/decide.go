@@ -70,7 +70,7 @@ type Decision struct {
 	Tool          string // tools/call params.name
 	Target        string // tool name, resource URI, prompt name or completion ref
 	ArgsDigest    string // sha256:<hex> of the JCS form of params.arguments ({} when absent)
-	RequestDigest string // see mcpparse.RequestDigest
+	RequestDigest string // see requestDigest
 	Principal     *Principal
 	RPCID         []byte // the request's JSON-RPC id, byte for byte; nil answers with id null
 	BatchIndex    int    // index of the deciding batch element; -1 outside batches
@@ -357,7 +357,7 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 		in.Method = m.Method
 		el.Method = m.Method
 	}
-	in.Tool, in.URI, in.URIs, in.Prompt, in.Args = m.Tool, m.URI, m.URIs, m.Prompt, m.Args
+	in.Tool, in.URI, in.URIs, in.Prompt, in.LazyArgs = m.Tool, m.URI, m.URIs, m.Prompt, m
 	el.Tool, el.params = m.Tool, m.Params
 	switch {
 	case m.Tool != "":
@@ -367,17 +367,10 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 	case m.Prompt != "":
 		el.Target = m.Prompt
 	}
-	args := m.Arguments
-	if args == nil {
-		args = []byte("{}")
-	}
 	el.ArgsDigest = m.ArgsDigest
-	if el.ArgsDigest == "" {
-		el.ArgsDigest = mcpparse.Digest(args)
-	}
-	el.RequestDigest = mcpparse.RequestDigest(mcpparse.RequestEnvelope{
+	el.RequestDigest = requestDigest(requestEnvelope{
 		Audience: el.Principal.Audience, Server: el.Server, Method: el.Method, Target: el.Target,
-		Arguments: args, Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
+		ArgsDigest: el.ArgsDigest, Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
 	})
 	return d.evaluate(lp, el, in, m)
 }
@@ -385,10 +378,10 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 // evaluate runs the policy and maps its result to a reason.
 func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *mcpparse.Message) Reason {
 	if m == nil { // bodiless GET / DELETE
-		el.ArgsDigest = mcpparse.Digest([]byte("{}"))
-		el.RequestDigest = mcpparse.RequestDigest(mcpparse.RequestEnvelope{
+		el.ArgsDigest = emptyArgsDigest
+		el.RequestDigest = requestDigest(requestEnvelope{
 			Audience: el.Principal.Audience, Server: el.Server, Method: el.Method,
-			Arguments: []byte("{}"), Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
+			ArgsDigest: el.ArgsDigest, Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
 		})
 	}
 	var res policy.Result

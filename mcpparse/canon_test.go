@@ -2,10 +2,11 @@ package mcpparse
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"testing"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
@@ -58,11 +59,11 @@ func TestRFC8785VectorsLenient(t *testing.T) {
 	for _, name := range jcsVectors {
 		t.Run(name, func(t *testing.T) {
 			in, want := readVector(t, name)
-			v, err := parseDocument(in, DefaultLimits(), false, true)
+			got, err := canonicalize(in, DefaultLimits(), true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := appendCanonical(nil, in, &v); !bytes.Equal(got, want) {
+			if !bytes.Equal(got, want) {
 				t.Errorf("got  %s\nwant %s", got, want)
 			}
 		})
@@ -94,6 +95,10 @@ func TestCanonicalize(t *testing.T) {
 		{`{"\ud83d\ude01":1,"\ud83d\ude00":2}`, `{"😀":2,"😁":1}`},             // same high surrogate
 		{`{"b":1,"a":{"d":1,"c":2},"":0}`, `{"":0,"a":{"c":2,"d":1},"b":1}`}, // nested and empty name
 		{`{"aa":1,"a":2}`, `{"a":2,"aa":1}`},                                 // prefix sorts first
+		// Repeated shapes: the second object starts like the first, then
+		// differs; the third is the first again; the fourth a prefix.
+		{`[{"b":1,"a":2},{"b":1,"c":3,"a":2},{"b":1,"a":2},{"b":1}]`, `[{"a":2,"b":1},{"a":2,"b":1,"c":3},{"a":2,"b":1},{"b":1}]`},
+		{`[{"b":1,"a":{"y":1,"x":2}},{"b":2,"a":{"y":3,"x":4,"w":5}}]`, `[{"a":{"x":2,"y":1},"b":1},{"a":{"w":5,"x":4,"y":3},"b":2}]`},
 		{`[]`, `[]`},
 		{`{}`, `{}`},
 		{`-0`, `0`},
@@ -129,6 +134,8 @@ func TestCanonicalizeRejects(t *testing.T) {
 		{`{"id":9007199254740993}`, ErrNonCanonicalNumber}, // no id exemption here
 		{`{"a":1,"A":2}`, ErrCaseVariantKey},
 		{`{"a":1,"\u0061":2}`, ErrDuplicateKey},
+		{`[{"b":1,"a":2},{"b":1,"a":2,"b":3}]`, ErrDuplicateKey},   // after names that match the previous shape
+		{`[{"b":1,"a":2},{"b":1,"a":2,"A":3}]`, ErrCaseVariantKey}, // same
 		{`"\udfff"`, ErrInvalidUTF8},
 		{`1 2`, ErrTrailingData},
 		{"\xEF\xBB\xBF1", ErrSyntax},
@@ -160,102 +167,90 @@ func TestDigest(t *testing.T) {
 	}
 }
 
-// requestDigestGolden is testdata/golden/request_digest.json: envelopes
-// and their digests, so that an upstream can check its own computation.
-type requestDigestGolden struct {
-	Name      string          `json:"name"`
-	Audience  string          `json:"aud"`
-	Server    string          `json:"server"`
-	Method    string          `json:"method"`
-	Target    string          `json:"target"`
-	Arguments json.RawMessage `json:"args"`
-	Issuer    string          `json:"iss"`
-	Subject   string          `json:"sub"`
-	// Canonical is the exact bytes hashed; Digest their digest.
-	Canonical string `json:"canonical"`
-	Digest    string `json:"digest"`
-}
-
-func TestRequestDigestGolden(t *testing.T) {
-	envelopes := []requestDigestGolden{
-		{Name: "tools/call", Audience: "https://mcp.example.com/mcp", Server: "billing", Method: "tools/call",
-			Target: "issue_refund", Arguments: json.RawMessage(`{"amountMinor":1250,"currency":"CHF","orderId":"ord_Zürich_🚀_001"}`),
-			Issuer: "https://idp.example.com", Subject: "user-42"},
-		{Name: "no arguments", Audience: "https://mcp.example.com/mcp", Server: "files", Method: "resources/read",
-			Target: "file:///reports/index.md", Issuer: "https://idp.example.com", Subject: "user-42"},
-		{Name: "escapes", Audience: "aud", Server: "s", Method: "tools/call", Target: "a\"b\\c\n\u0001</>&",
-			Arguments: json.RawMessage(`{}`), Issuer: "iss", Subject: "sub\u2028é"},
+// TestNumberFastPathAgainstReference compares the canonical form (or the
+// error) of random number literals, many of them short decimals that take
+// the fast path (at most 15 significant digits), with the tree parser's,
+// which formats every non-integer through strconv and jcs.NumberToJSON.
+func TestNumberFastPathAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	n := 50_000
+	if testing.Short() {
+		n = 5_000
 	}
-	for i := range envelopes {
-		g := &envelopes[i]
-		e := RequestEnvelope{Audience: g.Audience, Server: g.Server, Method: g.Method, Target: g.Target,
-			Arguments: g.Arguments, Issuer: g.Issuer, Subject: g.Subject}
-		g.Digest = RequestDigest(e)
-		// Recompute independently: encoding/json builds the object,
-		// internal/jcsoracle (no code shared with mcpparse) canonicalizes it.
-		args := g.Arguments
-		if len(args) == 0 {
-			args = json.RawMessage(`{}`)
+	for range n {
+		lit := randomNumber(rng)
+		got, err := Canonicalize(lit, Limits{})
+		want, werr := refCanonicalize(lit, Limits{})
+		if (err == nil) != (werr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("%s: got %s (%v), reference %s (%v)", lit, got, err, want, werr)
 		}
-		obj, err := json.Marshal(map[string]any{"args": args, "aud": g.Audience, "iss": g.Issuer, "method": g.Method,
-			"server": g.Server, "sub": g.Subject, "target": g.Target, "v": "mcp-extauthz/request/v1"})
 		if err != nil {
-			t.Fatal(err)
+			var pe, we *ParseError
+			if !errors.As(err, &pe) || !errors.As(werr, &we) || pe.Kind != we.Kind || pe.Offset != we.Offset {
+				t.Fatalf("%s: got %v, reference %v", lit, err, werr)
+			}
 		}
-		canon, err := jcsoracle.Transform(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.Canonical = string(canon)
-		if want := Digest(canon); g.Digest != want {
-			t.Errorf("%s: RequestDigest = %s, independent recomputation %s over %s", g.Name, g.Digest, want, canon)
-		}
-	}
-	got, err := json.MarshalIndent(envelopes, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	path := filepath.Join("testdata", "golden", "request_digest.json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("request digest golden changed: a digest format change breaks every upstream; bump the version.\ngot:\n%s", got)
 	}
 }
 
-func TestRequestDigestFields(t *testing.T) {
-	base := RequestEnvelope{Audience: "a", Server: "s", Method: "tools/call", Target: "t", Arguments: []byte(`{}`), Issuer: "i", Subject: "u"}
-	d0 := RequestDigest(base)
-	if d := RequestDigest(RequestEnvelope{Audience: "a", Server: "s", Method: "tools/call", Target: "t", Issuer: "i", Subject: "u"}); d != d0 {
-		t.Errorf("nil Arguments digest %s differs from {} digest %s", d, d0)
+// randomNumber returns a random RFC 8259 number literal.
+func randomNumber(rng *rand.Rand) []byte {
+	var b []byte
+	if rng.IntN(2) == 0 {
+		b = append(b, '-')
 	}
-	change := []func(*RequestEnvelope){
-		func(e *RequestEnvelope) { e.Audience = "b" },
-		func(e *RequestEnvelope) { e.Server = "x" },
-		func(e *RequestEnvelope) { e.Method = "prompts/get" },
-		func(e *RequestEnvelope) { e.Target = "u" },
-		func(e *RequestEnvelope) { e.Arguments = []byte(`{"a":1}`) },
-		func(e *RequestEnvelope) { e.Issuer = "j" },
-		func(e *RequestEnvelope) { e.Subject = "v" },
-		func(e *RequestEnvelope) { e.Audience, e.Server = "", "a" }, // no field shifting
-	}
-	for i, f := range change {
-		e := base
-		f(&e)
-		if RequestDigest(e) == d0 {
-			t.Errorf("change %d does not change the digest", i)
+	digits := func(n int, lead bool) {
+		for i := range n {
+			c := byte('0' + rng.IntN(10))
+			if i == 0 && lead && c == '0' {
+				c = '1'
+			}
+			if rng.IntN(3) == 0 {
+				c = '0' // trailing and inner zeros are the interesting cases
+			}
+			if i == 0 && lead && c == '0' {
+				c = '9'
+			}
+			b = append(b, c)
 		}
 	}
-	if !strings.HasPrefix(d0, "sha256:") || len(d0) != 71 {
-		t.Errorf("digest %q is not sha256:<64 hex>", d0)
+	if rng.IntN(4) == 0 {
+		b = append(b, '0')
+	} else {
+		digits(1+rng.IntN(18), true)
+	}
+	if rng.IntN(2) == 0 {
+		b = append(b, '.')
+		digits(1+rng.IntN(20), false)
+	}
+	if rng.IntN(2) == 0 {
+		b = append(b, "eE"[rng.IntN(2)])
+		if s := rng.IntN(3); s > 0 {
+			b = append(b, "+-"[s-1])
+		}
+		b = strconv.AppendInt(b, int64(rng.IntN(340)), 10)
+	}
+	return b
+}
+
+// TestCompareUTF16 checks the member-name order against the tree parser's
+// rune-decoding comparison, on names mixing ASCII, U+0080..U+D7FF,
+// U+E000..U+FFFF and supplementary-plane runes.
+func TestCompareUTF16(t *testing.T) {
+	runes := []rune{'a', 'b', 'é', '\u2028', '\ud7ff', '\ue000', '\uffff', '😀', '\U0010ffff', 0x10000}
+	rng := rand.New(rand.NewPCG(1, 2))
+	name := func() string {
+		var b []rune
+		for range rng.IntN(4) {
+			b = append(b, runes[rng.IntN(len(runes))])
+		}
+		return string(b)
+	}
+	sign := func(n int) int { return min(max(n, -1), 1) }
+	for range 20_000 {
+		a, b := name(), name()
+		if got, want := sign(compareUTF16([]byte(a), []byte(b))), sign(refCompareUTF16(a, b)); got != want {
+			t.Fatalf("compareUTF16(%q, %q) = %d, reference %d", a, b, got, want)
+		}
 	}
 }

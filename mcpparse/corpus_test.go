@@ -175,15 +175,15 @@ func TestCorpus(t *testing.T) {
 // goldenRecord renders what Parse derives from a corpus body as one
 // RFC 8785 object, so the canonical arguments appear in it byte for byte:
 // {"args_digest":…,"arguments":<Arguments>,"method":…,"target":…}.
-func goldenRecord(m Message) []byte {
+func goldenRecord(m *Message) []byte {
 	b := []byte(`{"args_digest":`)
-	b = appendJCSString(b, m.ArgsDigest)
+	b = AppendJCSString(b, m.ArgsDigest)
 	b = append(b, `,"arguments":`...)
-	b = append(b, m.Arguments...)
+	b = append(b, m.Arguments()...)
 	b = append(b, `,"method":`...)
-	b = appendJCSString(b, m.Method)
+	b = AppendJCSString(b, m.Method)
 	b = append(b, `,"target":`...)
-	b = appendJCSString(b, m.Tool+m.Prompt)
+	b = AppendJCSString(b, m.Tool+m.Prompt)
 	return append(b, "}\n"...)
 }
 
@@ -209,7 +209,7 @@ func TestGoldenCorpusArguments(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := b.Messages[0]
-			got := goldenRecord(m)
+			got := goldenRecord(&m)
 			path := filepath.Join(dir, name)
 			if *update {
 				if err := os.WriteFile(path, got, 0o644); err != nil {
@@ -229,7 +229,7 @@ func TestGoldenCorpusArguments(t *testing.T) {
 			if c, err := Canonicalize(want, Limits{}); err != nil || !bytes.Equal(append(c, '\n'), want) {
 				t.Errorf("golden record is not canonical (%v)", err)
 			}
-			if m.ArgsDigest != Digest(m.Arguments) {
+			if m.ArgsDigest != Digest(m.Arguments()) {
 				t.Errorf("ArgsDigest is not Digest(Arguments)")
 			}
 			checkGoldenIndependently(t, r, want)

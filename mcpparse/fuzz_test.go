@@ -69,11 +69,11 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("re-parse differs: %v", err)
 		}
 		for _, m := range b.Messages {
-			c, err := Canonicalize(m.Arguments, Limits{})
-			if err != nil || !bytes.Equal(c, m.Arguments) {
-				t.Fatalf("Arguments %q not canonical: %v", m.Arguments, err)
+			c, err := Canonicalize(m.Arguments(), Limits{})
+			if err != nil || !bytes.Equal(c, m.Arguments()) {
+				t.Fatalf("Arguments %q not canonical: %v", m.Arguments(), err)
 			}
-			if m.ArgsDigest != Digest(m.Arguments) || m.Args == nil {
+			if m.ArgsDigest != Digest(m.Arguments()) || m.Args() == nil {
 				t.Fatal("ArgsDigest or Args inconsistent")
 			}
 			if m.Kind == KindRequest && (len(m.ID) == 0 || string(m.ID) == "null") {
@@ -141,11 +141,11 @@ func FuzzDigestStable(f *testing.F) {
 			t.Fatalf("reordered body rejected: %v\n%q", err, other)
 		}
 		m, m2 := b.Messages[0], b2.Messages[0]
-		if m.ArgsDigest != m2.ArgsDigest || !bytes.Equal(m.Arguments, m2.Arguments) {
+		if m.ArgsDigest != m2.ArgsDigest || !bytes.Equal(m.Arguments(), m2.Arguments()) {
 			t.Fatalf("digest changed: %s -> %s\n%q\n%q", m.ArgsDigest, m2.ArgsDigest, body, other)
 		}
 		if m.Kind != m2.Kind || m.Method != m2.Method || m.Tool != m2.Tool || m.URI != m2.URI ||
-			m.Prompt != m2.Prompt || m.RefType != m2.RefType || !reflect.DeepEqual(m.Args, m2.Args) {
+			m.Prompt != m2.Prompt || m.RefType != m2.RefType || !reflect.DeepEqual(m.Args(), m2.Args()) {
 			t.Fatalf("message changed:\n%+v\n%+v", m, m2)
 		}
 		c1, err1 := Canonicalize(body, Limits{})
@@ -223,4 +223,91 @@ func writeEscaped(dst []byte, s string, rng *rand.Rand) []byte {
 		}
 	}
 	return append(dst, '"')
+}
+
+// FuzzParseDifferential: Parse (one pass, no tree) and the tree parser it
+// replaced (ref_test.go) agree on every input: the same accept or reject,
+// the same error kind, offset and batch index, and for an accepted body
+// the same messages, canonical arguments, digests and decoded arguments.
+// Canonicalize is compared the same way on the raw input.
+func FuzzParseDifferential(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	for _, n := range []string{`12.5`, `-0.000001`, `1e-7`, `123456789012345`, `1234567890123456`, `1e21`, `1E+20`,
+		`0.1e-5`, `-0.0e9`, `100000000000000000000`, `1.50000000000000000000000`, `5e-324`, `1.7976931348623157e308`,
+		`333333333.33333329`, `9007199254740993`, `0.000001000`, `[1e290,1e-290,12e288]`} {
+		f.Add([]byte(call(`{"n":`+n+`}`)), false)
+		f.Add([]byte(n), false)
+	}
+	// Arrays of objects that repeat, extend, cut or vary a shape.
+	for _, s := range []string{
+		`[{"b":1,"a":2},{"b":1,"c":3,"a":2},{"b":1,"a":2},{"b":1},{"b":1,"a":2,"B":0}]`,
+		`[{"sku":"A","qty":1,"unitPrice":1.5},{"sku":"B","qty":2,"unitPrice":2.5},{"sku":"C","qty":3,"UnitPrice":0}]`,
+		`[{"y":{"b":1,"a":2}},{"y":{"b":1,"a":2,"a":3}}]`,
+		`[{"\u00e9":1,"e":2},{"é":1,"e":2},{"É":1}]`,
+	} {
+		f.Add([]byte(call(`{"items":`+s+`}`)), false)
+		f.Add([]byte(s), false)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, batch bool) {
+		opt := ParseOptions{AllowBatch: batch}
+		got, err := Parse(body, opt)
+		want, werr := refParse(body, opt)
+		sameError(t, "Parse", err, werr)
+		if err == nil {
+			if got.Batch != want.Batch || len(got.Messages) != len(want.Messages) {
+				t.Fatalf("Batch %v/%v, %d/%d messages", got.Batch, want.Batch, len(got.Messages), len(want.Messages))
+			}
+			for i := range got.Messages {
+				g, w := &got.Messages[i], &want.Messages[i]
+				if g.Kind != w.Kind || !bytes.Equal(g.ID, w.ID) || g.Method != w.Method || g.Tool != w.Tool ||
+					g.URI != w.URI || g.Prompt != w.Prompt || g.RefType != w.RefType ||
+					!reflect.DeepEqual(g.URIs, w.URIs) || !bytes.Equal(g.Params, w.Params) {
+					t.Fatalf("message %d differs:\n%+v\n%+v", i, g, w)
+				}
+				if g.ArgsDigest != w.ArgsDigest || !bytes.Equal(g.Arguments(), w.Arguments) {
+					t.Fatalf("message %d arguments differ: %s %q / %s %q", i, g.ArgsDigest, g.Arguments(), w.ArgsDigest, w.Arguments)
+				}
+				for k, v := range w.Args { // before Args(), which Arg would then use
+					if gv, ok := g.Arg(k); !ok || !reflect.DeepEqual(gv, v) {
+						t.Fatalf("message %d Arg(%q) = %#v, %v; want %#v", i, k, gv, ok, v)
+					}
+				}
+				_, exists := w.Args["\x00absent"]
+				if _, ok := g.Arg("\x00absent"); ok != exists {
+					t.Fatalf("message %d Arg of an absent name found", i)
+				}
+				if !reflect.DeepEqual(g.Args(), w.Args) {
+					t.Fatalf("message %d Args differ:\n%#v\n%#v", i, g.Args(), w.Args)
+				}
+			}
+		}
+		c, err := Canonicalize(body, Limits{})
+		wc, werr := refCanonicalize(body, Limits{})
+		sameError(t, "Canonicalize", err, werr)
+		if !bytes.Equal(c, wc) {
+			t.Fatalf("Canonicalize:\nnew %q\nold %q", c, wc)
+		}
+	})
+}
+
+// sameError fails t unless err and want are both nil or both *ParseError
+// with the same kind, offset and index.
+func sameError(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if (err == nil) != (want == nil) {
+		t.Fatalf("%s: new %v, old %v", what, err, want)
+	}
+	if err == nil {
+		return
+	}
+	var pe, we *ParseError
+	if !errors.As(err, &pe) || !errors.As(want, &we) {
+		t.Fatalf("%s: errors %T %T", what, err, want)
+	}
+	if pe.Kind != we.Kind || pe.Offset != we.Offset || pe.Index != we.Index {
+		t.Fatalf("%s: new %v, old %v", what, pe, we)
+	}
 }

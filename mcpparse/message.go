@@ -1,9 +1,13 @@
 package mcpparse
 
 import (
+	"crypto/sha256"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
 )
 
 // Kind is the JSON-RPC 2.0 message type of a Message.
@@ -32,7 +36,8 @@ func (k Kind) String() string {
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// Message is one JSON-RPC message, validated.
+// Message is one JSON-RPC message, validated. Its methods are not safe for
+// concurrent use.
 type Message struct {
 	Kind Kind
 	// ID is the id exactly as it appeared in the body: `7`, `"abc"`,
@@ -58,21 +63,293 @@ type Message struct {
 	// (ErrTooManyElements). params.notifications is required and must be
 	// an object (else ErrInvalidParams). Nil for other methods.
 	URIs []string
-	// Arguments is params.arguments in RFC 8785 canonical form for
-	// tools/call and prompts/get, and `{}` when absent, for every other
-	// method, and for responses. Never nil.
-	Arguments []byte
-	// ArgsDigest is Digest(Arguments): "sha256:" + lowercase hex.
+	// ArgsDigest is Digest(m.Arguments()), "sha256:" + lowercase hex: the
+	// SHA-256 of the RFC 8785 form of params.arguments for tools/call and
+	// prompts/get, of `{}` when absent, for every other method, and for
+	// responses. Parse computes it in its one pass over the body.
 	ArgsDigest string
-	// Args is Arguments decoded for policy expressions: objects
-	// map[string]any, arrays []any, strings string, booleans bool, null nil,
-	// numbers int64 when their canonical text is an integer that fits int64,
-	// else float64 (so 1E2 and 100 both give int64(100), since they have the
-	// same canonical form and digest). Never nil: `{}` gives an empty map.
-	Args map[string]any
+	// RawArguments is params.arguments exactly as in the body, for
+	// tools/call and prompts/get; nil when absent and for other methods.
+	// It aliases the body passed to Parse.
+	RawArguments []byte
 	// Params is the params object exactly as in the body; nil when absent.
 	// It aliases the body passed to Parse.
 	Params []byte
+
+	args  map[string]any // Args, once decoded
+	index *argIndex      // Arg's index of the top-level members, once built
+}
+
+// argIndex locates the top-level members of RawArguments.
+type argIndex struct {
+	names []byte // decoded names, joined
+	ends  []int  // end of each name in names
+	vals  []int  // offset of each value in RawArguments
+}
+
+// Arg returns the top-level argument name decoded as Args documents, and
+// whether there is one, decoding that member only: a policy expression
+// reading args.amount does not decode the rest. The first call indexes the
+// top-level members (one scan that skips nested values).
+func (m *Message) Arg(name string) (any, bool) {
+	if m.args != nil {
+		v, ok := m.args[name]
+		return v, ok
+	}
+	if m.RawArguments == nil {
+		return nil, false
+	}
+	p := getScanner(m.RawArguments, unlimited)
+	defer putScanner(p)
+	if m.index == nil {
+		m.index = p.indexMembers()
+	}
+	x := m.index
+	start := 0
+	for i, end := range x.ends {
+		if string(x.names[start:end]) == name {
+			p.pos = x.vals[i]
+			return p.build(), true
+		}
+		start = end
+	}
+	return nil, false
+}
+
+// indexMembers indexes the top-level members of the object at p.in, which
+// the scan accepted (bounds are checked all the same).
+func (p *scanner) indexMembers() *argIndex {
+	x := &argIndex{}
+	p.skipWS()
+	p.pos++ // '{'
+	for {
+		p.skipWS()
+		if p.pos >= len(p.in) || p.in[p.pos] != '"' {
+			return x
+		}
+		key, _, err := p.scanString()
+		if err != nil {
+			return x
+		}
+		x.names = append(x.names, key...)
+		x.ends = append(x.ends, len(x.names))
+		p.skipWS()
+		p.pos++ // ':'
+		p.skipWS()
+		x.vals = append(x.vals, p.pos)
+		p.skip()
+		p.skipWS()
+		if p.pos >= len(p.in) || p.in[p.pos] != ',' {
+			return x
+		}
+		p.pos++
+	}
+}
+
+// skip moves past the value at p.pos, which the scan accepted: a string,
+// brackets counted up to the matching close (strings skipped), or a
+// scalar up to the next delimiter.
+func (p *scanner) skip() {
+	in := p.in
+	switch {
+	case p.pos >= len(in):
+		return
+	case in[p.pos] == '"':
+		p.skipString()
+		return
+	case in[p.pos] == '{' || in[p.pos] == '[':
+		depth := 0
+		for p.pos < len(in) {
+			switch in[p.pos] {
+			case '"':
+				p.skipString()
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					p.pos++
+					return
+				}
+			}
+			p.pos++
+		}
+		return
+	}
+	for p.pos < len(in) {
+		switch in[p.pos] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return
+		}
+		p.pos++
+	}
+}
+
+// skipString moves past the string at p.pos, escapes included.
+func (p *scanner) skipString() {
+	in := p.in
+	for p.pos++; p.pos < len(in); p.pos++ {
+		switch in[p.pos] {
+		case '"':
+			p.pos++
+			return
+		case '\\':
+			p.pos++
+		}
+	}
+}
+
+// Arguments returns the RFC 8785 form of RawArguments, `{}` when there are
+// none. It canonicalizes again on every call, into a new slice: Parse
+// itself only hashes the canonical form (ArgsDigest).
+func (m *Message) Arguments() []byte {
+	if m.RawArguments == nil {
+		return []byte("{}")
+	}
+	out, err := canonicalize(m.RawArguments, unlimited, false)
+	if err != nil { // unreachable: Parse accepted these bytes under the same rules
+		return nil
+	}
+	return out
+}
+
+// unlimited lifts every limit, for re-reading bytes Parse already bounded.
+var unlimited = Limits{MaxBytes: math.MaxInt, MaxDepth: math.MaxInt, MaxKeys: math.MaxInt,
+	MaxElements: math.MaxInt, MaxStringLen: math.MaxInt, MaxBatch: math.MaxInt}
+
+// Args returns the arguments decoded for policy expressions: objects
+// map[string]any, arrays []any, strings string, booleans bool, null nil,
+// numbers int64 when their RFC 8785 text is an integer that fits int64,
+// else float64 (so 1E2 and 100 both give int64(100), since they have the
+// same canonical form and digest). Never nil: no arguments give an empty
+// map. It decodes on the first call and returns the same map after, so a
+// request whose policy never reads args never pays for them; callers must
+// not modify the map.
+func (m *Message) Args() map[string]any {
+	if m.args == nil {
+		m.args = decodeArgs(m.RawArguments)
+	}
+	return m.args
+}
+
+// decodeArgs decodes raw, an object Parse accepted, as Args documents.
+func decodeArgs(raw []byte) map[string]any {
+	if raw == nil {
+		return map[string]any{}
+	}
+	p := getScanner(raw, unlimited)
+	defer putScanner(p)
+	p.skipWS()
+	m, ok := p.build().(map[string]any)
+	if !ok { // unreachable: raw is an object Parse accepted
+		return map[string]any{}
+	}
+	return m
+}
+
+// build decodes the value at p.pos from input the scan accepted. It checks
+// bounds only, so that bytes changed since the scan cannot make it panic;
+// what it returns for such bytes is unspecified.
+func (p *scanner) build() any {
+	if p.pos >= len(p.in) {
+		return nil
+	}
+	switch c := p.in[p.pos]; c {
+	case '{':
+		p.pos++
+		m := map[string]any{}
+		for {
+			p.skipWS()
+			if p.pos >= len(p.in) || p.in[p.pos] != '"' {
+				p.pos++ // '}'
+				return m
+			}
+			key, _, err := p.scanString()
+			if err != nil {
+				return m
+			}
+			k := string(key)
+			p.skipWS()
+			p.pos++ // ':'
+			p.skipWS()
+			m[k] = p.build()
+			p.skipWS()
+			if p.pos < len(p.in) && p.in[p.pos] == ',' {
+				p.pos++
+			}
+		}
+	case '[':
+		p.pos++
+		a := []any{}
+		for {
+			p.skipWS()
+			if p.pos >= len(p.in) || p.in[p.pos] == ']' {
+				p.pos++
+				return a
+			}
+			a = append(a, p.build())
+			p.skipWS()
+			if p.pos < len(p.in) && p.in[p.pos] == ',' {
+				p.pos++
+			}
+		}
+	case '"':
+		s, _, err := p.scanString()
+		if err != nil {
+			return nil
+		}
+		return string(s)
+	case 't':
+		p.pos += 4
+		return true
+	case 'f':
+		p.pos += 5
+		return false
+	case 'n':
+		p.pos += 4
+		return nil
+	}
+	start := p.pos
+	for p.pos < len(p.in) {
+		c := p.in[p.pos]
+		if !(c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E') {
+			break
+		}
+		p.pos++
+	}
+	return numberValue(p.in[start:p.pos])
+}
+
+// numberValue converts a number literal Parse accepted: int64 when its
+// RFC 8785 text is an integer that fits int64, else float64.
+func numberValue(lit []byte) any {
+	if len(lit) <= 18 && isIntegerLiteral(lit) { // fits int64 as is
+		n, neg := int64(0), false
+		for i, c := range lit {
+			if i == 0 && c == '-' {
+				neg = true
+				continue
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if neg {
+			n = -n
+		}
+		return n
+	}
+	f, _ := strconv.ParseFloat(string(lit), 64) // in range: checked by Parse
+	// The integer is that of the RFC 8785 text, which above 2^53 need not
+	// be f's exact value (8.0000000000001e16 is 80000000000001000, the
+	// double 80000000000000992).
+	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
+		if text, err := jcs.NumberToJSON(f); err == nil {
+			if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return f
 }
 
 // Body is a parsed POST body.
@@ -121,6 +398,11 @@ type ParseOptions struct {
 //     it is ErrCaseVariantKey.
 //   - Targets per method, as documented on Message (ErrInvalidParams).
 //
+// Every JSON rule is checked before any envelope rule, so the error kind
+// does not depend on the order of members. Parse reads the body once,
+// builds no tree, and hashes the canonical arguments as it goes; its cost
+// is linear in len(body).
+//
 // Errors are always *ParseError. Parse does not decide whether a method is
 // known or allowed; that is the policy's job.
 func Parse(body []byte, opt ParseOptions) (*Body, error) {
@@ -135,27 +417,11 @@ func Parse(body []byte, opt ParseOptions) (*Body, error) {
 				Msg: "JSON-RPC batches are not supported (removed in MCP 2025-06-18)"}
 		}
 	}
-	root, perr := parseDocument(body, lim, true, false)
-	if perr != nil {
-		return nil, perr
-	}
-	if root.kind != vArray {
-		m, perr := newMessage(body, &root, -1)
-		if perr != nil {
-			return nil, perr
-		}
-		return &Body{Messages: []Message{m}}, nil
-	}
-	if len(root.elems) == 0 {
-		return nil, &ParseError{Kind: ErrBatchEmpty, Offset: int64(root.off), Index: -1, Msg: "empty batch"}
-	}
-	out := &Body{Batch: true, Messages: make([]Message, len(root.elems))}
-	for i := range root.elems {
-		m, perr := newMessage(body, &root.elems[i], i)
-		if perr != nil {
-			return nil, perr
-		}
-		out.Messages[i] = m
+	p := getScanner(body, lim)
+	defer putScanner(p)
+	out, err := p.parse()
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -174,71 +440,396 @@ var (
 	envelopeMembers = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 	paramsMembers   = []string{"name", "uri", "arguments", "ref", "argument", "cursor", "task", "_meta"}
 	refMembers      = []string{"type", "name", "uri"}
+	notifMembers    = []string{"notifications"}
 )
 
 // emptyObject is the canonical form of absent arguments.
 var emptyObject = []byte("{}")
 
-// variantOf returns the protocol member (from names, all lowercase ASCII)
-// that key case-folds onto without being equal to it, or "".
-func variantOf(key string, names []string) string {
-	f1, f2 := foldKeys(key)
-	for _, n := range names {
-		if key != n && (f1 == n || f2 == n) {
-			return n
-		}
-	}
-	return ""
+var emptyObjectDigest = Digest(emptyObject)
+
+// keyRec is the first member of an object whose name case-folds onto a
+// protocol member without being it.
+type keyRec struct {
+	off       int    // offset of the name
+	variantOf string // the protocol member; "" when there is none
 }
 
-func member1(v *value, key string) *value {
-	for i := range v.mems {
-		if v.mems[i].key == key {
-			return &v.mems[i].val
-		}
-	}
-	return nil
+// envRec is what the scan records of one message for the envelope and
+// target checks that follow it: where each protocol member is.
+type envRec struct {
+	v                                         vref // the message itself
+	jsonrpc, id, method, params, result, errv vref
+	unknown                                   keyRec // first non-protocol member
+	unknownSet                                bool
+	methodSeen, methodArgs                    bool // method scanned, and is tools/call or prompts/get
+
+	name, uri, args, ref, notifs vref // params members
+	pVariant, nVariant           keyRec
+	argsSum                      [sha256.Size]byte
+	hashed                       bool
+
+	refType, refName, refURI vref
+	refVariant               keyRec
+
+	subs        vref // notifications.resourceSubscriptions
+	subsVariant keyRec
+	subsN       int // elements, of which the first MaxSubscriptions are p.subs[subsAt:]
+	subsAt      int
+
+	code, message vref // error members
 }
 
-// newMessage validates one envelope. index is the batch index or -1.
-func newMessage(in []byte, v *value, index int) (Message, *ParseError) {
-	fail := func(k ErrorKind, off int, msg string) (Message, *ParseError) {
-		return Message{}, &ParseError{Kind: k, Offset: int64(off), Index: index, Msg: msg}
+// isObject reports whether the next value is an object (without consuming
+// or counting it).
+func (p *scanner) isObject() bool { return p.pos < len(p.in) && p.in[p.pos] == '{' }
+
+// parse scans a whole body, then checks each message.
+func (p *scanner) parse() (*Body, *ParseError) {
+	if err := p.begin(); err != nil {
+		return nil, err
 	}
-	if v.kind != vObject {
-		return fail(ErrInvalidRequest, v.off, "a JSON-RPC message must be an object")
+	batch := p.in[p.pos] == '['
+	rootOff := p.pos
+	if !batch {
+		if err := p.message(); err != nil {
+			return nil, err
+		}
+	} else if err := p.batch(); err != nil {
+		return nil, err
 	}
-	var jsonrpc, id, method, params, result, errv *value
-	for i := range v.mems {
-		mb := &v.mems[i]
-		switch mb.key {
-		case "jsonrpc":
-			jsonrpc = &mb.val
-		case "id":
-			id = &mb.val
-		case "method":
-			method = &mb.val
-		case "params":
-			params = &mb.val
-		case "result":
-			result = &mb.val
-		case "error":
-			errv = &mb.val
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	if batch && len(p.envs) == 0 {
+		return nil, &ParseError{Kind: ErrBatchEmpty, Offset: int64(rootOff), Index: -1, Msg: "empty batch"}
+	}
+	out := &Body{Batch: batch, Messages: make([]Message, len(p.envs))}
+	for i := range p.envs {
+		index := i
+		if !batch {
+			index = -1
+		}
+		if err := p.check(&p.envs[i], index, &out.Messages[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// batch scans a top-level array of messages.
+func (p *scanner) batch() *ParseError {
+	if err := p.count(); err != nil {
+		return err
+	}
+	if err := p.enter(); err != nil {
+		return err
+	}
+	p.pos++ // '['
+	p.skipWS()
+	if p.pos < len(p.in) && p.in[p.pos] == ']' {
+		p.pos++
+		p.depth--
+		return nil
+	}
+	for {
+		p.skipWS()
+		p.index = len(p.envs)
+		if len(p.envs) >= p.lim.MaxBatch {
+			return p.fail(ErrTooManyElements, p.pos, "more than "+strconv.Itoa(p.lim.MaxBatch)+" messages in the batch")
+		}
+		if err := p.message(); err != nil {
+			return err
+		}
+		p.skipWS()
+		if p.pos >= len(p.in) {
+			return p.fail(ErrSyntax, p.pos, "unexpected end of input in array")
+		}
+		switch p.in[p.pos] {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			p.depth--
+			p.index = -1
+			return nil
 		default:
-			if n := variantOf(mb.key, envelopeMembers); n != "" {
-				return fail(ErrCaseVariantKey, mb.keyOff, "member "+quoteKey(mb.key)+" is a case variant of "+quoteKey(n))
-			}
-			return fail(ErrInvalidRequest, mb.keyOff, "unknown member "+quoteKey(mb.key)+" in a JSON-RPC message")
+			return p.fail(ErrSyntax, p.pos, "expected ',' or ']'")
 		}
 	}
-	if jsonrpc == nil {
-		return fail(ErrInvalidRequest, v.off, `missing "jsonrpc"`)
+}
+
+// message scans one message (any value; an object is an envelope).
+func (p *scanner) message() *ParseError {
+	p.envs = append(p.envs, envRec{})
+	r := &p.envs[len(p.envs)-1]
+	if !p.isObject() {
+		var err *ParseError
+		r.v, err = p.ref(false)
+		return err
 	}
-	if jsonrpc.kind != vString || jsonrpc.s != "2.0" {
+	off := p.pos
+	if err := p.count(); err != nil {
+		return err
+	}
+	err := p.members(func(nm name, key []byte, keyOff int) (err *ParseError) {
+		switch string(key) {
+		case "jsonrpc":
+			r.jsonrpc, err = p.ref(false)
+		case "id":
+			r.id, err = p.ref(true)
+		case "method":
+			r.method, err = p.ref(false)
+			if err == nil && r.method.kind == vString {
+				m := p.stringAt(r.method)
+				r.methodSeen, r.methodArgs = true, string(m) == "tools/call" || string(m) == "prompts/get"
+			}
+		case "params":
+			r.params, err = p.special(p.params, r)
+		case "result":
+			r.result, err = p.ref(false)
+		case "error":
+			r.errv, err = p.special(p.errorObject, r)
+		default:
+			if !r.unknownSet {
+				r.unknown, r.unknownSet = keyRec{keyOff, p.variantOf(nm, envelopeMembers)}, true
+			}
+			_, err = p.ref(false)
+		}
+		return err
+	})
+	r.v = vref{kind: vObject, off: off, end: p.pos}
+	return err
+}
+
+// special scans an object with scan, or any other value as ref does.
+func (p *scanner) special(scan func(*envRec) *ParseError, r *envRec) (vref, *ParseError) {
+	if !p.isObject() {
+		return p.ref(false)
+	}
+	off := p.pos
+	if err := p.count(); err != nil {
+		return vref{}, err
+	}
+	err := scan(r)
+	return vref{kind: vObject, off: off, end: p.pos}, err
+}
+
+// members scans the object at p.pos, calling fn with each member's name
+// (checked) and p.pos at its value, which fn must scan.
+func (p *scanner) members(fn func(nm name, key []byte, keyOff int) *ParseError) *ParseError {
+	o, empty, err := p.open()
+	if err != nil || empty {
+		return err
+	}
+	for {
+		nm, key, keyOff, _, err := p.memberName(&o)
+		if err != nil {
+			return err
+		}
+		if err := fn(nm, key, keyOff); err != nil {
+			return err
+		}
+		more, err := p.next()
+		if err != nil {
+			return err
+		}
+		if !more {
+			p.close(&o)
+			return nil
+		}
+	}
+}
+
+// variant records in *k the first member named a variant of names.
+func (p *scanner) variant(k *keyRec, nm name, keyOff int, names []string) {
+	if k.variantOf == "" {
+		if n := p.variantOf(nm, names); n != "" {
+			*k = keyRec{keyOff, n}
+		}
+	}
+}
+
+// params scans the params object: the targets, and the RFC 8785 digest of
+// arguments unless the method is known not to take any.
+func (p *scanner) params(r *envRec) *ParseError {
+	return p.members(func(nm name, key []byte, keyOff int) (err *ParseError) {
+		p.variant(&r.pVariant, nm, keyOff, paramsMembers)
+		p.variant(&r.nVariant, nm, keyOff, notifMembers)
+		switch string(key) {
+		case "name":
+			r.name, err = p.ref(false)
+		case "uri":
+			r.uri, err = p.ref(false)
+		case "arguments":
+			if !p.isObject() || r.methodSeen && !r.methodArgs {
+				r.args, err = p.ref(false)
+				return err
+			}
+			off := p.pos
+			if err := p.count(); err != nil {
+				return err
+			}
+			p.out = p.out[:0]
+			if err := p.object(true); err != nil {
+				return err
+			}
+			r.args = vref{kind: vObject, off: off, end: p.pos}
+			r.argsSum, r.hashed = sha256.Sum256(p.out), true
+		case "ref":
+			r.ref, err = p.special(p.refObject, r)
+		case "notifications":
+			r.notifs, err = p.special(p.notifications, r)
+		default:
+			_, err = p.ref(false)
+		}
+		return err
+	})
+}
+
+// refObject scans completion/complete's params.ref.
+func (p *scanner) refObject(r *envRec) *ParseError {
+	return p.members(func(nm name, key []byte, keyOff int) (err *ParseError) {
+		p.variant(&r.refVariant, nm, keyOff, refMembers)
+		switch string(key) {
+		case "type":
+			r.refType, err = p.ref(false)
+		case "name":
+			r.refName, err = p.ref(false)
+		case "uri":
+			r.refURI, err = p.ref(false)
+		default:
+			_, err = p.ref(false)
+		}
+		return err
+	})
+}
+
+// notifications scans subscriptions/listen's params.notifications.
+func (p *scanner) notifications(r *envRec) *ParseError {
+	return p.members(func(nm name, key []byte, keyOff int) (err *ParseError) {
+		const subsKey = "resourceSubscriptions"
+		if string(key) != subsKey {
+			if f1, f2 := p.bytes(nm.f1), p.bytes(nm.f2); r.subsVariant.variantOf == "" &&
+				(string(f1) == "resourcesubscriptions" || string(f2) == "resourcesubscriptions") {
+				r.subsVariant = keyRec{keyOff, subsKey}
+			}
+			_, err = p.ref(false)
+			return err
+		}
+		if p.pos >= len(p.in) || p.in[p.pos] != '[' {
+			r.subs, err = p.ref(false)
+			return err
+		}
+		off := p.pos
+		if err := p.count(); err != nil {
+			return err
+		}
+		r.subsAt = len(p.subs)
+		if err := p.elements(func() *ParseError {
+			v, err := p.ref(false)
+			if r.subsN < MaxSubscriptions {
+				p.subs = append(p.subs, v)
+			}
+			r.subsN++
+			return err
+		}); err != nil {
+			return err
+		}
+		r.subs = vref{kind: vArray, off: off, end: p.pos}
+		return nil
+	})
+}
+
+// elements scans the array at p.pos, calling fn with p.pos at each element.
+func (p *scanner) elements(fn func() *ParseError) *ParseError {
+	if err := p.enter(); err != nil {
+		return err
+	}
+	p.pos++ // '['
+	p.skipWS()
+	if p.pos < len(p.in) && p.in[p.pos] == ']' {
+		p.pos++
+		p.depth--
+		return nil
+	}
+	for {
+		p.skipWS()
+		if err := fn(); err != nil {
+			return err
+		}
+		p.skipWS()
+		if p.pos >= len(p.in) {
+			return p.fail(ErrSyntax, p.pos, "unexpected end of input in array")
+		}
+		switch p.in[p.pos] {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			p.depth--
+			return nil
+		default:
+			return p.fail(ErrSyntax, p.pos, "expected ',' or ']'")
+		}
+	}
+}
+
+// errorObject scans a response's error object.
+func (p *scanner) errorObject(r *envRec) *ParseError {
+	return p.members(func(_ name, key []byte, _ int) (err *ParseError) {
+		switch string(key) {
+		case "code":
+			r.code, err = p.ref(false)
+		case "message":
+			r.message, err = p.ref(false)
+		default:
+			_, err = p.ref(false)
+		}
+		return err
+	})
+}
+
+// stringAt returns the decoded string v (scanned before, so valid),
+// aliasing the input or p.str.
+func (p *scanner) stringAt(v vref) []byte {
+	pos := p.pos
+	p.pos = v.off
+	s, _, _ := p.scanString()
+	p.pos = pos
+	return s
+}
+
+// keyAt returns the member name at off, decoded.
+func (p *scanner) keyAt(off int) string {
+	return string(p.stringAt(vref{kind: vString, off: off}))
+}
+
+// check applies the envelope and target rules to one scanned message and
+// fills m. index is the batch index or -1.
+func (p *scanner) check(r *envRec, index int, m *Message) *ParseError {
+	in := p.in
+	fail := func(k ErrorKind, off int, msg string) *ParseError {
+		return &ParseError{Kind: k, Offset: int64(off), Index: index, Msg: msg}
+	}
+	if r.v.kind != vObject {
+		return fail(ErrInvalidRequest, r.v.off, "a JSON-RPC message must be an object")
+	}
+	if r.unknownSet {
+		key := p.keyAt(r.unknown.off)
+		if n := r.unknown.variantOf; n != "" {
+			return fail(ErrCaseVariantKey, r.unknown.off, "member "+quoteKey(key)+" is a case variant of "+quoteKey(n))
+		}
+		return fail(ErrInvalidRequest, r.unknown.off, "unknown member "+quoteKey(key)+" in a JSON-RPC message")
+	}
+	jsonrpc, id, method, params, result, errv := r.jsonrpc, r.id, r.method, r.params, r.result, r.errv
+	if jsonrpc.kind == 0 {
+		return fail(ErrInvalidRequest, r.v.off, `missing "jsonrpc"`)
+	}
+	if jsonrpc.kind != vString || string(p.stringAt(jsonrpc)) != "2.0" {
 		return fail(ErrInvalidRequest, jsonrpc.off, `"jsonrpc" must be "2.0"`)
 	}
-	var m Message
-	if id != nil {
+	if id.kind != 0 {
 		switch {
 		case id.kind == vString, id.kind == vNull:
 		case id.kind == vNumber && isIntegerLiteral(in[id.off:id.end]):
@@ -247,59 +838,56 @@ func newMessage(in []byte, v *value, index int) (Message, *ParseError) {
 		}
 		m.ID = in[id.off:id.end]
 	}
-	if params != nil {
+	if params.kind != 0 {
 		if params.kind != vObject {
 			return fail(ErrInvalidRequest, params.off, `"params" must be an object`)
 		}
 		m.Params = in[params.off:params.end]
 	}
 
-	if method == nil { // response
+	if method.kind == 0 { // response
 		m.Kind = KindResponse
 		switch {
-		case id == nil:
-			return fail(ErrInvalidRequest, v.off, `a response needs an "id"`)
-		case params != nil:
+		case id.kind == 0:
+			return fail(ErrInvalidRequest, r.v.off, `a response needs an "id"`)
+		case params.kind != 0:
 			return fail(ErrInvalidRequest, params.off, `a response must not carry "params"`)
-		case (result == nil) == (errv == nil):
-			return fail(ErrInvalidRequest, v.off, `a response needs exactly one of "result" and "error"`)
-		case id.kind == vNull && errv == nil:
+		case (result.kind == 0) == (errv.kind == 0):
+			return fail(ErrInvalidRequest, r.v.off, `a response needs exactly one of "result" and "error"`)
+		case id.kind == vNull && errv.kind == 0:
 			return fail(ErrInvalidRequest, id.off, `a null "id" is only allowed on an error response`)
 		}
-		if errv != nil {
+		if errv.kind != 0 {
 			if errv.kind != vObject {
 				return fail(ErrInvalidRequest, errv.off, `"error" must be an object`)
 			}
-			code, msg := member1(errv, "code"), member1(errv, "message")
-			if code == nil || code.kind != vNumber || !isIntegerLiteral(in[code.off:code.end]) {
+			if r.code.kind != vNumber || !isIntegerLiteral(in[r.code.off:r.code.end]) {
 				return fail(ErrInvalidRequest, errv.off, `"error.code" must be an integer`)
 			}
-			if msg == nil || msg.kind != vString {
+			if r.message.kind != vString {
 				return fail(ErrInvalidRequest, errv.off, `"error.message" must be a string`)
 			}
 		}
-		setArgs(&m, nil, in)
-		return m, nil
+		m.ArgsDigest = emptyObjectDigest
+		return nil
 	}
 
-	if method.kind != vString || method.s == "" {
+	if method.kind != vString || method.end-method.off == 2 {
 		return fail(ErrInvalidRequest, method.off, `"method" must be a non-empty string`)
 	}
-	m.Method = method.s
-	if result != nil || errv != nil {
-		off := v.off
-		if result != nil {
-			off = result.off
-		} else {
+	m.Method = internMethod(p.stringAt(method))
+	if result.kind != 0 || errv.kind != 0 {
+		off := result.off
+		if result.kind == 0 {
 			off = errv.off
 		}
 		return fail(ErrInvalidRequest, off, `a request or notification must not carry "result" or "error"`)
 	}
 	notif := strings.HasPrefix(m.Method, "notifications/")
 	switch {
-	case id == nil && !notif:
-		return fail(ErrInvalidRequest, v.off, `missing "id": only "notifications/" methods may be notifications`)
-	case id == nil:
+	case id.kind == 0 && !notif:
+		return fail(ErrInvalidRequest, r.v.off, `missing "id": only "notifications/" methods may be notifications`)
+	case id.kind == 0:
 		m.Kind = KindNotification
 	case notif:
 		return fail(ErrInvalidRequest, id.off, `a "notifications/" method must not carry an "id"`)
@@ -308,96 +896,104 @@ func newMessage(in []byte, v *value, index int) (Message, *ParseError) {
 	default:
 		m.Kind = KindRequest
 	}
-	if perr := target(&m, in, params, index); perr != nil {
-		return Message{}, perr
-	}
-	return m, nil
+	return p.target(r, index, m)
 }
 
 // target checks params' member names and fills the method's target and
 // arguments.
-func target(m *Message, in []byte, params *value, index int) *ParseError {
+func (p *scanner) target(r *envRec, index int, m *Message) *ParseError {
 	fail := func(k ErrorKind, off int, msg string) *ParseError {
 		return &ParseError{Kind: k, Offset: int64(off), Index: index, Msg: msg}
 	}
-	if params != nil {
-		if perr := checkVariants(params, paramsMembers, index); perr != nil {
-			return perr
-		}
+	variant := func(k keyRec) *ParseError {
+		return fail(ErrCaseVariantKey, k.off, "member "+quoteKey(p.keyAt(k.off))+" is a case variant of "+quoteKey(k.variantOf))
 	}
-	// str returns params[key] (or obj[key]) as a required non-empty string.
-	str := func(obj *value, where, key string, off int) (string, *ParseError) {
-		if obj == nil {
+	hasParams := r.params.kind != 0
+	if hasParams && r.pVariant.variantOf != "" {
+		return variant(r.pVariant)
+	}
+	// str returns a required non-empty string member f of obj.
+	str := func(obj, f vref, where, key string, off int) (string, *ParseError) {
+		if obj.kind == 0 {
 			return "", fail(ErrInvalidParams, off, `missing "`+where+`"`)
 		}
-		f := member1(obj, key)
-		if f == nil {
+		if f.kind == 0 {
 			return "", fail(ErrInvalidParams, obj.off, `missing "`+where+"."+key+`"`)
 		}
-		if f.kind != vString || f.s == "" {
+		if f.kind != vString || f.end-f.off == 2 {
 			return "", fail(ErrInvalidParams, f.off, `"`+where+"."+key+`" must be a non-empty string`)
 		}
-		return f.s, nil
+		return string(p.stringAt(f)), nil
 	}
-	msgOff := 0
-	if params != nil {
-		msgOff = params.off
+	// bounded fails when s is longer than max characters.
+	bounded := func(s string, max int, f vref, where string) *ParseError {
+		if utf8.RuneCountInString(s) > max {
+			return fail(ErrInvalidParams, f.off, `"`+where+`" is longer than `+strconv.Itoa(max)+" characters")
+		}
+		return nil
 	}
-	var perr *ParseError
-	var args *value
+	msgOff := r.params.off
+	var err *ParseError
+	takesArgs := false
 	switch m.Method {
 	case "tools/call":
-		m.Tool, perr = str(params, "params", "name", msgOff)
-		if perr == nil && utf8.RuneCountInString(m.Tool) > MaxToolNameLen {
-			perr = fail(ErrInvalidParams, member1(params, "name").off, `"params.name" is longer than `+strconv.Itoa(MaxToolNameLen)+" characters")
+		m.Tool, err = str(r.params, r.name, "params", "name", msgOff)
+		if err == nil {
+			err = bounded(m.Tool, MaxToolNameLen, r.name, "params.name")
 		}
-		args = argsOf(params)
+		takesArgs = true
 	case "prompts/get":
-		m.Prompt, perr = str(params, "params", "name", msgOff)
-		if perr == nil && utf8.RuneCountInString(m.Prompt) > MaxPromptNameLen {
-			perr = fail(ErrInvalidParams, member1(params, "name").off, `"params.name" is longer than `+strconv.Itoa(MaxPromptNameLen)+" characters")
+		m.Prompt, err = str(r.params, r.name, "params", "name", msgOff)
+		if err == nil {
+			err = bounded(m.Prompt, MaxPromptNameLen, r.name, "params.name")
 		}
-		args = argsOf(params)
+		takesArgs = true
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		m.URI, perr = str(params, "params", "uri", msgOff)
+		m.URI, err = str(r.params, r.uri, "params", "uri", msgOff)
 	case "subscriptions/listen":
-		if perr := subscriptions(m, params, msgOff, index); perr != nil {
-			return perr
-		}
+		err = p.subscriptions(r, m, fail, variant)
 	case "completion/complete":
-		if params == nil {
+		if !hasParams {
 			return fail(ErrInvalidParams, msgOff, `missing "params"`)
 		}
-		ref := member1(params, "ref")
-		if ref == nil || ref.kind != vObject {
-			return fail(ErrInvalidParams, params.off, `"params.ref" must be an object`)
+		ref := r.ref
+		if ref.kind != vObject {
+			return fail(ErrInvalidParams, r.params.off, `"params.ref" must be an object`)
 		}
-		if perr := checkVariants(ref, refMembers, index); perr != nil {
-			return perr
+		if r.refVariant.variantOf != "" {
+			return variant(r.refVariant)
 		}
-		m.RefType, perr = str(ref, "params.ref", "type", ref.off)
-		if perr != nil {
-			return perr
+		m.RefType, err = str(ref, r.refType, "params.ref", "type", ref.off)
+		if err != nil {
+			return err
 		}
 		switch m.RefType {
 		case "ref/prompt":
-			m.Prompt, perr = str(ref, "params.ref", "name", ref.off)
-			if perr == nil && utf8.RuneCountInString(m.Prompt) > MaxPromptNameLen {
-				perr = fail(ErrInvalidParams, member1(ref, "name").off, `"params.ref.name" is longer than `+strconv.Itoa(MaxPromptNameLen)+" characters")
+			m.Prompt, err = str(ref, r.refName, "params.ref", "name", ref.off)
+			if err == nil {
+				err = bounded(m.Prompt, MaxPromptNameLen, r.refName, "params.ref.name")
 			}
 		case "ref/resource":
-			m.URI, perr = str(ref, "params.ref", "uri", ref.off)
+			m.URI, err = str(ref, r.refURI, "params.ref", "uri", ref.off)
 		default:
-			return fail(ErrInvalidParams, member1(ref, "type").off, `unknown "params.ref.type"`)
+			return fail(ErrInvalidParams, r.refType.off, `unknown "params.ref.type"`)
 		}
 	}
-	if perr != nil {
-		return perr
+	if err != nil {
+		return err
 	}
-	if args != nil && args.kind != vObject {
-		return fail(ErrInvalidParams, args.off, `"params.arguments" must be an object`)
+	m.ArgsDigest = emptyObjectDigest
+	if !takesArgs || r.args.kind == 0 {
+		return nil
 	}
-	setArgs(m, args, in)
+	if r.args.kind != vObject {
+		return fail(ErrInvalidParams, r.args.off, `"params.arguments" must be an object`)
+	}
+	if !r.hashed { // unreachable: arguments of these methods are always hashed
+		return fail(ErrInvalidParams, r.args.off, `"params.arguments" not canonicalized`)
+	}
+	m.RawArguments = p.in[r.args.off:r.args.end]
+	m.ArgsDigest = digestOf(r.argsSum)
 	return nil
 }
 
@@ -414,85 +1010,38 @@ const (
 const MaxSubscriptions = 256
 
 // subscriptions fills m.URIs from params.notifications.resourceSubscriptions.
-func subscriptions(m *Message, params *value, msgOff, index int) *ParseError {
-	fail := func(k ErrorKind, off int, msg string) *ParseError {
-		return &ParseError{Kind: k, Offset: int64(off), Index: index, Msg: msg}
+func (p *scanner) subscriptions(r *envRec, m *Message, fail func(ErrorKind, int, string) *ParseError, variant func(keyRec) *ParseError) *ParseError {
+	if r.params.kind == 0 {
+		return fail(ErrInvalidParams, r.params.off, `missing "params"`)
 	}
-	if params == nil {
-		return fail(ErrInvalidParams, msgOff, `missing "params"`)
+	if r.nVariant.variantOf != "" {
+		return variant(r.nVariant)
 	}
-	if perr := checkVariants(params, []string{"notifications"}, index); perr != nil {
-		return perr
+	if r.notifs.kind != vObject {
+		return fail(ErrInvalidParams, r.params.off, `"params.notifications" must be an object`)
 	}
-	n := member1(params, "notifications")
-	if n == nil || n.kind != vObject {
-		return fail(ErrInvalidParams, params.off, `"params.notifications" must be an object`)
+	if r.subsVariant.variantOf != "" {
+		return variant(r.subsVariant)
 	}
-	const key = "resourceSubscriptions"
-	for i := range n.mems {
-		if k := n.mems[i].key; k != key {
-			if f1, f2 := foldKeys(k); f1 == "resourcesubscriptions" || f2 == "resourcesubscriptions" {
-				return &ParseError{Kind: ErrCaseVariantKey, Offset: int64(n.mems[i].keyOff), Index: index,
-					Msg: "member " + quoteKey(k) + " is a case variant of " + quoteKey(key)}
-			}
-		}
-	}
-	subs := member1(n, key)
-	if subs == nil {
+	subs := r.subs
+	if subs.kind == 0 {
 		return nil
 	}
 	if subs.kind != vArray {
 		return fail(ErrInvalidParams, subs.off, `"params.notifications.resourceSubscriptions" must be an array`)
 	}
-	if len(subs.elems) > MaxSubscriptions {
+	if r.subsN > MaxSubscriptions {
 		return fail(ErrTooManyElements, subs.off, "more than "+strconv.Itoa(MaxSubscriptions)+" resource subscriptions")
 	}
-	m.URIs = make([]string, 0, len(subs.elems))
-	for i := range subs.elems {
-		e := &subs.elems[i]
-		if e.kind != vString || e.s == "" {
+	m.URIs = make([]string, 0, r.subsN)
+	for _, e := range p.subs[r.subsAt : r.subsAt+r.subsN] {
+		if e.kind != vString || e.end-e.off == 2 {
 			return fail(ErrInvalidParams, e.off, `"params.notifications.resourceSubscriptions" holds a non-string or empty URI`)
 		}
-		m.URIs = append(m.URIs, e.s)
+		m.URIs = append(m.URIs, string(p.stringAt(e)))
 	}
 	return nil
 }
-
-func argsOf(params *value) *value {
-	if params == nil {
-		return nil
-	}
-	return member1(params, "arguments")
-}
-
-// checkVariants rejects a member of obj that case-folds onto one of names
-// without being equal to it.
-func checkVariants(obj *value, names []string, index int) *ParseError {
-	for i := range obj.mems {
-		mb := &obj.mems[i]
-		if n := variantOf(mb.key, names); n != "" {
-			return &ParseError{Kind: ErrCaseVariantKey, Offset: int64(mb.keyOff), Index: index,
-				Msg: "member " + quoteKey(mb.key) + " is a case variant of " + quoteKey(n)}
-		}
-	}
-	return nil
-}
-
-// setArgs fills Arguments, ArgsDigest and Args from args (an object, or
-// nil for `{}`).
-func setArgs(m *Message, args *value, in []byte) {
-	if args == nil {
-		m.Arguments = emptyObject[:len(emptyObject):len(emptyObject)]
-		m.ArgsDigest = emptyObjectDigest
-		m.Args = map[string]any{}
-		return
-	}
-	m.Arguments = appendCanonical(make([]byte, 0, args.end-args.off), in, args)
-	m.ArgsDigest = Digest(m.Arguments)
-	m.Args = decodeObject(in, args)
-}
-
-var emptyObjectDigest = Digest(emptyObject)
 
 // isIntegerLiteral reports whether a number literal has no fraction and no
 // exponent.
@@ -505,42 +1054,23 @@ func isIntegerLiteral(lit []byte) bool {
 	return true
 }
 
-func decodeObject(in []byte, v *value) map[string]any {
-	out := make(map[string]any, len(v.mems))
-	for i := range v.mems {
-		out[v.mems[i].key] = decode(in, &v.mems[i].val)
+// knownMethods are the method names Parse returns without allocating.
+var knownMethods = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range []string{"initialize", "ping", "tools/call", "tools/list", "prompts/get", "prompts/list",
+		"resources/read", "resources/list", "resources/templates/list", "resources/subscribe",
+		"resources/unsubscribe", "subscriptions/listen", "completion/complete", "logging/setLevel",
+		"notifications/initialized", "notifications/cancelled", "notifications/progress",
+		"notifications/roots/list_changed", "tasks/get", "tasks/result", "tasks/cancel", "tasks/list"} {
+		m[s] = s
 	}
-	return out
-}
+	return m
+}()
 
-// decode converts a parsed value to the types documented on Message.Args.
-func decode(in []byte, v *value) any {
-	switch v.kind {
-	case vNull:
-		return nil
-	case vTrue:
-		return true
-	case vFalse:
-		return false
-	case vString:
-		return v.s
-	case vNumber:
-		text := v.numText(in)
-		if !strings.ContainsAny(text, ".eE") {
-			if n, err := strconv.ParseInt(text, 10, 64); err == nil {
-				return n
-			}
-		}
-		f, _ := strconv.ParseFloat(text, 64) // checked by the parser
-		return f
-	case vArray:
-		out := make([]any, len(v.elems))
-		for i := range v.elems {
-			out[i] = decode(in, &v.elems[i])
-		}
-		return out
-	case vObject:
-		return decodeObject(in, v)
+// internMethod returns b as a string, shared for the common methods.
+func internMethod(b []byte) string {
+	if s, ok := knownMethods[string(b)]; ok {
+		return s
 	}
-	return nil
+	return string(b)
 }

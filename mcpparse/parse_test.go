@@ -146,7 +146,7 @@ func TestParseAcceptsNumbers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := string(b.Messages[0].Arguments); got != tt.want {
+			if got := string(b.Messages[0].Arguments()); got != tt.want {
 				t.Errorf("Arguments = %s, want %s", got, tt.want)
 			}
 		})
@@ -293,16 +293,27 @@ func TestParseParamsErrors(t *testing.T) {
 	}
 }
 
+// wantMessage is what TestParseMessages expects of a Message; Arguments is
+// the canonical form (Message.Arguments()), Args the decoded arguments.
+type wantMessage struct {
+	Kind                       Kind
+	ID                         []byte
+	Method                     string
+	Tool, URI, Prompt, RefType string
+	Arguments                  []byte
+	Args                       map[string]any
+}
+
 func TestParseMessages(t *testing.T) {
 	tests := []struct {
 		name string
 		give string
-		want Message // Arguments/ArgsDigest/Args/Params compared when set
+		want wantMessage // Args compared when set
 	}{
 		{
 			name: "tools/call",
 			give: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/a","n":1,"f":1.5,"big":1e21,"ok":true,"z":null,"l":[1,"x"],"o":{}}}}`,
-			want: Message{Kind: KindRequest, ID: []byte(`1`), Method: "tools/call", Tool: "read_file",
+			want: wantMessage{Kind: KindRequest, ID: []byte(`1`), Method: "tools/call", Tool: "read_file",
 				Arguments: []byte(`{"big":1e+21,"f":1.5,"l":[1,"x"],"n":1,"o":{},"ok":true,"path":"/a","z":null}`),
 				Args: map[string]any{"path": "/a", "n": int64(1), "f": 1.5, "big": 1e21, "ok": true, "z": nil,
 					"l": []any{int64(1), "x"}, "o": map[string]any{}}},
@@ -310,64 +321,64 @@ func TestParseMessages(t *testing.T) {
 		{
 			name: "tools/call without arguments",
 			give: `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"t"}}`,
-			want: Message{Kind: KindRequest, ID: []byte(`"a"`), Method: "tools/call", Tool: "t",
+			want: wantMessage{Kind: KindRequest, ID: []byte(`"a"`), Method: "tools/call", Tool: "t",
 				Arguments: []byte(`{}`), Args: map[string]any{}},
 		},
 		{
 			name: "tools/call with task and _meta",
 			give: `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","task":{"ttl":60000},"_meta":{"progressToken":1}}}`,
-			want: Message{Kind: KindRequest, ID: []byte(`2`), Method: "tools/call", Tool: "t", Arguments: []byte(`{}`)},
+			want: wantMessage{Kind: KindRequest, ID: []byte(`2`), Method: "tools/call", Tool: "t", Arguments: []byte(`{}`)},
 		},
 		{
 			name: "prompts/get",
 			give: `{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"summarize","arguments":{"topic":"Zürich 💶","style":"brief"}}}`,
-			want: Message{Kind: KindRequest, ID: []byte(`3`), Method: "prompts/get", Prompt: "summarize",
+			want: wantMessage{Kind: KindRequest, ID: []byte(`3`), Method: "prompts/get", Prompt: "summarize",
 				Arguments: []byte(`{"style":"brief","topic":"Zürich 💶"}`)},
 		},
 		{
 			name: "resources/read",
 			give: `{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"file:///a%20b"}}`,
-			want: Message{Kind: KindRequest, ID: []byte(`4`), Method: "resources/read", URI: "file:///a%20b", Arguments: []byte(`{}`)},
+			want: wantMessage{Kind: KindRequest, ID: []byte(`4`), Method: "resources/read", URI: "file:///a%20b", Arguments: []byte(`{}`)},
 		},
 		{
 			name: "completion prompt ref",
 			give: `{"jsonrpc":"2.0","id":5,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":"v"}}}`,
-			want: Message{Kind: KindRequest, ID: []byte(`5`), Method: "completion/complete", RefType: "ref/prompt", Prompt: "p", Arguments: []byte(`{}`)},
+			want: wantMessage{Kind: KindRequest, ID: []byte(`5`), Method: "completion/complete", RefType: "ref/prompt", Prompt: "p", Arguments: []byte(`{}`)},
 		},
 		{
 			name: "completion resource ref",
 			give: `{"jsonrpc":"2.0","id":6,"method":"completion/complete","params":{"ref":{"type":"ref/resource","uri":"file:///{x}"},"argument":{"name":"x","value":""}}}`,
-			want: Message{Kind: KindRequest, ID: []byte(`6`), Method: "completion/complete", RefType: "ref/resource", URI: "file:///{x}", Arguments: []byte(`{}`)},
+			want: wantMessage{Kind: KindRequest, ID: []byte(`6`), Method: "completion/complete", RefType: "ref/resource", URI: "file:///{x}", Arguments: []byte(`{}`)},
 		},
 		{
 			name: "unknown method is a request",
 			give: `{"jsonrpc":"2.0","id":12,"method":"Tools/Call","params":{"name":"delete_repo","arguments":{}}}`,
-			want: Message{Kind: KindRequest, ID: []byte(`12`), Method: "Tools/Call", Arguments: []byte(`{}`)},
+			want: wantMessage{Kind: KindRequest, ID: []byte(`12`), Method: "Tools/Call", Arguments: []byte(`{}`)},
 		},
 		{
 			name: "notification",
 			give: `{"method":"notifications/initialized","jsonrpc":"2.0"}`,
-			want: Message{Kind: KindNotification, Method: "notifications/initialized", Arguments: []byte(`{}`)},
+			want: wantMessage{Kind: KindNotification, Method: "notifications/initialized", Arguments: []byte(`{}`)},
 		},
 		{
 			name: "response result",
 			give: `{"jsonrpc":"2.0","id":"s1","result":{"roots":[]}}`,
-			want: Message{Kind: KindResponse, ID: []byte(`"s1"`), Arguments: []byte(`{}`)},
+			want: wantMessage{Kind: KindResponse, ID: []byte(`"s1"`), Arguments: []byte(`{}`)},
 		},
 		{
 			name: "response null id error",
 			give: `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad","data":{"x":1}}}`,
-			want: Message{Kind: KindResponse, ID: []byte(`null`), Arguments: []byte(`{}`)},
+			want: wantMessage{Kind: KindResponse, ID: []byte(`null`), Arguments: []byte(`{}`)},
 		},
 		{
 			name: "escaped method and name",
 			give: `{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"re\u0061d_file"}}`,
-			want: Message{Kind: KindRequest, ID: []byte(`1`), Method: "tools/call", Tool: "read_file", Arguments: []byte(`{}`)},
+			want: wantMessage{Kind: KindRequest, ID: []byte(`1`), Method: "tools/call", Tool: "read_file", Arguments: []byte(`{}`)},
 		},
 		{
 			name: "trailing whitespace",
 			give: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} \r\n\t",
-			want: Message{Kind: KindRequest, ID: []byte(`1`), Method: "ping", Arguments: []byte(`{}`)},
+			want: wantMessage{Kind: KindRequest, ID: []byte(`1`), Method: "ping", Arguments: []byte(`{}`)},
 		},
 	}
 	for _, tt := range tests {
@@ -386,17 +397,25 @@ func TestParseMessages(t *testing.T) {
 					got.Kind, got.ID, got.Method, got.Tool, got.URI, got.Prompt, got.RefType,
 					tt.want.Kind, tt.want.ID, tt.want.Method, tt.want.Tool, tt.want.URI, tt.want.Prompt, tt.want.RefType)
 			}
-			if !bytes.Equal(got.Arguments, tt.want.Arguments) {
-				t.Errorf("Arguments = %s, want %s", got.Arguments, tt.want.Arguments)
+			if !bytes.Equal(got.Arguments(), tt.want.Arguments) {
+				t.Errorf("Arguments = %s, want %s", got.Arguments(), tt.want.Arguments)
 			}
-			if got.ArgsDigest != Digest(got.Arguments) {
+			if got.ArgsDigest != Digest(got.Arguments()) {
 				t.Errorf("ArgsDigest = %s, want Digest(Arguments)", got.ArgsDigest)
 			}
-			if got.Args == nil {
+			if got.Args() == nil {
 				t.Error("Args is nil")
 			}
-			if tt.want.Args != nil && !reflect.DeepEqual(got.Args, tt.want.Args) {
-				t.Errorf("Args = %#v, want %#v", got.Args, tt.want.Args)
+			for k, v := range tt.want.Args { // Arg decodes one member, before Args()
+				if gv, ok := got.Arg(k); !ok || !reflect.DeepEqual(gv, v) {
+					t.Errorf("Arg(%q) = %#v, %v; want %#v", k, gv, ok, v)
+				}
+			}
+			if _, ok := got.Arg("absent"); ok {
+				t.Error(`Arg("absent") found`)
+			}
+			if tt.want.Args != nil && !reflect.DeepEqual(got.Args(), tt.want.Args) {
+				t.Errorf("Args = %#v, want %#v", got.Args(), tt.want.Args)
 			}
 		})
 	}
@@ -412,8 +431,8 @@ func TestParseParamsRaw(t *testing.T) {
 	if want := `{ "name" : "t" , "arguments":{"b":1,"a":2}}`; string(m.Params) != want {
 		t.Errorf("Params = %s, want %s", m.Params, want)
 	}
-	if want := `{"a":2,"b":1}`; string(m.Arguments) != want {
-		t.Errorf("Arguments = %s, want %s", m.Arguments, want)
+	if want := `{"a":2,"b":1}`; string(m.Arguments()) != want {
+		t.Errorf("Arguments = %s, want %s", m.Arguments(), want)
 	}
 	b2, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), ParseOptions{})
 	if err != nil {
@@ -468,7 +487,7 @@ func TestParseBatchAllowedOK(t *testing.T) {
 	if want := []Kind{KindRequest, KindNotification, KindResponse}; !reflect.DeepEqual(kinds, want) {
 		t.Errorf("kinds = %v, want %v", kinds, want)
 	}
-	if b.Messages[0].Tool != "a" || string(b.Messages[0].Arguments) != `{"x":1}` {
+	if b.Messages[0].Tool != "a" || string(b.Messages[0].Arguments()) != `{"x":1}` {
 		t.Errorf("first message = %+v", b.Messages[0])
 	}
 }

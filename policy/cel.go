@@ -103,6 +103,9 @@ func (a activation) ResolveName(name string) (any, bool) {
 	in := a.r.in
 	switch name {
 	case "args":
+		if in.Args == nil && in.LazyArgs != nil {
+			return &lazyArgs{src: in.LazyArgs}, true
+		}
 		if in.Args == nil {
 			return emptyMap, true
 		}

@@ -208,3 +208,63 @@ func TestCELBounded(t *testing.T) {
 		}
 	}
 }
+
+// fakeArgs is a LazyArgs that counts how it is read.
+type fakeArgs struct {
+	m          map[string]any
+	arg, whole int
+}
+
+func (f *fakeArgs) Arg(name string) (any, bool) { f.arg++; v, ok := f.m[name]; return v, ok }
+func (f *fakeArgs) Args() map[string]any        { f.whole++; return f.m }
+
+// TestLazyArgs: a `when` expression reads only the members it names
+// through LazyArgs, the whole arguments only where it needs them all, and
+// decides as Input.Args would.
+func TestLazyArgs(t *testing.T) {
+	p := mustCompile(t, lines(
+		"deny:",
+		"  - match: s/refund",
+		"    when: args.amount > 100",
+		"  - match: s/bulk",
+		"    when: size(args) > 2",
+		"  - match: s/opt",
+		"    when: has(args.force) || \"dry\" in args",
+		"allow:",
+		"  - match: \"s/*\"",
+	))
+	tests := []struct {
+		name      string
+		tool      string
+		args      map[string]any
+		want      Decision
+		wantArg   int // calls of Arg
+		wantWhole int // calls of Args
+	}{
+		{name: "member read", tool: "refund", args: map[string]any{"amount": int64(500), "lines": []any{"x"}}, want: Deny, wantArg: 1},
+		{name: "member read, within", tool: "refund", args: map[string]any{"amount": int64(5)}, want: Allow, wantArg: 1},
+		{name: "missing member fails closed", tool: "refund", args: map[string]any{}, want: Deny, wantArg: 1},
+		{name: "no evaluated rule reads args", tool: "search", args: map[string]any{"amount": int64(500)}, want: Allow},
+		{name: "size needs them all", tool: "bulk", args: map[string]any{"a": 1, "b": 2, "c": 3}, want: Deny, wantWhole: 1},
+		{name: "size needs them all, within", tool: "bulk", args: map[string]any{"a": 1}, want: Allow, wantWhole: 1},
+		{name: "has and in", tool: "opt", args: map[string]any{"dry": true}, want: Deny, wantArg: 2},
+		{name: "has and in, neither", tool: "opt", args: map[string]any{"x": true}, want: Allow, wantArg: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeArgs{m: tt.args}
+			in := &Input{Op: OpRequest, Method: "tools/call", Server: "s", Tool: tt.tool, LazyArgs: f}
+			if got := p.Evaluate(in).Decision; got != tt.want {
+				t.Errorf("Decision = %v, want %v", got, tt.want)
+			}
+			if f.arg != tt.wantArg || f.whole != tt.wantWhole {
+				t.Errorf("Arg called %d times, Args %d; want %d and %d", f.arg, f.whole, tt.wantArg, tt.wantWhole)
+			}
+			// The same decision with the arguments given whole.
+			whole := &Input{Op: OpRequest, Method: "tools/call", Server: "s", Tool: tt.tool, Args: tt.args}
+			if got := p.Evaluate(whole).Decision; got != tt.want {
+				t.Errorf("with Args: Decision = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -101,10 +101,25 @@ type Input struct {
 	Prompt string // prompts/get params.name
 	// Args holds tools/call or prompts/get arguments as decoded JSON
 	// (int64, float64, string, bool, nil, []any, map[string]any). nil is an
-	// empty map.
+	// empty map, unless LazyArgs is set.
 	Args map[string]any
+	// LazyArgs, when Args is nil, gives the arguments to `when`
+	// expressions on demand: args.name decodes that member only, and
+	// only expressions that use args as a whole (size, iteration,
+	// equality) decode them all. Nil (with Args nil) is an empty map.
+	LazyArgs LazyArgs
 	// Claims holds the verified token claims. nil is an empty map.
 	Claims map[string]any
+}
+
+// LazyArgs is a request's arguments, decoded on demand (mcpparse.Message
+// implements it). Evaluate calls it from one goroutine at a time.
+type LazyArgs interface {
+	// Arg returns the top-level argument name, decoded as Input.Args
+	// documents, and whether there is one.
+	Arg(name string) (any, bool)
+	// Args returns every argument; never nil.
+	Args() map[string]any
 }
 
 // Result is the outcome of Evaluate.

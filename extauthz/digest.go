@@ -1,0 +1,59 @@
+package extauthz
+
+import "github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+
+// requestDigestVersion is the "v" member of the request digest envelope.
+// v2 (issue 9) carries the arguments' digest where v1 carried the canonical
+// arguments themselves, so a body is hashed once.
+const requestDigestVersion = "mcp-extauthz/request/v2"
+
+// requestEnvelope holds what a request digest covers.
+type requestEnvelope struct {
+	Audience   string // the token audience the decision used (RFC 8707 resource URI)
+	Server     string // MCP server id
+	Method     string // JSON-RPC method, or GET / DELETE / response
+	Target     string // tool name, resource URI or prompt name; "" when none
+	ArgsDigest string // mcpparse.Message.ArgsDigest; "" means that of `{}`
+	Issuer     string // token iss
+	Subject    string // token sub
+}
+
+// emptyArgsDigest is the digest of absent arguments, `{}`.
+var emptyArgsDigest = mcpparse.Digest([]byte("{}"))
+
+// requestDigest returns "sha256:" + lowercase hex of the SHA-256 of the
+// RFC 8785 serialization of this JSON object (members in canonical order):
+//
+//	{"args_digest":<ArgsDigest>,"aud":<Audience>,"iss":<Issuer>,
+//	 "method":<Method>,"server":<Server>,"sub":<Subject>,"target":<Target>,
+//	 "v":"mcp-extauthz/request/v2"}
+//
+// every member a JSON string as RFC 8785 writes it (only '"', '\' and
+// U+0000..U+001F escaped), no whitespace. An upstream recomputes it with
+// any RFC 8785 implementation from the same eight values (README, Digests).
+// Strings that are not valid UTF-8 have each invalid byte written as
+// U+FFFD and may collide; token claims and parsed names always are UTF-8.
+func requestDigest(e requestEnvelope) string {
+	if e.ArgsDigest == "" {
+		e.ArgsDigest = emptyArgsDigest
+	}
+	n := len(e.ArgsDigest) + len(e.Audience) + len(e.Issuer) + len(e.Method) + len(e.Server) +
+		len(e.Subject) + len(e.Target) + 128
+	b := make([]byte, 0, n)
+	b = append(b, `{"args_digest":`...)
+	b = mcpparse.AppendJCSString(b, e.ArgsDigest)
+	b = append(b, `,"aud":`...)
+	b = mcpparse.AppendJCSString(b, e.Audience)
+	b = append(b, `,"iss":`...)
+	b = mcpparse.AppendJCSString(b, e.Issuer)
+	b = append(b, `,"method":`...)
+	b = mcpparse.AppendJCSString(b, e.Method)
+	b = append(b, `,"server":`...)
+	b = mcpparse.AppendJCSString(b, e.Server)
+	b = append(b, `,"sub":`...)
+	b = mcpparse.AppendJCSString(b, e.Subject)
+	b = append(b, `,"target":`...)
+	b = mcpparse.AppendJCSString(b, e.Target)
+	b = append(b, `,"v":"`+requestDigestVersion+`"}`...)
+	return mcpparse.Digest(b)
+}

@@ -1,0 +1,1199 @@
+package mcpparse
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"strconv"
+	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/transform"
+)
+
+// This file is the one strict pass: it validates a body, records where the
+// members a decision needs are (vref), and writes the RFC 8785 form of the
+// values it is asked to canonicalize into a reusable buffer that is hashed
+// once. It builds no tree: objects keep their member names (for duplicate,
+// case-variant and ordering checks) in a scratch arena only while open.
+
+// vkind is the type of a JSON value.
+type vkind uint8
+
+const (
+	vNull vkind = iota + 1
+	vFalse
+	vTrue
+	vNumber
+	vString
+	vArray
+	vObject
+)
+
+// vref locates one value: its kind and source text in[off:end].
+type vref struct {
+	kind     vkind
+	off, end int
+}
+
+// span is a byte range of scanner.arena.
+type span struct{ a, b int32 }
+
+// name is one member name of an open object: the decoded name and its two
+// case-fold keys (see foldKeys), all in scanner.arena.
+type name struct{ key, f1, f2 span }
+
+// cmember is one member of an open object being canonicalized: its name and
+// the range of `"name":value` in scanner.out.
+type cmember struct {
+	key        span
+	idx        int32 // position in the object
+	start, end int
+}
+
+// scanner is one strict pass over an input. Scanners are pooled; every
+// slice is scratch reused across passes.
+type scanner struct {
+	in    []byte
+	pos   int
+	lim   Limits
+	depth int
+	keys  int
+	vals  int
+	// index of the top-level array element being scanned; -1 outside.
+	index int
+	// lenient switches off the checks that go beyond RFC 8785 (case-variant
+	// names, non-canonical numbers); tests only, for the RFC vectors.
+	lenient bool
+
+	arena []byte    // names (and fold keys) of the open objects' members
+	names []name    // members of the open objects, innermost last
+	str   []byte    // a decoded string with escapes
+	out   []byte    // RFC 8785 form of the value being canonicalized
+	mems  []cmember // canonicalized members of the open objects
+	tmp   []byte    // scratch for reordering an object's members
+	fold  *cases.Caser
+	// shapes[d] is the shape of the last object completed at depth d.
+	shapes []shape
+
+	envs []envRec // one per JSON-RPC message, in body order
+	subs []vref   // resourceSubscriptions elements, of all messages
+}
+
+var scanners = sync.Pool{New: func() any { return new(scanner) }}
+
+// maxPooledBuf bounds the scratch a pooled scanner keeps between passes.
+const maxPooledBuf = 4 << 20
+
+func getScanner(in []byte, lim Limits) *scanner {
+	p := scanners.Get().(*scanner)
+	p.in, p.pos, p.lim, p.index = in, 0, lim, -1
+	p.depth, p.keys, p.vals, p.lenient = 0, 0, 0, false
+	for i := range p.shapes { // a shape is only valid within one pass (lenient or not)
+		p.shapes[i].ends = p.shapes[i].ends[:0]
+	}
+	return p
+}
+
+func putScanner(p *scanner) {
+	p.in = nil
+	if cap(p.out) > maxPooledBuf || cap(p.tmp) > maxPooledBuf || cap(p.arena) > maxPooledBuf || cap(p.str) > maxPooledBuf {
+		return // let a scanner grown by one large body go
+	}
+	p.arena, p.names, p.str, p.out, p.mems, p.tmp = p.arena[:0], p.names[:0], p.str[:0], p.out[:0], p.mems[:0], p.tmp[:0]
+	clear(p.envs)
+	p.envs, p.subs = p.envs[:0], p.subs[:0]
+	scanners.Put(p)
+}
+
+func (p *scanner) fail(k ErrorKind, off int, msg string) *ParseError {
+	return &ParseError{Kind: k, Offset: int64(off), Index: p.index, Msg: msg}
+}
+
+// begin checks size and UTF-8 and skips leading whitespace.
+func (p *scanner) begin() *ParseError {
+	if len(p.in) > p.lim.MaxBytes {
+		return p.fail(ErrTooLarge, p.lim.MaxBytes, "body longer than "+strconv.Itoa(p.lim.MaxBytes)+" bytes")
+	}
+	if !utf8.Valid(p.in) {
+		return p.fail(ErrInvalidUTF8, invalidUTF8At(p.in), "invalid UTF-8")
+	}
+	p.skipWS()
+	if p.pos == len(p.in) {
+		return p.fail(ErrSyntax, p.pos, "empty input")
+	}
+	return nil
+}
+
+// end rejects anything but whitespace after the value.
+func (p *scanner) end() *ParseError {
+	p.skipWS()
+	if p.pos != len(p.in) {
+		p.index = -1
+		return p.fail(ErrTrailingData, p.pos, "data after the JSON value")
+	}
+	return nil
+}
+
+// invalidUTF8At returns the offset of the first invalid UTF-8 sequence.
+func invalidUTF8At(in []byte) int {
+	for i := 0; i < len(in); {
+		if in[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(in[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(in)
+}
+
+func (p *scanner) skipWS() {
+	for p.pos < len(p.in) {
+		switch p.in[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+// count counts one value against MaxElements and checks that one starts
+// at p.pos.
+func (p *scanner) count() *ParseError {
+	p.vals++
+	if p.vals > p.lim.MaxElements {
+		return p.fail(ErrTooManyElements, p.pos, "more than "+strconv.Itoa(p.lim.MaxElements)+" values")
+	}
+	if p.pos >= len(p.in) {
+		return p.fail(ErrSyntax, p.pos, "unexpected end of input")
+	}
+	return nil
+}
+
+func (p *scanner) enter() *ParseError {
+	p.depth++
+	if p.depth > p.lim.MaxDepth {
+		return p.fail(ErrTooDeep, p.pos, "nested deeper than "+strconv.Itoa(p.lim.MaxDepth))
+	}
+	return nil
+}
+
+// value scans the value at p.pos (whitespace skipped); w: append its
+// RFC 8785 form to p.out.
+func (p *scanner) value(w bool) *ParseError {
+	if err := p.count(); err != nil {
+		return err
+	}
+	switch c := p.in[p.pos]; {
+	case c == '{':
+		return p.object(w)
+	case c == '[':
+		return p.array(w)
+	case c == '"':
+		s, esc, err := p.scanString()
+		if err != nil {
+			return err
+		}
+		if w {
+			p.out = appendJCSBytes(p.out, s, esc)
+		}
+		return nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number(false, w)
+	case c == 't':
+		return p.literal("true", w)
+	case c == 'f':
+		return p.literal("false", w)
+	case c == 'n':
+		return p.literal("null", w)
+	default:
+		return p.fail(ErrSyntax, p.pos, "unexpected character")
+	}
+}
+
+// ref scans the value at p.pos without writing it and returns where it is.
+// exempt: a number here is an envelope id, checked for grammar only.
+func (p *scanner) ref(exempt bool) (vref, *ParseError) {
+	off := p.pos
+	if err := p.count(); err != nil {
+		return vref{}, err
+	}
+	var k vkind
+	var err *ParseError
+	switch c := p.in[p.pos]; {
+	case c == '{':
+		k, err = vObject, p.object(false)
+	case c == '[':
+		k, err = vArray, p.array(false)
+	case c == '"':
+		k = vString
+		_, _, err = p.scanString()
+	case c == '-' || (c >= '0' && c <= '9'):
+		k, err = vNumber, p.number(exempt, false)
+	case c == 't':
+		k, err = vTrue, p.literal("true", false)
+	case c == 'f':
+		k, err = vFalse, p.literal("false", false)
+	case c == 'n':
+		k, err = vNull, p.literal("null", false)
+	default:
+		err = p.fail(ErrSyntax, p.pos, "unexpected character")
+	}
+	return vref{kind: k, off: off, end: p.pos}, err
+}
+
+func (p *scanner) literal(lit string, w bool) *ParseError {
+	if len(p.in)-p.pos < len(lit) || string(p.in[p.pos:p.pos+len(lit)]) != lit {
+		return p.fail(ErrSyntax, p.pos, "invalid literal")
+	}
+	p.pos += len(lit)
+	if w {
+		p.out = append(p.out, lit...)
+	}
+	return nil
+}
+
+// array scans an array (not a batch).
+func (p *scanner) array(w bool) *ParseError {
+	if err := p.enter(); err != nil {
+		return err
+	}
+	p.pos++ // '['
+	if w {
+		p.out = append(p.out, '[')
+	}
+	p.skipWS()
+	if p.pos < len(p.in) && p.in[p.pos] == ']' {
+		p.pos++
+		p.depth--
+		if w {
+			p.out = append(p.out, ']')
+		}
+		return nil
+	}
+	for {
+		p.skipWS()
+		if err := p.value(w); err != nil {
+			return err
+		}
+		p.skipWS()
+		if p.pos >= len(p.in) {
+			return p.fail(ErrSyntax, p.pos, "unexpected end of input in array")
+		}
+		switch p.in[p.pos] {
+		case ',':
+			p.pos++
+			if w {
+				p.out = append(p.out, ',')
+			}
+		case ']':
+			p.pos++
+			p.depth--
+			if w {
+				p.out = append(p.out, ']')
+			}
+			return nil
+		default:
+			return p.fail(ErrSyntax, p.pos, "expected ',' or ']'")
+		}
+	}
+}
+
+// objState is the bookkeeping of one open object.
+type objState struct {
+	abase, nbase int       // p.arena and p.names lengths at its start
+	sets         *foldSets // built once it grows past linearKeys members
+	n            int       // members so far
+	// sh is the shape of the previous object at this depth; match: the
+	// names so far are its first n names.
+	sh    *shape
+	match bool
+	lazy  int // leading names that matched sh and are not yet in p.names
+}
+
+// materialize adds the names that matched the shape to p.names.
+func (p *scanner) materialize(o *objState) {
+	for i := range o.lazy {
+		p.names = append(p.names, p.addName(o.sh.name(i)))
+	}
+	o.lazy = 0
+}
+
+// shape is the member names, in input order, of the last object
+// completed at one depth, and (once known) their RFC 8785 order. Arrays of
+// objects usually repeat one shape: a name that matches the shape's name
+// at its position is known to collide with none before it, and an object
+// of the same shape sorts the same way, so neither is done again.
+type shape struct {
+	names []byte  // the names, joined
+	ends  []int32 // end of each name in names
+	perm  []int32 // input positions in canonical order; nil until known
+	// identity: perm is 0, 1, 2, … (the names are in canonical order).
+	identity bool
+}
+
+func (s *shape) name(i int) []byte {
+	a := int32(0)
+	if i > 0 {
+		a = s.ends[i-1]
+	}
+	return s.names[a:s.ends[i]]
+}
+
+// shapeAt returns the shape cache of depth d.
+func (p *scanner) shapeAt(d int) *shape {
+	for len(p.shapes) <= d {
+		p.shapes = append(p.shapes, shape{})
+	}
+	return &p.shapes[d]
+}
+
+// record makes sh the shape of the object whose names are p.names[nbase:].
+func (p *scanner) record(sh *shape, nbase int, perm []cmember) {
+	sh.names, sh.ends, sh.perm = sh.names[:0], sh.ends[:0], sh.perm[:0]
+	for _, nm := range p.names[nbase:] {
+		sh.names = append(sh.names, p.bytes(nm.key)...)
+		sh.ends = append(sh.ends, int32(len(sh.names)))
+	}
+	if perm == nil {
+		sh.perm = nil
+		return
+	}
+	sh.identity = true
+	for i, m := range perm {
+		sh.perm = append(sh.perm, m.idx)
+		sh.identity = sh.identity && int(m.idx) == i
+	}
+}
+
+// open starts an object at p.pos ('{'). It reports empty when the object
+// is `{}` (then already consumed).
+func (p *scanner) open() (o objState, empty bool, err *ParseError) {
+	if err := p.enter(); err != nil {
+		return o, false, err
+	}
+	p.pos++ // '{'
+	o = objState{abase: len(p.arena), nbase: len(p.names)}
+	p.skipWS()
+	if p.pos < len(p.in) && p.in[p.pos] == '}' {
+		p.pos++
+		p.depth--
+		return o, true, nil
+	}
+	return o, false, nil
+}
+
+// close drops the object's names.
+func (p *scanner) close(o *objState) {
+	p.arena, p.names = p.arena[:o.abase], p.names[:o.nbase]
+}
+
+// memberName scans `"name" :` at p.pos (whitespace skipped before), checks
+// the name against the object's other names and leaves p.pos at the value.
+// key aliases the input or p.str: valid until the next string is scanned.
+func (p *scanner) memberName(o *objState) (nm name, key []byte, keyOff int, esc bool, err *ParseError) {
+	p.skipWS()
+	if p.pos >= len(p.in) || p.in[p.pos] != '"' {
+		return nm, nil, 0, false, p.fail(ErrSyntax, p.pos, "expected a member name")
+	}
+	p.keys++
+	if p.keys > p.lim.MaxKeys {
+		return nm, nil, 0, false, p.fail(ErrTooManyKeys, p.pos, "more than "+strconv.Itoa(p.lim.MaxKeys)+" object members")
+	}
+	keyOff = p.pos
+	key, esc, err = p.scanString()
+	if err != nil {
+		return nm, nil, 0, false, err
+	}
+	if o.match && o.n < len(o.sh.ends) && string(o.sh.name(o.n)) == string(key) {
+		// Distinct from the names before it, as in the shape; its entry in
+		// p.names is made only if needed (materialize).
+		o.lazy++
+	} else {
+		p.materialize(o)
+		o.match = false
+		nm = p.addName(key)
+		if err := p.checkName(o, nm, keyOff); err != nil {
+			return nm, nil, 0, false, err
+		}
+		p.names = append(p.names, nm)
+	}
+	o.n++
+	p.skipWS()
+	if p.pos >= len(p.in) || p.in[p.pos] != ':' {
+		return nm, nil, 0, false, p.fail(ErrSyntax, p.pos, "expected ':'")
+	}
+	p.pos++
+	p.skipWS()
+	return nm, key, keyOff, esc, nil
+}
+
+// next scans what follows a member's value: ',' (more) or '}' (the object
+// is done).
+func (p *scanner) next() (more bool, err *ParseError) {
+	p.skipWS()
+	if p.pos >= len(p.in) {
+		return false, p.fail(ErrSyntax, p.pos, "unexpected end of input in object")
+	}
+	switch p.in[p.pos] {
+	case ',':
+		p.pos++
+		return true, nil
+	case '}':
+		p.pos++
+		p.depth--
+		return false, nil
+	default:
+		return false, p.fail(ErrSyntax, p.pos, "expected ',' or '}'")
+	}
+}
+
+// object scans an object, rejecting duplicate and case-variant member
+// names; w: append its RFC 8785 form (members sorted by the UTF-16 code
+// units of their names) to p.out.
+func (p *scanner) object(w bool) *ParseError {
+	o, empty, err := p.open()
+	if err != nil {
+		return err
+	}
+	if w {
+		p.out = append(p.out, '{')
+	}
+	if empty {
+		if w {
+			p.out = append(p.out, '}')
+		}
+		return nil
+	}
+	o.sh = p.shapeAt(p.depth)
+	o.match = len(o.sh.ends) > 0
+	start, mbase := len(p.out), len(p.mems)
+	for {
+		nm, key, _, esc, err := p.memberName(&o)
+		if err != nil {
+			return err
+		}
+		var mstart int
+		if w {
+			if o.n > 1 {
+				p.out = append(p.out, ',')
+			}
+			mstart = len(p.out)
+			p.out = appendJCSBytes(p.out, key, esc)
+			p.out = append(p.out, ':')
+		}
+		if err := p.value(w); err != nil {
+			return err
+		}
+		if w {
+			p.mems = append(p.mems, cmember{key: nm.key, idx: int32(o.n - 1), start: mstart, end: len(p.out)})
+		}
+		more, err := p.next()
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+	}
+	same := o.match && o.n == len(o.sh.ends)
+	if w {
+		ms := p.mems[mbase:]
+		if same && o.sh.perm != nil {
+			if !o.sh.identity {
+				p.emit(start, ms, o.sh.perm)
+			}
+		} else {
+			// Names that matched the shape got their p.names entry late,
+			// or not yet: take every member's name from p.names.
+			p.materialize(&o)
+			for i := range ms {
+				ms[i].key = p.names[o.nbase+i].key
+			}
+			p.sortMembers(ms)
+			p.record(o.sh, o.nbase, ms)
+			if !o.sh.identity {
+				p.emit(start, ms, nil)
+			}
+		}
+		p.mems = p.mems[:mbase]
+		p.out = append(p.out, '}')
+	} else if !same {
+		p.materialize(&o)
+		p.record(o.sh, o.nbase, nil)
+	}
+	p.close(&o) // on errors the scan ends, and the pool resets the scratch
+	return nil
+}
+
+// sortMembers sorts ms by name (RFC 8785 section 3.2.3); objects are
+// small, so by insertion.
+func (p *scanner) sortMembers(ms []cmember) {
+	arena := p.arena
+	for i := 1; i < len(ms); i++ {
+		m := ms[i]
+		k := arena[m.key.a:m.key.b]
+		j := i
+		for ; j > 0 && compareUTF16(arena[ms[j-1].key.a:ms[j-1].key.b], k) > 0; j-- {
+			ms[j] = ms[j-1]
+		}
+		ms[j] = m
+	}
+}
+
+// emit rewrites p.out[start:], the members ms joined by commas in input
+// order, in the order of ms (perm nil) or of ms[perm[0]], ms[perm[1]], ….
+func (p *scanner) emit(start int, ms []cmember, perm []int32) {
+	p.tmp = append(p.tmp[:0], p.out[start:]...)
+	o := p.out[:start]
+	for i := range ms {
+		m := &ms[i]
+		if perm != nil {
+			m = &ms[perm[i]]
+		}
+		if i > 0 {
+			o = append(o, ',')
+		}
+		o = append(o, p.tmp[m.start-start:m.end-start]...)
+	}
+	p.out = o
+}
+
+func (p *scanner) bytes(s span) []byte { return p.arena[s.a:s.b] }
+
+// addName copies a decoded member name and its case-fold keys (as
+// foldKeys computes them) into the arena.
+func (p *scanner) addName(key []byte) name {
+	a := int32(len(p.arena))
+	p.arena = append(p.arena, key...)
+	k := span{a, int32(len(p.arena))}
+	ascii, lower := true, true
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+		if 'A' <= c && c <= 'Z' {
+			lower = false
+		}
+	}
+	switch {
+	case ascii && lower:
+		return name{k, k, k}
+	case ascii:
+		f := int32(len(p.arena))
+		for _, c := range key {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			p.arena = append(p.arena, c)
+		}
+		fs := span{f, int32(len(p.arena))}
+		return name{k, fs, fs}
+	}
+	f1 := int32(len(p.arena))
+	for i := 0; i < len(key); {
+		r, n := utf8.DecodeRune(key[i:])
+		p.arena = utf8.AppendRune(p.arena, foldRune(r))
+		i += n
+	}
+	f2 := int32(len(p.arena))
+	if p.fold == nil {
+		c := cases.Fold()
+		p.fold = &c
+	}
+	p.fold.Reset()
+	p.arena, _, _ = transform.Append(p.fold, p.arena, key)
+	return name{k, span{f1, f2}, span{f2, int32(len(p.arena))}}
+}
+
+// linearKeys is the member count up to which names are compared pairwise;
+// larger objects use hash sets.
+const linearKeys = 16
+
+type foldSets struct {
+	exact, f1, f2 map[string]struct{}
+}
+
+// checkName rejects nm when it duplicates or case-folds onto a name
+// already in the object.
+func (p *scanner) checkName(o *objState, nm name, off int) *ParseError {
+	prev := p.names[o.nbase:]
+	key := p.bytes(nm.key)
+	if len(prev) < linearKeys && !p.lenient {
+		// One loop: in an object with no case variants so far, a name
+		// that equals an earlier one cannot also fold onto another.
+		plain := nm.f1 == nm.key // lowercase ASCII: its fold keys are itself
+		f1, f2 := p.bytes(nm.f1), p.bytes(nm.f2)
+		for _, q := range prev {
+			qk := p.bytes(q.key)
+			if string(qk) == string(key) {
+				return p.fail(ErrDuplicateKey, off, "duplicate member "+quoteKey(string(key)))
+			}
+			if plain && q.f1 == q.key {
+				continue
+			}
+			if string(p.bytes(q.f1)) == string(f1) || string(p.bytes(q.f2)) == string(f2) {
+				return p.fail(ErrCaseVariantKey, off, "member "+quoteKey(string(key))+" is a case variant of "+quoteKey(string(qk)))
+			}
+		}
+		return nil
+	}
+	if len(prev) < linearKeys {
+		for _, q := range prev {
+			if string(p.bytes(q.key)) == string(key) {
+				return p.fail(ErrDuplicateKey, off, "duplicate member "+quoteKey(string(key)))
+			}
+		}
+		if !p.lenient {
+			f1, f2 := p.bytes(nm.f1), p.bytes(nm.f2)
+			for _, q := range prev {
+				if string(p.bytes(q.f1)) == string(f1) || string(p.bytes(q.f2)) == string(f2) {
+					return p.fail(ErrCaseVariantKey, off, "member "+quoteKey(string(key))+" is a case variant of "+quoteKey(string(p.bytes(q.key))))
+				}
+			}
+		}
+		return nil
+	}
+	s := o.sets
+	if s == nil {
+		s = &foldSets{
+			exact: make(map[string]struct{}, 2*len(prev)),
+			f1:    make(map[string]struct{}, 2*len(prev)),
+			f2:    make(map[string]struct{}, 2*len(prev)),
+		}
+		for _, q := range prev {
+			s.exact[string(p.bytes(q.key))] = struct{}{}
+			s.f1[string(p.bytes(q.f1))] = struct{}{}
+			s.f2[string(p.bytes(q.f2))] = struct{}{}
+		}
+		o.sets = s
+	}
+	if _, ok := s.exact[string(key)]; ok {
+		return p.fail(ErrDuplicateKey, off, "duplicate member "+quoteKey(string(key)))
+	}
+	f1, f2 := p.bytes(nm.f1), p.bytes(nm.f2)
+	if !p.lenient {
+		_, ok1 := s.f1[string(f1)]
+		_, ok2 := s.f2[string(f2)]
+		if ok1 || ok2 {
+			return p.fail(ErrCaseVariantKey, off, "member "+quoteKey(string(key))+" is a case variant of another member")
+		}
+	}
+	s.exact[string(key)] = struct{}{}
+	s.f1[string(f1)] = struct{}{}
+	s.f2[string(f2)] = struct{}{}
+	return nil
+}
+
+// variantOf returns the protocol member (from names, all lowercase ASCII)
+// that nm case-folds onto without being it, or "".
+func (p *scanner) variantOf(nm name, names []string) string {
+	key, f1, f2 := p.bytes(nm.key), p.bytes(nm.f1), p.bytes(nm.f2)
+	for _, n := range names {
+		if string(key) != n && (string(f1) == n || string(f2) == n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// Bit masks for scanning eight string bytes at once.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// special reports whether any byte of x is '"', '\\' or below 0x20.
+func special(x uint64) bool {
+	q := x ^ (lsb * '"')
+	b := x ^ (lsb * '\\')
+	// A byte is zero in q or b, or below 0x20 in x: (v - 0x01..) & ^v & 0x80..
+	// finds zero bytes; x - 0x20.. & ^x finds bytes below 0x20 (bytes of
+	// 0x80 and above never match, since ^x clears their top bit).
+	return ((q-lsb)&^q|(b-lsb)&^b|(x-lsb*0x20)&^x)&msb != 0
+}
+
+// scanString scans the string at p.pos (the opening quote) and returns it
+// decoded, aliasing the input when it has no escapes (esc false), else
+// p.str. Control characters must be escaped; a \u escape must not leave a
+// lone surrogate; the decoded length is bounded by MaxStringLen.
+func (p *scanner) scanString() (s []byte, esc bool, err *ParseError) {
+	start := p.pos
+	in := p.in
+	i := start + 1
+	for i+8 <= len(in) && !special(binary.LittleEndian.Uint64(in[i:])) {
+		i += 8
+	}
+	max := p.lim.MaxStringLen
+	for ; i < len(in); i++ {
+		c := in[i]
+		if i-start-1 > max {
+			return nil, false, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
+		}
+		switch {
+		case c == '"':
+			p.pos = i + 1
+			return in[start+1 : i], false, nil
+		case c == '\\':
+			s, err := p.scanEscaped(start, i)
+			return s, true, err
+		case c < 0x20:
+			return nil, false, p.fail(ErrSyntax, i, "unescaped control character in string")
+		}
+	}
+	if len(in)-start-1 > max {
+		return nil, false, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
+	}
+	return nil, false, p.fail(ErrSyntax, len(in), "unterminated string")
+}
+
+// scanEscaped continues scanString from the first backslash at i.
+func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
+	max := p.lim.MaxStringLen
+	in := p.in
+	buf := append(p.str[:0], in[start+1:i]...)
+	for i < len(in) {
+		if len(buf) > max {
+			return nil, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
+		}
+		// Copy a run of eight plain bytes at once while it stays within
+		// the limit, so the check above sees the same lengths.
+		if i+8 <= len(in) && len(buf)+8 <= max && !special(binary.LittleEndian.Uint64(in[i:])) {
+			buf = append(buf, in[i:i+8]...)
+			i += 8
+			continue
+		}
+		c := in[i]
+		switch {
+		case c == '"':
+			p.pos = i + 1
+			p.str = buf[:0]
+			return buf, nil
+		case c < 0x20:
+			return nil, p.fail(ErrSyntax, i, "unescaped control character in string")
+		case c != '\\':
+			buf = append(buf, c)
+			i++
+			continue
+		}
+		if i+1 >= len(in) {
+			return nil, p.fail(ErrSyntax, i, "unterminated escape")
+		}
+		e := in[i+1]
+		switch e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r, ok := hex4(in, i+2)
+			if !ok {
+				return nil, p.fail(ErrSyntax, i, "invalid \\u escape")
+			}
+			n := 6
+			switch {
+			case utf16.IsSurrogate(r) && r < 0xDC00: // high surrogate
+				r2, ok2 := rune(0), false
+				if i+12 <= len(in) && in[i+6] == '\\' && in[i+7] == 'u' {
+					r2, ok2 = hex4(in, i+8)
+				}
+				if !ok2 || r2 < 0xDC00 || r2 > 0xDFFF {
+					return nil, p.fail(ErrInvalidUTF8, i, "lone high surrogate in \\u escape")
+				}
+				r = utf16.DecodeRune(r, r2)
+				n = 12
+			case utf16.IsSurrogate(r):
+				return nil, p.fail(ErrInvalidUTF8, i, "lone low surrogate in \\u escape")
+			}
+			buf = utf8.AppendRune(buf, r)
+			i += n
+			continue
+		default:
+			return nil, p.fail(ErrSyntax, i, "invalid escape")
+		}
+		i += 2
+	}
+	return nil, p.fail(ErrSyntax, len(in), "unterminated string")
+}
+
+// hex4 decodes the four hex digits at in[i:i+4].
+func hex4(in []byte, i int) (rune, bool) {
+	if i+4 > len(in) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range in[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// appendJCSBytes appends a decoded string s as an RFC 8785 string. esc
+// false promises s has no '"', '\' or control character (it came from
+// the input without escapes), so it is copied as is.
+func appendJCSBytes(dst, s []byte, esc bool) []byte {
+	dst = append(dst, '"')
+	if !esc {
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	return appendJCSEscaped(dst, s)
+}
+
+// appendJCSEscaped appends s (valid UTF-8) with RFC 8785's escapes and the
+// closing quote.
+func appendJCSEscaped(dst, s []byte) []byte {
+	const hexDigits = "0123456789abcdef"
+	last := 0
+	for i := 0; i < len(s); i++ {
+		for i+8 <= len(s) && !special(binary.LittleEndian.Uint64(s[i:])) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
+		c := s[i]
+		var e string
+		switch {
+		case c == '"':
+			e = `\"`
+		case c == '\\':
+			e = `\\`
+		case c == '\b':
+			e = `\b`
+		case c == '\t':
+			e = `\t`
+		case c == '\n':
+			e = `\n`
+		case c == '\f':
+			e = `\f`
+		case c == '\r':
+			e = `\r`
+		case c < 0x20:
+			dst = append(dst, s[last:i]...)
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			last = i + 1
+			continue
+		default:
+			continue
+		}
+		dst = append(dst, s[last:i]...)
+		dst = append(dst, e...)
+		last = i + 1
+	}
+	dst = append(dst, s[last:]...)
+	return append(dst, '"')
+}
+
+// number scans a number by the RFC 8259 grammar
+//
+//	-? (0 | [1-9][0-9]*) (\.[0-9]+)? ([eE][+-]?[0-9]+)?
+//
+// and, unless exempt, rejects it when its exact decimal value differs from
+// the value of its RFC 8785 serialization; w: append that serialization.
+func (p *scanner) number(exempt, w bool) *ParseError {
+	in := p.in
+	off := p.pos
+	i := off
+	if in[i] == '-' {
+		i++
+	}
+	if i >= len(in) || in[i] < '0' || in[i] > '9' {
+		return p.fail(ErrSyntax, i, "invalid number")
+	}
+	if in[i] == '0' {
+		i++
+	} else {
+		for i < len(in) && in[i] >= '0' && in[i] <= '9' {
+			i++
+		}
+	}
+	intEnd := i
+	fracEnd := i
+	if i < len(in) && in[i] == '.' {
+		i++
+		s := i
+		for i < len(in) && in[i] >= '0' && in[i] <= '9' {
+			i++
+		}
+		if i == s {
+			return p.fail(ErrSyntax, i, "invalid number: no digits after '.'")
+		}
+		fracEnd = i
+	}
+	expOff := i
+	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
+		i++
+		if i < len(in) && (in[i] == '+' || in[i] == '-') {
+			i++
+		}
+		s := i
+		for i < len(in) && in[i] >= '0' && in[i] <= '9' {
+			i++
+		}
+		if i == s {
+			return p.fail(ErrSyntax, i, "invalid number: no exponent digits")
+		}
+	}
+	p.pos = i
+	lit := in[off:i]
+	if exempt {
+		return nil // only used as an id, byte for byte
+	}
+	// Integers of up to 15 digits are exact doubles and ES6 prints them
+	// unchanged; only "-0" becomes "0".
+	if fracEnd == intEnd && expOff == i && intEnd-off <= 15 {
+		if w {
+			if len(lit) == 2 && lit[0] == '-' && lit[1] == '0' {
+				p.out = append(p.out, '0')
+			} else {
+				p.out = append(p.out, lit...)
+			}
+		}
+		return nil
+	}
+	var d decimal
+	if d.parse(lit, intEnd-off, fracEnd-off, expOff-off) {
+		if w {
+			p.out = d.appendES6(p.out)
+		}
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil { // out of range: ±Inf has no JSON form
+		return p.fail(ErrNonCanonicalNumber, off, "number out of the IEEE 754 double range")
+	}
+	text, err := jcs.NumberToJSON(f)
+	if err != nil {
+		return p.fail(ErrNonCanonicalNumber, off, "number has no RFC 8785 form")
+	}
+	if !p.lenient && !decimalEqual(lit, []byte(text)) {
+		return p.fail(ErrNonCanonicalNumber, off, "number is not exactly representable as an IEEE 754 double")
+	}
+	if w {
+		p.out = append(p.out, text...)
+	}
+	return nil
+}
+
+// decimal is a number literal of at most 15 significant digits, as
+// ±0.digits × 10^n (ES6 Number::toString's s, k and n).
+type decimal struct {
+	neg    bool
+	digits [15]byte
+	k      int // significant digits, no trailing zeros; 0 for zero
+	n      int
+}
+
+// parse reads lit (intEnd, fracEnd, expOff: where the integer part, the
+// fraction and the exponent part end). It reports false when lit has more
+// than 15 significant digits or a magnitude beyond 10^±290: then the
+// double nearest lit may print otherwise. With at most 15 significant
+// digits (DBL_DIG) in that range, the shortest decimal that round-trips
+// the nearest double is lit's own digits, so lit is exactly the value of
+// its RFC 8785 form and only the layout of the digits can change.
+func (d *decimal) parse(lit []byte, intEnd, fracEnd, expOff int) bool {
+	i := 0
+	if lit[0] == '-' {
+		d.neg = true
+		i = 1
+	}
+	intDigits := intEnd - i
+	pos := 0    // digits seen, integer and fraction
+	first := -1 // position of the first non-zero digit
+	for ; i < fracEnd; i++ {
+		c := lit[i]
+		if c == '.' {
+			continue
+		}
+		if c != '0' {
+			if first < 0 {
+				first = pos
+			}
+			if pos-first >= len(d.digits) {
+				return false
+			}
+			d.digits[pos-first] = c
+			d.k = pos - first + 1
+		} else if first >= 0 && pos-first < len(d.digits) {
+			d.digits[pos-first] = '0'
+		}
+		pos++
+	}
+	if first < 0 { // zero
+		d.k, d.neg = 0, false
+		return true
+	}
+	exp := 0
+	if expOff < len(lit) {
+		e := lit[expOff+1:]
+		neg := false
+		if e[0] == '+' || e[0] == '-' {
+			neg = e[0] == '-'
+			e = e[1:]
+		}
+		for _, c := range e {
+			exp = exp*10 + int(c-'0')
+			if exp > 1000 {
+				return false
+			}
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	d.n = intDigits - first + exp
+	return d.n > -290 && d.n < 290
+}
+
+// appendES6 appends d as ECMAScript's Number::toString prints it (RFC 8785
+// section 3.2.2.3).
+func (d *decimal) appendES6(dst []byte) []byte {
+	if d.k == 0 {
+		return append(dst, '0')
+	}
+	if d.neg {
+		dst = append(dst, '-')
+	}
+	s, k, n := d.digits[:d.k], d.k, d.n
+	switch {
+	case k <= n && n <= 21:
+		dst = append(dst, s...)
+		for range n - k {
+			dst = append(dst, '0')
+		}
+	case 0 < n && n <= 21:
+		dst = append(dst, s[:n]...)
+		dst = append(dst, '.')
+		dst = append(dst, s[n:]...)
+	case -6 < n && n <= 0:
+		dst = append(dst, '0', '.')
+		for range -n {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, s...)
+	default:
+		dst = append(dst, s[0])
+		if k > 1 {
+			dst = append(dst, '.')
+			dst = append(dst, s[1:]...)
+		}
+		dst = append(dst, 'e')
+		if n-1 < 0 {
+			dst = append(dst, '-')
+			dst = strconv.AppendInt(dst, int64(1-n), 10)
+		} else {
+			dst = append(dst, '+')
+			dst = strconv.AppendInt(dst, int64(n-1), 10)
+		}
+	}
+	return dst
+}
+
+// digestOf returns "sha256:" + lowercase hex of sum.
+func digestOf(sum [sha256.Size]byte) string {
+	const hexDigits = "0123456789abcdef"
+	var b [len("sha256:") + 2*sha256.Size]byte
+	copy(b[:], "sha256:")
+	for i, c := range sum {
+		b[7+2*i] = hexDigits[c>>4]
+		b[8+2*i] = hexDigits[c&0xF]
+	}
+	return string(b[:])
+}
+
+// decimalEqual reports whether two RFC 8259 number literals denote the
+// same exact decimal value (-0 equals 0).
+func decimalEqual(a, b []byte) bool {
+	an, ad, ae := normDecimal(a)
+	bn, bd, be := normDecimal(b)
+	return an == bn && ae == be && string(ad) == string(bd)
+}
+
+// normDecimal returns a literal as sign, significant digits (no leading or
+// trailing zeros) and exponent, so that value = ±digits × 10^exp. Zero is
+// (false, nil, 0). Exponents saturate at ±1e15, far beyond any double, so
+// the comparison stays exact for every literal that fits in memory.
+func normDecimal(s []byte) (neg bool, digits []byte, exp int) {
+	if len(s) > 0 && s[0] == '-' {
+		neg = true
+		s = s[1:]
+	}
+	mant := s
+	for i, c := range s {
+		if c == 'e' || c == 'E' {
+			mant = s[:i]
+			exp = parseExp(s[i+1:])
+			break
+		}
+	}
+	digits = make([]byte, 0, len(mant))
+	seenDot := false
+	for _, c := range mant {
+		if c == '.' {
+			seenDot = true
+			continue
+		}
+		if seenDot {
+			exp--
+		}
+		if c == '0' && len(digits) == 0 {
+			continue // leading zero
+		}
+		digits = append(digits, c)
+	}
+	for len(digits) > 0 && digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	if len(digits) == 0 {
+		return false, nil, 0
+	}
+	return neg, digits, exp
+}
+
+// parseExp parses an exponent ([+-]?digits), saturating at ±1e15.
+func parseExp(s []byte) int {
+	neg := false
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	const sat = 1_000_000_000_000_000
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+		if n > sat {
+			n = sat
+		}
+	}
+	if neg {
+		return -n
+	}
+	return n
+}
