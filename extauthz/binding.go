@@ -293,7 +293,9 @@ func approvalToken(r *Request, dec *Decision) (string, Reason) {
 // false when params, _meta or the member is absent. A _meta or member of
 // another type is an error.
 func metaString(params []byte, name string) (v string, ok bool, err error) {
-	if len(params) == 0 || !bytes.Contains(params, []byte(`"_meta"`)) {
+	// Fast path: no "_meta" spelled out and no escape that could spell it
+	// ("\u005fmeta"); otherwise decode, as the MCP server will.
+	if len(params) == 0 || !bytes.Contains(params, []byte(`"_meta"`)) && bytes.IndexByte(params, '\\') < 0 {
 		return "", false, nil
 	}
 	var p map[string]json.RawMessage

@@ -242,3 +242,35 @@ func TestApprovalBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestMetaString: params._meta members are read as the MCP server's JSON
+// decoder reads them, escaped spellings of "_meta" and of the member
+// included, so an idempotency key or approval cannot hide from the service.
+func TestMetaString(t *testing.T) {
+	const name = "io.mcp-extauthz/idempotency-key"
+	tests := []struct {
+		give   string
+		want   string
+		wantOK bool
+		err    bool
+	}{
+		{give: `{"name":"t"}`},
+		{give: ``},
+		{give: `{"_meta":null}`},
+		{give: `{"_meta":{"other":"x"}}`},
+		{give: `{"_meta":{"io.mcp-extauthz/idempotency-key":"k1"}}`, want: "k1", wantOK: true},
+		{give: `{"\u005fmeta":{"io.mcp-extauthz/idempotency-key":"k2"}}`, want: "k2", wantOK: true},
+		{give: `{"\u005f\u006d\u0065\u0074\u0061":{"io.mcp-extauthz/idempotency-key":"k3"}}`, want: "k3", wantOK: true},
+		{give: `{"_meta":{"io.mcp-extauthz\/idempotency-key":"k4"}}`, want: "k4", wantOK: true},
+		{give: `{"arguments":{"q":"\u0041"},"_meta":{"io.mcp-extauthz/idempotency-key":"k5"}}`, want: "k5", wantOK: true},
+		{give: `{"arguments":{"q":"\"_meta\""}}`},
+		{give: `{"_meta":{"io.mcp-extauthz/idempotency-key":5}}`, err: true},
+		{give: `{"_meta":[1]}`, err: true},
+	}
+	for _, tt := range tests {
+		got, ok, err := metaString([]byte(tt.give), name)
+		if got != tt.want || ok != tt.wantOK || (err != nil) != tt.err {
+			t.Errorf("metaString(%s) = %q, %v, %v; want %q, %v, error %v", tt.give, got, ok, err, tt.want, tt.wantOK, tt.err)
+		}
+	}
+}

@@ -155,10 +155,16 @@ func TestFoldedHeadersRemoved(t *testing.T) {
 		{"d_pop", false},
 		{"x-tenant_id", false}, // not ours: the upstream's own business
 		{"mcp", false},
+		{"idempotency_key", true}, // replays: the upstream reads a fresh key
+		{"idempotency.key", true},
+		{"idempotency-key", false},
+		{"request_id", true}, // the configured --idempotency-header (srv.Responder.DecidedHeaders)
+		{"request-id", false},
 		{"x-request-id", false},
 		{"accept", false},
 	}
 	srv := staticRig(t, nil)
+	srv.Responder.DecidedHeaders = []string{"request-id"}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
 			c := postReq(searchCall)

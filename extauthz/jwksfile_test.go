@@ -103,3 +103,20 @@ func TestJWKSFileReload(t *testing.T) {
 		t.Error("a missing file dropped the last good keys")
 	}
 }
+
+// TestJWKSFileReloadUnchanged: the watcher's first load of the file serve
+// started with changes nothing: same generation (so no "keys changed" log
+// line and no token-cache flush at every start).
+func TestJWKSFileReloadUnchanged(t *testing.T) {
+	ks, err := LoadJWKS("../examples/jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := ks.Generation()
+	if err := ks.LoadFile("../examples/jwks.json"); err != nil {
+		t.Fatal(err)
+	}
+	if g := ks.Generation(); g != gen {
+		t.Errorf("generation %d after reloading the same file, want %d", g, gen)
+	}
+}

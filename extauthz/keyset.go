@@ -60,7 +60,7 @@ var ErrNoKeys = errors.New("no signing keys available")
 
 // NewStaticKeySet returns a KeySet that never fetches.
 func NewStaticKeySet(keys []jose.JSONWebKey) *KeySet {
-	return &KeySet{keys: keys, fetched: true}
+	return &KeySet{keys: keys, fetched: true, print: thumbprints(keys)}
 }
 
 func (s *KeySet) now() time.Time {

@@ -122,6 +122,11 @@ type Responder struct {
 	// ConcealAs is the SDK whose unknown-target answer a concealed refusal
 	// reproduces; "" means ConcealGoSDK.
 	ConcealAs ConcealStyle
+	// DecidedHeaders are further request headers (lower-case) the service
+	// decides on, such as a configured idempotency key header: client
+	// spellings that fold onto one of them are removed like those of the
+	// built-in ones (see foldsOntoOurs).
+	DecidedHeaders []string
 }
 
 // ResourceMetadataURL derives the RFC 9728 section 3.1 well-known URL of the
@@ -299,7 +304,7 @@ func (rs *Responder) okResponse(d *Decision, reqHeaders Headers, dryRun bool) *a
 		ok.Headers = append(ok.Headers, header(k, headerValue(set[k])))
 	}
 	for k := range reqHeaders {
-		if _, ours := set[k]; !ours && foldsOntoOurs(k) {
+		if _, ours := set[k]; !ours && foldsOntoOurs(k, rs.DecidedHeaders) {
 			ok.HeadersToRemove = append(ok.HeadersToRemove, k)
 		}
 	}
@@ -310,7 +315,8 @@ func (rs *Responder) okResponse(d *Decision, reqHeaders Headers, dryRun bool) *a
 // decidedHeaders are the request headers the service decides on (besides
 // the mcp-* family): a client spelling that an upstream folds onto one of
 // them could make it read a value the service never saw.
-var decidedHeaders = []string{"authorization", "dpop", "content-type", "content-length", "content-encoding", "transfer-encoding"}
+var decidedHeaders = []string{"authorization", "dpop", "content-type", "content-length", "content-encoding", "transfer-encoding",
+	DefaultIdempotencyHeader}
 
 // foldsOntoOurs reports whether a client header name (lower-cased, as Envoy
 // sends it) may reach an upstream as a header the service sets or decides
@@ -321,7 +327,8 @@ var decidedHeaders = []string{"authorization", "dpop", "content-type", "content-
 // x-mcp-approved; the names the service sets exactly are overwritten
 // instead); for the mcp-* family and decidedHeaders only spellings other
 // than the canonical one do (mcp_method, authori_zation is not one).
-func foldsOntoOurs(name string) bool {
+// extra are further decided headers (lower-case): Responder.DecidedHeaders.
+func foldsOntoOurs(name string, extra []string) bool {
 	if foldedHasPrefix(name, "x-mcp-") {
 		return true
 	}
@@ -331,9 +338,11 @@ func foldsOntoOurs(name string) bool {
 	if foldedHasPrefix(name, "mcp-") {
 		return true
 	}
-	for _, h := range decidedHeaders {
-		if len(name) == len(h) && foldedHasPrefix(name, h) {
-			return true
+	for _, hs := range [2][]string{decidedHeaders, extra} {
+		for _, h := range hs {
+			if len(name) == len(h) && foldedHasPrefix(name, h) {
+				return true
+			}
 		}
 	}
 	return false
