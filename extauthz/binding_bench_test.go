@@ -68,7 +68,7 @@ func BenchmarkApproval(b *testing.B) {
 	}
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"issue_refund","arguments":` + bigArgs + `}}`
 	digest := func(b *testing.B, srv *Server) string {
-		d := srv.Decider.Decide(context.Background(), postReq(body).Request())
+		d := srv.Decider.Decide(context.Background(), RequestFromCheck(postReq(body).CheckRequest(true)))
 		if d.Reason != ReasonAuthorizationRequired {
 			b.Fatalf("setup: %s", d.Reason)
 		}
@@ -77,7 +77,7 @@ func BenchmarkApproval(b *testing.B) {
 	for _, name := range []string{"memory", "redis"} {
 		b.Run("ask/store="+name, func(b *testing.B) {
 			srv := server(b, stores[name](b))
-			req := postReq(body).Request()
+			req := RequestFromCheck(postReq(body).CheckRequest(true))
 			b.ReportAllocs()
 			for b.Loop() {
 				_ = srv.Decider.Decide(context.Background(), req)
@@ -100,7 +100,7 @@ func BenchmarkApproval(b *testing.B) {
 					tok, _ := jws.CompactSerialize()
 					c := postReq(body)
 					c.Headers[HeaderApproval] = tok
-					reqs[i] = c.Request()
+					reqs[i] = RequestFromCheck(c.CheckRequest(true))
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -120,7 +120,7 @@ func BenchmarkApproval(b *testing.B) {
 			for b.Loop() {
 				c := postReq(small)
 				c.Headers[DefaultIdempotencyHeader] = prefix + strconv.Itoa(i)
-				if d := srv.Decider.Decide(context.Background(), c.Request()); d.Reason != ReasonAllowed {
+				if d := srv.Decider.Decide(context.Background(), RequestFromCheck(c.CheckRequest(true))); d.Reason != ReasonAllowed {
 					b.Fatalf("keyed Check: %s", d.Reason)
 				}
 				i++

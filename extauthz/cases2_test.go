@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 // case2Line is one line of ../shared/cases/cases-2.jsonl.
@@ -158,7 +160,7 @@ func runCase2(t *testing.T, k *testKey, c case2Line) string {
 		"{{TOKEN_OK_WITH_CNF_JKT}}": k.sign(t, withCnf),
 		"{{TOKEN_OK}}":              k.sign(t, now),
 	}
-	capt, err := ParseCapturedRequest(c.Request)
+	capt, err := capture.Parse(c.Request)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 const (
@@ -147,7 +149,7 @@ func (r *dpopRig) proof(t testing.TB, claims map[string]any) string {
 // request is a tools/call of search with the given headers (name, value
 // pairs; a name may repeat), as Envoy with encode_raw_headers sends it.
 func dpopRequest(headers ...string) *authv3.CheckRequest {
-	c := &CapturedRequest{Method: "POST", Path: "/mcp",
+	c := &capture.Request{Method: "POST", Path: "/mcp",
 		Body:    []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`),
 		Headers: map[string]string{"content-type": "application/json", "host": dpopHost, "mcp-protocol-version": "2025-11-25"}}
 	req := c.CheckRequest(true)
@@ -543,7 +545,7 @@ func TestTokenCases2(t *testing.T) {
 	cnfJKT := r.token(t, map[string]any{"jkt": jkt(t, &r.client2.PublicKey)})
 	replay := func(id string, tokens map[string]string) (Reason, int) {
 		c := loadTokenCase2(t, id)
-		capt, err := ParseCapturedRequest(c.Request)
+		capt, err := capture.Parse(c.Request)
 		if err != nil {
 			t.Fatal(err)
 		}

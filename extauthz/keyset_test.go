@@ -15,6 +15,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 // tokenCase2 is one line of ../shared/cases/cases-2.jsonl, as far as the
@@ -198,11 +200,11 @@ func TestD10Discovery(t *testing.T) {
 		t.Fatalf("Warm with D10's key set: %v, ready %v", err, v.Ready())
 	}
 	client := startGRPC(t, newTestServer(referencePolicy(t), v, nil))
-	capt, err := ParseCapturedRequest(c.Request)
+	capt, err := capture.Parse(c.Request)
 	if err != nil {
 		t.Fatal(err)
 	}
-	send := func(tok string) *CapturedRequest {
+	send := func(tok string) *capture.Request {
 		d := cloneCapture(capt)
 		d.Headers["authorization"] = strings.ReplaceAll(d.Headers["authorization"], "{{TOKEN_OK}}", tok)
 		return d

@@ -22,6 +22,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 // toggleVerifier is a Readiness verifier the test switches.
@@ -157,7 +159,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	denied := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_repo","arguments":{"repo":"r"}}}`)
 	noToken := postReq(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`)
 	delete(noToken.Headers, "authorization")
-	for _, c := range []*CapturedRequest{denied, noToken} {
+	for _, c := range []*capture.Request{denied, noToken} {
 		resp, err := srv.Check(t.Context(), c.CheckRequest(true))
 		if err != nil {
 			t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -31,8 +32,8 @@ func staticRig(t testing.TB, log *zap.Logger) *Server {
 	}}, log)
 }
 
-func postReq(body string) *CapturedRequest {
-	return &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body), Headers: map[string]string{
+func postReq(body string) *capture.Request {
+	return &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body), Headers: map[string]string{
 		"content-type": "application/json", "authorization": "Bearer secret-token-value", "mcp-protocol-version": "2025-11-25",
 	}}
 }
@@ -101,7 +102,7 @@ func TestHeaderMap(t *testing.T) {
 
 func TestBodilessAndServer(t *testing.T) {
 	srv := staticRig(t, nil)
-	get := &CapturedRequest{Method: "GET", Path: "/mcp", Headers: map[string]string{"authorization": "Bearer t", "accept": "text/event-stream", "mcp-session-id": "s"}}
+	get := &capture.Request{Method: "GET", Path: "/mcp", Headers: map[string]string{"authorization": "Bearer t", "accept": "text/event-stream", "mcp-session-id": "s"}}
 	resp, _ := srv.Check(t.Context(), get.CheckRequest(true))
 	if h := okHeaders(t, resp); h[HeaderMethod] != "GET" {
 		t.Errorf("GET: %v", h)
@@ -253,7 +254,7 @@ func TestDecisionLog(t *testing.T) {
 // error; an OK answer only ever comes with ReasonAllowed metadata.
 func FuzzCheck(f *testing.F) {
 	for _, r := range loadCorpus(f) {
-		if c, err := ParseCapturedRequest(r.line); err == nil {
+		if c, err := capture.Parse(r.line); err == nil {
 			f.Add(c.Method, c.Headers["content-type"], c.Headers["mcp-method"], c.Body)
 		}
 	}
@@ -455,7 +456,7 @@ func TestLimitsBoundMemory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := postReq("")
 			c.Body = tt.give
-			r := c.Request()
+			r := RequestFromCheck(c.CheckRequest(true))
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
@@ -474,7 +475,7 @@ func TestLimitsBoundMemory(t *testing.T) {
 	// Past the body limit nothing is parsed at all.
 	srv.Decider.Limits.MaxBytes = 1 << 20
 	c := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":"` + strings.Repeat("x", 2<<20) + `"}}}`)
-	if d := srv.Decider.Decide(t.Context(), c.Request()); d.Reason != ReasonBodyTooLarge {
+	if d := srv.Decider.Decide(t.Context(), RequestFromCheck(c.CheckRequest(true))); d.Reason != ReasonBodyTooLarge {
 		t.Fatalf("2 MiB body: %s", d.Reason)
 	}
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 // envoyFront is Envoy's ext_authz filter as far as a session needs it:
@@ -26,7 +28,7 @@ func envoyFront(srv *Server, upstream http.Handler) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		c := &CapturedRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Headers: map[string]string{"host": r.Host}, Body: body}
+		c := &capture.Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Headers: map[string]string{"host": r.Host}, Body: body}
 		for k, vs := range r.Header {
 			c.Headers[strings.ToLower(k)] = strings.Join(vs, ", ")
 		}

@@ -16,6 +16,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 func unsignedToken(claims map[string]any) string {
@@ -78,7 +80,7 @@ func TestTokenRejections(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}`
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			capt := &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body),
+			capt := &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body),
 				Headers: map[string]string{"content-type": "application/json"}}
 			if tt.give != "" {
 				capt.Headers["authorization"] = tt.give
@@ -102,7 +104,7 @@ func TestTokenRejections(t *testing.T) {
 	}
 	// The same valid token is allowed, so the rejections above are the
 	// token's doing.
-	capt := &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body),
+	capt := &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body),
 		Headers: map[string]string{"content-type": "application/json", "authorization": "Bearer " + key.sign(t, idp.claims())}}
 	okHeaders(t, check(t, client, capt.CheckRequest(true)))
 }
@@ -133,7 +135,7 @@ func TestIdPUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := startGRPC(t, newTestServer(referencePolicy(t), v, nil))
-	capt := &CapturedRequest{Method: "POST", Path: "/mcp",
+	capt := &capture.Request{Method: "POST", Path: "/mcp",
 		Body:    []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`),
 		Headers: map[string]string{"content-type": "application/json", "authorization": "Bearer " + key.sign(t, idp.claims())}}
 	wantUnavailable := func(when string) {
@@ -310,7 +312,7 @@ func TestTokenFailureLogSaysWhy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			logs.TakeAll()
-			capt := &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body),
+			capt := &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body),
 				Headers: map[string]string{"content-type": "application/json"}}
 			if tt.give != "" {
 				capt.Headers["authorization"] = tt.give

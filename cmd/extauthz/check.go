@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz/policytest"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -135,9 +136,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return bad(err)
 	}
-	var capt *extauthz.CapturedRequest
+	var capt *capture.Request
 	if isCaptured(in) {
-		if capt, err = extauthz.ParseCapturedRequest(bytes.TrimSpace(in)); err != nil {
+		if capt, err = capture.Parse(bytes.TrimSpace(in)); err != nil {
 			return bad(err)
 		}
 		if _, ok := capt.Headers["authorization"]; !ok && *jwks == "" && *addr == "" {
@@ -202,7 +203,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	store := &extauthz.PolicyStore{}
 	store.Store(lp)
-	req := capt.Request()
+	req := extauthz.RequestFromCheck(capt.CheckRequest(true))
 	d := (&extauthz.Decider{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: *explain,
 		DPoP: extauthz.NewDPoPVerifier(extauthz.DPoPConfig{})}).
 		Decide(ctx, req)
@@ -235,7 +236,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // HTTP status and body Envoy answers the client with. The exit code follows
 // the decision, not the response: a dry-run service admits a request it
 // would deny, and check still exits 1.
-func checkRemote(ctx context.Context, addr string, capt *extauthz.CapturedRequest, stdout io.Writer, asJSON, explain bool) error {
+func checkRemote(ctx context.Context, addr string, capt *capture.Request, stdout io.Writer, asJSON, explain bool) error {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return &exitError{code: 2, err: err}

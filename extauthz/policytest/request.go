@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -72,8 +73,8 @@ func (v Verifier) Verify(context.Context, string) (*extauthz.Principal, error) {
 // Captured converts r to the captured-request form: POST /mcp with
 // content-type and content-length, and a placeholder bearer token unless
 // r has an Authorization header.
-func (r *Request) Captured() *extauthz.CapturedRequest {
-	c := &extauthz.CapturedRequest{Method: r.HTTPMethod, Path: "/mcp", Headers: map[string]string{}, Body: r.Body}
+func (r *Request) Captured() *capture.Request {
+	c := &capture.Request{Method: r.HTTPMethod, Path: "/mcp", Headers: map[string]string{}, Body: r.Body}
 	if c.Method == "" {
 		c.Method = "POST"
 	}
@@ -98,11 +99,11 @@ func (r *Request) Captured() *extauthz.CapturedRequest {
 // Decide decides c offline with the compiled policy lp for MCP server
 // server and principal p, as serve would with the same policy, --server-id
 // and a token for p. The Decision carries the policy trace.
-func Decide(ctx context.Context, lp *extauthz.LoadedPolicy, server string, p Principal, c *extauthz.CapturedRequest) *extauthz.Decision {
+func Decide(ctx context.Context, lp *extauthz.LoadedPolicy, server string, p Principal, c *capture.Request) *extauthz.Decision {
 	store := &extauthz.PolicyStore{}
 	store.Store(lp)
 	d := &extauthz.Decider{ServerID: server, Verifier: Verifier{P: p}, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: true}
-	return d.Decide(ctx, c.Request())
+	return d.Decide(ctx, extauthz.RequestFromCheck(c.CheckRequest(true)))
 }
 
 // JSONClaims converts YAML- or flag-decoded claims to what a JWT carries:
