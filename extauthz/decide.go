@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -144,19 +145,6 @@ type Decider struct {
 	// Explain fills Decision.Trace (extauthz check --explain, extauthz
 	// test). It costs an evaluation of every rule: never set it in serve.
 	Explain bool
-}
-
-// knownMethods are the methods MCP defines for clients (2024-11-05 through
-// 2026-07-28). A method outside this set that no rule names is reported as
-// unknown_method (JSON-RPC -32601) rather than default_deny.
-var knownMethods = map[string]bool{
-	"initialize": true, "notifications/initialized": true, "server/discover": true, "ping": true,
-	"tools/list": true, "tools/call": true,
-	"resources/list": true, "resources/templates/list": true, "resources/read": true,
-	"resources/subscribe": true, "resources/unsubscribe": true, "subscriptions/listen": true,
-	"prompts/list": true, "prompts/get": true, "completion/complete": true, "logging/setLevel": true,
-	"notifications/cancelled": true, "notifications/progress": true, "notifications/roots/list_changed": true,
-	"tasks/get": true, "tasks/update": true, "tasks/cancel": true, "tasks/result": true, "tasks/list": true,
 }
 
 // Decide runs the whole decision for r: server, body framing, token, strict
@@ -407,7 +395,7 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *
 	case res.Cause == policy.CauseInvalidInput: // a target mcpparse should have refused
 		el.Decision = policy.Deny
 		return ReasonInvalidParams
-	case res.Cause == policy.CauseDefault && in.Op == policy.OpRequest && !knownMethods[in.Method]:
+	case res.Cause == policy.CauseDefault && in.Op == policy.OpRequest && !mcpmethod.FromClient(in.Method):
 		// A method MCP does not define, that no rule names: denied even
 		// under default ask, since no approval can make it meaningful.
 		el.Decision = policy.Deny
@@ -538,12 +526,12 @@ func checkMCPHeaders(h Headers, m *mcpparse.Message) Reason {
 	}
 	if v, n := h.Get("mcp-name"); n > 0 {
 		want := ""
-		switch m.Method {
-		case "tools/call":
+		switch mm, _ := mcpmethod.Lookup(m.Method); mm.Target {
+		case mcpmethod.Tool:
 			want = m.Tool
-		case "prompts/get":
+		case mcpmethod.Prompt:
 			want = m.Prompt
-		case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		case mcpmethod.Resource:
 			want = m.URI
 		}
 		got, err := mcpparse.DecodeHeaderValue(v)

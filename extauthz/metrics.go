@@ -1,6 +1,10 @@
 package extauthz
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
+)
 
 // Metrics are the service's Prometheus metrics (namespace mcp_extauthz).
 // Labels are bounded: decisions, reasons and MCP's own method names (any
@@ -102,10 +106,11 @@ func (m *Metrics) OIDCDiscovered(err error) {
 	}
 }
 
-// methodLabel bounds the method label to MCP's own names.
+// methodLabel bounds the method label to the methods MCP defines for clients
+// (internal/mcpmethod) and the service's own names.
 func methodLabel(m string) string {
 	switch {
-	case knownMethods[m], m == "GET", m == "DELETE", m == "response", m == "batch":
+	case mcpmethod.FromClient(m), m == "GET", m == "DELETE", m == "response", m == "batch":
 		return m
 	case m == "":
 		return "none"
