@@ -15,6 +15,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
 )
@@ -34,7 +35,7 @@ func BenchmarkApproval(b *testing.B) {
 		b.Fatal(err)
 	}
 	rsaKey := newTestKey(b, "approver-key").priv
-	approvals, err := NewOIDCVerifier(OIDCConfig{Issuer: apprIss, Audiences: []string{testAudience},
+	approvals, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: apprIss, Audiences: []string{testAudience},
 		KeySet: &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{&ecKey.PublicKey, &rsaKey.PublicKey}}})
 	if err != nil {
 		b.Fatal(err)
@@ -59,7 +60,7 @@ func BenchmarkApproval(b *testing.B) {
 		},
 	}
 	server := func(b *testing.B, st state.Store) *Server {
-		srv := newTestServer(compileStore(b, filepath.Join("testdata", "binding-policy.yaml")), staticVerifier{Principal{
+		srv := newTestServer(compileStore(b, filepath.Join("testdata", "binding-policy.yaml")), staticVerifier{bearer.Principal{
 			Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience, Audiences: []string{testAudience},
 			Claims: map[string]any{"sub": testSubject},
 		}}, nil)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
@@ -204,9 +205,9 @@ func postReqBody(body []byte) *capture.Request {
 
 // warmVerifierStatic verifies approvals signed by k (issuer
 // https://approvals.example.com) against a static key set.
-func warmVerifierStatic(t testing.TB, k *testKey) *OIDCVerifier {
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: "https://approvals.example.com", Audiences: []string{testAudience},
-		KeySet: NewStaticKeySet([]jose.JSONWebKey{k.public()})})
+func warmVerifierStatic(t testing.TB, k *testKey) *bearer.OIDCVerifier {
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: "https://approvals.example.com", Audiences: []string{testAudience},
+		KeySet: bearer.NewStaticKeySet([]jose.JSONWebKey{k.public()})})
 	if err != nil {
 		t.Fatal(err)
 	}

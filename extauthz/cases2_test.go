@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
@@ -140,7 +141,7 @@ func runCase2(t *testing.T, k *testKey, c case2Line) string {
 		store.Store(lp)
 	}
 	issuer := rawJWKSIdP(t, k, c.Setup.JWKSExtraKeys)
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: issuer, Audiences: []string{testAudience}})
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: issuer, Audiences: []string{testAudience}})
 	if err != nil {
 		return "verifier: " + err.Error()
 	}

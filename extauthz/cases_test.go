@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
@@ -66,7 +67,7 @@ type caseRig struct {
 func newCaseRig(t *testing.T) (*caseRig, func(*capture.Request, bool) (Reason, int, int, string)) {
 	rig := &caseRig{k1: newTestKey(t, "k1"), k2: newTestKey(t, "k2"), clock: newFakeClock()}
 	rig.idp = newTestIdP(t, rig.k1)
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: rig.idp.issuer(), Audiences: []string{testAudience}, Now: rig.clock.Now})
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: rig.idp.issuer(), Audiences: []string{testAudience}, Now: rig.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,9 +292,9 @@ func cloneCapture(c *capture.Request) *capture.Request {
 
 // staticVerifier accepts any token as one principal, for tests of the
 // decision path alone.
-type staticVerifier struct{ p Principal }
+type staticVerifier struct{ p bearer.Principal }
 
-func (v staticVerifier) Verify(context.Context, string) (*Principal, error) {
+func (v staticVerifier) Verify(context.Context, string) (*bearer.Principal, error) {
 	p := v.p
 	return &p, nil
 }
@@ -303,7 +304,7 @@ func (v staticVerifier) Verify(context.Context, string) (*Principal, error) {
 // before hashing, while 2^53 itself keeps exactly the recorded digest.
 func TestC18ApprovalDigest(t *testing.T) {
 	d := &Decider{ServerID: testServerID, Policies: compileStore(t, filepath.Join("testdata", "cases-policy.yaml")),
-		Verifier: staticVerifier{Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience}}}
+		Verifier: staticVerifier{bearer.Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience}}}
 	req := func(amount string) *Request {
 		c := caseReq(`{"jsonrpc":"2.0","id":27,"method":"tools/call","params":{"name":"transfer_funds","arguments":{"amount":` + amount + `}}}`)
 		c.Headers["authorization"] = "Bearer static-token" // any well-formed token: the verifier is static

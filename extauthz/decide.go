@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -72,7 +73,7 @@ type Decision struct {
 	Target        string // tool name, resource URI, prompt name or completion ref
 	ArgsDigest    string // sha256:<hex> of the JCS form of params.arguments ({} when absent)
 	RequestDigest string // see mcpparse.RequestDigest
-	Principal     *Principal
+	Principal     *bearer.Principal
 	RPCID         []byte // the request's JSON-RPC id, byte for byte; nil answers with id null
 	BatchIndex    int    // index of the deciding batch element; -1 outside batches
 	BatchDigests  []string
@@ -134,10 +135,10 @@ type Decider struct {
 	// sets no context extension). Consulted after the route's mcp_server
 	// and before ServerID.
 	ServersByPrincipal map[string]string
-	Verifier           TokenVerifier
+	Verifier           bearer.TokenVerifier
 	// DPoP checks DPoP proofs (RFC 9449) of tokens bound with cnf.jkt. Nil
 	// means no DPoP: the DPoP scheme is refused and so are bound tokens.
-	DPoP     *DPoPVerifier
+	DPoP     *bearer.DPoPVerifier
 	Policies *PolicyStore
 	Limits   mcpparse.Limits
 	// Binding applies approvals and idempotency keys; nil disables both.
@@ -418,7 +419,7 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *
 // its DPoP proof. On failure it returns the reason and why, for the
 // decision log: which check failed and, for issuer and audience, what the
 // token carried; never the token.
-func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Reason, string) {
+func (d *Decider) authenticate(ctx context.Context, r *Request) (*bearer.Principal, Reason, string) {
 	h, n := r.Headers.Get("authorization")
 	if n == 0 {
 		return nil, ReasonTokenMissing, "no Authorization header"
@@ -426,7 +427,7 @@ func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Rea
 	if n > 1 {
 		return nil, ReasonTokenMalformed, fmt.Sprintf("%d Authorization headers", n)
 	}
-	scheme, tok, ok := parseAuthorization(h)
+	scheme, tok, ok := bearer.ParseAuthorization(h)
 	switch {
 	case !ok:
 		return nil, ReasonTokenMalformed, "Authorization is not Bearer or DPoP, 1*SP, one token (RFC 6750 section 2.1, RFC 9449 section 7.1)"
@@ -435,19 +436,19 @@ func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Rea
 	}
 	p, err := d.Verifier.Verify(ctx, tok)
 	if err != nil {
-		var te *TokenError
+		var te *bearer.TokenError
 		if errors.As(err, &te) {
-			why := string(te.Reason)
+			why := string(bearerReason(te.Kind))
 			if te.Err != nil {
 				why = te.Err.Error()
 			}
-			return nil, te.Reason, why
+			return nil, bearerReason(te.Kind), why
 		}
 		return nil, ReasonTokenInvalid, err.Error()
 	}
 	if aud := r.ContextExtensions[ContextExtensionAudience]; aud != "" {
 		if !slices.Contains(p.Audiences, aud) {
-			return nil, ReasonTokenWrongAudience, fmt.Sprintf("token aud %s lacks the route's audience %q (context extension %s)", clipList(p.Audiences), aud, ContextExtensionAudience)
+			return nil, ReasonTokenWrongAudience, fmt.Sprintf("token aud %s lacks the route's audience %q (context extension %s)", bearer.ClipList(p.Audiences), aud, ContextExtensionAudience)
 		}
 		if !d.audienceConfigured(aud) {
 			return nil, ReasonTokenWrongAudience, fmt.Sprintf("the route's audience %q (context extension %s) is not a configured --audience", aud, ContextExtensionAudience)
@@ -458,7 +459,7 @@ func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Rea
 			p = &q
 		}
 	}
-	jkt, ok := tokenBinding(p.Claims)
+	jkt, ok := bearer.TokenBinding(p.Claims)
 	switch {
 	case !ok || jkt != "" && d.DPoP == nil:
 		return nil, ReasonTokenBindingUnsupported, "cnf holds a binding this service cannot check"
@@ -474,11 +475,11 @@ func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Rea
 		if np > 1 {
 			return nil, ReasonDPoPProofInvalid, "several DPoP headers"
 		}
-		err := d.DPoP.Verify(proof, DPoPRequest{Method: r.Method, Scheme: r.Scheme, Host: r.Host, Path: r.Path, AccessToken: tok, JKT: jkt})
+		err := d.DPoP.Verify(proof, bearer.DPoPRequest{Method: r.Method, Scheme: r.Scheme, Host: r.Host, Path: r.Path, AccessToken: tok, JKT: jkt})
 		if err != nil {
-			var de *DPoPError
+			var de *bearer.DPoPError
 			if errors.As(err, &de) {
-				return nil, de.Reason, err.Error()
+				return nil, bearerReason(de.Kind), err.Error()
 			}
 			return nil, ReasonDPoPProofInvalid, err.Error()
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 )
 
 // writeAtomic replaces path the way editors and kubelet do: write a
@@ -45,14 +47,14 @@ func TestJWKSFileReload(t *testing.T) {
 	idp := newTestIdP(t, k1) // issuer and claims only; keys come from the file
 	path := filepath.Join(t.TempDir(), "jwks.json")
 	writeAtomic(t, path, jwksJSON(t, k1))
-	ks, err := LoadJWKS(path)
+	ks, err := bearer.LoadJWKS(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	var results []error
 	ks.OnRefresh = func(err error) { mu.Lock(); results = append(results, err); mu.Unlock() }
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, KeySet: ks})
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, KeySet: ks})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
@@ -376,15 +377,15 @@ func newBlockingVerifier() *blockingVerifier {
 	return &blockingVerifier{signal: make(chan struct{}, 1), release: make(chan struct{})}
 }
 
-func (v *blockingVerifier) Verify(ctx context.Context, _ string) (*Principal, error) {
+func (v *blockingVerifier) Verify(ctx context.Context, _ string) (*bearer.Principal, error) {
 	v.entered.Add(1)
 	notify(v.signal)
 	select {
 	case <-v.release:
-		return &Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience,
+		return &bearer.Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience,
 			Claims: map[string]any{"sub": testSubject}}, nil
 	case <-ctx.Done():
-		return nil, &TokenError{Reason: ReasonTokenInvalid, Err: ctx.Err()}
+		return nil, &bearer.TokenError{Kind: bearer.KindInvalid, Err: ctx.Err()}
 	}
 }
 

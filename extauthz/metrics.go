@@ -130,8 +130,9 @@ func (m *Metrics) keySetRefreshed(err error) {
 	}
 }
 
-// tokenCacheResult counts one cache lookup.
-func (m *Metrics) tokenCacheResult(result string) {
+// TokenCacheResult counts one token-cache lookup (bearer.NewCachingVerifier's
+// onResult); a nil m counts nothing.
+func (m *Metrics) TokenCacheResult(result string) {
 	if m != nil {
 		m.TokenCache.WithLabelValues(result).Inc()
 	}

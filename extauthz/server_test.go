@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
@@ -26,7 +27,7 @@ import (
 // staticRig decides with a fixed principal and the reference policy, so the
 // tests below exercise the request path rather than token verification.
 func staticRig(t testing.TB, log *zap.Logger) *Server {
-	return newTestServer(referencePolicy(t), staticVerifier{Principal{
+	return newTestServer(referencePolicy(t), staticVerifier{bearer.Principal{
 		Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience,
 		Claims: map[string]any{"sub": testSubject},
 	}}, log)
@@ -171,7 +172,7 @@ func TestDenialBody(t *testing.T) {
 // panicVerifier panics inside Check.
 type panicVerifier struct{}
 
-func (panicVerifier) Verify(context.Context, string) (*Principal, error) { panic("boom") }
+func (panicVerifier) Verify(context.Context, string) (*bearer.Principal, error) { panic("boom") }
 
 func TestFailClosed(t *testing.T) {
 	t.Run("panic", func(t *testing.T) {
@@ -286,14 +287,14 @@ func FuzzCheck(f *testing.F) {
 // issue_refund with args.
 func benchRequest(b *testing.B, args string, cache bool) (*Server, *authv3.CheckRequest) {
 	key := newTestKey(b, "k1")
-	ks := NewStaticKeySet([]jose.JSONWebKey{key.public()})
-	ov, err := NewOIDCVerifier(OIDCConfig{Issuer: "https://idp.example.com", Audiences: []string{testAudience}, KeySet: ks})
+	ks := bearer.NewStaticKeySet([]jose.JSONWebKey{key.public()})
+	ov, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: "https://idp.example.com", Audiences: []string{testAudience}, KeySet: ks})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var v TokenVerifier = ov
+	var v bearer.TokenVerifier = ov
 	if cache {
-		if v, err = NewCachingVerifier(ov, 1024, nil, nil); err != nil {
+		if v, err = bearer.NewCachingVerifier(ov, 1024, nil, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -417,7 +418,7 @@ func TestDryRun(t *testing.T) {
 // TestShadowRule: a shadow deny is logged and counted but the allow decides.
 func TestShadowRule(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	srv := newTestServer(compileStore(t, filepath.Join("testdata", "shadow-policy.yaml")), staticVerifier{Principal{Subject: testSubject}}, zap.New(core))
+	srv := newTestServer(compileStore(t, filepath.Join("testdata", "shadow-policy.yaml")), staticVerifier{bearer.Principal{Subject: testSubject}}, zap.New(core))
 	srv.Metrics = NewMetrics(prometheus.NewRegistry())
 	resp, _ := srv.Check(t.Context(), postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search"}}`).CheckRequest(true))
 	okHeaders(t, resp)
@@ -485,7 +486,7 @@ func TestLimitsBoundMemory(t *testing.T) {
 // =?base64?…?= form, never raw.
 func TestHeaderValuesAreSafe(t *testing.T) {
 	srv := newTestServer(compileStore(t, filepath.Join("testdata", "cases-policy.yaml")),
-		staticVerifier{Principal{Subject: "alice\r\nx-evil: 1"}}, nil)
+		staticVerifier{bearer.Principal{Subject: "alice\r\nx-evil: 1"}}, nil)
 	resp, err := srv.Check(t.Context(), postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_Zürich"}}`).CheckRequest(true))
 	if err != nil {
 		t.Fatal(err)

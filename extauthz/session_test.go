@@ -52,10 +52,10 @@ func envoyFront(srv *Server, upstream http.Handler) http.Handler {
 	})
 }
 
-// bearer adds a token to every request of the SDK client.
-type bearer struct{ rt http.RoundTripper }
+// bearerTransport adds a token to every request of the SDK client.
+type bearerTransport struct{ rt http.RoundTripper }
 
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer test-token")
 	return b.rt.RoundTrip(r)
@@ -93,7 +93,7 @@ func testDeniedCallKeepsSession(t *testing.T, mode DenialStatus) {
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
 	ctx := t.Context()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: front.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{tr}}}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: front.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{tr}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
@@ -129,7 +130,7 @@ func TestIdPUnavailable(t *testing.T) {
 	idp := newTestIdP(t, key)
 	idp.down.Store(true)
 	discovered := make(chan error, 4)
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, DiscoveryRetry: time.Nanosecond,
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, DiscoveryRetry: time.Nanosecond,
 		OnDiscovery: func(err error) { discovered <- err }})
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ func TestKeyRotation(t *testing.T) {
 	idp := newTestIdP(t, k1)
 	now := time.Now()
 	clock := func() time.Time { return now }
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}})
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,9 +193,6 @@ func TestKeyRotation(t *testing.T) {
 	if _, err := v.Verify(ctx, k1.sign(t, idp.claims())); err != nil {
 		t.Fatalf("k1 before rotation: %v", err)
 	}
-	v.mu.Lock()
-	v.keys.(*KeySet).Now = clock
-	v.mu.Unlock()
 	if got := idp.jwksGets.Load(); got != 1 {
 		t.Fatalf("jwks fetches after first token = %d, want 1", got)
 	}
@@ -212,8 +210,8 @@ func TestKeyRotation(t *testing.T) {
 	rogue := newTestKey(t, "rogue")
 	for i := range 50 {
 		_, err := v.Verify(ctx, rogue.signAs(t, fmt.Sprintf("random-%d", i), idp.claims()))
-		var te *TokenError
-		if err == nil || !errors.As(err, &te) || te.Reason != ReasonTokenInvalid {
+		var te *bearer.TokenError
+		if err == nil || !errors.As(err, &te) || bearerReason(te.Kind) != ReasonTokenInvalid {
 			t.Fatalf("rogue kid %d: %v", i, err)
 		}
 	}
@@ -229,14 +227,14 @@ func TestRouteAudience(t *testing.T) {
 	const payments, github = "https://gw.example.com/payments/mcp", "https://gw.example.com/github/mcp"
 	key := newTestKey(t, "k1")
 	idp := newTestIdP(t, key)
-	ov, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{payments, github}})
+	ov, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{payments, github}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := ov.Warm(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	cv, err := NewCachingVerifier(ov, 16, nil, nil)
+	cv, err := bearer.NewCachingVerifier(ov, 16, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

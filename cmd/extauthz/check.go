@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz/policytest"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -189,15 +190,15 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return bad(err)
 	}
-	var verifier extauthz.TokenVerifier = policytest.Verifier{P: policytest.Principal{
+	var verifier bearer.TokenVerifier = policytest.Verifier{P: policytest.Principal{
 		Issuer: *issuer, Subject: *sub, Audience: aud[0], Claims: principalClaims,
 	}}
 	if *jwks != "" {
-		ks, err := extauthz.LoadJWKS(*jwks)
+		ks, err := bearer.LoadJWKS(*jwks)
 		if err != nil {
 			return bad(err)
 		}
-		if verifier, err = extauthz.NewOIDCVerifier(extauthz.OIDCConfig{Issuer: *issuer, Audiences: aud, KeySet: ks}); err != nil {
+		if verifier, err = bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: *issuer, Audiences: aud, KeySet: ks}); err != nil {
 			return bad(err)
 		}
 	}
@@ -205,7 +206,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	store.Store(lp)
 	req := extauthz.RequestFromCheck(capt.CheckRequest(true))
 	d := (&extauthz.Decider{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: *explain,
-		DPoP: extauthz.NewDPoPVerifier(extauthz.DPoPConfig{})}).
+		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{})}).
 		Decide(ctx, req)
 	names := policytest.Fields
 	if *explain {

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -219,9 +220,9 @@ type service struct {
 	loader    *extauthz.PolicyLoader
 	readiness *extauthz.Readiness
 	policies  *extauthz.PolicyStore
-	oidc      *extauthz.OIDCVerifier
-	jwks      *extauthz.KeySet       // --jwks-file's keys, reloaded on change; nil with discovery
-	approvals *extauthz.OIDCVerifier // nil without --approver-issuer
+	oidc      *bearer.OIDCVerifier
+	jwks      *bearer.KeySet       // --jwks-file's keys, reloaded on change; nil with discovery
+	approvals *bearer.OIDCVerifier // nil without --approver-issuer
 	store     state.Store
 	log       *zap.Logger
 }
@@ -258,34 +259,34 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 	}
 	loader.Log = log // from now on a bad reload is logged, not fatal
 
-	var jwks *extauthz.KeySet
-	oc := extauthz.OIDCConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences, OnKeySetRefresh: func(err error) {
+	var jwks *bearer.KeySet
+	oc := bearer.OIDCConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences, OnKeySetRefresh: func(err error) {
 		if err != nil {
 			metrics.KeySetRefreshes.WithLabelValues("error").Inc()
 			log.Warn("key set refresh failed; keeping the last good keys", zap.Error(err))
 			return
 		}
 		metrics.KeySetRefreshes.WithLabelValues("ok").Inc()
-	}, OnIgnoredKeys: func(ignored []extauthz.IgnoredKey) { logIgnoredKeys(log, ignored) }, OnDiscovery: metrics.OIDCDiscovered}
+	}, OnIgnoredKeys: func(ignored []bearer.IgnoredKey) { logIgnoredKeys(log, ignored) }, OnDiscovery: metrics.OIDCDiscovered}
 	if cfg.JWKSFile != "" {
-		ks, err := extauthz.LoadJWKS(cfg.JWKSFile)
+		ks, err := bearer.LoadJWKS(cfg.JWKSFile)
 		if err != nil {
 			return nil, fmt.Errorf("--jwks-file: %w", err)
 		}
 		logIgnoredKeys(log, ks.Ignored())
 		// A rotated file is reloaded like the policy: last good keys on error.
 		ks.OnRefresh = jwksReloadHook(ks, cfg.JWKSFile, log, metrics)
-		ks.OnIgnoredKeys = func(ignored []extauthz.IgnoredKey) { logIgnoredKeys(log, ignored) }
+		ks.OnIgnoredKeys = func(ignored []bearer.IgnoredKey) { logIgnoredKeys(log, ignored) }
 		oc.KeySet = ks
 		jwks = ks
 	}
-	ov, err := extauthz.NewOIDCVerifier(oc)
+	ov, err := bearer.NewOIDCVerifier(oc)
 	if err != nil {
 		return nil, err
 	}
-	var verifier extauthz.TokenVerifier = ov
+	var verifier bearer.TokenVerifier = ov
 	if cfg.TokenCacheSize > 0 {
-		if verifier, err = extauthz.NewCachingVerifier(ov, cfg.TokenCacheSize, nil, metrics); err != nil {
+		if verifier, err = bearer.NewCachingVerifier(ov, cfg.TokenCacheSize, nil, metrics.TokenCacheResult); err != nil {
 			return nil, err
 		}
 	}
@@ -306,7 +307,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 		store:     binding.Store,
 		server: &extauthz.Server{
 			Decider: &extauthz.Decider{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal, Verifier: verifier, Policies: store, Limits: lim, Binding: binding,
-				DPoP: extauthz.NewDPoPVerifier(extauthz.DPoPConfig{})},
+				DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{})},
 			Responder: &extauthz.Responder{ResourceMetadataURL: rm, DenialStatus: cfg.DenialStatus, ConcealAs: extauthz.ConcealStyle(cfg.ConcealAs)},
 			Log:       decisionLog,
 			Metrics:   metrics,
@@ -323,7 +324,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 
 // jwksReloadHook counts every --jwks-file reload in keyset_refreshes_total
 // and logs a refused one, and one that changed the keys.
-func jwksReloadHook(ks *extauthz.KeySet, file string, log *zap.Logger, m *extauthz.Metrics) func(error) {
+func jwksReloadHook(ks *bearer.KeySet, file string, log *zap.Logger, m *extauthz.Metrics) func(error) {
 	gen := ks.Generation()
 	return func(err error) {
 		if err != nil {
@@ -341,7 +342,7 @@ func jwksReloadHook(ks *extauthz.KeySet, file string, log *zap.Logger, m *extaut
 
 // logIgnoredKeys logs, once per key set, the members that cannot verify
 // signatures and were left out (RFC 7517 section 5).
-func logIgnoredKeys(log *zap.Logger, ignored []extauthz.IgnoredKey) {
+func logIgnoredKeys(log *zap.Logger, ignored []bearer.IgnoredKey) {
 	if len(ignored) == 0 {
 		return
 	}
@@ -355,7 +356,7 @@ func logIgnoredKeys(log *zap.Logger, ignored []extauthz.IgnoredKey) {
 // newBinding builds approvals and idempotency keys from cfg: the state
 // store and, with --approver-issuer, the approval verifier (keys from
 // --approver-jwks-file or discovery; audiences are the MCP server's).
-func newBinding(cfg *Config) (*extauthz.Binding, *extauthz.OIDCVerifier, error) {
+func newBinding(cfg *Config) (*extauthz.Binding, *bearer.OIDCVerifier, error) {
 	st, err := state.Open(cfg.StateStore)
 	if err != nil {
 		return nil, nil, err
@@ -371,16 +372,16 @@ func newBinding(cfg *Config) (*extauthz.Binding, *extauthz.OIDCVerifier, error) 
 	if cfg.ApproverIssuer == "" {
 		return b, nil, nil
 	}
-	oc := extauthz.OIDCConfig{Issuer: cfg.ApproverIssuer, Audiences: cfg.Audiences}
+	oc := bearer.OIDCConfig{Issuer: cfg.ApproverIssuer, Audiences: cfg.Audiences}
 	if cfg.ApproverJWKSFile != "" {
-		ks, err := extauthz.LoadJWKS(cfg.ApproverJWKSFile)
+		ks, err := bearer.LoadJWKS(cfg.ApproverJWKSFile)
 		if err != nil {
 			st.Close()
 			return nil, nil, fmt.Errorf("--approver-jwks-file: %w", err)
 		}
 		oc.KeySet = ks
 	}
-	v, err := extauthz.NewOIDCVerifier(oc)
+	v, err := bearer.NewOIDCVerifier(oc)
 	if err != nil {
 		st.Close()
 		return nil, nil, err

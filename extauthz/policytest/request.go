@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
@@ -45,12 +46,12 @@ type Principal struct {
 	Claims map[string]any
 }
 
-// Verifier is an extauthz.TokenVerifier that ignores the token and returns
+// Verifier is an bearer.TokenVerifier that ignores the token and returns
 // its principal: offline decisions need no token.
 type Verifier struct{ P Principal }
 
 // Verify returns v's principal, with iss, sub and aud among its claims.
-func (v Verifier) Verify(context.Context, string) (*extauthz.Principal, error) {
+func (v Verifier) Verify(context.Context, string) (*bearer.Principal, error) {
 	p := v.P
 	if p.Issuer == "" {
 		p.Issuer = DefaultIssuer
@@ -66,7 +67,7 @@ func (v Verifier) Verify(context.Context, string) (*extauthz.Principal, error) {
 		claims = map[string]any{}
 	}
 	claims["iss"], claims["sub"], claims["aud"] = p.Issuer, p.Subject, p.Audience
-	return &extauthz.Principal{Issuer: p.Issuer, Subject: p.Subject, Audience: p.Audience,
+	return &bearer.Principal{Issuer: p.Issuer, Subject: p.Subject, Audience: p.Audience,
 		Audiences: []string{p.Audience}, Claims: claims}, nil
 }
 

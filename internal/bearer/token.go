@@ -1,4 +1,4 @@
-package extauthz
+package bearer
 
 import (
 	"context"
@@ -37,18 +37,65 @@ type Principal struct {
 	Claims    map[string]any // every claim of the payload, as JSON decodes them (numbers float64)
 }
 
-// TokenError is a bearer token that did not verify; Reason is one of the
-// token_* reasons or idp_unavailable.
+// Kind is why a token or a DPoP proof did not verify: a closed set whose
+// String forms are the snake_case words extauthz answers with
+// ("token_expired", "dpop_proof_stale", ...). extauthz maps each kind to its
+// Reason in one table.
+type Kind int
+
+// The kinds of TokenError and DPoPError.
+const (
+	KindMalformed     Kind = iota + 1 // not a compact JWS, or a payload that is not a JSON object
+	KindInvalid                       // bad signature, unknown key, algorithm not allowed, nbf in the future, no sub
+	KindExpired                       // exp in the past
+	KindWrongIssuer                   // iss is not the configured issuer
+	KindWrongAudience                 // aud holds none of the configured audiences (RFC 8707)
+	KindUnavailable                   // discovery document or key set not fetched (yet)
+	KindDeadline                      // the caller's context ended during verification
+	KindProofInvalid                  // DPoP proof malformed or not signed by its jwk (RFC 9449 section 4.3)
+	KindProofMismatch                 // htm, htu, ath or jwk thumbprint disagree with the request, token or cnf.jkt
+	KindProofStale                    // iat outside the accepted window
+	KindProofReplayed                 // jti already seen within the window
+	KindInternal                      // the verifier failed (the jti cache is full)
+)
+
+var kindNames = [...]string{
+	KindMalformed: "token_malformed", KindInvalid: "token_invalid", KindExpired: "token_expired",
+	KindWrongIssuer: "token_wrong_issuer", KindWrongAudience: "token_wrong_audience",
+	KindUnavailable: "idp_unavailable", KindDeadline: "deadline_exceeded",
+	KindProofInvalid: "dpop_proof_invalid", KindProofMismatch: "dpop_proof_mismatch",
+	KindProofStale: "dpop_proof_stale", KindProofReplayed: "dpop_proof_replayed",
+	KindInternal: "internal_error",
+}
+
+// Kinds returns every kind, in order.
+func Kinds() []Kind {
+	ks := make([]Kind, 0, len(kindNames)-1)
+	for k := KindMalformed; int(k) < len(kindNames); k++ {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// String returns k's snake_case word, or "Kind(n)" outside the set.
+func (k Kind) String() string {
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// TokenError is a bearer token that did not verify, and why.
 type TokenError struct {
-	Reason Reason
-	Err    error
+	Kind Kind
+	Err  error
 }
 
 func (e *TokenError) Error() string {
 	if e.Err == nil {
-		return string(e.Reason)
+		return e.Kind.String()
 	}
-	return string(e.Reason) + ": " + e.Err.Error()
+	return e.Kind.String() + ": " + e.Err.Error()
 }
 
 func (e *TokenError) Unwrap() error { return e.Err }
@@ -270,28 +317,28 @@ func (v *OIDCVerifier) httpClient() *http.Client {
 func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal, error) {
 	iss, err := unverifiedIssuer(rawToken)
 	if err != nil {
-		return nil, &TokenError{Reason: ReasonTokenMalformed, Err: err}
+		return nil, &TokenError{Kind: KindMalformed, Err: err}
 	}
 	if iss != v.cfg.Issuer {
-		return nil, &TokenError{Reason: ReasonTokenWrongIssuer, Err: fmt.Errorf("token iss %s, want %q", clip(iss), v.cfg.Issuer)}
+		return nil, &TokenError{Kind: KindWrongIssuer, Err: fmt.Errorf("token iss %s, want %q", clip(iss), v.cfg.Issuer)}
 	}
 	verifier, keys, err := v.idTokenVerifier()
 	if err != nil {
-		return nil, &TokenError{Reason: ReasonIdPUnavailable, Err: err}
+		return nil, &TokenError{Kind: KindUnavailable, Err: err}
 	}
 	tok, err := verifier.Verify(ctx, rawToken)
 	if err != nil {
 		var expired *oidc.TokenExpiredError
 		if errors.As(err, &expired) {
-			return nil, &TokenError{Reason: ReasonTokenExpired, Err: fmt.Errorf("token exp %s is past", expired.Expiry.UTC().Format(time.RFC3339))}
+			return nil, &TokenError{Kind: KindExpired, Err: fmt.Errorf("token exp %s is past", expired.Expiry.UTC().Format(time.RFC3339))}
 		}
 		if ctx.Err() != nil {
-			return nil, &TokenError{Reason: ReasonDeadlineExceeded, Err: ctx.Err()}
+			return nil, &TokenError{Kind: KindDeadline, Err: ctx.Err()}
 		}
 		if ks, ok := keys.(*KeySet); ok && !ks.Ready() {
-			return nil, &TokenError{Reason: ReasonIdPUnavailable, Err: err}
+			return nil, &TokenError{Kind: KindUnavailable, Err: err}
 		}
-		return nil, &TokenError{Reason: ReasonTokenInvalid, Err: err}
+		return nil, &TokenError{Kind: KindInvalid, Err: err}
 	}
 	aud := ""
 	for _, want := range v.cfg.Audiences {
@@ -301,14 +348,14 @@ func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal,
 		}
 	}
 	if aud == "" {
-		return nil, &TokenError{Reason: ReasonTokenWrongAudience, Err: fmt.Errorf("token aud %s holds none of %q", clipList(tok.Audience), v.cfg.Audiences)}
+		return nil, &TokenError{Kind: KindWrongAudience, Err: fmt.Errorf("token aud %s holds none of %q", ClipList(tok.Audience), v.cfg.Audiences)}
 	}
 	if tok.Subject == "" {
-		return nil, &TokenError{Reason: ReasonTokenInvalid, Err: errors.New("no sub claim")}
+		return nil, &TokenError{Kind: KindInvalid, Err: errors.New("no sub claim")}
 	}
 	var claims map[string]any
 	if err := tok.Claims(&claims); err != nil {
-		return nil, &TokenError{Reason: ReasonTokenMalformed, Err: err}
+		return nil, &TokenError{Kind: KindMalformed, Err: err}
 	}
 	return &Principal{Issuer: tok.Issuer, Subject: tok.Subject, Audience: aud, Audiences: tok.Audience, Expiry: tok.Expiry, Claims: claims}, nil
 }
@@ -323,8 +370,8 @@ func clip(s string) string {
 	return strconv.Quote(s)
 }
 
-// clipList is clip for a list, at most its first 5 values: [a b ...].
-func clipList(l []string) string {
+// ClipList is clip for a list, at most its first 5 values: [a b ...].
+func ClipList(l []string) string {
 	q := make([]string, 0, 6)
 	for i, s := range l {
 		if i == 5 {
@@ -366,7 +413,7 @@ func LoadJWKS(path string) (*KeySet, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, ignored, err := parseJWKS(b)
+	keys, ignored, err := ParseJWKS(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
