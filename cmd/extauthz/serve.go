@@ -98,6 +98,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return fail("cannot start", err)
 	}
 	defer svc.store.Close()
+	defer svc.oidc.Close() // stops background discovery
+	if svc.approvals != nil {
+		defer svc.approvals.Close()
+	}
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
 		return fail("cannot start", err)

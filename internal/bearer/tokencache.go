@@ -56,7 +56,7 @@ func NewCachingVerifier(next TokenVerifier, size int, now func() time.Time, onRe
 	return &CachingVerifier{next: next, gen: gen, now: now, cache: c, onResult: onResult}, nil
 }
 
-var _ TokenVerifier = (*CachingVerifier)(nil)
+var _ Service = (*CachingVerifier)(nil)
 
 // Verify answers from the cache when it can, else asks the next verifier
 // and caches a success.
@@ -95,6 +95,13 @@ func (c *CachingVerifier) Audiences() []string {
 		return a.Audiences()
 	}
 	return nil
+}
+
+// Close closes the next verifier if it has a Close method.
+func (c *CachingVerifier) Close() {
+	if cl, ok := c.next.(interface{ Close() }); ok {
+		cl.Close()
+	}
 }
 
 // Ready passes the next verifier's readiness through.
