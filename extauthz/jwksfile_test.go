@@ -12,6 +12,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
 )
 
 // writeAtomic replaces path the way editors and kubelet do: write a
@@ -60,7 +61,7 @@ func TestJWKSFileReload(t *testing.T) {
 	}
 	ctx := t.Context()
 	go func() {
-		_ = WatchFiles(ctx, []string{path}, 10*time.Millisecond, nil, func() { _ = ks.LoadFile(path) })
+		_ = filewatch.WatchAll(ctx, []string{path}, filewatch.Options{Debounce: 10 * time.Millisecond}, func() { _ = ks.LoadFile(path) })
 	}()
 
 	verifies := func(k *testKey) bool {

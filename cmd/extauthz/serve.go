@@ -27,6 +27,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -130,7 +131,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := extauthz.WatchFiles(ctx, files, 0, log, func() {
+			err := filewatch.WatchAll(ctx, files, watchOptions(log), func() {
 				if err := tr.load(); err != nil {
 					log.Error("TLS files reload refused; keeping the last good certificate and client CA", zap.Error(err))
 				}
@@ -144,7 +145,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := extauthz.WatchFiles(ctx, []string{cfg.JWKSFile}, 0, log, func() { _ = svc.jwks.LoadFile(cfg.JWKSFile) }); err != nil {
+			if err := filewatch.WatchAll(ctx, []string{cfg.JWKSFile}, watchOptions(log), func() { _ = svc.jwks.LoadFile(cfg.JWKSFile) }); err != nil {
 				log.Error("--jwks-file watch stopped; the loaded keys stay in use", zap.Error(err))
 			}
 		}()
@@ -324,6 +325,14 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 		jwks:      jwks,
 		log:       log,
 	}, nil
+}
+
+// watchOptions logs the errors of a file watch (the watch then reloads to
+// be safe).
+func watchOptions(log *zap.Logger) filewatch.Options {
+	return filewatch.Options{OnError: func(err error) {
+		log.Warn("watch error; reloading to be safe", zap.Error(err))
+	}}
 }
 
 // jwksReloadHook counts every --jwks-file reload in keyset_refreshes_total
