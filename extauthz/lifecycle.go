@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 )
 
 // HealthService is the grpc.health.v1 service name of the Authorization API;
@@ -26,7 +28,7 @@ const HealthService = "envoy.service.auth.v3.Authorization"
 type Readiness struct {
 	Policies *PolicyStore
 	Verifier interface{ Ready() bool } // nil counts as ready
-	Metrics  *Metrics
+	Metrics  *metrics.Metrics          // nil: no ready gauge
 
 	draining atomic.Bool
 }
@@ -45,13 +47,7 @@ func (r *Readiness) Ready() (bool, string) {
 	case r.Verifier != nil && !r.Verifier.Ready():
 		ok, why = false, "signing keys not available from the identity provider"
 	}
-	if r.Metrics != nil {
-		v := 0.0
-		if ok {
-			v = 1
-		}
-		r.Metrics.Ready.Set(v)
-	}
+	r.Metrics.SetReady(ok)
 	return ok, why
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
@@ -20,8 +21,8 @@ import (
 type PolicyLoader struct {
 	File    string
 	Store   *PolicyStore
-	Log     *zap.Logger // nil: no logging
-	Metrics *Metrics    // nil: no metrics
+	Log     *zap.Logger      // nil: no logging
+	Metrics *metrics.Metrics // nil: no metrics
 	// Debounce is how long Watch waits after the first event of a burst before
 	// reloading; zero means 100ms.
 	Debounce time.Duration
@@ -43,19 +44,14 @@ func (l *PolicyLoader) Load() error {
 				return nil
 			}
 			l.Store.Store(lp)
-			if l.Metrics != nil {
-				l.Metrics.PolicyReloads.Inc()
-				l.Metrics.policyVersion(lp.Version)
-			}
+			l.Metrics.PolicyPublished(lp.Version)
 			if l.Log != nil {
 				l.Log.Info("policy loaded", zap.String("file", l.File), zap.String("policy_version", lp.Version))
 			}
 			return nil
 		}
 	}
-	if l.Metrics != nil {
-		l.Metrics.PolicyReloadError.Inc()
-	}
+	l.Metrics.PolicyRefused()
 	if l.Log != nil {
 		fields := []zap.Field{zap.String("file", l.File), zap.Error(err)}
 		var ce *policy.CompileError

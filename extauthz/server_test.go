@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -514,7 +515,7 @@ func TestHeaderValuesAreSafe(t *testing.T) {
 func TestPanicOutsideDecide(t *testing.T) {
 	srv := staticRig(t, nil)
 	srv.Log = nil
-	srv.Metrics = &Metrics{}
+	srv.Metrics = &metrics.Metrics{}
 	resp, err := srv.Check(t.Context(), postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`).CheckRequest(true))
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -252,7 +253,7 @@ func (s *service) warmApprovers(ctx context.Context) {
 
 // newService builds the Check server from cfg: policy, token verifier and
 // cache, limits. A missing or invalid policy is an error naming file:line.
-func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Metrics) (*service, error) {
+func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metrics) (*service, error) {
 	store := &extauthz.PolicyStore{}
 	loader := &extauthz.PolicyLoader{File: cfg.PolicyFile, Store: store, Metrics: metrics}
 	if err := loader.Load(); err != nil {
@@ -267,11 +268,11 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 	var jwks *bearer.KeySet
 	oc := bearer.OIDCConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences, OnKeySetRefresh: func(err error) {
 		if err != nil {
-			metrics.KeySetRefreshes.WithLabelValues("error").Inc()
+			metrics.KeySetRefreshed(err)
 			log.Warn("key set refresh failed; keeping the last good keys", zap.Error(err))
 			return
 		}
-		metrics.KeySetRefreshes.WithLabelValues("ok").Inc()
+		metrics.KeySetRefreshed(nil)
 	}, OnIgnoredKeys: func(ignored []bearer.IgnoredKey) { logIgnoredKeys(log, ignored) }, OnDiscovery: metrics.OIDCDiscovered}
 	if cfg.JWKSFile != "" {
 		ks, err := bearer.LoadJWKS(cfg.JWKSFile)
@@ -337,15 +338,15 @@ func watchOptions(log *zap.Logger) filewatch.Options {
 
 // jwksReloadHook counts every --jwks-file reload in keyset_refreshes_total
 // and logs a refused one, and one that changed the keys.
-func jwksReloadHook(ks *bearer.KeySet, file string, log *zap.Logger, m *extauthz.Metrics) func(error) {
+func jwksReloadHook(ks *bearer.KeySet, file string, log *zap.Logger, m *metrics.Metrics) func(error) {
 	gen := ks.Generation()
 	return func(err error) {
 		if err != nil {
-			m.KeySetRefreshes.WithLabelValues("error").Inc()
+			m.KeySetRefreshed(err)
 			log.Error("--jwks-file reload refused; keeping the last good keys", zap.String("file", file), zap.Error(err))
 			return
 		}
-		m.KeySetRefreshes.WithLabelValues("ok").Inc()
+		m.KeySetRefreshed(nil)
 		if g := ks.Generation(); g != gen {
 			gen = g
 			log.Info("--jwks-file reloaded: signing keys changed", zap.String("file", file))
