@@ -86,3 +86,14 @@ func (l *PolicyLoader) Watch(ctx context.Context) error {
 		},
 	}, func() { _ = l.Load() }) // logged and counted inside
 }
+
+// Ready returns nil once a policy is stored, else why not (a readiness
+// check).
+func (s *PolicyStore) Ready() error {
+	if s.Load() == nil {
+		return errNoPolicy
+	}
+	return nil
+}
+
+var errNoPolicy = errors.New("no policy compiled")

@@ -379,7 +379,7 @@ func TestLoadRefusesInvalidPolicy(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "policy.yaml")
 			writePolicyFile(t, file, good)
 			r := newLoaderRig(t, file)
-			ready := &Readiness{Policies: r.loader.Store, Metrics: r.metrics}
+			ready := readiness(r.loader.Store, nil, r.metrics)
 			before := r.loader.Store.Load()
 
 			writePolicyFile(t, file, []byte(tt.give))

@@ -78,6 +78,10 @@ func (s *Server) observe(d *Decision, latency time.Duration) {
 	}
 }
 
+// HealthService is the grpc.health.v1 service name of the Authorization API;
+// the server also answers for "" (the whole server).
+const HealthService = "envoy.service.auth.v3.Authorization"
+
 // NewMetrics creates the service's metrics (internal/metrics), registers
 // them with reg and creates at zero the series of every reason.
 func NewMetrics(reg prometheus.Registerer) *metrics.Metrics {

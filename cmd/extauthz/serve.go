@@ -28,6 +28,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
@@ -186,8 +187,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 
 	gs, hs := newGRPCServer(cfg, svc.server, creds)
-	lc := &extauthz.Lifecycle{
-		GRPC: gs, Health: hs, Readiness: svc.readiness,
+	lc := &lifecycle.Lifecycle{
+		GRPC: gs, Health: hs, Readiness: svc.readiness, Services: []string{extauthz.HealthService},
 		DrainPeriod: cfg.DrainPeriod, ShutdownTimeout: cfg.ShutdownTimeout,
 		OnShutdown: func() { log.Info("shutting down: NOT_SERVING, draining; a second SIGINT or SIGTERM stops at once") },
 	}
@@ -216,7 +217,7 @@ func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handle
 	mux := http.NewServeMux()
 	mux.Handle(extauthz.WellKnownProtectedResource, prm)
 	mux.Handle(extauthz.WellKnownProtectedResource+"/", prm)
-	mux.Handle("/", extauthz.HTTPHandler(svc.readiness, reg))
+	mux.Handle("/", lifecycle.HTTPHandler(svc.readiness, reg))
 	return mux
 }
 
@@ -224,7 +225,7 @@ func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handle
 type service struct {
 	server    *extauthz.Server
 	loader    *extauthz.PolicyLoader
-	readiness *extauthz.Readiness
+	readiness *lifecycle.Readiness
 	policies  *extauthz.PolicyStore
 	oidc      *bearer.OIDCVerifier
 	jwks      *bearer.KeySet       // --jwks-file's keys, reloaded on change; nil with discovery
@@ -320,12 +321,23 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 			DryRun:    cfg.DryRun,
 		},
 		loader:    loader,
-		readiness: &extauthz.Readiness{Policies: store, Verifier: ov, Metrics: metrics},
+		readiness: &lifecycle.Readiness{Checks: []func() error{store.Ready, keysReady(ov)}, OnReady: metrics.SetReady},
 		policies:  store,
 		oidc:      ov,
 		jwks:      jwks,
 		log:       log,
 	}, nil
+}
+
+// keysReady is the readiness check of a token verifier: nil once signing
+// keys are available.
+func keysReady(v interface{ Ready() bool }) func() error {
+	return func() error {
+		if !v.Ready() {
+			return errors.New("signing keys not available from the identity provider")
+		}
+		return nil
+	}
 }
 
 // watchOptions logs the errors of a file watch (the watch then reloads to
@@ -475,7 +487,7 @@ func newGRPCServer(cfg *Config, srv *extauthz.Server, creds credentials.Transpor
 	}
 	gs := grpc.NewServer(opts...)
 	authv3.RegisterAuthorizationServer(gs, srv)
-	hs := health.NewServer() // statuses follow readiness (extauthz.Lifecycle)
+	hs := health.NewServer() // statuses follow readiness (lifecycle.Lifecycle)
 	healthpb.RegisterHealthServer(gs, hs)
 	return gs, hs
 }
