@@ -206,7 +206,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return nil
 }
 
-// httpHandler serves the operational endpoints (extauthz.HTTPHandler) and
+// httpHandler serves the operational endpoints (lifecycle.HTTPHandler) and
 // the RFC 9728 protected resource metadata of every audience, which the
 // shipped Envoy configs route to without ext_authz.
 func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handler {
