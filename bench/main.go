@@ -35,7 +35,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 
-	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 func main() {
@@ -135,7 +135,7 @@ func (c Case) Build(examples, token string) (*authv3.CheckRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	cr, err := extauthz.ParseCapturedRequest(b)
+	cr, err := capture.Parse(b)
 	if err != nil {
 		return nil, err
 	}

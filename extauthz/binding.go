@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -64,9 +65,9 @@ const (
 type Binding struct {
 	// Approvals verifies approvals: signature with the approver keys,
 	// iss, exp and aud (one of the MCP server's audiences); its errors are
-	// *TokenError. Nil means no approver is configured: an ask stays
+	// *bearer.TokenError. Nil means no approver is configured: an ask stays
 	// authorization_required whatever the request carries.
-	Approvals TokenVerifier
+	Approvals bearer.TokenVerifier
 	// Store records used approval ids and idempotency keys. Nil, or a
 	// store that fails, denies every request that needs it
 	// (state_store_unavailable).
@@ -341,15 +342,15 @@ func (b *Binding) verifyApproval(ctx context.Context, raw string, dec *Decision)
 	}
 	p, err := b.Approvals.Verify(ctx, raw)
 	if err != nil {
-		var te *TokenError
+		var te *bearer.TokenError
 		reason := ReasonApprovalUntrusted
 		if errors.As(err, &te) {
-			switch te.Reason {
-			case ReasonTokenExpired:
+			switch te.Kind {
+			case bearer.KindExpired:
 				reason = ReasonApprovalExpired
-			case ReasonTokenWrongAudience:
+			case bearer.KindWrongAudience:
 				reason = ReasonApprovalAudienceMismatch
-			case ReasonIdPUnavailable:
+			case bearer.KindUnavailable:
 				reason = ReasonIdPUnavailable
 			}
 		}

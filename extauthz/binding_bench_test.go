@@ -15,6 +15,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
 )
@@ -34,7 +35,7 @@ func BenchmarkApproval(b *testing.B) {
 		b.Fatal(err)
 	}
 	rsaKey := newTestKey(b, "approver-key").priv
-	approvals, err := NewOIDCVerifier(OIDCConfig{Issuer: apprIss, Audiences: []string{testAudience},
+	approvals, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: apprIss, Audiences: []string{testAudience},
 		KeySet: &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{&ecKey.PublicKey, &rsaKey.PublicKey}}})
 	if err != nil {
 		b.Fatal(err)
@@ -59,7 +60,7 @@ func BenchmarkApproval(b *testing.B) {
 		},
 	}
 	server := func(b *testing.B, st state.Store) *Server {
-		srv := newTestServer(compileStore(b, filepath.Join("testdata", "binding-policy.yaml")), staticVerifier{Principal{
+		srv := newTestServer(compileStore(b, filepath.Join("testdata", "binding-policy.yaml")), staticVerifier{bearer.Principal{
 			Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience, Audiences: []string{testAudience},
 			Claims: map[string]any{"sub": testSubject},
 		}}, nil)
@@ -68,7 +69,7 @@ func BenchmarkApproval(b *testing.B) {
 	}
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"issue_refund","arguments":` + bigArgs + `}}`
 	digest := func(b *testing.B, srv *Server) string {
-		d := srv.Decider.Decide(context.Background(), postReq(body).Request())
+		d := srv.Decider.Decide(context.Background(), RequestFromCheck(postReq(body).CheckRequest(true)))
 		if d.Reason != ReasonAuthorizationRequired {
 			b.Fatalf("setup: %s", d.Reason)
 		}
@@ -77,7 +78,7 @@ func BenchmarkApproval(b *testing.B) {
 	for _, name := range []string{"memory", "redis"} {
 		b.Run("ask/store="+name, func(b *testing.B) {
 			srv := server(b, stores[name](b))
-			req := postReq(body).Request()
+			req := RequestFromCheck(postReq(body).CheckRequest(true))
 			b.ReportAllocs()
 			for b.Loop() {
 				_ = srv.Decider.Decide(context.Background(), req)
@@ -100,7 +101,7 @@ func BenchmarkApproval(b *testing.B) {
 					tok, _ := jws.CompactSerialize()
 					c := postReq(body)
 					c.Headers[HeaderApproval] = tok
-					reqs[i] = c.Request()
+					reqs[i] = RequestFromCheck(c.CheckRequest(true))
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -120,7 +121,7 @@ func BenchmarkApproval(b *testing.B) {
 			for b.Loop() {
 				c := postReq(small)
 				c.Headers[DefaultIdempotencyHeader] = prefix + strconv.Itoa(i)
-				if d := srv.Decider.Decide(context.Background(), c.Request()); d.Reason != ReasonAllowed {
+				if d := srv.Decider.Decide(context.Background(), RequestFromCheck(c.CheckRequest(true))); d.Reason != ReasonAllowed {
 					b.Fatalf("keyed Check: %s", d.Reason)
 				}
 				i++

@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
 )
@@ -187,7 +189,7 @@ func FuzzBinding(f *testing.F) {
 		// Without the approval and the key the same body is decided
 		// alone; an allow must not come from a forged approval.
 		if reason == string(ReasonAllowed) && (approval != "" || strings.Contains(string(body), MetaApproval)) {
-			d := srv.Decider.Decide(t.Context(), postReqBody(body).Request())
+			d := srv.Decider.Decide(t.Context(), RequestFromCheck(postReqBody(body).CheckRequest(true)))
 			if d.Reason != ReasonAllowed {
 				t.Fatalf("a fuzzed approval admitted a request the policy decides %s", d.Reason)
 			}
@@ -195,7 +197,7 @@ func FuzzBinding(f *testing.F) {
 	})
 }
 
-func postReqBody(body []byte) *CapturedRequest {
+func postReqBody(body []byte) *capture.Request {
 	c := postReq("")
 	c.Body = body
 	return c
@@ -203,9 +205,9 @@ func postReqBody(body []byte) *CapturedRequest {
 
 // warmVerifierStatic verifies approvals signed by k (issuer
 // https://approvals.example.com) against a static key set.
-func warmVerifierStatic(t testing.TB, k *testKey) *OIDCVerifier {
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: "https://approvals.example.com", Audiences: []string{testAudience},
-		KeySet: NewStaticKeySet([]jose.JSONWebKey{k.public()})})
+func warmVerifierStatic(t testing.TB, k *testKey) *bearer.OIDCVerifier {
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: "https://approvals.example.com", Audiences: []string{testAudience},
+		KeySet: bearer.NewStaticKeySet([]jose.JSONWebKey{k.public()})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/gowebpki/jcs"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
 )
@@ -64,9 +65,9 @@ func newBindingRig(t *testing.T, store state.Store, opts ...func(*Server)) *bind
 	return rig
 }
 
-func warmVerifier(t *testing.T, issuer string, auds []string) *OIDCVerifier {
+func warmVerifier(t *testing.T, issuer string, auds []string) *bearer.OIDCVerifier {
 	t.Helper()
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: issuer, Audiences: auds})
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: issuer, Audiences: auds})
 	if err != nil {
 		t.Fatal(err)
 	}

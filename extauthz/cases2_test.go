@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 // case2Line is one line of ../shared/cases/cases-2.jsonl.
@@ -138,7 +141,7 @@ func runCase2(t *testing.T, k *testKey, c case2Line) string {
 		store.Store(lp)
 	}
 	issuer := rawJWKSIdP(t, k, c.Setup.JWKSExtraKeys)
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: issuer, Audiences: []string{testAudience}})
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: issuer, Audiences: []string{testAudience}})
 	if err != nil {
 		return "verifier: " + err.Error()
 	}
@@ -158,7 +161,7 @@ func runCase2(t *testing.T, k *testKey, c case2Line) string {
 		"{{TOKEN_OK_WITH_CNF_JKT}}": k.sign(t, withCnf),
 		"{{TOKEN_OK}}":              k.sign(t, now),
 	}
-	capt, err := ParseCapturedRequest(c.Request)
+	capt, err := capture.Parse(c.Request)
 	if err != nil {
 		t.Fatal(err)
 	}

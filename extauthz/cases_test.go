@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 // caseLine is one line of ../shared/cases/cases.jsonl.
@@ -61,10 +64,10 @@ type caseRig struct {
 	tokens map[string]string
 }
 
-func newCaseRig(t *testing.T) (*caseRig, func(*CapturedRequest, bool) (Reason, int, int, string)) {
+func newCaseRig(t *testing.T) (*caseRig, func(*capture.Request, bool) (Reason, int, int, string)) {
 	rig := &caseRig{k1: newTestKey(t, "k1"), k2: newTestKey(t, "k2"), clock: newFakeClock()}
 	rig.idp = newTestIdP(t, rig.k1)
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: rig.idp.issuer(), Audiences: []string{testAudience}, Now: rig.clock.Now})
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: rig.idp.issuer(), Audiences: []string{testAudience}, Now: rig.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +87,7 @@ func newCaseRig(t *testing.T) (*caseRig, func(*CapturedRequest, bool) (Reason, i
 		"{{TOKEN_WRONG_AUD}}":  rig.k1.sign(t, wrongAud),
 		"{{TOKEN_ROTATED_K2}}": rig.k2.sign(t, claims),
 	}
-	do := func(c *CapturedRequest, pack bool) (Reason, int, int, string) {
+	do := func(c *capture.Request, pack bool) (Reason, int, int, string) {
 		t.Helper()
 		for k, v := range c.Headers {
 			for ph, tok := range rig.tokens {
@@ -154,7 +157,7 @@ func TestCases(t *testing.T) {
 			if !ok {
 				t.Fatalf("case %s has no expectation in caseWants: decide it (expect: %s)", c.ID, c.Expect)
 			}
-			capt, err := ParseCapturedRequest(c.Request)
+			capt, err := capture.Parse(c.Request)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,8 +170,8 @@ func TestCases(t *testing.T) {
 	}
 }
 
-func caseReq(body string) *CapturedRequest {
-	return &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body), Headers: map[string]string{
+func caseReq(body string) *capture.Request {
+	return &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body), Headers: map[string]string{
 		"content-type": "application/json", "authorization": "Bearer {{TOKEN_OK}}", "mcp-protocol-version": "2025-11-25",
 	}}
 }
@@ -177,7 +180,7 @@ func caseReq(body string) *CapturedRequest {
 // input.
 func TestCaseKinds(t *testing.T) {
 	_, do := newCaseRig(t)
-	withHeader := func(c *CapturedRequest, k, v string) *CapturedRequest {
+	withHeader := func(c *capture.Request, k, v string) *capture.Request {
 		if v == "" {
 			delete(c.Headers, k)
 		} else {
@@ -187,7 +190,7 @@ func TestCaseKinds(t *testing.T) {
 	}
 	tests := []struct {
 		name       string
-		give       *CapturedRequest
+		give       *capture.Request
 		wantReason Reason
 		wantStatus int
 	}{
@@ -239,20 +242,20 @@ func TestCaseKinds(t *testing.T) {
 		{"content-length shorter than body", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "5"), ReasonInvalidRequest, 400},
 		{"content-length with a sign", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "+47"), ReasonInvalidRequest, 400},
 		{"content-length exact", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "47"), ReasonAllowed, 200},
-		{"GET announcing a body", func() *CapturedRequest {
+		{"GET announcing a body", func() *capture.Request {
 			c := withHeader(caseReq(``), "content-length", "50")
 			c.Method = "GET"
 			return c
 		}(), ReasonInvalidRequest, 400},
-		{"GET with a partial body", func() *CapturedRequest {
+		{"GET with a partial body", func() *capture.Request {
 			c := withHeader(caseReq(``), "x-envoy-auth-partial-body", "true")
 			c.Method = "GET"
 			return c
 		}(), ReasonInvalidRequest, 400},
 		{"batch with Mcp-Name", withHeader(withHeader(caseReq(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file"}}]`), "mcp-protocol-version", "2025-03-26"), "mcp-name", "delete_repo"), ReasonHeaderMismatch, 400},
 		// HTTP methods.
-		{"PUT", func() *CapturedRequest { c := caseReq(``); c.Method = "PUT"; return c }(), ReasonMethodNotAllowed, 405},
-		{"GET with a body", func() *CapturedRequest { c := caseReq(`{}`); c.Method = "GET"; return c }(), ReasonInvalidRequest, 400},
+		{"PUT", func() *capture.Request { c := caseReq(``); c.Method = "PUT"; return c }(), ReasonMethodNotAllowed, 405},
+		{"GET with a body", func() *capture.Request { c := caseReq(`{}`); c.Method = "GET"; return c }(), ReasonInvalidRequest, 400},
 		// C19: other invalid bytes, lone surrogates.
 		{"C19 0xFE", caseReq("{\"jsonrpc\":\"2.0\",\"id\":29,\"method\":\"tools/call\",\"params\":{\"name\":\"transfer_funds\",\"arguments\":{\"memo\":\"a\xfe\"}}}"), ReasonInvalidUTF8, 400},
 		{"C19 lone surrogate", caseReq(`{"jsonrpc":"2.0","id":29,"method":"tools/call","params":{"name":"transfer_funds","arguments":{"memo":"a\ud800"}}}`), ReasonInvalidUTF8, 400},
@@ -278,7 +281,7 @@ func TestCaseKinds(t *testing.T) {
 	}
 }
 
-func cloneCapture(c *CapturedRequest) *CapturedRequest {
+func cloneCapture(c *capture.Request) *capture.Request {
 	d := *c
 	d.Headers = make(map[string]string, len(c.Headers))
 	for k, v := range c.Headers {
@@ -289,9 +292,9 @@ func cloneCapture(c *CapturedRequest) *CapturedRequest {
 
 // staticVerifier accepts any token as one principal, for tests of the
 // decision path alone.
-type staticVerifier struct{ p Principal }
+type staticVerifier struct{ p bearer.Principal }
 
-func (v staticVerifier) Verify(context.Context, string) (*Principal, error) {
+func (v staticVerifier) Verify(context.Context, string) (*bearer.Principal, error) {
 	p := v.p
 	return &p, nil
 }
@@ -301,11 +304,11 @@ func (v staticVerifier) Verify(context.Context, string) (*Principal, error) {
 // before hashing, while 2^53 itself keeps exactly the recorded digest.
 func TestC18ApprovalDigest(t *testing.T) {
 	d := &Decider{ServerID: testServerID, Policies: compileStore(t, filepath.Join("testdata", "cases-policy.yaml")),
-		Verifier: staticVerifier{Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience}}}
+		Verifier: staticVerifier{bearer.Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience}}}
 	req := func(amount string) *Request {
 		c := caseReq(`{"jsonrpc":"2.0","id":27,"method":"tools/call","params":{"name":"transfer_funds","arguments":{"amount":` + amount + `}}}`)
 		c.Headers["authorization"] = "Bearer static-token" // any well-formed token: the verifier is static
-		return c.Request()
+		return RequestFromCheck(c.CheckRequest(true))
 	}
 	got := d.Decide(t.Context(), req("9007199254740992"))
 	if got.Reason != ReasonAuthorizationRequired || got.ArgsDigest != "sha256:a2102c7fa09a83bf190218094fc70210b6ae22b18f2669457afe43fd8d00f107" {

@@ -18,6 +18,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 // fullCheckResponse sets every field marshalCheckResponse encodes, with
@@ -75,7 +77,7 @@ func TestMarshalCheckResponseMatchesProto(t *testing.T) {
 	}
 	// The responses Check gives.
 	srv := staticRig(t, nil)
-	for _, c := range []*CapturedRequest{
+	for _, c := range []*capture.Request{
 		postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`),
 		postReq(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"delete_repo","arguments":{}}}`),
 		postReq(`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`),

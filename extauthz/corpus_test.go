@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
 )
 
@@ -169,7 +170,7 @@ func TestCorpusReplay(t *testing.T) {
 	var golden []corpusGolden
 	seen := map[Reason]int{}
 	for _, r := range loadCorpus(t) {
-		capt, err := ParseCapturedRequest(r.line)
+		capt, err := capture.Parse(r.line)
 		if err != nil {
 			t.Fatal(err)
 		}

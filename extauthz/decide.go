@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -71,7 +73,7 @@ type Decision struct {
 	Target        string // tool name, resource URI, prompt name or completion ref
 	ArgsDigest    string // sha256:<hex> of the JCS form of params.arguments ({} when absent)
 	RequestDigest string // see requestDigest
-	Principal     *Principal
+	Principal     *bearer.Principal
 	RPCID         []byte // the request's JSON-RPC id, byte for byte; nil answers with id null
 	BatchIndex    int    // index of the deciding batch element; -1 outside batches
 	BatchDigests  []string
@@ -133,10 +135,10 @@ type Decider struct {
 	// sets no context extension). Consulted after the route's mcp_server
 	// and before ServerID.
 	ServersByPrincipal map[string]string
-	Verifier           TokenVerifier
+	Verifier           bearer.TokenVerifier
 	// DPoP checks DPoP proofs (RFC 9449) of tokens bound with cnf.jkt. Nil
 	// means no DPoP: the DPoP scheme is refused and so are bound tokens.
-	DPoP     *DPoPVerifier
+	DPoP     *bearer.DPoPVerifier
 	Policies *PolicyStore
 	Limits   mcpparse.Limits
 	// Binding applies approvals and idempotency keys; nil disables both.
@@ -144,19 +146,6 @@ type Decider struct {
 	// Explain fills Decision.Trace (extauthz check --explain, extauthz
 	// test). It costs an evaluation of every rule: never set it in serve.
 	Explain bool
-}
-
-// knownMethods are the methods MCP defines for clients (2024-11-05 through
-// 2026-07-28). A method outside this set that no rule names is reported as
-// unknown_method (JSON-RPC -32601) rather than default_deny.
-var knownMethods = map[string]bool{
-	"initialize": true, "notifications/initialized": true, "server/discover": true, "ping": true,
-	"tools/list": true, "tools/call": true,
-	"resources/list": true, "resources/templates/list": true, "resources/read": true,
-	"resources/subscribe": true, "resources/unsubscribe": true, "subscriptions/listen": true,
-	"prompts/list": true, "prompts/get": true, "completion/complete": true, "logging/setLevel": true,
-	"notifications/cancelled": true, "notifications/progress": true, "notifications/roots/list_changed": true,
-	"tasks/get": true, "tasks/update": true, "tasks/cancel": true, "tasks/result": true, "tasks/list": true,
 }
 
 // Decide runs the whole decision for r: server, body framing, token, strict
@@ -400,7 +389,7 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *
 	case res.Cause == policy.CauseInvalidInput: // a target mcpparse should have refused
 		el.Decision = policy.Deny
 		return ReasonInvalidParams
-	case res.Cause == policy.CauseDefault && in.Op == policy.OpRequest && !knownMethods[in.Method]:
+	case res.Cause == policy.CauseDefault && in.Op == policy.OpRequest && !mcpmethod.FromClient(in.Method):
 		// A method MCP does not define, that no rule names: denied even
 		// under default ask, since no approval can make it meaningful.
 		el.Decision = policy.Deny
@@ -423,7 +412,7 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *
 // its DPoP proof. On failure it returns the reason and why, for the
 // decision log: which check failed and, for issuer and audience, what the
 // token carried; never the token.
-func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Reason, string) {
+func (d *Decider) authenticate(ctx context.Context, r *Request) (*bearer.Principal, Reason, string) {
 	h, n := r.Headers.Get("authorization")
 	if n == 0 {
 		return nil, ReasonTokenMissing, "no Authorization header"
@@ -431,7 +420,7 @@ func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Rea
 	if n > 1 {
 		return nil, ReasonTokenMalformed, fmt.Sprintf("%d Authorization headers", n)
 	}
-	scheme, tok, ok := parseAuthorization(h)
+	scheme, tok, ok := bearer.ParseAuthorization(h)
 	switch {
 	case !ok:
 		return nil, ReasonTokenMalformed, "Authorization is not Bearer or DPoP, 1*SP, one token (RFC 6750 section 2.1, RFC 9449 section 7.1)"
@@ -440,19 +429,19 @@ func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Rea
 	}
 	p, err := d.Verifier.Verify(ctx, tok)
 	if err != nil {
-		var te *TokenError
+		var te *bearer.TokenError
 		if errors.As(err, &te) {
-			why := string(te.Reason)
+			why := string(bearerReason(te.Kind))
 			if te.Err != nil {
 				why = te.Err.Error()
 			}
-			return nil, te.Reason, why
+			return nil, bearerReason(te.Kind), why
 		}
 		return nil, ReasonTokenInvalid, err.Error()
 	}
 	if aud := r.ContextExtensions[ContextExtensionAudience]; aud != "" {
 		if !slices.Contains(p.Audiences, aud) {
-			return nil, ReasonTokenWrongAudience, fmt.Sprintf("token aud %s lacks the route's audience %q (context extension %s)", clipList(p.Audiences), aud, ContextExtensionAudience)
+			return nil, ReasonTokenWrongAudience, fmt.Sprintf("token aud %s lacks the route's audience %q (context extension %s)", bearer.ClipList(p.Audiences), aud, ContextExtensionAudience)
 		}
 		if !d.audienceConfigured(aud) {
 			return nil, ReasonTokenWrongAudience, fmt.Sprintf("the route's audience %q (context extension %s) is not a configured --audience", aud, ContextExtensionAudience)
@@ -463,7 +452,7 @@ func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Rea
 			p = &q
 		}
 	}
-	jkt, ok := tokenBinding(p.Claims)
+	jkt, ok := bearer.TokenBinding(p.Claims)
 	switch {
 	case !ok || jkt != "" && d.DPoP == nil:
 		return nil, ReasonTokenBindingUnsupported, "cnf holds a binding this service cannot check"
@@ -479,11 +468,11 @@ func (d *Decider) authenticate(ctx context.Context, r *Request) (*Principal, Rea
 		if np > 1 {
 			return nil, ReasonDPoPProofInvalid, "several DPoP headers"
 		}
-		err := d.DPoP.Verify(proof, DPoPRequest{Method: r.Method, Scheme: r.Scheme, Host: r.Host, Path: r.Path, AccessToken: tok, JKT: jkt})
+		err := d.DPoP.Verify(proof, bearer.DPoPRequest{Method: r.Method, Scheme: r.Scheme, Host: r.Host, Path: r.Path, AccessToken: tok, JKT: jkt})
 		if err != nil {
-			var de *DPoPError
+			var de *bearer.DPoPError
 			if errors.As(err, &de) {
-				return nil, de.Reason, err.Error()
+				return nil, bearerReason(de.Kind), err.Error()
 			}
 			return nil, ReasonDPoPProofInvalid, err.Error()
 		}
@@ -531,12 +520,12 @@ func checkMCPHeaders(h Headers, m *mcpparse.Message) Reason {
 	}
 	if v, n := h.Get("mcp-name"); n > 0 {
 		want := ""
-		switch m.Method {
-		case "tools/call":
+		switch mm, _ := mcpmethod.Lookup(m.Method); mm.Target {
+		case mcpmethod.Tool:
 			want = m.Tool
-		case "prompts/get":
+		case mcpmethod.Prompt:
 			want = m.Prompt
-		case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		case mcpmethod.Resource:
 			want = m.URI
 		}
 		got, err := mcpparse.DecodeHeaderValue(v)

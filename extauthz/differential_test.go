@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 // The tests below cover issue 7's classes of request the service and the
@@ -208,7 +210,7 @@ func TestBodilessRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &CapturedRequest{Method: tt.method, Path: "/mcp", Body: []byte(tt.body), Headers: map[string]string{
+			c := &capture.Request{Method: tt.method, Path: "/mcp", Body: []byte(tt.body), Headers: map[string]string{
 				"authorization": "Bearer t", "mcp-session-id": "s",
 			}}
 			for k, v := range tt.give {

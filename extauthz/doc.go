@@ -5,7 +5,8 @@
 // For every HTTP request of an MCP session (Streamable HTTP, MCP 2025-03-26
 // through 2026-07-28; legacy HTTP+SSE POSTs too) it verifies the OAuth bearer
 // token (RFC 6750; audience = the MCP server's RFC 8707 resource URI; a
-// token bound with cnf.jkt only with its RFC 9449 DPoP proof), parses
+// token bound with cnf.jkt only with its RFC 9449 DPoP proof; the verifier
+// is internal/bearer, whose failure kinds map to reasons here), parses
 // the JSON-RPC 2.0 body strictly (package mcpparse), evaluates the policy
 // (package policy) and answers with an OkHttpResponse carrying x-mcp-* headers
 // and dynamic metadata, or a DeniedHttpResponse whose body is a JSON-RPC error

@@ -23,6 +23,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 const (
@@ -115,7 +118,7 @@ func newDPoPRigLog(t *testing.T, log *zap.Logger) *dpopRig {
 	idp := newTestIdP(t, key)
 	srv := newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), log)
 	clock := newFakeClock()
-	srv.Decider.DPoP = NewDPoPVerifier(DPoPConfig{Now: clock.Now})
+	srv.Decider.DPoP = bearer.NewDPoPVerifier(bearer.DPoPConfig{Now: clock.Now})
 	ck, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +150,7 @@ func (r *dpopRig) proof(t testing.TB, claims map[string]any) string {
 // request is a tools/call of search with the given headers (name, value
 // pairs; a name may repeat), as Envoy with encode_raw_headers sends it.
 func dpopRequest(headers ...string) *authv3.CheckRequest {
-	c := &CapturedRequest{Method: "POST", Path: "/mcp",
+	c := &capture.Request{Method: "POST", Path: "/mcp",
 		Body:    []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`),
 		Headers: map[string]string{"content-type": "application/json", "host": dpopHost, "mcp-protocol-version": "2025-11-25"}}
 	req := c.CheckRequest(true)
@@ -414,125 +417,6 @@ func TestDPoPLog(t *testing.T) {
 	}
 }
 
-// TestDPoPReplayCache: the jti cache forgets a jti when its proof can no
-// longer be accepted, and when full of live entries it refuses (fails
-// closed) rather than forgetting one.
-func TestDPoPReplayCache(t *testing.T) {
-	clock := newFakeClock()
-	v := NewDPoPVerifier(DPoPConfig{Now: clock.Now, ReplaySize: 2})
-	now := clock.Now()
-	exp := now.Add(DefaultDPoPMaxAge)
-	tests := []struct {
-		give string
-		want Reason // "" for accepted
-	}{
-		{"a", ""}, {"b", ""}, {"a", ReasonDPoPProofReplayed}, {"c", ReasonInternalError},
-	}
-	for _, tt := range tests {
-		err := v.remember("jkt", tt.give, exp, now)
-		if got := reasonOfDPoP(err); got != tt.want {
-			t.Fatalf("jti %s: %v, want %q", tt.give, err, tt.want)
-		}
-	}
-	// Past the window the entries are gone: room again, and the same jti
-	// (which the iat check would refuse anyway) is not remembered.
-	later := exp.Add(time.Second)
-	if err := v.remember("jkt", "c", later.Add(DefaultDPoPMaxAge), later); err != nil {
-		t.Fatalf("after expiry: %v", err)
-	}
-	if err := v.remember("other-jkt", "c", later.Add(DefaultDPoPMaxAge), later); err != nil {
-		t.Fatalf("the same jti under another key: %v", err)
-	}
-	if n := len(v.seen); n != 2 {
-		t.Fatalf("%d entries, want 2", n)
-	}
-}
-
-func reasonOfDPoP(err error) Reason {
-	if err == nil {
-		return ""
-	}
-	if de, ok := err.(*DPoPError); ok {
-		return de.Reason
-	}
-	return "not a DPoPError"
-}
-
-// TestProofHTU: normalization of htu and of the request URI (RFC 3986
-// sections 6.2.2, 6.2.3).
-func TestProofHTU(t *testing.T) {
-	tests := []struct {
-		give, want string // want "" means refused
-	}{
-		{"https://mcp.example.com/mcp", "https://mcp.example.com/mcp"},
-		{"HTTPS://MCP.EXAMPLE.COM/mcp", "https://mcp.example.com/mcp"},
-		{"https://mcp.example.com:443/mcp", "https://mcp.example.com/mcp"},
-		{"http://mcp.example.com:80/mcp", "http://mcp.example.com/mcp"},
-		{"http://mcp.example.com:443/mcp", "http://mcp.example.com:443/mcp"},
-		{"https://mcp.example.com", "https://mcp.example.com/"},
-		{"https://mcp.example.com/m%63p?x#y", "https://mcp.example.com/mcp"},
-		{"https://mcp.example.com/a%2fb", "https://mcp.example.com/a%2Fb"},
-		{"https://[::1]:8443/mcp", "https://[::1]:8443/mcp"},
-		{"https://mcp.example.com/MCP", "https://mcp.example.com/MCP"},
-		{"/mcp", ""},
-		{"mcp.example.com/mcp", ""},
-		{"ftp://mcp.example.com/mcp", ""},
-		{"https://user:pw@mcp.example.com/mcp", ""},
-		{"https:opaque", ""},
-		{"https://mcp.example.com/%zz", ""},
-		{"HTTP://:80", ""}, // a port and no host (fuzz)
-		{"https://mcp.example.com:/mcp", "https://mcp.example.com/mcp"},
-	}
-	for _, tt := range tests {
-		got, ok := proofHTU(tt.give)
-		if tt.want == "" && ok || tt.want != "" && got != tt.want {
-			t.Errorf("proofHTU(%q) = %q, %v; want %q", tt.give, got, ok, tt.want)
-		}
-	}
-}
-
-// TestParseAuthorization: RFC 6750's "Bearer" 1*SP b64token, and the same
-// grammar for DPoP.
-func TestParseAuthorization(t *testing.T) {
-	tests := []struct {
-		give       string
-		wantScheme string // "" means refused
-		wantToken  string
-	}{
-		{"Bearer a.b.c", "bearer", "a.b.c"},
-		{"Bearer  a.b.c", "bearer", "a.b.c"},
-		{"Bearer     a.b.c", "bearer", "a.b.c"},
-		{"bearer a.b.c", "bearer", "a.b.c"},
-		{"BEARER a.b.c", "bearer", "a.b.c"},
-		{"Bearer a.b.c ", "bearer", "a.b.c"},
-		{"Bearer a-b_c~d+e/f==", "bearer", "a-b_c~d+e/f=="},
-		{"DPoP a.b.c", "dpop", "a.b.c"},
-		{"DPoP  a.b.c", "dpop", "a.b.c"},
-		{"Bearer", "", ""},
-		{"Bearer ", "", ""},
-		{"Bearer    ", "", ""},
-		{"Bearer\ta.b.c", "", ""},
-		{"Bearer \ta.b.c", "", ""},
-		{" Bearer a.b.c", "", ""},
-		{"Bearer a.b.c d.e.f", "", ""},
-		{"Bearer a.b c", "", ""},
-		{"Bearer a.b.c, Bearer d.e.f", "", ""},
-		{"Bearer a.b.c,d.e.f", "", ""},
-		{"Bearer ===", "", ""},
-		{"Bearer a=b", "", ""},
-		{"Bearer a\"b", "", ""},
-		{"Basic YWxpY2U6cHc=", "", ""},
-		{"Bearerx a.b.c", "", ""},
-		{"MAC a.b.c", "", ""},
-	}
-	for _, tt := range tests {
-		scheme, tok, ok := parseAuthorization(tt.give)
-		if ok != (tt.wantScheme != "") || scheme != tt.wantScheme || tok != tt.wantToken {
-			t.Errorf("parseAuthorization(%q) = %q, %q, %v; want %q, %q", tt.give, scheme, tok, ok, tt.wantScheme, tt.wantToken)
-		}
-	}
-}
-
 // TestTokenCases2 replays cases D11 (Bearer 1*SP) and D12 (a cnf.jkt token
 // as Bearer) of cases-2.jsonl over gRPC with real tokens, and the classes
 // around them: several Authorization headers and inner spaces stay refused,
@@ -543,7 +427,7 @@ func TestTokenCases2(t *testing.T) {
 	cnfJKT := r.token(t, map[string]any{"jkt": jkt(t, &r.client2.PublicKey)})
 	replay := func(id string, tokens map[string]string) (Reason, int) {
 		c := loadTokenCase2(t, id)
-		capt, err := ParseCapturedRequest(c.Request)
+		capt, err := capture.Parse(c.Request)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -584,24 +468,7 @@ func TestTokenCases2(t *testing.T) {
 	}
 }
 
-// FuzzParseAuthorization: no panic; an accepted header is a known scheme
-// and exactly one b64token, found again in the header.
-func FuzzParseAuthorization(f *testing.F) {
-	for _, s := range []string{"Bearer a.b.c", "DPoP  a.b.c ", "Bearer a b", "bearer\ta", "Bearer ==", "Basic x", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, h string) {
-		scheme, tok, ok := parseAuthorization(h)
-		if !ok {
-			return
-		}
-		if scheme != "bearer" && scheme != "dpop" || !isB64Token(tok) || strings.ContainsAny(tok, " \t,") || !strings.Contains(h, " "+tok) {
-			t.Fatalf("parseAuthorization(%q) = %q, %q", h, scheme, tok)
-		}
-	})
-}
-
-// FuzzDPoPVerify: any proof text gives a *DPoPError or nil, never a panic;
+// FuzzDPoPVerify: any proof text gives a *bearer.DPoPError or nil, never a panic;
 // nil only for a proof that really binds the request (never for fuzz input
 // that is not signed by the key whose thumbprint is required).
 func FuzzDPoPVerify(f *testing.F) {
@@ -613,31 +480,15 @@ func FuzzDPoPVerify(f *testing.F) {
 	f.Add("a.b.c")
 	f.Add("")
 	f.Add(strings.Repeat(".", 3))
-	req := DPoPRequest{Method: "POST", Scheme: "https", Host: dpopHost, Path: "/mcp", AccessToken: "tok", JKT: "not-the-thumbprint"}
+	req := bearer.DPoPRequest{Method: "POST", Scheme: "https", Host: dpopHost, Path: "/mcp", AccessToken: "tok", JKT: "not-the-thumbprint"}
 	f.Fuzz(func(t *testing.T, proof string) {
-		v := NewDPoPVerifier(DPoPConfig{Now: func() time.Time { return now }})
+		v := bearer.NewDPoPVerifier(bearer.DPoPConfig{Now: func() time.Time { return now }})
 		err := v.Verify(proof, req)
 		if err == nil {
 			t.Fatalf("proof %q accepted for a thumbprint no key has", proof)
 		}
-		if _, ok := err.(*DPoPError); !ok {
+		if _, ok := err.(*bearer.DPoPError); !ok {
 			t.Fatalf("error %T %v", err, err)
-		}
-	})
-}
-
-// FuzzProofHTU: no panic; a normalized htu is stable under normalization.
-func FuzzProofHTU(f *testing.F) {
-	for _, s := range []string{dpopHTU, "HTTP://a:80/%7e", "https://[::1]/a%2f", "x"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, ok := proofHTU(s)
-		if !ok {
-			return
-		}
-		if n2, ok2 := proofHTU(n); !ok2 || n2 != n {
-			t.Fatalf("proofHTU(%q) = %q, again %q %v", s, n, n2, ok2)
 		}
 	})
 }
@@ -647,8 +498,8 @@ func FuzzProofHTU(f *testing.F) {
 func BenchmarkDPoPVerify(b *testing.B) {
 	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	now := time.Now()
-	v := NewDPoPVerifier(DPoPConfig{Now: func() time.Time { return now }, ReplaySize: b.N + 1})
-	req := DPoPRequest{Method: "POST", Scheme: "https", Host: dpopHost, Path: "/mcp", AccessToken: "tok", JKT: jkt(b, &k.PublicKey)}
+	v := bearer.NewDPoPVerifier(bearer.DPoPConfig{Now: func() time.Time { return now }, ReplaySize: b.N + 1})
+	req := bearer.DPoPRequest{Method: "POST", Scheme: "https", Host: dpopHost, Path: "/mcp", AccessToken: "tok", JKT: jkt(b, &k.PublicKey)}
 	hdr := map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": ecJWK(k, false)}
 	proofs := make([]string, b.N)
 	for i := range proofs {

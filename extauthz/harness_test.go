@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -221,9 +222,9 @@ func compileStore(t testing.TB, file string) *PolicyStore {
 }
 
 // newDiscoveryVerifier verifies tokens through OIDC discovery at idp.
-func newDiscoveryVerifier(t testing.TB, idp *testIdP) *OIDCVerifier {
+func newDiscoveryVerifier(t testing.TB, idp *testIdP) *bearer.OIDCVerifier {
 	t.Helper()
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}})
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func newDiscoveryVerifier(t testing.TB, idp *testIdP) *OIDCVerifier {
 }
 
 // newTestServer returns a Check server with the given pieces.
-func newTestServer(store *PolicyStore, v TokenVerifier, log *zap.Logger) *Server {
+func newTestServer(store *PolicyStore, v bearer.TokenVerifier, log *zap.Logger) *Server {
 	if log == nil {
 		log = zap.NewNop()
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 )
 
 // fakeClock is a settable clock for key-set rate limits and token expiry.
@@ -34,34 +36,36 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 // countingVerifier counts the verifications that reach next.
 type countingVerifier struct {
-	next  TokenVerifier
+	next  bearer.TokenVerifier
 	calls atomic.Int64
 }
 
-func (c *countingVerifier) Verify(ctx context.Context, raw string) (*Principal, error) {
+func (c *countingVerifier) Verify(ctx context.Context, raw string) (*bearer.Principal, error) {
 	c.calls.Add(1)
 	return c.next.Verify(ctx, raw)
 }
 
-func (c *countingVerifier) KeyGeneration() uint64 { return c.next.(KeyGenerationer).KeyGeneration() }
+func (c *countingVerifier) KeyGeneration() uint64 {
+	return c.next.(bearer.KeyGenerationer).KeyGeneration()
+}
 
 func reasonOf(t *testing.T, err error) Reason {
 	t.Helper()
 	if err == nil {
 		return ReasonAllowed
 	}
-	var te *TokenError
+	var te *bearer.TokenError
 	if !errors.As(err, &te) {
-		t.Fatalf("error %v is not a *TokenError", err)
+		t.Fatalf("error %v is not a *bearer.TokenError", err)
 	}
-	return te.Reason
+	return bearerReason(te.Kind)
 }
 
 func TestTokenCache(t *testing.T) {
 	k1, k2 := newTestKey(t, "k1"), newTestKey(t, "k2")
 	idp := newTestIdP(t, k1, k2)
 	clock := newFakeClock()
-	ov, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, Now: clock.Now})
+	ov, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +74,7 @@ func TestTokenCache(t *testing.T) {
 	}
 	m := NewMetrics(prometheus.NewRegistry())
 	inner := &countingVerifier{next: ov}
-	cv, err := NewCachingVerifier(inner, 2, clock.Now, m)
+	cv, err := bearer.NewCachingVerifier(inner, 2, clock.Now, m.TokenCacheResult)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +137,7 @@ func withSub(c map[string]any, sub string) map[string]any {
 	return c
 }
 
-func verifyErr(_ *Principal, err error) error { return err }
+func verifyErr(_ *bearer.Principal, err error) error { return err }
 
 // TestIdPFaults: a provider that answers slowly or with garbage never turns
 // into an allow; the last good keys stay in use.
@@ -141,7 +145,7 @@ func TestIdPFaults(t *testing.T) {
 	t.Run("garbage at start", func(t *testing.T) {
 		idp := newTestIdP(t, newTestKey(t, "k1"))
 		idp.garbage.Store(true)
-		v, _ := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}})
+		v, _ := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}})
 		if err := v.Warm(t.Context()); err == nil || v.Ready() {
 			t.Fatalf("Warm on garbage: %v, ready %v", err, v.Ready())
 		}
@@ -153,7 +157,7 @@ func TestIdPFaults(t *testing.T) {
 		k1, k2 := newTestKey(t, "k1"), newTestKey(t, "k2")
 		idp := newTestIdP(t, k1)
 		var refreshErrs atomic.Int64
-		v, _ := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience},
+		v, _ := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience},
 			OnKeySetRefresh: func(err error) {
 				if err != nil {
 					refreshErrs.Add(1)
@@ -180,7 +184,7 @@ func TestIdPFaults(t *testing.T) {
 		k1, k2 := newTestKey(t, "k1"), newTestKey(t, "k2")
 		idp := newTestIdP(t, k1)
 		clock := newFakeClock()
-		v, _ := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, Now: clock.Now})
+		v, _ := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, Now: clock.Now})
 		if err := v.Warm(t.Context()); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
 )
 
 // writeAtomic replaces path the way editors and kubelet do: write a
@@ -45,20 +48,20 @@ func TestJWKSFileReload(t *testing.T) {
 	idp := newTestIdP(t, k1) // issuer and claims only; keys come from the file
 	path := filepath.Join(t.TempDir(), "jwks.json")
 	writeAtomic(t, path, jwksJSON(t, k1))
-	ks, err := LoadJWKS(path)
+	ks, err := bearer.LoadJWKS(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	var results []error
 	ks.OnRefresh = func(err error) { mu.Lock(); results = append(results, err); mu.Unlock() }
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, KeySet: ks})
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, KeySet: ks})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
 	go func() {
-		_ = WatchFiles(ctx, []string{path}, 10*time.Millisecond, nil, func() { _ = ks.LoadFile(path) })
+		_ = filewatch.WatchAll(ctx, []string{path}, filewatch.Options{Debounce: 10 * time.Millisecond}, func() { _ = ks.LoadFile(path) })
 	}()
 
 	verifies := func(k *testKey) bool {
@@ -108,7 +111,7 @@ func TestJWKSFileReload(t *testing.T) {
 // started with changes nothing: same generation (so no "keys changed" log
 // line and no token-cache flush at every start).
 func TestJWKSFileReloadUnchanged(t *testing.T) {
-	ks, err := LoadJWKS("../examples/jwks.json")
+	ks, err := bearer.LoadJWKS("../examples/jwks.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,9 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 // tokenCase2 is one line of ../shared/cases/cases-2.jsonl, as far as the
@@ -107,7 +110,7 @@ func TestParseJWKS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			set, _ := json.Marshal(map[string]any{"keys": []json.RawMessage{usable, tt.give}})
-			keys, ignored, err := parseJWKS(set)
+			keys, ignored, err := bearer.ParseJWKS(set)
 			if err != nil {
 				t.Fatalf("a set with a usable key failed: %v", err)
 			}
@@ -126,14 +129,14 @@ func TestParseJWKS(t *testing.T) {
 			// Alone in its set, the member leaves no usable key: an error
 			// that says why.
 			set, _ = json.Marshal(map[string]any{"keys": []json.RawMessage{tt.give}})
-			if _, _, err := parseJWKS(set); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if _, _, err := bearer.ParseJWKS(set); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("set of only this member: %v; want an error naming %q", err, tt.want)
 			}
 		})
 	}
 	for _, give := range []string{`{"keys":[]}`, `{}`, `not json`, `{"keys":{}}`} {
-		if _, _, err := parseJWKS([]byte(give)); err == nil {
-			t.Errorf("parseJWKS(%s) succeeded", give)
+		if _, _, err := bearer.ParseJWKS([]byte(give)); err == nil {
+			t.Errorf("bearer.ParseJWKS(%s) succeeded", give)
 		}
 	}
 }
@@ -153,14 +156,14 @@ func TestD10JWKSFile(t *testing.T) {
 		}
 		return p
 	}
-	ks, err := LoadJWKS(write("mixed.json", append([]json.RawMessage{rawJWK(t, key.public())}, c.Setup.JWKSExtraKeys...)...))
+	ks, err := bearer.LoadJWKS(write("mixed.json", append([]json.RawMessage{rawJWK(t, key.public())}, c.Setup.JWKSExtraKeys...)...))
 	if err != nil {
 		t.Fatalf("D10 --jwks-file: %v", err)
 	}
 	if got := ks.Ignored(); len(got) != len(c.Setup.JWKSExtraKeys) || got[0].KeyID != "kc-enc-1" || got[1].KeyID != "ecdh-1" {
 		t.Fatalf("ignored = %v", got)
 	}
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: "https://idp.example.com", Audiences: []string{testAudience}, KeySet: ks})
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: "https://idp.example.com", Audiences: []string{testAudience}, KeySet: ks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +171,7 @@ func TestD10JWKSFile(t *testing.T) {
 	if _, err := v.Verify(t.Context(), key.sign(t, claims)); err != nil {
 		t.Fatalf("token signed by the usable key: %v", err)
 	}
-	_, err = LoadJWKS(write("enc-only.json", c.Setup.JWKSExtraKeys...))
+	_, err = bearer.LoadJWKS(write("enc-only.json", c.Setup.JWKSExtraKeys...))
 	if err == nil || !strings.Contains(err.Error(), `kid "kc-enc-1"`) || !strings.Contains(err.Error(), `kid "ecdh-1"`) {
 		t.Fatalf("a set of encryption keys only: %v; want an error naming both", err)
 	}
@@ -184,9 +187,9 @@ func TestD10Discovery(t *testing.T) {
 	idp.setExtraKeys(c.Setup.JWKSExtraKeys...)
 	clock := newFakeClock()
 	var mu sync.Mutex
-	var reports [][]IgnoredKey
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, Now: clock.Now,
-		OnIgnoredKeys: func(k []IgnoredKey) {
+	var reports [][]bearer.IgnoredKey
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, Now: clock.Now,
+		OnIgnoredKeys: func(k []bearer.IgnoredKey) {
 			mu.Lock()
 			reports = append(reports, k)
 			mu.Unlock()
@@ -198,11 +201,11 @@ func TestD10Discovery(t *testing.T) {
 		t.Fatalf("Warm with D10's key set: %v, ready %v", err, v.Ready())
 	}
 	client := startGRPC(t, newTestServer(referencePolicy(t), v, nil))
-	capt, err := ParseCapturedRequest(c.Request)
+	capt, err := capture.Parse(c.Request)
 	if err != nil {
 		t.Fatal(err)
 	}
-	send := func(tok string) *CapturedRequest {
+	send := func(tok string) *capture.Request {
 		d := cloneCapture(capt)
 		d.Headers["authorization"] = strings.ReplaceAll(d.Headers["authorization"], "{{TOKEN_OK}}", tok)
 		return d
@@ -249,7 +252,7 @@ func FuzzParseJWKS(f *testing.F) {
 	f.Add([]byte(`{"keys":[{"kty":"OKP","crv":"X25519","x":"a36fQ9TzC4qSS3UhQGbQ2t_kqDO1q6T_EDfY4LOZH0w"}]}`))
 	f.Add([]byte(`{"keys":[{"kty":"oct","k":"AA"}]}`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		keys, _, err := parseJWKS(doc)
+		keys, _, err := bearer.ParseJWKS(doc)
 		if err != nil {
 			return
 		}

@@ -22,7 +22,27 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 )
+
+// readiness is serve's readiness: a policy compiled and, when v is not
+// nil, signing keys available; m's ready gauge follows it.
+func readiness(store *PolicyStore, v interface{ Ready() bool }, m *metrics.Metrics) *lifecycle.Readiness {
+	r := &lifecycle.Readiness{Checks: []func() error{store.Ready}, OnReady: m.SetReady}
+	if v != nil {
+		r.Checks = append(r.Checks, func() error {
+			if !v.Ready() {
+				return errors.New("signing keys not available from the identity provider")
+			}
+			return nil
+		})
+	}
+	return r
+}
 
 // toggleVerifier is a Readiness verifier the test switches.
 type toggleVerifier struct{ ready atomic.Bool }
@@ -63,7 +83,7 @@ func TestHTTPHandlerProbes(t *testing.T) {
 	store := &PolicyStore{}
 	v := &toggleVerifier{}
 	m := NewMetrics(prometheus.NewRegistry())
-	url := startHTTP(t, HTTPHandler(&Readiness{Policies: store, Verifier: v, Metrics: m}, prometheus.NewRegistry()))
+	url := startHTTP(t, lifecycle.HTTPHandler(readiness(store, v, m), prometheus.NewRegistry()))
 
 	if code, body := get(t, url+"/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/healthz = %d %q, want 200 ok", code, body)
@@ -152,12 +172,12 @@ func TestMetricsEndpoint(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	srv := staticRig(t, nil)
 	srv.Metrics = NewMetrics(reg)
-	url := startHTTP(t, HTTPHandler(&Readiness{Policies: srv.Decider.Policies, Metrics: srv.Metrics}, reg))
+	url := startHTTP(t, lifecycle.HTTPHandler(readiness(srv.Decider.Policies, nil, srv.Metrics), reg))
 
 	denied := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_repo","arguments":{"repo":"r"}}}`)
 	noToken := postReq(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`)
 	delete(noToken.Headers, "authorization")
-	for _, c := range []*CapturedRequest{denied, noToken} {
+	for _, c := range []*capture.Request{denied, noToken} {
 		resp, err := srv.Check(t.Context(), c.CheckRequest(true))
 		if err != nil {
 			t.Fatal(err)
@@ -224,7 +244,7 @@ func TestMetricsEndpoint(t *testing.T) {
 // lifecycleRig is a Lifecycle serving one Server on 127.0.0.1:0, with a
 // client connection to it.
 type lifecycleRig struct {
-	lc       *Lifecycle
+	lc       *lifecycle.Lifecycle
 	addr     string
 	conn     *grpc.ClientConn
 	cancel   context.CancelFunc // ends Serve: the SIGTERM path
@@ -232,7 +252,7 @@ type lifecycleRig struct {
 	serveErr error              // Serve's result, once done is closed
 }
 
-func startLifecycle(t *testing.T, srv *Server, r *Readiness, lc Lifecycle) *lifecycleRig {
+func startLifecycle(t *testing.T, srv *Server, r *lifecycle.Readiness, lc lifecycle.Lifecycle) *lifecycleRig {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -241,6 +261,7 @@ func startLifecycle(t *testing.T, srv *Server, r *Readiness, lc Lifecycle) *life
 	lc.GRPC = grpc.NewServer()
 	lc.Health = health.NewServer()
 	lc.Readiness = r
+	lc.Services = []string{HealthService}
 	authv3.RegisterAuthorizationServer(lc.GRPC, srv)
 	healthpb.RegisterHealthServer(lc.GRPC, lc.Health)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -341,8 +362,8 @@ func (r *lifecycleRig) waitHealth(t testing.TB, want healthpb.HealthCheckRespons
 func TestLifecycleHealthFollowsReadiness(t *testing.T) {
 	v := &toggleVerifier{}
 	srv := staticRig(t, nil)
-	rig := startLifecycle(t, srv, &Readiness{Policies: srv.Decider.Policies, Verifier: v},
-		Lifecycle{PollInterval: 20 * time.Millisecond, ShutdownTimeout: 10 * time.Second})
+	rig := startLifecycle(t, srv, readiness(srv.Decider.Policies, v, nil),
+		lifecycle.Lifecycle{PollInterval: 20 * time.Millisecond, ShutdownTimeout: 10 * time.Second})
 
 	// Health is synced before the first RPC can arrive: not a poll.
 	for _, svc := range []string{"", HealthService} {
@@ -374,15 +395,15 @@ func newBlockingVerifier() *blockingVerifier {
 	return &blockingVerifier{signal: make(chan struct{}, 1), release: make(chan struct{})}
 }
 
-func (v *blockingVerifier) Verify(ctx context.Context, _ string) (*Principal, error) {
+func (v *blockingVerifier) Verify(ctx context.Context, _ string) (*bearer.Principal, error) {
 	v.entered.Add(1)
 	notify(v.signal)
 	select {
 	case <-v.release:
-		return &Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience,
+		return &bearer.Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience,
 			Claims: map[string]any{"sub": testSubject}}, nil
 	case <-ctx.Done():
-		return nil, &TokenError{Reason: ReasonTokenInvalid, Err: ctx.Err()}
+		return nil, &bearer.TokenError{Kind: bearer.KindInvalid, Err: ctx.Err()}
 	}
 }
 
@@ -398,8 +419,8 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 	t.Cleanup(release)
 
 	srv := newTestServer(referencePolicy(t), v, nil)
-	rig := startLifecycle(t, srv, &Readiness{Policies: srv.Decider.Policies},
-		Lifecycle{PollInterval: 20 * time.Millisecond, DrainPeriod: 200 * time.Millisecond, ShutdownTimeout: 10 * time.Second})
+	rig := startLifecycle(t, srv, readiness(srv.Decider.Policies, nil, nil),
+		lifecycle.Lifecycle{PollInterval: 20 * time.Millisecond, DrainPeriod: 200 * time.Millisecond, ShutdownTimeout: 10 * time.Second})
 	rig.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
 
 	// Watch health before shutdown starts: the stream delivers the
@@ -495,8 +516,8 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 func TestLifecycleShutdownTimeout(t *testing.T) {
 	v := newBlockingVerifier() // never released
 	srv := newTestServer(referencePolicy(t), v, nil)
-	rig := startLifecycle(t, srv, &Readiness{Policies: srv.Decider.Policies},
-		Lifecycle{PollInterval: 20 * time.Millisecond, ShutdownTimeout: 100 * time.Millisecond})
+	rig := startLifecycle(t, srv, readiness(srv.Decider.Policies, nil, nil),
+		lifecycle.Lifecycle{PollInterval: 20 * time.Millisecond, ShutdownTimeout: 100 * time.Millisecond})
 
 	req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`).CheckRequest(true)
 	checked := make(chan error, 1)

@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 )
 
 // Reason is why Check decided as it did: a closed set of snake_case words,
@@ -195,6 +197,32 @@ var outcomes = map[Reason]outcome{
 	ReasonDeadlineExceeded:  {codes.Unavailable, classUnavailable, http.StatusServiceUnavailable, CodeUnavailable, "Authorization timed out", 1},
 	ReasonPolicyUnavailable: {codes.Unavailable, classUnavailable, http.StatusServiceUnavailable, CodeUnavailable, "Policy unavailable", 0},
 	ReasonInternalError:     {codes.Internal, classInternal, http.StatusInternalServerError, CodeInternal, "Internal error", 0},
+}
+
+// bearerReasons maps each failure kind of the token and DPoP verifier
+// (internal/bearer) to the reason a denial answers with.
+var bearerReasons = map[bearer.Kind]Reason{
+	bearer.KindMalformed:     ReasonTokenMalformed,
+	bearer.KindInvalid:       ReasonTokenInvalid,
+	bearer.KindExpired:       ReasonTokenExpired,
+	bearer.KindWrongIssuer:   ReasonTokenWrongIssuer,
+	bearer.KindWrongAudience: ReasonTokenWrongAudience,
+	bearer.KindUnavailable:   ReasonIdPUnavailable,
+	bearer.KindDeadline:      ReasonDeadlineExceeded,
+	bearer.KindProofInvalid:  ReasonDPoPProofInvalid,
+	bearer.KindProofMismatch: ReasonDPoPProofMismatch,
+	bearer.KindProofStale:    ReasonDPoPProofStale,
+	bearer.KindProofReplayed: ReasonDPoPProofReplayed,
+	bearer.KindInternal:      ReasonInternalError,
+}
+
+// bearerReason is the reason for a verifier failure of kind k; a kind
+// outside the table is internal_error.
+func bearerReason(k bearer.Kind) Reason {
+	if r, ok := bearerReasons[k]; ok {
+		return r
+	}
+	return ReasonInternalError
 }
 
 // Reasons returns every reason in the closed set, for documentation and tests.

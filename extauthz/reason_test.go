@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
@@ -272,4 +273,21 @@ func codeCell(w wantOutcome) string {
 		return "–"
 	}
 	return strconv.Itoa(w.code)
+}
+
+// TestBearerReasons: every failure kind of the token verifier maps to the
+// reason of the same word, and that reason is in the closed set.
+func TestBearerReasons(t *testing.T) {
+	for _, k := range bearer.Kinds() {
+		r := bearerReason(k)
+		if string(r) != k.String() {
+			t.Errorf("kind %v answers %s", k, r)
+		}
+		if _, ok := outcomes[r]; !ok {
+			t.Errorf("kind %v: reason %s is not in the outcome table", k, r)
+		}
+	}
+	if r := bearerReason(bearer.Kind(0)); r != ReasonInternalError {
+		t.Errorf("an unknown kind answers %s, want internal_error", r)
+	}
 }

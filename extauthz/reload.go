@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
@@ -20,8 +21,8 @@ import (
 type PolicyLoader struct {
 	File    string
 	Store   *PolicyStore
-	Log     *zap.Logger // nil: no logging
-	Metrics *Metrics    // nil: no metrics
+	Log     *zap.Logger      // nil: no logging
+	Metrics *metrics.Metrics // nil: no metrics
 	// Debounce is how long Watch waits after the first event of a burst before
 	// reloading; zero means 100ms.
 	Debounce time.Duration
@@ -43,19 +44,14 @@ func (l *PolicyLoader) Load() error {
 				return nil
 			}
 			l.Store.Store(lp)
-			if l.Metrics != nil {
-				l.Metrics.PolicyReloads.Inc()
-				l.Metrics.policyVersion(lp.Version)
-			}
+			l.Metrics.PolicyPublished(lp.Version)
 			if l.Log != nil {
 				l.Log.Info("policy loaded", zap.String("file", l.File), zap.String("policy_version", lp.Version))
 			}
 			return nil
 		}
 	}
-	if l.Metrics != nil {
-		l.Metrics.PolicyReloadError.Inc()
-	}
+	l.Metrics.PolicyRefused()
 	if l.Log != nil {
 		fields := []zap.Field{zap.String("file", l.File), zap.Error(err)}
 		var ce *policy.CompileError
@@ -91,39 +87,13 @@ func (l *PolicyLoader) Watch(ctx context.Context) error {
 	}, func() { _ = l.Load() }) // logged and counted inside
 }
 
-// WatchFiles calls reload after any of files may have changed (each watched
-// as Watch watches the policy: filewatch.Watch, so other files in their
-// directories are ignored), until ctx ends; it returns nil then, or the
-// first watch that could not start. Each watch also calls reload once when
-// its watches are in place. Events are debounced (zero means 100ms); log, if
-// not nil, gets watch errors. It owns its goroutines and waits for them.
-func WatchFiles(ctx context.Context, files []string, debounce time.Duration, log *zap.Logger, reload func()) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var mu sync.Mutex // reload runs for one file at a time
-	errs := make(chan error, len(files))
-	for _, f := range files {
-		go func() {
-			errs <- filewatch.Watch(ctx, f, filewatch.Options{
-				Debounce: debounce,
-				OnError: func(err error) {
-					if log != nil {
-						log.Warn("watch error; reloading to be safe", zap.String("file", f), zap.Error(err))
-					}
-				},
-			}, func() {
-				mu.Lock()
-				defer mu.Unlock()
-				reload()
-			})
-		}()
+// Ready returns nil once a policy is stored, else why not (a readiness
+// check).
+func (s *PolicyStore) Ready() error {
+	if s.Load() == nil {
+		return errNoPolicy
 	}
-	var first error
-	for range files {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-			cancel() // stop the others
-		}
-	}
-	return first
+	return nil
 }
+
+var errNoPolicy = errors.New("no policy compiled")

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -97,7 +98,7 @@ func writePolicyFile(t testing.TB, file string, src []byte) {
 // log.
 type loaderRig struct {
 	loader  *PolicyLoader
-	metrics *Metrics
+	metrics *metrics.Metrics
 	logs    *observer.ObservedLogs
 	// logged fires after every line the loader logs: each load that
 	// publishes a policy or refuses one writes exactly one, after the store
@@ -378,7 +379,7 @@ func TestLoadRefusesInvalidPolicy(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "policy.yaml")
 			writePolicyFile(t, file, good)
 			r := newLoaderRig(t, file)
-			ready := &Readiness{Policies: r.loader.Store, Metrics: r.metrics}
+			ready := readiness(r.loader.Store, nil, r.metrics)
 			before := r.loader.Store.Load()
 
 			writePolicyFile(t, file, []byte(tt.give))

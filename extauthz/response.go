@@ -16,6 +16,8 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 )
 
 // Headers the service sets on an allowed request for the upstream. Any other
@@ -403,7 +405,7 @@ func wwwAuthenticate(r Reason, reqHeaders Headers, resourceMetadata string) stri
 	}
 	if dpop {
 		b.WriteString("DPoP")
-		params = append(params, `algs="`+strings.Join(SigningAlgorithms, " ")+`"`)
+		params = append(params, `algs="`+strings.Join(bearer.SigningAlgorithms, " ")+`"`)
 	} else {
 		b.WriteString("Bearer")
 	}

@@ -3,10 +3,15 @@ package extauthz
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 )
 
 // Server implements envoy.service.auth.v3.Authorization. Check never returns
@@ -18,7 +23,7 @@ type Server struct {
 	Decider   *Decider
 	Responder *Responder
 	Log       *zap.Logger      // one line per decision
-	Metrics   *Metrics         // nil disables metrics
+	Metrics   *metrics.Metrics // nil disables metrics (NewMetrics)
 	Now       func() time.Time // nil means time.Now
 	// DryRun admits every request, logging, counting and passing upstream
 	// (x-mcp-dry-run-decision) the decision it would have enforced.
@@ -44,10 +49,7 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 			}
 		}
 	}()
-	if s.Metrics != nil {
-		s.Metrics.InFlight.Inc()
-		defer s.Metrics.InFlight.Dec()
-	}
+	defer s.Metrics.CheckStarted()()
 	ctx, cancel := answerBeforeDeadline(ctx, start)
 	defer cancel()
 	r := RequestFromCheck(req)
@@ -69,18 +71,46 @@ func (s *Server) observe(d *Decision, latency time.Duration) {
 	if m == nil {
 		return
 	}
-	m.CheckDuration.Observe(latency.Seconds())
-	dry := "false"
-	if s.DryRun {
-		dry = "true"
-	}
-	m.Decisions.WithLabelValues(d.Decision.String(), string(d.Reason), methodLabel(d.Method), dry).Inc()
-	if d.Reason.isTokenReason() || d.Reason == ReasonIdPUnavailable {
-		m.TokenFailures.WithLabelValues(string(d.Reason)).Inc()
-	}
+	m.Decided(latency, d.Decision.String(), string(d.Reason), methodLabel(d.Method), s.DryRun,
+		d.Reason.isTokenReason() || d.Reason == ReasonIdPUnavailable)
 	for _, sm := range d.Shadow {
-		m.ShadowMatches.WithLabelValues(sm.Decision.String()).Inc()
+		m.ShadowMatched(sm.Decision.String())
 	}
+}
+
+// HealthService is the grpc.health.v1 service name of the Authorization API;
+// the server also answers for "" (the whole server).
+const HealthService = "envoy.service.auth.v3.Authorization"
+
+// NewMetrics creates the service's metrics (internal/metrics), registers
+// them with reg and creates at zero the series of every reason.
+func NewMetrics(reg prometheus.Registerer) *metrics.Metrics {
+	reasons := Reasons()
+	sort.Slice(reasons, func(i, j int) bool { return reasons[i] < reasons[j] })
+	labels := make([]metrics.Reason, 0, len(reasons))
+	for _, r := range reasons {
+		d := "deny"
+		switch r {
+		case ReasonAllowed:
+			d = "allow"
+		case ReasonAuthorizationRequired:
+			d = "ask"
+		}
+		labels = append(labels, metrics.Reason{Reason: string(r), Decision: d, Token: r.isTokenReason() || r == ReasonIdPUnavailable})
+	}
+	return metrics.New(reg, labels)
+}
+
+// methodLabel bounds the method label to the methods MCP defines for clients
+// (internal/mcpmethod) and the service's own names; any other is "other".
+func methodLabel(m string) string {
+	switch {
+	case mcpmethod.FromClient(m), m == "GET", m == "DELETE", m == "response", m == "batch":
+		return m
+	case m == "":
+		return "none"
+	}
+	return "other"
 }
 
 // logDecision writes the one decision line: never the token, never raw

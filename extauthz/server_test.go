@@ -19,20 +19,23 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
 // staticRig decides with a fixed principal and the reference policy, so the
 // tests below exercise the request path rather than token verification.
 func staticRig(t testing.TB, log *zap.Logger) *Server {
-	return newTestServer(referencePolicy(t), staticVerifier{Principal{
+	return newTestServer(referencePolicy(t), staticVerifier{bearer.Principal{
 		Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience,
 		Claims: map[string]any{"sub": testSubject},
 	}}, log)
 }
 
-func postReq(body string) *CapturedRequest {
-	return &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body), Headers: map[string]string{
+func postReq(body string) *capture.Request {
+	return &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body), Headers: map[string]string{
 		"content-type": "application/json", "authorization": "Bearer secret-token-value", "mcp-protocol-version": "2025-11-25",
 	}}
 }
@@ -101,7 +104,7 @@ func TestHeaderMap(t *testing.T) {
 
 func TestBodilessAndServer(t *testing.T) {
 	srv := staticRig(t, nil)
-	get := &CapturedRequest{Method: "GET", Path: "/mcp", Headers: map[string]string{"authorization": "Bearer t", "accept": "text/event-stream", "mcp-session-id": "s"}}
+	get := &capture.Request{Method: "GET", Path: "/mcp", Headers: map[string]string{"authorization": "Bearer t", "accept": "text/event-stream", "mcp-session-id": "s"}}
 	resp, _ := srv.Check(t.Context(), get.CheckRequest(true))
 	if h := okHeaders(t, resp); h[HeaderMethod] != "GET" {
 		t.Errorf("GET: %v", h)
@@ -170,7 +173,7 @@ func TestDenialBody(t *testing.T) {
 // panicVerifier panics inside Check.
 type panicVerifier struct{}
 
-func (panicVerifier) Verify(context.Context, string) (*Principal, error) { panic("boom") }
+func (panicVerifier) Verify(context.Context, string) (*bearer.Principal, error) { panic("boom") }
 
 func TestFailClosed(t *testing.T) {
 	t.Run("panic", func(t *testing.T) {
@@ -253,7 +256,7 @@ func TestDecisionLog(t *testing.T) {
 // error; an OK answer only ever comes with ReasonAllowed metadata.
 func FuzzCheck(f *testing.F) {
 	for _, r := range loadCorpus(f) {
-		if c, err := ParseCapturedRequest(r.line); err == nil {
+		if c, err := capture.Parse(r.line); err == nil {
 			f.Add(c.Method, c.Headers["content-type"], c.Headers["mcp-method"], c.Body)
 		}
 	}
@@ -285,14 +288,14 @@ func FuzzCheck(f *testing.F) {
 // issue_refund with args.
 func benchRequest(b *testing.B, args string, cache bool) (*Server, *authv3.CheckRequest) {
 	key := newTestKey(b, "k1")
-	ks := NewStaticKeySet([]jose.JSONWebKey{key.public()})
-	ov, err := NewOIDCVerifier(OIDCConfig{Issuer: "https://idp.example.com", Audiences: []string{testAudience}, KeySet: ks})
+	ks := bearer.NewStaticKeySet([]jose.JSONWebKey{key.public()})
+	ov, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: "https://idp.example.com", Audiences: []string{testAudience}, KeySet: ks})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var v TokenVerifier = ov
+	var v bearer.TokenVerifier = ov
 	if cache {
-		if v, err = NewCachingVerifier(ov, 1024, nil, nil); err != nil {
+		if v, err = bearer.NewCachingVerifier(ov, 1024, nil, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -416,7 +419,7 @@ func TestDryRun(t *testing.T) {
 // TestShadowRule: a shadow deny is logged and counted but the allow decides.
 func TestShadowRule(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	srv := newTestServer(compileStore(t, filepath.Join("testdata", "shadow-policy.yaml")), staticVerifier{Principal{Subject: testSubject}}, zap.New(core))
+	srv := newTestServer(compileStore(t, filepath.Join("testdata", "shadow-policy.yaml")), staticVerifier{bearer.Principal{Subject: testSubject}}, zap.New(core))
 	srv.Metrics = NewMetrics(prometheus.NewRegistry())
 	resp, _ := srv.Check(t.Context(), postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search"}}`).CheckRequest(true))
 	okHeaders(t, resp)
@@ -455,7 +458,7 @@ func TestLimitsBoundMemory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := postReq("")
 			c.Body = tt.give
-			r := c.Request()
+			r := RequestFromCheck(c.CheckRequest(true))
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
@@ -474,7 +477,7 @@ func TestLimitsBoundMemory(t *testing.T) {
 	// Past the body limit nothing is parsed at all.
 	srv.Decider.Limits.MaxBytes = 1 << 20
 	c := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":"` + strings.Repeat("x", 2<<20) + `"}}}`)
-	if d := srv.Decider.Decide(t.Context(), c.Request()); d.Reason != ReasonBodyTooLarge {
+	if d := srv.Decider.Decide(t.Context(), RequestFromCheck(c.CheckRequest(true))); d.Reason != ReasonBodyTooLarge {
 		t.Fatalf("2 MiB body: %s", d.Reason)
 	}
 }
@@ -484,7 +487,7 @@ func TestLimitsBoundMemory(t *testing.T) {
 // =?base64?…?= form, never raw.
 func TestHeaderValuesAreSafe(t *testing.T) {
 	srv := newTestServer(compileStore(t, filepath.Join("testdata", "cases-policy.yaml")),
-		staticVerifier{Principal{Subject: "alice\r\nx-evil: 1"}}, nil)
+		staticVerifier{bearer.Principal{Subject: "alice\r\nx-evil: 1"}}, nil)
 	resp, err := srv.Check(t.Context(), postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_Zürich"}}`).CheckRequest(true))
 	if err != nil {
 		t.Fatal(err)
@@ -512,7 +515,7 @@ func TestHeaderValuesAreSafe(t *testing.T) {
 func TestPanicOutsideDecide(t *testing.T) {
 	srv := staticRig(t, nil)
 	srv.Log = nil
-	srv.Metrics = &Metrics{}
+	srv.Metrics = &metrics.Metrics{}
 	resp, err := srv.Check(t.Context(), postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`).CheckRequest(true))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 // envoyFront is Envoy's ext_authz filter as far as a session needs it:
@@ -26,7 +28,7 @@ func envoyFront(srv *Server, upstream http.Handler) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		c := &CapturedRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Headers: map[string]string{"host": r.Host}, Body: body}
+		c := &capture.Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Headers: map[string]string{"host": r.Host}, Body: body}
 		for k, vs := range r.Header {
 			c.Headers[strings.ToLower(k)] = strings.Join(vs, ", ")
 		}
@@ -50,10 +52,10 @@ func envoyFront(srv *Server, upstream http.Handler) http.Handler {
 	})
 }
 
-// bearer adds a token to every request of the SDK client.
-type bearer struct{ rt http.RoundTripper }
+// bearerTransport adds a token to every request of the SDK client.
+type bearerTransport struct{ rt http.RoundTripper }
 
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer test-token")
 	return b.rt.RoundTrip(r)
@@ -91,7 +93,7 @@ func testDeniedCallKeepsSession(t *testing.T, mode DenialStatus) {
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
 	ctx := t.Context()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: front.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{tr}}}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: front.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{tr}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

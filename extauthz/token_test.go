@@ -16,6 +16,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 func unsignedToken(claims map[string]any) string {
@@ -78,7 +81,7 @@ func TestTokenRejections(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}`
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			capt := &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body),
+			capt := &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body),
 				Headers: map[string]string{"content-type": "application/json"}}
 			if tt.give != "" {
 				capt.Headers["authorization"] = tt.give
@@ -102,7 +105,7 @@ func TestTokenRejections(t *testing.T) {
 	}
 	// The same valid token is allowed, so the rejections above are the
 	// token's doing.
-	capt := &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body),
+	capt := &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body),
 		Headers: map[string]string{"content-type": "application/json", "authorization": "Bearer " + key.sign(t, idp.claims())}}
 	okHeaders(t, check(t, client, capt.CheckRequest(true)))
 }
@@ -127,13 +130,13 @@ func TestIdPUnavailable(t *testing.T) {
 	idp := newTestIdP(t, key)
 	idp.down.Store(true)
 	discovered := make(chan error, 4)
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, DiscoveryRetry: time.Nanosecond,
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, DiscoveryRetry: time.Nanosecond,
 		OnDiscovery: func(err error) { discovered <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	client := startGRPC(t, newTestServer(referencePolicy(t), v, nil))
-	capt := &CapturedRequest{Method: "POST", Path: "/mcp",
+	capt := &capture.Request{Method: "POST", Path: "/mcp",
 		Body:    []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`),
 		Headers: map[string]string{"content-type": "application/json", "authorization": "Bearer " + key.sign(t, idp.claims())}}
 	wantUnavailable := func(when string) {
@@ -179,7 +182,7 @@ func TestKeyRotation(t *testing.T) {
 	idp := newTestIdP(t, k1)
 	now := time.Now()
 	clock := func() time.Time { return now }
-	v, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}})
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,9 +193,6 @@ func TestKeyRotation(t *testing.T) {
 	if _, err := v.Verify(ctx, k1.sign(t, idp.claims())); err != nil {
 		t.Fatalf("k1 before rotation: %v", err)
 	}
-	v.mu.Lock()
-	v.keys.(*KeySet).Now = clock
-	v.mu.Unlock()
 	if got := idp.jwksGets.Load(); got != 1 {
 		t.Fatalf("jwks fetches after first token = %d, want 1", got)
 	}
@@ -210,8 +210,8 @@ func TestKeyRotation(t *testing.T) {
 	rogue := newTestKey(t, "rogue")
 	for i := range 50 {
 		_, err := v.Verify(ctx, rogue.signAs(t, fmt.Sprintf("random-%d", i), idp.claims()))
-		var te *TokenError
-		if err == nil || !errors.As(err, &te) || te.Reason != ReasonTokenInvalid {
+		var te *bearer.TokenError
+		if err == nil || !errors.As(err, &te) || bearerReason(te.Kind) != ReasonTokenInvalid {
 			t.Fatalf("rogue kid %d: %v", i, err)
 		}
 	}
@@ -227,14 +227,14 @@ func TestRouteAudience(t *testing.T) {
 	const payments, github = "https://gw.example.com/payments/mcp", "https://gw.example.com/github/mcp"
 	key := newTestKey(t, "k1")
 	idp := newTestIdP(t, key)
-	ov, err := NewOIDCVerifier(OIDCConfig{Issuer: idp.issuer(), Audiences: []string{payments, github}})
+	ov, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{payments, github}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := ov.Warm(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	cv, err := NewCachingVerifier(ov, 16, nil, nil)
+	cv, err := bearer.NewCachingVerifier(ov, 16, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestTokenFailureLogSaysWhy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			logs.TakeAll()
-			capt := &CapturedRequest{Method: "POST", Path: "/mcp", Body: []byte(body),
+			capt := &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body),
 				Headers: map[string]string{"content-type": "application/json"}}
 			if tt.give != "" {
 				capt.Headers["authorization"] = tt.give

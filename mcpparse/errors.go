@@ -80,31 +80,6 @@ func (k ErrorKind) String() string {
 	return fmt.Sprintf("ErrorKind(%d)", int(k))
 }
 
-// JSON-RPC 2.0 error codes that ErrorKind.JSONRPCCode returns.
-const (
-	CodeParseError     = -32700
-	CodeInvalidRequest = -32600
-	CodeInvalidParams  = -32602
-)
-
-// JSONRPCCode maps k to the JSON-RPC 2.0 error code to answer with:
-// -32700 (parse error) for syntax, invalid_utf8, trailing_data, too_deep,
-// too_large, too_many_keys, too_many_elements and string_too_long; -32600
-// (invalid request) for duplicate_key, case_variant_key, invalid_request,
-// batch_empty and batch_not_supported; -32602 (invalid params) for
-// invalid_params and non_canonical_number. An undefined kind gives -32600.
-func (k ErrorKind) JSONRPCCode() int {
-	switch k {
-	case ErrSyntax, ErrInvalidUTF8, ErrTrailingData, ErrTooDeep, ErrTooLarge,
-		ErrTooManyKeys, ErrTooManyElements, ErrStringTooLong:
-		return CodeParseError
-	case ErrInvalidParams, ErrNonCanonicalNumber:
-		return CodeInvalidParams
-	default:
-		return CodeInvalidRequest
-	}
-}
-
 // ParseError is the only error type Parse and Canonicalize return.
 type ParseError struct {
 	Kind ErrorKind

@@ -556,33 +556,29 @@ func TestErrorKind(t *testing.T) {
 	tests := []struct {
 		give     ErrorKind
 		wantName string
-		wantCode int
 	}{
-		{ErrSyntax, "syntax", -32700},
-		{ErrInvalidUTF8, "invalid_utf8", -32700},
-		{ErrDuplicateKey, "duplicate_key", -32600},
-		{ErrCaseVariantKey, "case_variant_key", -32600},
-		{ErrTrailingData, "trailing_data", -32700},
-		{ErrTooDeep, "too_deep", -32700},
-		{ErrTooLarge, "too_large", -32700},
-		{ErrTooManyKeys, "too_many_keys", -32700},
-		{ErrTooManyElements, "too_many_elements", -32700},
-		{ErrStringTooLong, "string_too_long", -32700},
-		{ErrInvalidRequest, "invalid_request", -32600},
-		{ErrInvalidParams, "invalid_params", -32602},
-		{ErrNonCanonicalNumber, "non_canonical_number", -32602},
-		{ErrBatchEmpty, "batch_empty", -32600},
-		{ErrBatchNotSupported, "batch_not_supported", -32600},
-		{ErrorKind(0), "ErrorKind(0)", -32600},
-		{ErrorKind(99), "ErrorKind(99)", -32600},
+		{ErrSyntax, "syntax"},
+		{ErrInvalidUTF8, "invalid_utf8"},
+		{ErrDuplicateKey, "duplicate_key"},
+		{ErrCaseVariantKey, "case_variant_key"},
+		{ErrTrailingData, "trailing_data"},
+		{ErrTooDeep, "too_deep"},
+		{ErrTooLarge, "too_large"},
+		{ErrTooManyKeys, "too_many_keys"},
+		{ErrTooManyElements, "too_many_elements"},
+		{ErrStringTooLong, "string_too_long"},
+		{ErrInvalidRequest, "invalid_request"},
+		{ErrInvalidParams, "invalid_params"},
+		{ErrNonCanonicalNumber, "non_canonical_number"},
+		{ErrBatchEmpty, "batch_empty"},
+		{ErrBatchNotSupported, "batch_not_supported"},
+		{ErrorKind(0), "ErrorKind(0)"},
+		{ErrorKind(99), "ErrorKind(99)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.wantName, func(t *testing.T) {
 			if got := tt.give.String(); got != tt.wantName {
 				t.Errorf("String() = %q, want %q", got, tt.wantName)
-			}
-			if got := tt.give.JSONRPCCode(); got != tt.wantCode {
-				t.Errorf("JSONRPCCode() = %d, want %d", got, tt.wantCode)
 			}
 		})
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz/policytest"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -127,7 +128,7 @@ func digestOf(ctx context.Context, in []byte, iss, sub, aud, serverID string) (s
 	case v.RequestDigest != "":
 		return v.RequestDigest, nil
 	}
-	capt, err := extauthz.ParseCapturedRequest(in)
+	capt, err := capture.Parse(in)
 	if err != nil {
 		return "", fmt.Errorf("approve: input is neither a denial with request_digest nor a captured request: %w", err)
 	}
@@ -140,7 +141,7 @@ func digestOf(ctx context.Context, in []byte, iss, sub, aud, serverID string) (s
 	store.Store(lp)
 	d := (&extauthz.Decider{ServerID: serverID, Policies: store, Limits: mcpparse.DefaultLimits(),
 		Verifier: policytest.Verifier{P: policytest.Principal{Issuer: iss, Subject: sub, Audience: aud}}}).
-		Decide(ctx, capt.Request())
+		Decide(ctx, extauthz.RequestFromCheck(capt.CheckRequest(true)))
 	if d.RequestDigest == "" || len(d.BatchDigests) > 0 {
 		return "", fmt.Errorf("approve: the request has no single request digest (%s)", d.Reason)
 	}

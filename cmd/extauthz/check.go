@@ -20,6 +20,8 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz/policytest"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -135,9 +137,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return bad(err)
 	}
-	var capt *extauthz.CapturedRequest
+	var capt *capture.Request
 	if isCaptured(in) {
-		if capt, err = extauthz.ParseCapturedRequest(bytes.TrimSpace(in)); err != nil {
+		if capt, err = capture.Parse(bytes.TrimSpace(in)); err != nil {
 			return bad(err)
 		}
 		if _, ok := capt.Headers["authorization"]; !ok && *jwks == "" && *addr == "" {
@@ -188,23 +190,23 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return bad(err)
 	}
-	var verifier extauthz.TokenVerifier = policytest.Verifier{P: policytest.Principal{
+	var verifier bearer.TokenVerifier = policytest.Verifier{P: policytest.Principal{
 		Issuer: *issuer, Subject: *sub, Audience: aud[0], Claims: principalClaims,
 	}}
 	if *jwks != "" {
-		ks, err := extauthz.LoadJWKS(*jwks)
+		ks, err := bearer.LoadJWKS(*jwks)
 		if err != nil {
 			return bad(err)
 		}
-		if verifier, err = extauthz.NewOIDCVerifier(extauthz.OIDCConfig{Issuer: *issuer, Audiences: aud, KeySet: ks}); err != nil {
+		if verifier, err = bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: *issuer, Audiences: aud, KeySet: ks}); err != nil {
 			return bad(err)
 		}
 	}
 	store := &extauthz.PolicyStore{}
 	store.Store(lp)
-	req := capt.Request()
+	req := extauthz.RequestFromCheck(capt.CheckRequest(true))
 	d := (&extauthz.Decider{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: *explain,
-		DPoP: extauthz.NewDPoPVerifier(extauthz.DPoPConfig{})}).
+		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{})}).
 		Decide(ctx, req)
 	names := policytest.Fields
 	if *explain {
@@ -235,7 +237,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // HTTP status and body Envoy answers the client with. The exit code follows
 // the decision, not the response: a dry-run service admits a request it
 // would deny, and check still exits 1.
-func checkRemote(ctx context.Context, addr string, capt *extauthz.CapturedRequest, stdout io.Writer, asJSON, explain bool) error {
+func checkRemote(ctx context.Context, addr string, capt *capture.Request, stdout io.Writer, asJSON, explain bool) error {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return &exitError{code: 2, err: err}

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 // The tests run in cmd/extauthz; the quick-start files are two levels up.
@@ -282,7 +283,7 @@ func TestServeQuickStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := extauthz.ParseCapturedRequest(b)
+		c, err := capture.Parse(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,7 +370,7 @@ func TestServeIdentityProviderDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile("examples/requests/search-allowed.json")
-	c, err := extauthz.ParseCapturedRequest(b)
+	c, err := capture.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}

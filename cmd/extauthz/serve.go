@@ -26,6 +26,10 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -97,6 +101,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return fail("cannot start", err)
 	}
 	defer svc.store.Close()
+	defer svc.oidc.Close() // stops background discovery
+	if svc.approvals != nil {
+		defer svc.approvals.Close()
+	}
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
 		return fail("cannot start", err)
@@ -125,7 +133,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := extauthz.WatchFiles(ctx, files, 0, log, func() {
+			err := filewatch.WatchAll(ctx, files, watchOptions(log), func() {
 				if err := tr.load(); err != nil {
 					log.Error("TLS files reload refused; keeping the last good certificate and client CA", zap.Error(err))
 				}
@@ -139,7 +147,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := extauthz.WatchFiles(ctx, []string{cfg.JWKSFile}, 0, log, func() { _ = svc.jwks.LoadFile(cfg.JWKSFile) }); err != nil {
+			if err := filewatch.WatchAll(ctx, []string{cfg.JWKSFile}, watchOptions(log), func() { _ = svc.jwks.LoadFile(cfg.JWKSFile) }); err != nil {
 				log.Error("--jwks-file watch stopped; the loaded keys stay in use", zap.Error(err))
 			}
 		}()
@@ -179,8 +187,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 
 	gs, hs := newGRPCServer(cfg, svc.server, creds)
-	lc := &extauthz.Lifecycle{
-		GRPC: gs, Health: hs, Readiness: svc.readiness,
+	lc := &lifecycle.Lifecycle{
+		GRPC: gs, Health: hs, Readiness: svc.readiness, Services: []string{extauthz.HealthService},
 		DrainPeriod: cfg.DrainPeriod, ShutdownTimeout: cfg.ShutdownTimeout,
 		OnShutdown: func() { log.Info("shutting down: NOT_SERVING, draining; a second SIGINT or SIGTERM stops at once") },
 	}
@@ -198,7 +206,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return nil
 }
 
-// httpHandler serves the operational endpoints (extauthz.HTTPHandler) and
+// httpHandler serves the operational endpoints (lifecycle.HTTPHandler) and
 // the RFC 9728 protected resource metadata of every audience, which the
 // shipped Envoy configs route to without ext_authz.
 func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handler {
@@ -209,7 +217,7 @@ func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handle
 	mux := http.NewServeMux()
 	mux.Handle(extauthz.WellKnownProtectedResource, prm)
 	mux.Handle(extauthz.WellKnownProtectedResource+"/", prm)
-	mux.Handle("/", extauthz.HTTPHandler(svc.readiness, reg))
+	mux.Handle("/", lifecycle.HTTPHandler(svc.readiness, reg))
 	return mux
 }
 
@@ -217,11 +225,11 @@ func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handle
 type service struct {
 	server    *extauthz.Server
 	loader    *extauthz.PolicyLoader
-	readiness *extauthz.Readiness
+	readiness *lifecycle.Readiness
 	policies  *extauthz.PolicyStore
-	oidc      *extauthz.OIDCVerifier
-	jwks      *extauthz.KeySet       // --jwks-file's keys, reloaded on change; nil with discovery
-	approvals *extauthz.OIDCVerifier // nil without --approver-issuer
+	oidc      *bearer.OIDCVerifier
+	jwks      *bearer.KeySet       // --jwks-file's keys, reloaded on change; nil with discovery
+	approvals *bearer.OIDCVerifier // nil without --approver-issuer
 	store     state.Store
 	log       *zap.Logger
 }
@@ -246,7 +254,7 @@ func (s *service) warmApprovers(ctx context.Context) {
 
 // newService builds the Check server from cfg: policy, token verifier and
 // cache, limits. A missing or invalid policy is an error naming file:line.
-func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Metrics) (*service, error) {
+func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metrics) (*service, error) {
 	store := &extauthz.PolicyStore{}
 	loader := &extauthz.PolicyLoader{File: cfg.PolicyFile, Store: store, Metrics: metrics}
 	if err := loader.Load(); err != nil {
@@ -258,34 +266,34 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 	}
 	loader.Log = log // from now on a bad reload is logged, not fatal
 
-	var jwks *extauthz.KeySet
-	oc := extauthz.OIDCConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences, OnKeySetRefresh: func(err error) {
+	var jwks *bearer.KeySet
+	oc := bearer.OIDCConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences, OnKeySetRefresh: func(err error) {
 		if err != nil {
-			metrics.KeySetRefreshes.WithLabelValues("error").Inc()
+			metrics.KeySetRefreshed(err)
 			log.Warn("key set refresh failed; keeping the last good keys", zap.Error(err))
 			return
 		}
-		metrics.KeySetRefreshes.WithLabelValues("ok").Inc()
-	}, OnIgnoredKeys: func(ignored []extauthz.IgnoredKey) { logIgnoredKeys(log, ignored) }, OnDiscovery: metrics.OIDCDiscovered}
+		metrics.KeySetRefreshed(nil)
+	}, OnIgnoredKeys: func(ignored []bearer.IgnoredKey) { logIgnoredKeys(log, ignored) }, OnDiscovery: metrics.OIDCDiscovered}
 	if cfg.JWKSFile != "" {
-		ks, err := extauthz.LoadJWKS(cfg.JWKSFile)
+		ks, err := bearer.LoadJWKS(cfg.JWKSFile)
 		if err != nil {
 			return nil, fmt.Errorf("--jwks-file: %w", err)
 		}
 		logIgnoredKeys(log, ks.Ignored())
 		// A rotated file is reloaded like the policy: last good keys on error.
 		ks.OnRefresh = jwksReloadHook(ks, cfg.JWKSFile, log, metrics)
-		ks.OnIgnoredKeys = func(ignored []extauthz.IgnoredKey) { logIgnoredKeys(log, ignored) }
+		ks.OnIgnoredKeys = func(ignored []bearer.IgnoredKey) { logIgnoredKeys(log, ignored) }
 		oc.KeySet = ks
 		jwks = ks
 	}
-	ov, err := extauthz.NewOIDCVerifier(oc)
+	ov, err := bearer.NewOIDCVerifier(oc)
 	if err != nil {
 		return nil, err
 	}
-	var verifier extauthz.TokenVerifier = ov
+	var verifier bearer.TokenVerifier = ov
 	if cfg.TokenCacheSize > 0 {
-		if verifier, err = extauthz.NewCachingVerifier(ov, cfg.TokenCacheSize, nil, metrics); err != nil {
+		if verifier, err = bearer.NewCachingVerifier(ov, cfg.TokenCacheSize, nil, metrics.TokenCacheResult); err != nil {
 			return nil, err
 		}
 	}
@@ -306,7 +314,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 		store:     binding.Store,
 		server: &extauthz.Server{
 			Decider: &extauthz.Decider{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal, Verifier: verifier, Policies: store, Limits: lim, Binding: binding,
-				DPoP: extauthz.NewDPoPVerifier(extauthz.DPoPConfig{})},
+				DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{})},
 			Responder: &extauthz.Responder{ResourceMetadataURL: rm, DenialStatus: cfg.DenialStatus, ConcealAs: extauthz.ConcealStyle(cfg.ConcealAs),
 				DecidedHeaders: []string{strings.ToLower(cfg.IdempotencyHeader)}},
 			Log:     decisionLog,
@@ -314,7 +322,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 			DryRun:  cfg.DryRun,
 		},
 		loader:    loader,
-		readiness: &extauthz.Readiness{Policies: store, Verifier: ov, Metrics: metrics},
+		readiness: &lifecycle.Readiness{Checks: []func() error{store.Ready, keysReady(ov)}, OnReady: metrics.SetReady},
 		policies:  store,
 		oidc:      ov,
 		jwks:      jwks,
@@ -322,17 +330,36 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *extauthz.Met
 	}, nil
 }
 
+// keysReady is the readiness check of a token verifier: nil once signing
+// keys are available.
+func keysReady(v interface{ Ready() bool }) func() error {
+	return func() error {
+		if !v.Ready() {
+			return errors.New("signing keys not available from the identity provider")
+		}
+		return nil
+	}
+}
+
+// watchOptions logs the errors of a file watch (the watch then reloads to
+// be safe).
+func watchOptions(log *zap.Logger) filewatch.Options {
+	return filewatch.Options{OnError: func(err error) {
+		log.Warn("watch error; reloading to be safe", zap.Error(err))
+	}}
+}
+
 // jwksReloadHook counts every --jwks-file reload in keyset_refreshes_total
 // and logs a refused one, and one that changed the keys.
-func jwksReloadHook(ks *extauthz.KeySet, file string, log *zap.Logger, m *extauthz.Metrics) func(error) {
+func jwksReloadHook(ks *bearer.KeySet, file string, log *zap.Logger, m *metrics.Metrics) func(error) {
 	gen := ks.Generation()
 	return func(err error) {
 		if err != nil {
-			m.KeySetRefreshes.WithLabelValues("error").Inc()
+			m.KeySetRefreshed(err)
 			log.Error("--jwks-file reload refused; keeping the last good keys", zap.String("file", file), zap.Error(err))
 			return
 		}
-		m.KeySetRefreshes.WithLabelValues("ok").Inc()
+		m.KeySetRefreshed(nil)
 		if g := ks.Generation(); g != gen {
 			gen = g
 			log.Info("--jwks-file reloaded: signing keys changed", zap.String("file", file))
@@ -342,7 +369,7 @@ func jwksReloadHook(ks *extauthz.KeySet, file string, log *zap.Logger, m *extaut
 
 // logIgnoredKeys logs, once per key set, the members that cannot verify
 // signatures and were left out (RFC 7517 section 5).
-func logIgnoredKeys(log *zap.Logger, ignored []extauthz.IgnoredKey) {
+func logIgnoredKeys(log *zap.Logger, ignored []bearer.IgnoredKey) {
 	if len(ignored) == 0 {
 		return
 	}
@@ -356,7 +383,7 @@ func logIgnoredKeys(log *zap.Logger, ignored []extauthz.IgnoredKey) {
 // newBinding builds approvals and idempotency keys from cfg: the state
 // store and, with --approver-issuer, the approval verifier (keys from
 // --approver-jwks-file or discovery; audiences are the MCP server's).
-func newBinding(cfg *Config) (*extauthz.Binding, *extauthz.OIDCVerifier, error) {
+func newBinding(cfg *Config) (*extauthz.Binding, *bearer.OIDCVerifier, error) {
 	st, err := state.Open(cfg.StateStore)
 	if err != nil {
 		return nil, nil, err
@@ -372,16 +399,16 @@ func newBinding(cfg *Config) (*extauthz.Binding, *extauthz.OIDCVerifier, error) 
 	if cfg.ApproverIssuer == "" {
 		return b, nil, nil
 	}
-	oc := extauthz.OIDCConfig{Issuer: cfg.ApproverIssuer, Audiences: cfg.Audiences}
+	oc := bearer.OIDCConfig{Issuer: cfg.ApproverIssuer, Audiences: cfg.Audiences}
 	if cfg.ApproverJWKSFile != "" {
-		ks, err := extauthz.LoadJWKS(cfg.ApproverJWKSFile)
+		ks, err := bearer.LoadJWKS(cfg.ApproverJWKSFile)
 		if err != nil {
 			st.Close()
 			return nil, nil, fmt.Errorf("--approver-jwks-file: %w", err)
 		}
 		oc.KeySet = ks
 	}
-	v, err := extauthz.NewOIDCVerifier(oc)
+	v, err := bearer.NewOIDCVerifier(oc)
 	if err != nil {
 		st.Close()
 		return nil, nil, err
@@ -461,7 +488,7 @@ func newGRPCServer(cfg *Config, srv *extauthz.Server, creds credentials.Transpor
 	}
 	gs := grpc.NewServer(opts...)
 	authv3.RegisterAuthorizationServer(gs, srv)
-	hs := health.NewServer() // statuses follow readiness (extauthz.Lifecycle)
+	hs := health.NewServer() // statuses follow readiness (lifecycle.Lifecycle)
 	healthpb.RegisterHealthServer(gs, hs)
 	return gs, hs
 }

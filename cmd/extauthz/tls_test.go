@@ -22,6 +22,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
 )
 
 // testCA is a throw-away certificate authority for mTLS tests.
@@ -140,7 +141,7 @@ func TestGRPCMutualTLS(t *testing.T) {
 	defer gs.Stop()
 	ctx := t.Context()
 	go func() {
-		_ = extauthz.WatchFiles(ctx, []string{files.cert, files.key, files.clientCA}, 10*time.Millisecond, nil, func() { _ = tr.load() })
+		_ = filewatch.WatchAll(ctx, []string{files.cert, files.key, files.clientCA}, filewatch.Options{Debounce: 10 * time.Millisecond}, func() { _ = tr.load() })
 	}()
 	addr := lis.Addr().String()
 

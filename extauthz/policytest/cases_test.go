@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
 // D09 of ../shared/cases/cases-2.jsonl, replayed offline: a rule marked
@@ -46,7 +47,7 @@ func TestCaseD09(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	capt, err := extauthz.ParseCapturedRequest([]byte(`{"request":` + string(c.Request) + `}`))
+	capt, err := capture.Parse([]byte(`{"request":` + string(c.Request) + `}`))
 	if err != nil {
 		t.Fatal(err)
 	}

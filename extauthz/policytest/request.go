@@ -14,6 +14,8 @@ import (
 	"strconv"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -44,12 +46,12 @@ type Principal struct {
 	Claims map[string]any
 }
 
-// Verifier is an extauthz.TokenVerifier that ignores the token and returns
+// Verifier is an bearer.TokenVerifier that ignores the token and returns
 // its principal: offline decisions need no token.
 type Verifier struct{ P Principal }
 
 // Verify returns v's principal, with iss, sub and aud among its claims.
-func (v Verifier) Verify(context.Context, string) (*extauthz.Principal, error) {
+func (v Verifier) Verify(context.Context, string) (*bearer.Principal, error) {
 	p := v.P
 	if p.Issuer == "" {
 		p.Issuer = DefaultIssuer
@@ -65,15 +67,15 @@ func (v Verifier) Verify(context.Context, string) (*extauthz.Principal, error) {
 		claims = map[string]any{}
 	}
 	claims["iss"], claims["sub"], claims["aud"] = p.Issuer, p.Subject, p.Audience
-	return &extauthz.Principal{Issuer: p.Issuer, Subject: p.Subject, Audience: p.Audience,
+	return &bearer.Principal{Issuer: p.Issuer, Subject: p.Subject, Audience: p.Audience,
 		Audiences: []string{p.Audience}, Claims: claims}, nil
 }
 
 // Captured converts r to the captured-request form: POST /mcp with
 // content-type and content-length, and a placeholder bearer token unless
 // r has an Authorization header.
-func (r *Request) Captured() *extauthz.CapturedRequest {
-	c := &extauthz.CapturedRequest{Method: r.HTTPMethod, Path: "/mcp", Headers: map[string]string{}, Body: r.Body}
+func (r *Request) Captured() *capture.Request {
+	c := &capture.Request{Method: r.HTTPMethod, Path: "/mcp", Headers: map[string]string{}, Body: r.Body}
 	if c.Method == "" {
 		c.Method = "POST"
 	}
@@ -98,11 +100,11 @@ func (r *Request) Captured() *extauthz.CapturedRequest {
 // Decide decides c offline with the compiled policy lp for MCP server
 // server and principal p, as serve would with the same policy, --server-id
 // and a token for p. The Decision carries the policy trace.
-func Decide(ctx context.Context, lp *extauthz.LoadedPolicy, server string, p Principal, c *extauthz.CapturedRequest) *extauthz.Decision {
+func Decide(ctx context.Context, lp *extauthz.LoadedPolicy, server string, p Principal, c *capture.Request) *extauthz.Decision {
 	store := &extauthz.PolicyStore{}
 	store.Store(lp)
 	d := &extauthz.Decider{ServerID: server, Verifier: Verifier{P: p}, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: true}
-	return d.Decide(ctx, c.Request())
+	return d.Decide(ctx, extauthz.RequestFromCheck(c.CheckRequest(true)))
 }
 
 // JSONClaims converts YAML- or flag-decoded claims to what a JWT carries:

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -113,4 +114,37 @@ func Watch(ctx context.Context, path string, o Options, onChange func()) error {
 			onChange()
 		}
 	}
+}
+
+// WatchAll watches each of paths as Watch does and calls onChange after any
+// of them may have changed, for one path at a time, until ctx ends; it
+// returns nil then, or the first watch that could not be set up (stopping
+// the others). o.OnError receives watch errors prefixed with the path. It
+// owns its goroutines and waits for them.
+func WatchAll(ctx context.Context, paths []string, o Options, onChange func()) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex // onChange runs for one path at a time
+	errs := make(chan error, len(paths))
+	for _, p := range paths {
+		po := o
+		if o.OnError != nil {
+			po.OnError = func(err error) { o.OnError(fmt.Errorf("%s: %w", p, err)) }
+		}
+		go func() {
+			errs <- Watch(ctx, p, po, func() {
+				mu.Lock()
+				defer mu.Unlock()
+				onChange()
+			})
+		}()
+	}
+	var first error
+	for range paths {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel() // stop the others
+		}
+	}
+	return first
 }

@@ -175,3 +175,15 @@ func TestWatchMissingDirectory(t *testing.T) {
 		t.Fatal("Watch of a file in a missing directory succeeded")
 	}
 }
+
+// TestWatchAllStopsOnFirstError: a path whose directory cannot be watched
+// ends WatchAll with that error, and the other watches with it.
+func TestWatchAllStopsOnFirstError(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "a.yaml")
+	write(t, good, "a")
+	err := WatchAll(t.Context(), []string{good, filepath.Join(dir, "missing", "b.yaml")}, Options{}, func() {})
+	if err == nil {
+		t.Fatal("WatchAll returned nil for an unwatchable path")
+	}
+}

@@ -1,4 +1,4 @@
-package extauthz
+package bearer
 
 import (
 	"bytes"
@@ -82,18 +82,18 @@ func NewDPoPVerifier(cfg DPoPConfig) *DPoPVerifier {
 	return &DPoPVerifier{cfg: cfg, seen: map[[sha256.Size]byte]struct{}{}}
 }
 
-// DPoPError is a DPoP proof that did not pass; Reason is one of the
-// dpop_proof_* reasons, or internal_error when the replay cache is full.
+// DPoPError is a DPoP proof that did not pass; Kind is one of the
+// KindProof* kinds, or KindInternal when the replay cache is full.
 type DPoPError struct {
-	Reason Reason
-	Err    error
+	Kind Kind
+	Err  error
 }
 
-func (e *DPoPError) Error() string { return string(e.Reason) + ": " + e.Err.Error() }
+func (e *DPoPError) Error() string { return e.Kind.String() + ": " + e.Err.Error() }
 func (e *DPoPError) Unwrap() error { return e.Err }
 
-func dpopErr(r Reason, format string, args ...any) error {
-	return &DPoPError{Reason: r, Err: fmt.Errorf(format, args...)}
+func dpopErr(k Kind, format string, args ...any) error {
+	return &DPoPError{Kind: k, Err: fmt.Errorf(format, args...)}
 }
 
 // DPoPRequest is what a proof is checked against.
@@ -119,83 +119,83 @@ type dpopClaims struct {
 // are *DPoPError. The jti is recorded only once every other check passed.
 func (v *DPoPVerifier) Verify(proof string, req DPoPRequest) error {
 	if len(proof) > maxDPoPProofBytes {
-		return dpopErr(ReasonDPoPProofInvalid, "proof longer than %d bytes", maxDPoPProofBytes)
+		return dpopErr(KindProofInvalid, "proof longer than %d bytes", maxDPoPProofBytes)
 	}
 	if strings.Count(proof, ".") != 2 {
-		return dpopErr(ReasonDPoPProofInvalid, "not a compact JWS")
+		return dpopErr(KindProofInvalid, "not a compact JWS")
 	}
 	jws, err := jose.ParseSigned(proof, allowedJOSEAlgs)
 	if err != nil {
-		return dpopErr(ReasonDPoPProofInvalid, "%v", err)
+		return dpopErr(KindProofInvalid, "%v", err)
 	}
 	if len(jws.Signatures) != 1 {
-		return dpopErr(ReasonDPoPProofInvalid, "not one signature")
+		return dpopErr(KindProofInvalid, "not one signature")
 	}
 	h := jws.Signatures[0].Protected
 	if typ, _ := h.ExtraHeaders[jose.HeaderType].(string); !strings.EqualFold(typ, "dpop+jwt") {
-		return dpopErr(ReasonDPoPProofInvalid, "typ %.32q, want dpop+jwt", typ)
+		return dpopErr(KindProofInvalid, "typ %.32q, want dpop+jwt", typ)
 	}
 	jwk := h.JSONWebKey
 	if jwk == nil || !jwk.Valid() {
-		return dpopErr(ReasonDPoPProofInvalid, "no valid jwk header")
+		return dpopErr(KindProofInvalid, "no valid jwk header")
 	}
 	if !jwk.IsPublic() {
-		return dpopErr(ReasonDPoPProofInvalid, "jwk holds a private key")
+		return dpopErr(KindProofInvalid, "jwk holds a private key")
 	}
 	switch jwk.Key.(type) {
 	case *rsa.PublicKey, *ecdsa.PublicKey, ed25519.PublicKey:
 	default:
-		return dpopErr(ReasonDPoPProofInvalid, "jwk of type %T", jwk.Key)
+		return dpopErr(KindProofInvalid, "jwk of type %T", jwk.Key)
 	}
 	payload, err := jws.Verify(jwk)
 	if err != nil {
-		return dpopErr(ReasonDPoPProofInvalid, "signature: %v", err)
+		return dpopErr(KindProofInvalid, "signature: %v", err)
 	}
 	var c dpopClaims
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	if err := dec.Decode(&c); err != nil {
-		return dpopErr(ReasonDPoPProofInvalid, "claims: %v", err)
+		return dpopErr(KindProofInvalid, "claims: %v", err)
 	}
 	if c.JTI == nil || c.HTM == nil || c.HTU == nil || c.IAT == nil || c.ATH == nil {
-		return dpopErr(ReasonDPoPProofInvalid, "jti, htm, htu, iat and ath are required")
+		return dpopErr(KindProofInvalid, "jti, htm, htu, iat and ath are required")
 	}
 	if n := len(*c.JTI); n == 0 || n > maxJTIBytes {
-		return dpopErr(ReasonDPoPProofInvalid, "jti of %d bytes", n)
+		return dpopErr(KindProofInvalid, "jti of %d bytes", n)
 	}
 	if *c.HTM != req.Method {
-		return dpopErr(ReasonDPoPProofMismatch, "htm %.32q, request method %.32q", *c.HTM, req.Method)
+		return dpopErr(KindProofMismatch, "htm %.32q, request method %.32q", *c.HTM, req.Method)
 	}
 	want, ok := requestHTU(req.Scheme, req.Host, req.Path)
 	if !ok {
-		return dpopErr(ReasonDPoPProofMismatch, "request URI cannot be compared")
+		return dpopErr(KindProofMismatch, "request URI cannot be compared")
 	}
 	got, ok := proofHTU(*c.HTU)
 	if !ok {
-		return dpopErr(ReasonDPoPProofInvalid, "htu is not an absolute http(s) URI")
+		return dpopErr(KindProofInvalid, "htu is not an absolute http(s) URI")
 	}
 	if got != want {
-		return dpopErr(ReasonDPoPProofMismatch, "htu %.256q, request %.256q", got, want)
+		return dpopErr(KindProofMismatch, "htu %.256q, request %.256q", got, want)
 	}
 	iat, err := c.IAT.Float64()
 	if err != nil || iat < 0 {
-		return dpopErr(ReasonDPoPProofInvalid, "iat %.32s is not a NumericDate", c.IAT.String())
+		return dpopErr(KindProofInvalid, "iat %.32s is not a NumericDate", c.IAT.String())
 	}
 	now := v.cfg.Now()
 	nowSec := float64(now.UnixNano()) / 1e9
 	if iat < nowSec-v.cfg.MaxAge.Seconds() || iat > nowSec+v.cfg.FutureSkew.Seconds() {
-		return dpopErr(ReasonDPoPProofStale, "iat %.32s outside [now-%s, now+%s]", c.IAT.String(), v.cfg.MaxAge, v.cfg.FutureSkew)
+		return dpopErr(KindProofStale, "iat %.32s outside [now-%s, now+%s]", c.IAT.String(), v.cfg.MaxAge, v.cfg.FutureSkew)
 	}
 	ath := sha256.Sum256([]byte(req.AccessToken))
 	if *c.ATH != base64.RawURLEncoding.EncodeToString(ath[:]) {
-		return dpopErr(ReasonDPoPProofMismatch, "ath is not the hash of the access token")
+		return dpopErr(KindProofMismatch, "ath is not the hash of the access token")
 	}
 	tp, err := jwk.Thumbprint(crypto.SHA256)
 	if err != nil {
-		return dpopErr(ReasonDPoPProofInvalid, "jwk thumbprint: %v", err)
+		return dpopErr(KindProofInvalid, "jwk thumbprint: %v", err)
 	}
 	if base64.RawURLEncoding.EncodeToString(tp) != req.JKT {
-		return dpopErr(ReasonDPoPProofMismatch, "jwk thumbprint is not the token's cnf.jkt")
+		return dpopErr(KindProofMismatch, "jwk thumbprint is not the token's cnf.jkt")
 	}
 	expires := time.Unix(0, int64(iat*1e9)).Add(v.cfg.MaxAge) // iat is near now: no overflow
 	return v.remember(req.JKT, *c.JTI, expires, now)
@@ -211,10 +211,10 @@ func (v *DPoPVerifier) remember(jkt, jti string, expires, now time.Time) error {
 		delete(v.seen, heap.Pop(&v.exp).(expiryEntry).key)
 	}
 	if _, dup := v.seen[key]; dup {
-		return dpopErr(ReasonDPoPProofReplayed, "jti already used within the window")
+		return dpopErr(KindProofReplayed, "jti already used within the window")
 	}
 	if len(v.seen) >= v.cfg.ReplaySize {
-		return &DPoPError{Reason: ReasonInternalError, Err: errors.New("dpop replay cache full")}
+		return &DPoPError{Kind: KindInternal, Err: errors.New("dpop replay cache full")}
 	}
 	v.seen[key] = struct{}{}
 	heap.Push(&v.exp, expiryEntry{key: key, at: expires})
@@ -317,12 +317,12 @@ func (h *expiryHeap) Pop() any {
 	return e
 }
 
-// tokenBinding reads the cnf claim (RFC 7800) of a verified token: no cnf
+// TokenBinding reads the cnf claim (RFC 7800) of a verified token: no cnf
 // gives "", a cnf of exactly {"jkt": <non-empty string>} (RFC 9449 section
 // 6) gives the thumbprint, anything else (x5t#S256 of RFC 8705, jwk, jku,
 // kid, unknown members, or a cnf that is not an object) cannot be checked
 // here and gives ok false.
-func tokenBinding(claims map[string]any) (jkt string, ok bool) {
+func TokenBinding(claims map[string]any) (jkt string, ok bool) {
 	raw, present := claims["cnf"]
 	if !present {
 		return "", true
@@ -338,12 +338,12 @@ func tokenBinding(claims map[string]any) (jkt string, ok bool) {
 	return s, true
 }
 
-// parseAuthorization splits credentials (RFC 9110 section 11.4; RFC 6750
+// ParseAuthorization splits credentials (RFC 9110 section 11.4; RFC 6750
 // section 2.1: "Bearer" 1*SP b64token; RFC 9449 section 7.1: the same for
 // "DPoP"). The scheme is case-insensitive and returned lower-cased; the
 // token must be one b64token, so a second token, a comma or inner spaces
 // make ok false. Trailing spaces are tolerated (Envoy strips them anyway).
-func parseAuthorization(h string) (scheme, token string, ok bool) {
+func ParseAuthorization(h string) (scheme, token string, ok bool) {
 	scheme, rest, found := strings.Cut(h, " ")
 	if !found {
 		return "", "", false

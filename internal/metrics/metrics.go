@@ -1,10 +1,17 @@
-package extauthz
+// Package metrics holds the service's Prometheus metrics (namespace
+// mcp_extauthz). It takes plain label values and never decides what a valid
+// label is: the caller bounds each label set (decisions, the closed set of
+// reasons, MCP's own method names from internal/mcpmethod); never a subject,
+// tool or URI. Every method is safe on a nil *Metrics, which counts nothing.
+package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"time"
 
-// Metrics are the service's Prometheus metrics (namespace mcp_extauthz).
-// Labels are bounded: decisions, reasons and MCP's own method names (any
-// other method counts as "other"); never a subject, tool or URI.
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the service's Prometheus metrics.
 type Metrics struct {
 	Decisions         *prometheus.CounterVec // decisions_total{decision,reason,method,dry_run}
 	ShadowMatches     *prometheus.CounterVec // shadow_matches_total{decision}
@@ -20,8 +27,20 @@ type Metrics struct {
 	Ready             prometheus.Gauge       // ready
 }
 
-// NewMetrics creates the metrics and registers them with reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// Reason is one value of the reason label, with the decision label it goes
+// with and whether it is a token failure (token_verification_failures_total).
+type Reason struct {
+	Reason   string // e.g. "token_expired"
+	Decision string // "allow", "deny" or "ask"
+	Token    bool
+}
+
+// New creates the metrics, registers them with reg and creates at zero the
+// series a dashboard or an alert looks for, so they exist from start: every
+// reason of reasons with its decision (method "none", both dry_run values),
+// every token failure, cache result, refresh and discovery result, and
+// shadow decision.
+func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 	const ns = "mcp_extauthz"
 	m := &Metrics{
 		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "decisions_total",
@@ -53,29 +72,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.Decisions, m.ShadowMatches, m.CheckDuration, m.InFlight, m.TokenFailures, m.TokenCache,
 		m.KeySetRefreshes, m.OIDCDiscovery, m.PolicyReloads, m.PolicyReloadError, m.PolicyInfo, m.Ready)
-	m.initSeries()
-	return m
-}
-
-// initSeries creates the labelled series a dashboard or an alert looks for
-// at zero, so they exist from start rather than from their first event:
-// every reason with its decision (method "none", both dry_run values),
-// every token failure, cache result, refresh and discovery result, and
-// shadow decision.
-func (m *Metrics) initSeries() {
-	for _, r := range Reasons() {
-		d := "deny"
-		switch r {
-		case ReasonAllowed:
-			d = "allow"
-		case ReasonAuthorizationRequired:
-			d = "ask"
-		}
+	for _, r := range reasons {
 		for _, dry := range []string{"false", "true"} {
-			m.Decisions.WithLabelValues(d, string(r), "none", dry)
+			m.Decisions.WithLabelValues(r.Decision, r.Reason, "none", dry)
 		}
-		if r.isTokenReason() || r == ReasonIdPUnavailable {
-			m.TokenFailures.WithLabelValues(string(r))
+		if r.Token {
+			m.TokenFailures.WithLabelValues(r.Reason)
 		}
 	}
 	for _, d := range []string{"allow", "deny", "ask"} {
@@ -87,6 +89,71 @@ func (m *Metrics) initSeries() {
 	for _, r := range []string{"ok", "error"} {
 		m.KeySetRefreshes.WithLabelValues(r)
 		m.OIDCDiscovery.WithLabelValues(r)
+	}
+	return m
+}
+
+// Decided counts one Check: its latency and its decision, reason and method
+// labels, and the reason again in token_verification_failures_total when
+// tokenFailure.
+func (m *Metrics) Decided(latency time.Duration, decision, reason, method string, dryRun, tokenFailure bool) {
+	if m == nil {
+		return
+	}
+	m.CheckDuration.Observe(latency.Seconds())
+	dry := "false"
+	if dryRun {
+		dry = "true"
+	}
+	m.Decisions.WithLabelValues(decision, reason, method, dry).Inc()
+	if tokenFailure {
+		m.TokenFailures.WithLabelValues(reason).Inc()
+	}
+}
+
+// ShadowMatched counts one shadow rule that would have decided decision.
+func (m *Metrics) ShadowMatched(decision string) {
+	if m != nil {
+		m.ShadowMatches.WithLabelValues(decision).Inc()
+	}
+}
+
+// CheckStarted counts a Check in flight until the returned func is called.
+func (m *Metrics) CheckStarted() (done func()) {
+	if m == nil {
+		return func() {}
+	}
+	m.InFlight.Inc()
+	return m.InFlight.Dec
+}
+
+// SetReady sets the ready gauge.
+func (m *Metrics) SetReady(ready bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if ready {
+		v = 1
+	}
+	m.Ready.Set(v)
+}
+
+// PolicyPublished counts a policy published and marks version as the live
+// one in policy_info.
+func (m *Metrics) PolicyPublished(version string) {
+	if m == nil {
+		return
+	}
+	m.PolicyReloads.Inc()
+	m.PolicyInfo.Reset()
+	m.PolicyInfo.WithLabelValues(version).Set(1)
+}
+
+// PolicyRefused counts a policy change refused.
+func (m *Metrics) PolicyRefused() {
+	if m != nil {
+		m.PolicyReloadError.Inc()
 	}
 }
 
@@ -102,19 +169,8 @@ func (m *Metrics) OIDCDiscovered(err error) {
 	}
 }
 
-// methodLabel bounds the method label to MCP's own names.
-func methodLabel(m string) string {
-	switch {
-	case knownMethods[m], m == "GET", m == "DELETE", m == "response", m == "batch":
-		return m
-	case m == "":
-		return "none"
-	}
-	return "other"
-}
-
-// keySetRefreshed counts one key-set fetch.
-func (m *Metrics) keySetRefreshed(err error) {
+// KeySetRefreshed counts one key-set fetch and its result.
+func (m *Metrics) KeySetRefreshed(err error) {
 	if m == nil {
 		return
 	}
@@ -125,18 +181,10 @@ func (m *Metrics) keySetRefreshed(err error) {
 	}
 }
 
-// tokenCacheResult counts one cache lookup.
-func (m *Metrics) tokenCacheResult(result string) {
+// TokenCacheResult counts one token-cache lookup (bearer.NewCachingVerifier's
+// onResult).
+func (m *Metrics) TokenCacheResult(result string) {
 	if m != nil {
 		m.TokenCache.WithLabelValues(result).Inc()
 	}
-}
-
-// policyVersion marks v as the live policy version.
-func (m *Metrics) policyVersion(v string) {
-	if m == nil {
-		return
-	}
-	m.PolicyInfo.Reset()
-	m.PolicyInfo.WithLabelValues(v).Set(1)
 }

@@ -1,4 +1,9 @@
-package extauthz
+// Package lifecycle runs the service's gRPC server with grpc.health.v1
+// following readiness, drains it on shutdown (NOT_SERVING, a drain period,
+// GracefulStop with a deadline, then Stop), and serves /healthz, /readyz and
+// /metrics. Readiness is a list of functions (Ready() error style): it knows
+// neither the policy store nor the token verifier.
+package lifecycle
 
 import (
 	"cmp"
@@ -17,16 +22,14 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// HealthService is the grpc.health.v1 service name of the Authorization API;
-// the server also answers for "" (the whole server).
-const HealthService = "envoy.service.auth.v3.Authorization"
-
-// Readiness says whether the service can decide: a policy is compiled and
-// signing keys are available.
+// Readiness says whether the service can decide.
 type Readiness struct {
-	Policies *PolicyStore
-	Verifier interface{ Ready() bool } // nil counts as ready
-	Metrics  *Metrics
+	// Checks each return nil when their part is ready, else why not (e.g.
+	// "no policy compiled"); the service is ready when all return nil.
+	Checks []func() error
+	// OnReady, if set, is called with the result of every evaluation (the
+	// ready gauge).
+	OnReady func(ready bool)
 
 	draining atomic.Bool
 }
@@ -37,20 +40,18 @@ func (r *Readiness) Drain() { r.draining.Store(true) }
 // Ready reports readiness and, when not ready, why.
 func (r *Readiness) Ready() (bool, string) {
 	ok, why := true, ""
-	switch {
-	case r.draining.Load():
+	if r.draining.Load() {
 		ok, why = false, "shutting down"
-	case r.Policies.Load() == nil:
-		ok, why = false, "no policy compiled"
-	case r.Verifier != nil && !r.Verifier.Ready():
-		ok, why = false, "signing keys not available from the identity provider"
-	}
-	if r.Metrics != nil {
-		v := 0.0
-		if ok {
-			v = 1
+	} else {
+		for _, c := range r.Checks {
+			if err := c(); err != nil {
+				ok, why = false, err.Error()
+				break
+			}
 		}
-		r.Metrics.Ready.Set(v)
+	}
+	if r.OnReady != nil {
+		r.OnReady(ok)
 	}
 	return ok, why
 }
@@ -90,6 +91,9 @@ type Lifecycle struct {
 	PollInterval time.Duration
 	// OnShutdown, if set, is called when the drain starts.
 	OnShutdown func()
+	// Services are the grpc.health.v1 service names that follow readiness
+	// besides "" (the whole server).
+	Services []string
 }
 
 // Serve serves lis until ctx ends, then drains and stops. It returns nil
@@ -141,5 +145,7 @@ func (l *Lifecycle) syncHealth() {
 		st = healthpb.HealthCheckResponse_SERVING
 	}
 	l.Health.SetServingStatus("", st)
-	l.Health.SetServingStatus(HealthService, st)
+	for _, svc := range l.Services {
+		l.Health.SetServingStatus(svc, st)
+	}
 }

@@ -1,4 +1,8 @@
-package extauthz
+// Package capture reads the captured-request format of the MCP traffic corpus
+// and of the test cases, and builds from a captured request the CheckRequest
+// Envoy's ext_authz filter (transport_api_version V3) would send. It is a
+// format for the command line and the tests, not part of the service.
+package capture
 
 import (
 	"encoding/base64"
@@ -13,10 +17,10 @@ import (
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 )
 
-// CapturedRequest is one recorded HTTP request, in the shape of the lines of
+// Request is one recorded HTTP request, in the shape of the lines of
 // the MCP traffic corpus ({"http": {...}}) or of a test case ({"request":
 // {...}}); a bare {"method", "path", "headers", ...} object is accepted too.
-type CapturedRequest struct {
+type Request struct {
 	Method  string            `json:"method"`
 	Path    string            `json:"path"`
 	Query   string            `json:"query"`
@@ -24,9 +28,9 @@ type CapturedRequest struct {
 	Body    []byte            `json:"-"`       // from body_b64, body_hex or body_text, in that order
 }
 
-// ParseCapturedRequest decodes one captured request. Errors name what is
-// missing or malformed.
-func ParseCapturedRequest(b []byte) (*CapturedRequest, error) {
+// Parse decodes one captured request. Errors name what is missing or
+// malformed.
+func Parse(b []byte) (*Request, error) {
 	var outer struct {
 		HTTP    json.RawMessage `json:"http"`
 		Request json.RawMessage `json:"request"`
@@ -42,7 +46,7 @@ func ParseCapturedRequest(b []byte) (*CapturedRequest, error) {
 		inner = outer.Request
 	}
 	var raw struct {
-		CapturedRequest
+		Request
 		BodyText *string `json:"body_text"`
 		BodyB64  *string `json:"body_b64"`
 		BodyHex  *string `json:"body_hex"`
@@ -50,7 +54,7 @@ func ParseCapturedRequest(b []byte) (*CapturedRequest, error) {
 	if err := json.Unmarshal(inner, &raw); err != nil {
 		return nil, fmt.Errorf("captured request: %w", err)
 	}
-	c := raw.CapturedRequest
+	c := raw.Request
 	if c.Method == "" {
 		return nil, errors.New("captured request: no method")
 	}
@@ -74,15 +78,10 @@ func ParseCapturedRequest(b []byte) (*CapturedRequest, error) {
 	return &c, nil
 }
 
-// Request converts c as Decide takes it.
-func (c *CapturedRequest) Request() *Request {
-	return RequestFromCheck(c.CheckRequest(true))
-}
-
 // CheckRequest builds the CheckRequest Envoy's ext_authz filter sends for c:
 // lower-cased headers plus the :method, :path and :authority pseudo-headers,
 // and the body in raw_body (pack_as_bytes: true) or else in body.
-func (c *CapturedRequest) CheckRequest(packAsBytes bool) *authv3.CheckRequest {
+func (c *Request) CheckRequest(packAsBytes bool) *authv3.CheckRequest {
 	path := c.Path
 	if c.Query != "" {
 		path += "?" + c.Query

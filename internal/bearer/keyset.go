@@ -1,4 +1,4 @@
-package extauthz
+package bearer
 
 import (
 	"context"
@@ -38,7 +38,7 @@ type KeySet struct {
 	// success), for metrics.
 	OnRefresh func(err error)
 	// OnIgnoredKeys, if set, is called after a successful fetch whose
-	// ignored keys differ from the previous fetch's (see parseJWKS), so
+	// ignored keys differ from the previous fetch's (see ParseJWKS), so
 	// they are logged once rather than on every refresh.
 	OnIgnoredKeys func([]IgnoredKey)
 
@@ -255,7 +255,7 @@ func (s *KeySet) fetch(ctx context.Context) ([]jose.JSONWebKey, []IgnoredKey, er
 	if resp.StatusCode != http.StatusOK {
 		return nil, nil, fmt.Errorf("fetch jwks: %s", resp.Status)
 	}
-	return parseJWKS(body)
+	return ParseJWKS(body)
 }
 
 func hasKid(keys []jose.JSONWebKey, kid string) bool {
@@ -288,7 +288,7 @@ func (k IgnoredKey) String() string {
 	return fmt.Sprintf("key %d (kid %q): %s", k.Index, k.KeyID, k.Reason)
 }
 
-// jwkMembers are the members parseJWKS reads before go-jose decodes a key.
+// jwkMembers are the members ParseJWKS reads before go-jose decodes a key.
 type jwkMembers struct {
 	Kty    string   `json:"kty"`
 	Crv    string   `json:"crv"`
@@ -299,7 +299,7 @@ type jwkMembers struct {
 	D      *string  `json:"d"`
 }
 
-// parseJWKS parses a JSON Web Key Set (RFC 7517 section 5) and keeps the
+// ParseJWKS parses a JSON Web Key Set (RFC 7517 section 5) and keeps the
 // public keys that can verify a signature under SigningAlgorithms: kty RSA,
 // EC (P-256, P-384, P-521) or OKP Ed25519, with use absent or "sig", key_ops
 // absent or holding "verify", and alg absent or allowed. Every other member
@@ -307,7 +307,7 @@ type jwkMembers struct {
 // keys that do not decode) is returned in ignored with the reason. A set
 // that is not JSON, or that keeps no usable key, is an error naming every
 // ignored key.
-func parseJWKS(b []byte) (keys []jose.JSONWebKey, ignored []IgnoredKey, err error) {
+func ParseJWKS(b []byte) (keys []jose.JSONWebKey, ignored []IgnoredKey, err error) {
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
@@ -381,14 +381,14 @@ func usableKey(raw json.RawMessage) (jose.JSONWebKey, string) {
 // is returned. OnRefresh, if set, is called with the result. A changed set
 // moves Generation, so cached token verifications are dropped.
 //
-// Members that cannot verify signatures are left out as in parseJWKS, and
+// Members that cannot verify signatures are left out as in ParseJWKS, and
 // reported through OnIgnoredKeys when they differ from the last set's.
 func (s *KeySet) LoadFile(path string) error {
 	b, err := os.ReadFile(path)
 	var keys []jose.JSONWebKey
 	var ignored []IgnoredKey
 	if err == nil {
-		if keys, ignored, err = parseJWKS(b); err != nil {
+		if keys, ignored, err = ParseJWKS(b); err != nil {
 			err = fmt.Errorf("%s: %w", path, err)
 		}
 	}

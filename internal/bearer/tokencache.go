@@ -1,4 +1,4 @@
-package extauthz
+package bearer
 
 import (
 	"context"
@@ -18,11 +18,11 @@ import (
 // verified again, so a token whose key left the set stops verifying after the
 // next refresh. Failures are never cached.
 type CachingVerifier struct {
-	next  TokenVerifier
-	gen   func() uint64
-	now   func() time.Time
-	cache *lru.Cache[[sha256.Size]byte, cachedToken]
-	m     *Metrics
+	next     TokenVerifier
+	gen      func() uint64
+	now      func() time.Time
+	cache    *lru.Cache[[sha256.Size]byte, cachedToken]
+	onResult func(result string)
 }
 
 type cachedToken struct {
@@ -36,8 +36,9 @@ type KeyGenerationer interface {
 }
 
 // NewCachingVerifier caches up to size verified tokens of next. now may be
-// nil (time.Now); m may be nil.
-func NewCachingVerifier(next TokenVerifier, size int, now func() time.Time, m *Metrics) (*CachingVerifier, error) {
+// nil (time.Now). onResult, if not nil, is called with the outcome of every
+// lookup: "hit", "miss", "stale" (the keys changed) or "expired".
+func NewCachingVerifier(next TokenVerifier, size int, now func() time.Time, onResult func(result string)) (*CachingVerifier, error) {
 	if size <= 0 {
 		return nil, errors.New("token cache size must be positive")
 	}
@@ -52,10 +53,10 @@ func NewCachingVerifier(next TokenVerifier, size int, now func() time.Time, m *M
 	if g, ok := next.(KeyGenerationer); ok {
 		gen = g.KeyGeneration
 	}
-	return &CachingVerifier{next: next, gen: gen, now: now, cache: c, m: m}, nil
+	return &CachingVerifier{next: next, gen: gen, now: now, cache: c, onResult: onResult}, nil
 }
 
-var _ TokenVerifier = (*CachingVerifier)(nil)
+var _ Service = (*CachingVerifier)(nil)
 
 // Verify answers from the cache when it can, else asks the next verifier
 // and caches a success.
@@ -66,17 +67,17 @@ func (c *CachingVerifier) Verify(ctx context.Context, rawToken string) (*Princip
 		switch {
 		case !c.now().Before(e.p.Expiry):
 			c.cache.Remove(key)
-			c.m.tokenCacheResult("expired")
-			return nil, &TokenError{Reason: ReasonTokenExpired, Err: fmt.Errorf("token exp %s is past", e.p.Expiry.UTC().Format(time.RFC3339))}
+			c.result("expired")
+			return nil, &TokenError{Kind: KindExpired, Err: fmt.Errorf("token exp %s is past", e.p.Expiry.UTC().Format(time.RFC3339))}
 		case e.gen == gen:
-			c.m.tokenCacheResult("hit")
+			c.result("hit")
 			return e.p, nil
 		default:
 			c.cache.Remove(key)
-			c.m.tokenCacheResult("stale")
+			c.result("stale")
 		}
 	} else {
-		c.m.tokenCacheResult("miss")
+		c.result("miss")
 	}
 	p, err := c.next.Verify(ctx, rawToken)
 	if err != nil {
@@ -96,10 +97,23 @@ func (c *CachingVerifier) Audiences() []string {
 	return nil
 }
 
+// Close closes the next verifier if it has a Close method.
+func (c *CachingVerifier) Close() {
+	if cl, ok := c.next.(interface{ Close() }); ok {
+		cl.Close()
+	}
+}
+
 // Ready passes the next verifier's readiness through.
 func (c *CachingVerifier) Ready() bool {
 	if r, ok := c.next.(interface{ Ready() bool }); ok {
 		return r.Ready()
 	}
 	return true
+}
+
+func (c *CachingVerifier) result(r string) {
+	if c.onResult != nil {
+		c.onResult(r)
+	}
 }

@@ -1,4 +1,4 @@
-package extauthz
+package bearer
 
 import (
 	"context"
@@ -37,18 +37,65 @@ type Principal struct {
 	Claims    map[string]any // every claim of the payload, as JSON decodes them (numbers float64)
 }
 
-// TokenError is a bearer token that did not verify; Reason is one of the
-// token_* reasons or idp_unavailable.
+// Kind is why a token or a DPoP proof did not verify: a closed set whose
+// String forms are the snake_case words extauthz answers with
+// ("token_expired", "dpop_proof_stale", ...). extauthz maps each kind to its
+// Reason in one table.
+type Kind int
+
+// The kinds of TokenError and DPoPError.
+const (
+	KindMalformed     Kind = iota + 1 // not a compact JWS, or a payload that is not a JSON object
+	KindInvalid                       // bad signature, unknown key, algorithm not allowed, nbf in the future, no sub
+	KindExpired                       // exp in the past
+	KindWrongIssuer                   // iss is not the configured issuer
+	KindWrongAudience                 // aud holds none of the configured audiences (RFC 8707)
+	KindUnavailable                   // discovery document or key set not fetched (yet)
+	KindDeadline                      // the caller's context ended during verification
+	KindProofInvalid                  // DPoP proof malformed or not signed by its jwk (RFC 9449 section 4.3)
+	KindProofMismatch                 // htm, htu, ath or jwk thumbprint disagree with the request, token or cnf.jkt
+	KindProofStale                    // iat outside the accepted window
+	KindProofReplayed                 // jti already seen within the window
+	KindInternal                      // the verifier failed (the jti cache is full)
+)
+
+var kindNames = [...]string{
+	KindMalformed: "token_malformed", KindInvalid: "token_invalid", KindExpired: "token_expired",
+	KindWrongIssuer: "token_wrong_issuer", KindWrongAudience: "token_wrong_audience",
+	KindUnavailable: "idp_unavailable", KindDeadline: "deadline_exceeded",
+	KindProofInvalid: "dpop_proof_invalid", KindProofMismatch: "dpop_proof_mismatch",
+	KindProofStale: "dpop_proof_stale", KindProofReplayed: "dpop_proof_replayed",
+	KindInternal: "internal_error",
+}
+
+// Kinds returns every kind, in order.
+func Kinds() []Kind {
+	ks := make([]Kind, 0, len(kindNames)-1)
+	for k := KindMalformed; int(k) < len(kindNames); k++ {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// String returns k's snake_case word, or "Kind(n)" outside the set.
+func (k Kind) String() string {
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// TokenError is a bearer token that did not verify, and why.
 type TokenError struct {
-	Reason Reason
-	Err    error
+	Kind Kind
+	Err  error
 }
 
 func (e *TokenError) Error() string {
 	if e.Err == nil {
-		return string(e.Reason)
+		return e.Kind.String()
 	}
-	return string(e.Reason) + ": " + e.Err.Error()
+	return e.Kind.String() + ": " + e.Err.Error()
 }
 
 func (e *TokenError) Unwrap() error { return e.Err }
@@ -81,14 +128,20 @@ type OIDCConfig struct {
 	OnDiscovery func(error)
 }
 
-// OIDCVerifier verifies bearer tokens with go-oidc: signature against the key
-// set, issuer, exp and nbf (go-oidc's leeway of 5 minutes for nbf), the
-// algorithm allowlist, then the audience against the configured set. It does
+// OIDCVerifier verifies bearer tokens: issuer, audience and exp from the
+// unverified payload first, then with go-oidc the signature against the key
+// set, the algorithm allowlist, issuer, exp and nbf (go-oidc's leeway of 5
+// minutes for nbf), then the audience against the configured set. It does
 // not check nonce, azp or at_hash (access tokens carry none). Until discovery
 // has succeeded, Verify fails with idp_unavailable at once rather than
 // waiting for the identity provider.
 type OIDCVerifier struct {
 	cfg OIDCConfig
+
+	// Background discovery runs under ctx; Close cancels it and waits.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	mu           sync.Mutex
 	keys         oidc.KeySet
@@ -98,7 +151,20 @@ type OIDCVerifier struct {
 	lastDiscover error
 }
 
-var _ TokenVerifier = (*OIDCVerifier)(nil)
+var _ Service = (*OIDCVerifier)(nil)
+
+// Service is a TokenVerifier the server runs: it reports whether tokens can
+// be verified now, and owns any background work (discovery), which Close
+// stops and waits for. After Close, Verify may only fail with
+// idp_unavailable where it would have had to start work.
+type Service interface {
+	TokenVerifier
+	Ready() bool
+	Close()
+}
+
+// errClosed is returned by a closed verifier that would need discovery.
+var errClosed = errors.New("verifier closed")
 
 // errDiscovering is returned while discovery is under way.
 var errDiscovering = errors.New("oidc discovery in progress")
@@ -118,6 +184,7 @@ func NewOIDCVerifier(cfg OIDCConfig) (*OIDCVerifier, error) {
 		cfg.DiscoveryRetry = 5 * time.Second
 	}
 	v := &OIDCVerifier{cfg: cfg}
+	v.ctx, v.cancel = context.WithCancel(context.Background())
 	if cfg.KeySet != nil {
 		v.keys = cfg.KeySet
 		v.verifier = oidc.NewVerifier(cfg.Issuer, cfg.KeySet, v.oidcConfig())
@@ -241,13 +308,18 @@ func (v *OIDCVerifier) idTokenVerifier() (*oidc.IDTokenVerifier, oidc.KeySet, er
 	if v.discovering {
 		return nil, nil, errDiscovering
 	}
+	if v.ctx.Err() != nil {
+		return nil, nil, errClosed
+	}
 	now := v.cfg.Now()
 	if !v.lastAttempt.IsZero() && now.Sub(v.lastAttempt) < v.cfg.DiscoveryRetry {
 		return nil, nil, v.lastDiscover
 	}
 	v.lastAttempt, v.discovering = now, true
+	v.wg.Add(1)
 	go func() {
-		err := v.discover(context.Background())
+		defer v.wg.Done()
+		err := v.discover(v.ctx)
 		v.mu.Lock()
 		v.discovering = false
 		v.mu.Unlock()
@@ -258,6 +330,15 @@ func (v *OIDCVerifier) idTokenVerifier() (*oidc.IDTokenVerifier, oidc.KeySet, er
 	return nil, nil, errDiscovering
 }
 
+// Close stops background discovery and waits for it to end. It does not
+// wait for Verify calls in flight.
+func (v *OIDCVerifier) Close() {
+	v.mu.Lock()
+	v.cancel()
+	v.mu.Unlock()
+	v.wg.Wait()
+}
+
 func (v *OIDCVerifier) httpClient() *http.Client {
 	if v.cfg.HTTPClient != nil {
 		return v.cfg.HTTPClient
@@ -265,33 +346,43 @@ func (v *OIDCVerifier) httpClient() *http.Client {
 	return http.DefaultClient
 }
 
-// Verify checks rawToken and returns its principal. Cheap checks (shape,
-// issuer) come before the signature.
+// Verify checks rawToken and returns its principal. The checks that need no
+// signature come first, as go-oidc advises (its Verify checks the signature
+// before the claims): shape, issuer, audience, expiry, read from the
+// unverified payload; then the signature, and the claims again from the
+// verified payload. So a token for another issuer or resource, or an expired
+// one, costs no key-set lookup and no signature check.
 func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal, error) {
-	iss, err := unverifiedIssuer(rawToken)
+	c, err := unverifiedClaims(rawToken)
 	if err != nil {
-		return nil, &TokenError{Reason: ReasonTokenMalformed, Err: err}
+		return nil, &TokenError{Kind: KindMalformed, Err: err}
 	}
-	if iss != v.cfg.Issuer {
-		return nil, &TokenError{Reason: ReasonTokenWrongIssuer, Err: fmt.Errorf("token iss %s, want %q", clip(iss), v.cfg.Issuer)}
+	if c.Iss != v.cfg.Issuer {
+		return nil, &TokenError{Kind: KindWrongIssuer, Err: fmt.Errorf("token iss %s, want %q", clip(c.Iss), v.cfg.Issuer)}
+	}
+	if auds, ok := c.audiences(); ok && !slices.ContainsFunc(v.cfg.Audiences, func(a string) bool { return slices.Contains(auds, a) }) {
+		return nil, &TokenError{Kind: KindWrongAudience, Err: fmt.Errorf("token aud %s holds none of %q", ClipList(auds), v.cfg.Audiences)}
+	}
+	if exp, err := c.Exp.Float64(); err == nil && c.Exp != "" && time.Unix(int64(exp), 0).Before(v.cfg.Now()) {
+		return nil, &TokenError{Kind: KindExpired, Err: fmt.Errorf("token exp %s is past", time.Unix(int64(exp), 0).UTC().Format(time.RFC3339))}
 	}
 	verifier, keys, err := v.idTokenVerifier()
 	if err != nil {
-		return nil, &TokenError{Reason: ReasonIdPUnavailable, Err: err}
+		return nil, &TokenError{Kind: KindUnavailable, Err: err}
 	}
 	tok, err := verifier.Verify(ctx, rawToken)
 	if err != nil {
 		var expired *oidc.TokenExpiredError
 		if errors.As(err, &expired) {
-			return nil, &TokenError{Reason: ReasonTokenExpired, Err: fmt.Errorf("token exp %s is past", expired.Expiry.UTC().Format(time.RFC3339))}
+			return nil, &TokenError{Kind: KindExpired, Err: fmt.Errorf("token exp %s is past", expired.Expiry.UTC().Format(time.RFC3339))}
 		}
 		if ctx.Err() != nil {
-			return nil, &TokenError{Reason: ReasonDeadlineExceeded, Err: ctx.Err()}
+			return nil, &TokenError{Kind: KindDeadline, Err: ctx.Err()}
 		}
 		if ks, ok := keys.(*KeySet); ok && !ks.Ready() {
-			return nil, &TokenError{Reason: ReasonIdPUnavailable, Err: err}
+			return nil, &TokenError{Kind: KindUnavailable, Err: err}
 		}
-		return nil, &TokenError{Reason: ReasonTokenInvalid, Err: err}
+		return nil, &TokenError{Kind: KindInvalid, Err: err}
 	}
 	aud := ""
 	for _, want := range v.cfg.Audiences {
@@ -301,14 +392,14 @@ func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal,
 		}
 	}
 	if aud == "" {
-		return nil, &TokenError{Reason: ReasonTokenWrongAudience, Err: fmt.Errorf("token aud %s holds none of %q", clipList(tok.Audience), v.cfg.Audiences)}
+		return nil, &TokenError{Kind: KindWrongAudience, Err: fmt.Errorf("token aud %s holds none of %q", ClipList(tok.Audience), v.cfg.Audiences)}
 	}
 	if tok.Subject == "" {
-		return nil, &TokenError{Reason: ReasonTokenInvalid, Err: errors.New("no sub claim")}
+		return nil, &TokenError{Kind: KindInvalid, Err: errors.New("no sub claim")}
 	}
 	var claims map[string]any
 	if err := tok.Claims(&claims); err != nil {
-		return nil, &TokenError{Reason: ReasonTokenMalformed, Err: err}
+		return nil, &TokenError{Kind: KindMalformed, Err: err}
 	}
 	return &Principal{Issuer: tok.Issuer, Subject: tok.Subject, Audience: aud, Audiences: tok.Audience, Expiry: tok.Expiry, Claims: claims}, nil
 }
@@ -323,8 +414,8 @@ func clip(s string) string {
 	return strconv.Quote(s)
 }
 
-// clipList is clip for a list, at most its first 5 values: [a b ...].
-func clipList(l []string) string {
+// ClipList is clip for a list, at most its first 5 values: [a b ...].
+func ClipList(l []string) string {
 	q := make([]string, 0, 6)
 	for i, s := range l {
 		if i == 5 {
@@ -336,24 +427,43 @@ func clipList(l []string) string {
 	return "[" + strings.Join(q, " ") + "]"
 }
 
-// unverifiedIssuer reads iss from a compact JWS payload without checking the
-// signature, only to pick the cheap rejection first.
-func unverifiedIssuer(raw string) (string, error) {
+// payloadClaims are the claims Verify checks before the signature.
+type payloadClaims struct {
+	Iss string          `json:"iss"`
+	Aud json.RawMessage `json:"aud"` // a string or an array of strings (RFC 7519 section 4.1.3)
+	Exp json.Number     `json:"exp"`
+}
+
+// audiences returns aud as a list, and false when it is absent or neither a
+// string nor an array of strings (left to go-oidc to refuse).
+func (c *payloadClaims) audiences() ([]string, bool) {
+	var one string
+	if err := json.Unmarshal(c.Aud, &one); err == nil {
+		return []string{one}, true
+	}
+	var many []string
+	if err := json.Unmarshal(c.Aud, &many); err == nil && many != nil {
+		return many, true
+	}
+	return nil, false
+}
+
+// unverifiedClaims reads iss, aud and exp from a compact JWS payload without
+// checking the signature, only to pick the cheap rejections first.
+func unverifiedClaims(raw string) (*payloadClaims, error) {
 	parts := strings.Split(raw, ".")
 	if len(parts) != 3 {
-		return "", errors.New("not a compact JWS")
+		return nil, errors.New("not a compact JWS")
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
-		return "", fmt.Errorf("payload: %w", err)
+		return nil, fmt.Errorf("payload: %w", err)
 	}
-	var c struct {
-		Iss string `json:"iss"`
-	}
+	var c payloadClaims
 	if err := json.Unmarshal(payload, &c); err != nil {
-		return "", fmt.Errorf("payload: %w", err)
+		return nil, fmt.Errorf("payload: %w", err)
 	}
-	return c.Iss, nil
+	return &c, nil
 }
 
 // LoadJWKS reads a JSON Web Key Set (RFC 7517 section 5) from path into a
@@ -366,7 +476,7 @@ func LoadJWKS(path string) (*KeySet, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, ignored, err := parseJWKS(b)
+	keys, ignored, err := ParseJWKS(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

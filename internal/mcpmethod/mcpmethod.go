@@ -1,0 +1,123 @@
+// Package mcpmethod is the one table of the JSON-RPC methods MCP defines:
+// each method's name, who sends it, the params member that names its target
+// and the target's kind, and the MCP revisions whose schema.json defines it
+// (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; "tasks" for
+// the tasks extension). The service's known-method set, its metrics labels,
+// the Mcp-Name header check and the policy's method validation derive from
+// it; mcpparse's target extraction is checked against it by a test. Pure: no
+// I/O.
+package mcpmethod
+
+import "sort"
+
+// Sender says which side of an MCP session sends a method as a request or
+// notification (the schema's ClientRequest/ClientNotification versus
+// ServerRequest/ServerNotification unions).
+type Sender uint8
+
+// The senders; a method both sides send (ping, notifications/progress) has
+// both bits.
+const (
+	Client Sender = 1 << iota
+	Server
+)
+
+// TargetKind is what a method acts on, as the policy matches it.
+type TargetKind uint8
+
+// The target kinds.
+const (
+	// None: the method names no tool, prompt or resource.
+	None TargetKind = iota
+	// Tool: params.name is a tool name (tools/call).
+	Tool
+	// Prompt: params.name is a prompt name (prompts/get).
+	Prompt
+	// Resource: params.uri is one resource URI (resources/read, subscribe,
+	// unsubscribe).
+	Resource
+	// ResourceList: params.notifications.resourceSubscriptions lists
+	// resource URIs (subscriptions/listen, 2026-07-28).
+	ResourceList
+	// Reference: params.ref is a ref/prompt (name) or ref/resource (uri)
+	// (completion/complete).
+	Reference
+)
+
+// Method is one row of the table.
+type Method struct {
+	Name      string     // the JSON-RPC method, exact and case-sensitive
+	From      Sender     // who sends it
+	Target    TargetKind // what it acts on
+	Member    string     // the params member naming the target, e.g. "params.name"; empty for None
+	Revisions []string   // the revisions that define it, oldest first
+}
+
+var (
+	all   = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
+	upTo  = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+	tasks = []string{"2025-11-25", "tasks"}
+)
+
+// Methods is the table, in name order. Do not modify it.
+var Methods = sortedByName([]Method{
+	// Client requests and notifications.
+	{"initialize", Client, None, "", upTo},
+	{"notifications/initialized", Client, None, "", upTo},
+	{"server/discover", Client, None, "", []string{"2026-07-28"}},
+	{"ping", Client | Server, None, "", upTo},
+	{"tools/list", Client, None, "", all},
+	{"tools/call", Client, Tool, "params.name", all},
+	{"resources/list", Client, None, "", all},
+	{"resources/templates/list", Client, None, "", all},
+	{"resources/read", Client, Resource, "params.uri", all},
+	{"resources/subscribe", Client, Resource, "params.uri", upTo},
+	{"resources/unsubscribe", Client, Resource, "params.uri", upTo},
+	{"subscriptions/listen", Client, ResourceList, "params.notifications.resourceSubscriptions", []string{"2026-07-28"}},
+	{"prompts/list", Client, None, "", all},
+	{"prompts/get", Client, Prompt, "params.name", all},
+	{"completion/complete", Client, Reference, "params.ref", all},
+	{"logging/setLevel", Client, None, "", upTo},
+	{"notifications/cancelled", Client | Server, None, "", all},
+	{"notifications/progress", Client | Server, None, "", all},
+	{"notifications/roots/list_changed", Client, None, "", upTo},
+	{"tasks/get", Client | Server, None, "", tasks},
+	{"tasks/update", Client | Server, None, "", []string{"tasks"}},
+	{"tasks/cancel", Client | Server, None, "", tasks},
+	{"tasks/result", Client | Server, None, "", tasks},
+	{"tasks/list", Client | Server, None, "", tasks},
+	{"notifications/tasks/status", Client | Server, None, "", tasks},
+	// Server requests and notifications (a client sends their responses).
+	{"sampling/createMessage", Server, None, "", upTo},
+	{"roots/list", Server, None, "", upTo},
+	{"elicitation/create", Server, None, "", []string{"2025-06-18", "2025-11-25"}},
+	{"notifications/message", Server, None, "", all},
+	{"notifications/resources/list_changed", Server, None, "", all},
+	{"notifications/resources/updated", Server, None, "", all},
+	{"notifications/prompts/list_changed", Server, None, "", all},
+	{"notifications/tools/list_changed", Server, None, "", all},
+	{"notifications/elicitation/complete", Server, None, "", []string{"2025-11-25"}},
+	{"notifications/subscriptions/acknowledged", Server, None, "", []string{"2026-07-28"}},
+})
+
+func sortedByName(ms []Method) []Method {
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
+	return ms
+}
+
+// Lookup returns the row of method name (exact, case-sensitive) and whether
+// some revision defines it.
+func Lookup(name string) (Method, bool) {
+	i := sort.Search(len(Methods), func(i int) bool { return Methods[i].Name >= name })
+	if i < len(Methods) && Methods[i].Name == name {
+		return Methods[i], true
+	}
+	return Method{}, false
+}
+
+// FromClient reports whether some revision defines name as a request or
+// notification a client sends.
+func FromClient(name string) bool {
+	m, ok := Lookup(name)
+	return ok && m.From&Client != 0
+}
