@@ -355,6 +355,8 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 		el.Target = m.URI
 	case m.Prompt != "":
 		el.Target = m.Prompt
+	case len(m.URIs) > 0: // subscriptions/listen: every URI is a target
+		el.Target = listenTarget(m.URIs)
 	}
 	el.ArgsDigest = m.ArgsDigest
 	el.RequestDigest = requestDigest(requestEnvelope{
@@ -569,4 +571,18 @@ func newDecisionID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b[:])
+}
+
+// listenTarget is the target of a subscriptions/listen: its
+// resourceSubscriptions URIs as a JSON array in request order, so the
+// request digest (and an approval of it) names every URI.
+func listenTarget(uris []string) string {
+	b := []byte{'['}
+	for i, u := range uris {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = mcpparse.AppendJCSString(b, u)
+	}
+	return string(append(b, ']'))
 }

@@ -283,3 +283,40 @@ func TestTargetsDecided(t *testing.T) {
 		})
 	}
 }
+
+// TestListenDigestNamesEveryURI: the request digest of a
+// subscriptions/listen names its URIs (target: their JSON array), so an
+// approval of one listen never covers a listen of other or more URIs.
+func TestListenDigestNamesEveryURI(t *testing.T) {
+	srv := staticRig(t, nil)
+	digest := func(uris string) string {
+		t.Helper()
+		c := postReq(`{"jsonrpc":"2.0","id":17,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[` + uris + `]}}}`)
+		c.Headers["mcp-protocol-version"] = "2026-07-28"
+		resp, err := srv.Check(t.Context(), c.CheckRequest(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return okHeaders(t, resp)[HeaderRequestDigest]
+	}
+	a := digest(`"file:///reports/q1.csv"`)
+	tests := []string{
+		`"file:///reports/q2.csv"`,
+		`"file:///reports/q1.csv","file:///reports/q2.csv"`,
+		`"file:///reports/q2.csv","file:///reports/q1.csv"`,
+	}
+	seen := map[string]bool{a: true}
+	for _, give := range tests {
+		d := digest(give)
+		if d == "" || seen[d] {
+			t.Errorf("listen of [%s]: digest %q repeats another listen's", give, d)
+		}
+		seen[d] = true
+	}
+	if got := digest(`"file:///reports/q1.csv"`); got != a {
+		t.Errorf("the same listen gives %s, then %s", a, got)
+	}
+	if got := listenTarget([]string{"file:///a", `file:///b"c`}); got != `["file:///a","file:///b\"c"]` {
+		t.Errorf("listenTarget = %s", got)
+	}
+}
