@@ -143,6 +143,32 @@ func independentRequestDigest(t testing.TB, aud, iss, server, method, target str
 	return d
 }
 
+// independentListenTarget is README's target of a subscriptions/listen:
+// the resourceSubscriptions URIs as a JSON array, in RFC 8785 form ("" when
+// there are none).
+func independentListenTarget(t testing.TB, body []byte) string {
+	t.Helper()
+	var msg struct {
+		Params struct {
+			Notifications struct {
+				ResourceSubscriptions json.RawMessage `json:"resourceSubscriptions"`
+			} `json:"notifications"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(body, &msg); err != nil {
+		t.Fatal(err)
+	}
+	subs := msg.Params.Notifications.ResourceSubscriptions
+	if len(subs) == 0 || string(subs) == "[]" || string(subs) == "null" {
+		return ""
+	}
+	canon, err := jcsoracle.Transform(subs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(canon)
+}
+
 // corpusGolden is one line of testdata/corpus.golden.json. The request
 // digest is not pinned there, since it covers the loopback issuer's URL,
 // which changes per run; every request's request digest (allowed, denied
@@ -189,6 +215,9 @@ func TestCorpusReplay(t *testing.T) {
 					}
 				} else if capt.Method == "DELETE" {
 					method = "DELETE"
+				}
+				if method == "subscriptions/listen" {
+					target = independentListenTarget(t, capt.Body)
 				}
 				wantRD := independentRequestDigest(t, testAudience, idp.issuer(), testServerID, method, target, capt.Body)
 				if want == ReasonAllowed {
