@@ -117,10 +117,16 @@
 // deny and ask rules match loosely: pattern literals and request names
 // (server, tool, prompt, and a URI's path, query and fragment; hosts are
 // compared lower-cased) are compared after NFKC, Unicode case
-// folding, removal of default-ignorable characters, and mapping '-', '.' and
-// '_' to one character. So "*/delete_*" catches "Delete-Repo",
-// "DELETE_Repo", "Delete.Repo" and "ＤＥＬＥＴＥ.repo", and "delete-*"
-// catches "delete_repo". allow rules match exactly and case-sensitively:
+// folding, the case mappings of other languages ("ı" U+0131 and "İ"
+// U+0130 are "i", as Java's equalsIgnoreCase and JavaScript's and
+// Python's upper() treat them), removal of default-ignorable characters,
+// and mapping '-', '.', '_', every dash (category Pd, e.g. U+2010 HYPHEN,
+// U+2013 EN DASH) and minus sign (U+2212) to one character, each to one:
+// runs are not collapsed nor ends trimmed. So "*/delete_*" catches
+// "Delete-Repo", "DELETE_Repo", "Delete.Repo", "Delete‐Repo" and
+// "ＤＥＬＥＴＥ.repo", "*/admin_*" catches "admın_reset" and "ADMİN_reset",
+// and "delete-*" catches "delete_repo"; "*/wipe_disk" does not catch
+// "wipe__disk". allow rules match exactly and case-sensitively:
 // allow "read_*" does not allow "READ_FILE".
 //
 // A method pattern matches the JSON-RPC method exactly and case-sensitively
