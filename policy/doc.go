@@ -177,8 +177,13 @@
 // with the standard library (size, in, has, matches, startsWith, endsWith,
 // contains, exists, all, map, filter, int, double, string, ...), the
 // function inside(path, dir) bool: true iff path is absolute, and
-// path.Clean(path) is path.Clean(dir) or lies below it; a relative path or a
-// '..' escape gives false; a NUL in either is an error. And these cel-go
+// path.Clean(path) is path.Clean(dir) or lies below it, under POSIX path
+// rules; a relative path or a '..' escape gives false. Percent signs are
+// literal ("%2e%2e" is a name): a tool that URL-decodes its paths needs its
+// own check. A NUL, a '\', a drive-letter prefix ("C:", "/C:") or a leading
+// "//" in either argument is an error, which fails closed (a deny or ask
+// rule matches, an allow rule does not), since a Windows server would
+// resolve "/data/x\..\..\Windows" outside /data. And these cel-go
 // extension libraries (cel.dev/cel-go/ext):
 //
 //	strings    s.lowerAscii(), s.split(","), s.indexOf("x"), s.replace("a", "b"), s.trim(), ["a","b"].join(","), "%s/%d".format([a, n])
