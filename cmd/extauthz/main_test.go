@@ -517,6 +517,10 @@ func TestApprovalLoop(t *testing.T) {
 	if code != 1 || ask["reason"] != "authorization_required" {
 		t.Fatalf("first check: exit %d %v", code, ask)
 	}
+	// --json carries the decision id the service logged and put in the body.
+	if id := ask["decision_id"]; !decisionIDs.MatchString(id) || len(id) != 32 || !strings.Contains(ask["http_body"], `"decision_id":"`+id+`"`) {
+		t.Errorf("decision_id %q: want the 32-hex id of the denial body %s", id, ask["http_body"])
+	}
 	askFile := filepath.Join(t.TempDir(), "ask.json")
 	b, _ := json.Marshal(ask)
 	if err := os.WriteFile(askFile, b, 0o600); err != nil {
