@@ -241,6 +241,10 @@ func TestCaseKinds(t *testing.T) {
 		{"C14 no body, no length", caseReq(``), ReasonBodyMissing, 400},
 		{"content-length shorter than body", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "5"), ReasonInvalidRequest, 400},
 		{"content-length with a sign", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "+47"), ReasonInvalidRequest, 400},
+		{"content-length negative", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "-1"), ReasonInvalidRequest, 400},
+		{"content-length junk", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "47abc"), ReasonInvalidRequest, 400},
+		{"content-length list", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "47, 47"), ReasonInvalidRequest, 400},
+		{"content-length above 2^63-1", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "9223372036854775808"), ReasonInvalidRequest, 400},
 		{"content-length exact", withHeader(caseReq(`{"jsonrpc":"2.0","id":19,"method":"tools/list"}`), "content-length", "47"), ReasonAllowed, 200},
 		{"GET announcing a body", func() *capture.Request {
 			c := withHeader(caseReq(``), "content-length", "50")

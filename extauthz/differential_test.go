@@ -87,9 +87,16 @@ func TestBodyEncoding(t *testing.T) {
 			if string(d.ID) != "1" {
 				t.Errorf("id = %s, want 1", d.ID)
 			}
+			// One message for every cause: it names the type, the charset
+			// and the content coding, not only Content-Type.
+			if m := d.Error.Message; m != mediaTypeMessage {
+				t.Errorf("message = %q, want %q", m, mediaTypeMessage)
+			}
 		})
 	}
 }
+
+const mediaTypeMessage = "Unsupported media type: the body must be application/json, UTF-8, not content-encoded"
 
 // TestBodyDecidedText: what the media type admits is still one strict JSON
 // text: a BOM, comments, JSON5 and a json-seq record separator are refused

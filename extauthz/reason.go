@@ -169,7 +169,7 @@ var outcomes = map[Reason]outcome{
 	ReasonBodyTruncated:        {codes.InvalidArgument, classRequest, http.StatusRequestEntityTooLarge, CodeRequestRejected, "Request body truncated", 0},
 	ReasonBodyMissing:          {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeInvalidRequest, "Request body missing", 0},
 	ReasonBodyTooLarge:         {codes.InvalidArgument, classRequest, http.StatusRequestEntityTooLarge, CodeRequestRejected, "Request body too large", 0},
-	ReasonUnsupportedMediaType: {codes.InvalidArgument, classRequest, http.StatusUnsupportedMediaType, CodeInvalidRequest, "Content-Type must be application/json", 0},
+	ReasonUnsupportedMediaType: {codes.InvalidArgument, classRequest, http.StatusUnsupportedMediaType, CodeInvalidRequest, "Unsupported media type: the body must be application/json, UTF-8, not content-encoded", 0},
 	ReasonMethodNotAllowed:     {codes.InvalidArgument, classRequest, http.StatusMethodNotAllowed, CodeRequestRejected, "HTTP method not allowed", 0},
 	ReasonHeaderMismatch:       {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeHeaderMismatch, "Header mismatch", 0},
 

@@ -569,3 +569,32 @@ func TestServerByDestinationPrincipal(t *testing.T) {
 		})
 	}
 }
+
+// TestHeaderValueRule pins the rule README's "What Envoy gets back" states:
+// plain only when non-empty, bytes 0x20-0x7E, no space at either end and
+// not already in the =?base64?…?= form; else that form.
+func TestHeaderValueRule(t *testing.T) {
+	tests := []struct {
+		give string
+		want string
+	}{
+		{give: "alice", want: "alice"},
+		{give: "spiffe://cluster.local/ns/a/sa/b", want: "spiffe://cluster.local/ns/a/sa/b"},
+		{give: "a b", want: "a b"},
+		{give: "José", want: "=?base64?Sm9zw6k=?="},
+		{give: "", want: "=?base64??="},
+		{give: " alice", want: "=?base64?IGFsaWNl?="},
+		{give: "alice ", want: "=?base64?YWxpY2Ug?="},
+		{give: "a\tb", want: "=?base64?YQli?="},
+		{give: "a\x7fb", want: "=?base64?YX9i?="},
+		{give: "=?base64?YQ==?=", want: "=?base64?PT9iYXNlNjQ/WVE9PT89?="},
+	}
+	for _, tt := range tests {
+		if got := headerValue(tt.give); got != tt.want {
+			t.Errorf("headerValue(%q) = %q, want %q", tt.give, got, tt.want)
+		}
+		if got, err := mcpparse.DecodeHeaderValue(headerValue(tt.give)); err != nil || got != tt.give {
+			t.Errorf("DecodeHeaderValue(headerValue(%q)) = %q, %v", tt.give, got, err)
+		}
+	}
+}

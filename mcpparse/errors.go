@@ -18,7 +18,8 @@ const (
 	// escape decoding, at any depth.
 	ErrDuplicateKey
 	// ErrCaseVariantKey: two members of one object whose names are equal
-	// under Unicode case folding, at any depth; or a member of a protocol
+	// under Unicode case folding or other languages' case mappings ("ß" and
+	// "SS", "ı", "İ" and "i"), at any depth; or a member of a protocol
 	// object (envelope, params, params.ref) that folds onto a protocol
 	// member name without being it exactly (e.g. "Name", "PARAMS").
 	ErrCaseVariantKey

@@ -377,7 +377,9 @@ type ParseOptions struct {
 //
 //   - JSON (RFC 8259, I-JSON RFC 7493): valid UTF-8 with no BOM, no lone
 //     surrogates in \u escapes, no duplicate member names and no names that
-//     are equal under Unicode case folding in one object (at any depth),
+//     are equal under Unicode case folding or the case mappings other
+//     languages use ("ı" and "İ" are "i"; fold.go) in one object (at any
+//     depth),
 //     nothing after the value but whitespace, every number except the
 //     envelope id exactly equal to its RFC 8785 serialization, all within
 //     opt.Limits.

@@ -1123,11 +1123,8 @@ func foldKeys(s string) (f1, f2 string) {
 		f := string(b)
 		return f, f
 	}
-	b := make([]byte, 0, len(s))
-	for _, r := range s {
-		b = utf8.AppendRune(b, foldRune(r))
-	}
-	return string(b), cases.Fold().String(s)
+	c := cases.Fold()
+	return string(appendFoldSimple(nil, []byte(s))), string(appendFoldFull(nil, []byte(s), &c))
 }
 
 // utf16First returns the first UTF-16 code unit of r: r itself in the BMP,

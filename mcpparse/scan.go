@@ -10,7 +10,6 @@ import (
 
 	"github.com/gowebpki/jcs"
 	"golang.org/x/text/cases"
-	"golang.org/x/text/transform"
 )
 
 // This file is the one strict pass: it validates a body, records where the
@@ -599,18 +598,13 @@ func (p *scanner) addName(key []byte) name {
 		return name{k, fs, fs}
 	}
 	f1 := int32(len(p.arena))
-	for i := 0; i < len(key); {
-		r, n := utf8.DecodeRune(key[i:])
-		p.arena = utf8.AppendRune(p.arena, foldRune(r))
-		i += n
-	}
+	p.arena = appendFoldSimple(p.arena, key)
 	f2 := int32(len(p.arena))
 	if p.fold == nil {
 		c := cases.Fold()
 		p.fold = &c
 	}
-	p.fold.Reset()
-	p.arena, _, _ = transform.Append(p.fold, p.arena, key)
+	p.arena = appendFoldFull(p.arena, key, p.fold)
 	return name{k, span{f1, f2}, span{f2, int32(len(p.arena))}}
 }
 

@@ -73,16 +73,34 @@ type insideError string
 
 func (e insideError) Error() string { return string(e) }
 
-const errInsideNUL = insideError("inside: NUL in path")
+// Paths inside() refuses: it cannot say where a server resolves them.
+const (
+	errInsideNUL       = insideError("inside: NUL in path")
+	errInsideBackslash = insideError(`inside: '\' in path (a Windows separator)`)
+	errInsideDrive     = insideError("inside: drive letter or UNC prefix in path")
+)
 
-// inside reports whether p is dir or below it: p and dir are absolute
-// ('/'-rooted), and path.Clean(p) is path.Clean(dir) or starts with it
-// followed by '/'. A relative p or dir gives false, as does a p that '..'
-// takes out of dir. A NUL in either is an error. Backslashes are ordinary
-// characters (POSIX paths).
+// inside reports whether p is dir or below it under POSIX path rules: p
+// and dir are absolute ('/'-rooted), and path.Clean(p) is path.Clean(dir)
+// or starts with it followed by '/'. A relative p or dir gives false, as
+// does a p that '..' takes out of dir. Percent signs are literal: "%2e%2e"
+// is a name, not "..".
+//
+// A path a Windows or POSIX server could resolve elsewhere is an error
+// (which fails closed: a deny or ask rule's when matches, an allow rule's
+// does not), in p or dir: a NUL (errInsideNUL), a '\'
+// (errInsideBackslash: "/data/x\..\..\Windows" leaves /data on Windows),
+// a drive-letter prefix "C:" or "/C:" or a leading "//" (errInsideDrive).
 func inside(p, dir string) (bool, error) {
-	if strings.IndexByte(p, 0) >= 0 || strings.IndexByte(dir, 0) >= 0 {
-		return false, errInsideNUL
+	for _, s := range [2]string{p, dir} {
+		switch {
+		case strings.IndexByte(s, 0) >= 0:
+			return false, errInsideNUL
+		case strings.IndexByte(s, '\\') >= 0:
+			return false, errInsideBackslash
+		case hasDrivePrefix(s) || strings.HasPrefix(s, "//"):
+			return false, errInsideDrive
+		}
 	}
 	if !strings.HasPrefix(p, "/") || !strings.HasPrefix(dir, "/") {
 		return false, nil
@@ -92,6 +110,13 @@ func inside(p, dir string) (bool, error) {
 		return true, nil
 	}
 	return cp == cd || strings.HasPrefix(cp, cd+"/"), nil
+}
+
+// hasDrivePrefix reports whether s starts with a drive letter and a colon,
+// with or without a leading '/' ("C:", "c:/x", "/C:/x").
+func hasDrivePrefix(s string) bool {
+	s = strings.TrimPrefix(s, "/")
+	return len(s) >= 2 && s[1] == ':' && ('a' <= s[0]|0x20 && s[0]|0x20 <= 'z')
 }
 
 var emptyMap = map[string]any{}

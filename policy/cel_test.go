@@ -28,6 +28,22 @@ func TestInside(t *testing.T) {
 		{path: "/x", dir: "data"},
 		{path: "/data/x\x00", dir: "/data", wantErr: true},
 		{path: "/data/x", dir: "/data\x00", wantErr: true},
+		// Windows separators and prefixes: where the server resolves them is
+		// unknown, so inside() refuses.
+		{path: `/data/x\..\..\Windows\win.ini`, dir: "/data", wantErr: true},
+		{path: `/data\x`, dir: "/data", wantErr: true},
+		{path: `/data/x\`, dir: "/data", wantErr: true},
+		{path: "/data/x", dir: `\data`, wantErr: true},
+		{path: `C:\data\x`, dir: "/data", wantErr: true},
+		{path: "C:/data/x", dir: "/data", wantErr: true},
+		{path: "c:", dir: "/", wantErr: true},
+		{path: "/C:/Windows/win.ini", dir: "/", wantErr: true},
+		{path: "/data/x", dir: "D:/data", wantErr: true},
+		{path: "//server/share/x", dir: "/server", wantErr: true},
+		{path: "/data/C:x", dir: "/data", want: true},        // a colon past the prefix is a name
+		{path: "/1:/x", dir: "/", want: true},                // not a drive letter
+		{path: "/data/%2e%2e/etc", dir: "/data", want: true}, // percent signs are literal
+		{path: "/data/x%00", dir: "/data", want: true},
 	}
 	for _, tt := range tests {
 		got, err := inside(tt.path, tt.dir)
@@ -67,6 +83,9 @@ func TestWhenFailsClosed(t *testing.T) {
 		{name: "non-bool dyn", when: "args.n", args: map[string]any{"n": "yes"}, want: -1},
 		{name: "bool dyn", when: "args.n", args: map[string]any{"n": true}, want: 1},
 		{name: "inside NUL", when: `inside(args.p, "/data")`, args: map[string]any{"p": "/data/\x00"}, want: -1},
+		{name: "inside backslash", when: `inside(args.p, "/data")`, args: map[string]any{"p": `/data/x\..\..\Windows\win.ini`}, want: -1},
+		{name: "not inside backslash", when: `!inside(args.p, "/data")`, args: map[string]any{"p": `/data/x\..\..\Windows\win.ini`}, want: -1},
+		{name: "inside drive letter", when: `inside(args.p, "/")`, args: map[string]any{"p": "C:/Windows"}, want: -1},
 		{name: "inside non-string", when: `inside(args.p, "/data")`, args: map[string]any{"p": int64(1)}, want: -1},
 		{name: "has() guards", when: "has(args.n) && args.n > 1", args: map[string]any{}, want: 0},
 		{name: "cost limit", when: "args.l.all(x, args.l.all(y, args.l.all(z, true)))",

@@ -117,10 +117,16 @@
 // deny and ask rules match loosely: pattern literals and request names
 // (server, tool, prompt, and a URI's path, query and fragment; hosts are
 // compared lower-cased) are compared after NFKC, Unicode case
-// folding, removal of default-ignorable characters, and mapping '-', '.' and
-// '_' to one character. So "*/delete_*" catches "Delete-Repo",
-// "DELETE_Repo", "Delete.Repo" and "ＤＥＬＥＴＥ.repo", and "delete-*"
-// catches "delete_repo". allow rules match exactly and case-sensitively:
+// folding, the case mappings of other languages ("ı" U+0131 and "İ"
+// U+0130 are "i", as Java's equalsIgnoreCase and JavaScript's and
+// Python's upper() treat them), removal of default-ignorable characters,
+// and mapping '-', '.', '_', every dash (category Pd, e.g. U+2010 HYPHEN,
+// U+2013 EN DASH) and minus sign (U+2212) to one character, each to one:
+// runs are not collapsed nor ends trimmed. So "*/delete_*" catches
+// "Delete-Repo", "DELETE_Repo", "Delete.Repo", "Delete‐Repo" and
+// "ＤＥＬＥＴＥ.repo", "*/admin_*" catches "admın_reset" and "ADMİN_reset",
+// and "delete-*" catches "delete_repo"; "*/wipe_disk" does not catch
+// "wipe__disk". allow rules match exactly and case-sensitively:
 // allow "read_*" does not allow "READ_FILE".
 //
 // A method pattern matches the JSON-RPC method exactly and case-sensitively
@@ -171,8 +177,13 @@
 // with the standard library (size, in, has, matches, startsWith, endsWith,
 // contains, exists, all, map, filter, int, double, string, ...), the
 // function inside(path, dir) bool: true iff path is absolute, and
-// path.Clean(path) is path.Clean(dir) or lies below it; a relative path or a
-// '..' escape gives false; a NUL in either is an error. And these cel-go
+// path.Clean(path) is path.Clean(dir) or lies below it, under POSIX path
+// rules; a relative path or a '..' escape gives false. Percent signs are
+// literal ("%2e%2e" is a name): a tool that URL-decodes its paths needs its
+// own check. A NUL, a '\', a drive-letter prefix ("C:", "/C:") or a leading
+// "//" in either argument is an error, which fails closed (a deny or ask
+// rule matches, an allow rule does not), since a Windows server would
+// resolve "/data/x\..\..\Windows" outside /data. And these cel-go
 // extension libraries (cel.dev/cel-go/ext):
 //
 //	strings    s.lowerAscii(), s.split(","), s.indexOf("x"), s.replace("a", "b"), s.trim(), ["a","b"].join(","), "%s/%d".format([a, n])

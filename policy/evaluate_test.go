@@ -222,6 +222,76 @@ func TestLooseDenyExactAllow(t *testing.T) {
 	}
 }
 
+// Loose matching equates what other languages' case mappings and dash
+// characters equate: a deny rule catches a name a server may resolve to
+// the denied tool.
+func TestLooseOtherLanguagesAndDashes(t *testing.T) {
+	p := mustCompile(t, lines(
+		"default: ask",
+		"deny:",
+		"  - id: wipe",
+		"    match: \"*/wipe_disk\"",
+		"  - id: admin",
+		"    match: \"*/admin_*\"",
+		"  - id: dashed",
+		"    match: \"*/drop\u2013table\"",
+		"allow:",
+		"  - \"*/admın_list\"",
+	))
+	tests := []struct {
+		give string
+		want outcome
+	}{
+		{give: "wipe_disk", want: byRule(Deny, "wipe")},
+		{give: "wıpe_disk", want: byRule(Deny, "wipe")},
+		{give: "WİPE_DISK", want: byRule(Deny, "wipe")},
+		{give: "wi\u0307pe_disk", want: byRule(Deny, "wipe")},
+		{give: "w\u0130pe-disk", want: byRule(Deny, "wipe")},
+		{give: "wipe\u2010disk", want: byRule(Deny, "wipe")},
+		{give: "wipe\u2011disk", want: byRule(Deny, "wipe")},
+		{give: "wipe\u2212disk", want: byRule(Deny, "wipe")},
+		{give: "wipe\u2014disk", want: byRule(Deny, "wipe")},
+		{give: "admın_reset", want: byRule(Deny, "admin")},
+		{give: "ADMİN_reset", want: byRule(Deny, "admin")},
+		{give: "ADMIN\u2010reset", want: byRule(Deny, "admin")},
+		{give: "drop_table", want: byRule(Deny, "dashed")}, // pattern written with EN DASH
+		{give: "drop-table", want: byRule(Deny, "dashed")},
+		{give: "wipe__disk", want: outcome{Ask, CauseDefault, ""}}, // another name: runs are kept
+		{give: "wipe_disk_", want: outcome{Ask, CauseDefault, ""}},
+		{give: "wipedisk", want: outcome{Ask, CauseDefault, ""}},
+		// allow stays exact: "admın_list" (dotless) is allowed, "admin_list" is not.
+		{give: "admın_list", want: byRule(Deny, "admin")}, // deny wins over allow
+	}
+	for _, tt := range tests {
+		if got := outcomeOf(p.Evaluate(toolCall("payments", tt.give, nil))); got != tt.want {
+			t.Errorf("tool %q = %v, want %v", tt.give, got, tt.want)
+		}
+	}
+}
+
+// Allow rules stay exact: no folding of ı, İ or dashes.
+func TestExactAllowNoFolding(t *testing.T) {
+	p := mustCompile(t, lines(
+		"default: deny",
+		"allow:",
+		"  - \"*/list_files\"",
+	))
+	tests := []struct {
+		give string
+		want outcome
+	}{
+		{give: "list_files", want: byRule(Allow, "allow[0]")},
+		{give: "lıst_files", want: outcome{Deny, CauseDefault, ""}},
+		{give: "LİST_files", want: outcome{Deny, CauseDefault, ""}},
+		{give: "list\u2010files", want: outcome{Deny, CauseDefault, ""}},
+	}
+	for _, tt := range tests {
+		if got := outcomeOf(p.Evaluate(toolCall("payments", tt.give, nil))); got != tt.want {
+			t.Errorf("tool %q = %v, want %v", tt.give, got, tt.want)
+		}
+	}
+}
+
 // Server and tool are matched separately, never as one joined string.
 func TestServerToolSegments(t *testing.T) {
 	p := mustCompile(t, lines(

@@ -65,6 +65,26 @@ func TestLoose(t *testing.T) {
 		{give: "\u212Aelvin", want: "kelvin"},
 		{give: "de\u200Blete", want: "delete"},
 		{give: "de\u00ADlete", want: "delete"},
+		{give: "wıpe_disk", want: "wipe_disk"},       // U+0131 upper-cases to I elsewhere
+		{give: "ADMİN_reset", want: "admin_reset"},   // U+0130 folds to i + U+0307
+		{give: "admi\u0307n", want: "admin"},         // i + U+0307 COMBINING DOT ABOVE
+		{give: "a\u0307", want: "\u0227"},            // the dot stays after other letters (NFKC: ȧ)
+		{give: "\u13a0\uab70", want: "\uab70\uab70"}, // Cherokee: both cases one form
+		{give: "\u03a3\u03c2", want: "σσ"},
+		{give: "wipe\u2010disk", want: "wipe_disk"}, // HYPHEN
+		{give: "wipe\u2011disk", want: "wipe_disk"}, // NON-BREAKING HYPHEN
+		{give: "wipe\u2012disk", want: "wipe_disk"}, // FIGURE DASH
+		{give: "wipe\u2013disk", want: "wipe_disk"}, // EN DASH
+		{give: "wipe\u2014disk", want: "wipe_disk"}, // EM DASH
+		{give: "wipe\u2212disk", want: "wipe_disk"}, // MINUS SIGN
+		{give: "wipe\u207bdisk", want: "wipe_disk"}, // SUPERSCRIPT MINUS (NFKC: U+2212)
+		{give: "wipe\ufe63disk", want: "wipe_disk"}, // SMALL HYPHEN-MINUS
+		{give: "wipe\uff0ddisk", want: "wipe_disk"}, // FULLWIDTH HYPHEN-MINUS
+		{give: "wipe\u2e3adisk", want: "wipe_disk"}, // TWO-EM DASH
+		{give: "wipe\u30a0disk", want: "wipe_disk"}, // KATAKANA-HIRAGANA DOUBLE HYPHEN
+		{give: "wipe__disk", want: "wipe__disk"},    // runs are not collapsed
+		{give: "wipe-\u2013disk", want: "wipe__disk"},
+		{give: "_wipe_disk-", want: "_wipe_disk_"}, // nor ends trimmed
 		{give: "a*b", want: "a*b"},
 		{give: "a/b", want: "a/b"},
 		{give: "", want: ""},

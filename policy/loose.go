@@ -9,16 +9,27 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// looseSep is the one character '-', '.' and '_' all become in loose form.
+// looseSep is the one character '-', '.', '_' and the other dashes all
+// become in loose form.
 const looseSep = '_'
 
 // loose returns the form deny and ask rules compare in: NFKC, then Unicode
-// case folding, then NFKC again (folding can denormalize), with format
-// characters and other default-ignorable code points (soft hyphen,
-// zero-width space, joiners, variation selectors, BOM) removed and '-',
-// '.' and '_' all mapped to '_'. So "ＤＥＬＥＴＥ.Repo", "Delete-repo" and
-// "delete_repo" have one loose form. It never fails; invalid UTF-8 bytes
-// pass through as U+FFFD.
+// case folding, then NFKC again (folding can denormalize), then each rune
+// r mapped to ToLower(ToUpper(r)) (Java's equalsIgnoreCase; this joins
+// what case folding leaves apart but other languages' case mappings
+// equate: "ı" (U+0131) becomes "i"), with U+0307 COMBINING DOT ABOVE after
+// an 'i' dropped (so "İ" (U+0130), whose folding is "i̇", becomes "i"),
+// format characters and other default-ignorable code points (soft hyphen,
+// zero-width space, joiners, variation selectors, BOM) removed, and '-',
+// '.', '_', every dash (category Pd: U+2010 HYPHEN, U+2011, U+2013 EN
+// DASH, …) and the minus signs U+2212, U+02D7 and U+2796 all mapped to
+// '_'. So "ＤＥＬＥＴＥ.Repo", "Delete-repo", "Delete‐repo",
+// "DELETE_REPO" and "delete_repo" have one loose form, and so do
+// "wıpe_disk", "WİPE_DISK" and "wipe_disk". Each separator maps to one:
+// runs are not collapsed nor ends trimmed, in names and pattern literals
+// alike, so "wipe__disk" and "wipe_disk_" are other names than
+// "wipe_disk" (a server resolves them as other tools too). It never
+// fails; invalid UTF-8 bytes pass through as U+FFFD.
 func loose(s string) string {
 	ascii := true
 	for i := 0; i < len(s); i++ {
@@ -34,17 +45,40 @@ func loose(s string) string {
 	s = norm.NFKC.String(s)
 	s = cases.Fold().String(s) // a Caser is stateful: one per call
 	s = norm.NFKC.String(s)
-	return strings.Map(func(r rune) rune {
-		if r < utf8.RuneSelf {
-			return looseASCII(r)
-		}
-		if unicode.Is(unicode.Cf, r) ||
+	b := make([]byte, 0, len(s))
+	prevI := false
+	for _, r := range s {
+		switch {
+		case r < utf8.RuneSelf:
+			r = looseASCII(r)
+		case r == combiningDotAbove && prevI:
+			continue
+		case unicode.Is(unicode.Cf, r) ||
 			unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) ||
-			unicode.Is(unicode.Variation_Selector, r) {
-			return -1
+			unicode.Is(unicode.Variation_Selector, r):
+			continue
+		case isDash(r):
+			r = looseSep
+		default:
+			r = unicode.ToLower(unicode.ToUpper(r))
 		}
-		return r
-	}, s)
+		prevI = r == 'i'
+		b = utf8.AppendRune(b, r)
+	}
+	return string(b)
+}
+
+// combiningDotAbove is U+0307, which "İ" folds to after an 'i'.
+const combiningDotAbove = '\u0307'
+
+// isDash reports whether r is a dash or hyphen (category Pd) or a minus
+// sign that reads as one.
+func isDash(r rune) bool {
+	switch r {
+	case '\u2212', '\u02D7', '\u2796': // MINUS SIGN, MODIFIER LETTER MINUS SIGN, HEAVY MINUS SIGN
+		return true
+	}
+	return unicode.Is(unicode.Pd, r)
 }
 
 func looseASCII(r rune) rune {

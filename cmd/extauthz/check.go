@@ -233,7 +233,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // checkRemote sends capt to a running service as Envoy would (raw_body) and
-// prints the decision it returns in dynamic metadata and, for a denial, the
+// prints the decision it returns in dynamic metadata (decision_id first) and,
+// for a denial, the
 // HTTP status and body Envoy answers the client with. The exit code follows
 // the decision, not the response: a dry-run service admits a request it
 // would deny, and check still exits 1.
@@ -250,7 +251,9 @@ func checkRemote(ctx context.Context, addr string, capt *capture.Request, stdout
 		return &exitError{code: 2, err: fmt.Errorf("check %s: %w", addr, err)}
 	}
 	md := resp.GetDynamicMetadata().GetFields()
-	names := slices.Concat(policytest.Fields, []string{"dry_run"})
+	// The decision id first, as the service logged it: the key to its
+	// decision log line and to an approval request.
+	names := slices.Concat([]string{"decision_id"}, policytest.Fields, []string{"dry_run"})
 	fields := map[string]string{}
 	for _, k := range names {
 		fields[k] = md[k].GetStringValue()

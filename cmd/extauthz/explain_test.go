@@ -180,3 +180,39 @@ func TestTokenClaimJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeCheckExplainExample keeps README's offline `check --explain -`
+// example true: its output block is what the binary prints for the body
+// README pipes in (decision ids and the elided denial body aside), so rule
+// line numbers cannot go stale when examples/policy.yaml changes.
+func TestReadmeCheckExplainExample(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)echo '([^']*)' \\|\n  go run ./cmd/extauthz check --explain -\n```\n.*?```\n(.*?)```").FindSubmatch(b)
+	if m == nil {
+		t.Fatal("README: no `echo '…' | go run ./cmd/extauthz check --explain -` example followed by its output")
+	}
+	in := filepath.Join(t.TempDir(), "body.json")
+	if err := os.WriteFile(in, m[1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"check", "--explain", in}, &out, io.Discard); exitCode(err) > 1 {
+		t.Fatal(err)
+	}
+	norm := func(s string) string {
+		s = decisionIDs.ReplaceAllString(s, "<decision-id>")
+		lines := strings.Split(s, "\n")
+		for i := 1; i < len(lines); i++ {
+			if lines[i-1] == "body:" {
+				lines[i] = "  <body>"
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	if got, want := norm(out.String()), norm(string(m[2])); got != want {
+		t.Errorf("README's check --explain example is stale; the binary prints:\n%s\nREADME shows:\n%s", got, want)
+	}
+}

@@ -126,6 +126,13 @@ func TestServeConfig(t *testing.T) {
 	if c, err = parseServeConfig([]string{"--config", abs}, getenv, io.Discard); err != nil || c.PolicyFile != filepath.Join(filepath.Dir(abs), "policy.yaml") {
 		t.Fatalf("absolute config path: %+v %v", c, err)
 	}
+	// README's flags table: EXTAUTHZ_CONFIG names the file too; an interval
+	// of 0 turns the timed key refresh off.
+	env["EXTAUTHZ_CONFIG"] = "examples/config.yaml"
+	if c, err = parseServeConfig([]string{"--jwks-refresh-interval", "0"}, getenv, io.Discard); err != nil || c.ServerID != "payments" || c.JWKSRefresh != 0 {
+		t.Fatalf("EXTAUTHZ_CONFIG and --jwks-refresh-interval 0: %+v %v", c, err)
+	}
+	delete(env, "EXTAUTHZ_CONFIG")
 	env["EXTAUTHZ_SERVER_ID_BY_PRINCIPAL"] = "spiffe://cluster.local/ns/a/sa/a=alpha, spiffe://cluster.local/ns/b/sa/b=beta"
 	if c, err = parseServeConfig(base, getenv, io.Discard); err != nil || len(c.ServersByPrincipal) != 2 || c.ServersByPrincipal["spiffe://cluster.local/ns/b/sa/b"] != "beta" {
 		t.Fatalf("--server-id-by-principal from the environment: %+v %v", c.ServersByPrincipal, err)
@@ -148,6 +155,7 @@ func TestServeConfig(t *testing.T) {
 		{"issuer without scheme", []string{"--policy", "p", "--issuer", "idp.example.com", "--audience", "y"}, "want an absolute https URL"},
 		{"plain http issuer", []string{"--policy", "p", "--issuer", "http://idp.example.com", "--audience", "y"}, "want https"},
 		{"unknown flag", []string{"--bogus"}, "serve: flag provided but not defined: -bogus"},
+		{"negative key refresh", append(base, "--jwks-refresh-interval", "-1s"), "must not be negative"},
 		{"unknown config key", []string{"--config", "examples/README.md"}, "config examples/README.md"},
 		{"principal mapping without an id", append(base, "--server-id-by-principal", "spiffe://cluster.local/ns/a/sa/a"), "want spiffe://"},
 		{"principal mapping not a SPIFFE id", append(base, "--server-id-by-principal", "a=b"), "want spiffe://"},
@@ -517,6 +525,10 @@ func TestApprovalLoop(t *testing.T) {
 	code, ask := checkJSON()
 	if code != 1 || ask["reason"] != "authorization_required" {
 		t.Fatalf("first check: exit %d %v", code, ask)
+	}
+	// --json carries the decision id the service logged and put in the body.
+	if id := ask["decision_id"]; !decisionIDs.MatchString(id) || len(id) != 32 || !strings.Contains(ask["http_body"], `"decision_id":"`+id+`"`) {
+		t.Errorf("decision_id %q: want the 32-hex id of the denial body %s", id, ask["http_body"])
 	}
 	askFile := filepath.Join(t.TempDir(), "ask.json")
 	b, _ := json.Marshal(ask)
