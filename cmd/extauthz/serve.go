@@ -30,6 +30,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/reload"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -164,7 +165,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			log.Error("policy watch stopped; SIGHUP still reloads", zap.Error(err))
 		}
 	}()
-	go func() { defer wg.Done(); reloadOnSIGHUP(ctx, svc.loader) }()
+	go func() { defer wg.Done(); reloadOnSIGHUP(ctx, svc.loader, log) }()
 	if svc.approvals != nil && cfg.ApproverJWKSFile == "" {
 		wg.Add(1)
 		go func() { defer wg.Done(); svc.warmApprovers(ctx) }()
@@ -224,7 +225,7 @@ func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handle
 // service is the assembled decision service and what keeps it current.
 type service struct {
 	server    *extauthz.Server
-	loader    *extauthz.PolicyLoader
+	loader    *reload.Loader
 	readiness *lifecycle.Readiness
 	policies  *extauthz.PolicyStore
 	oidc      *bearer.OIDCVerifier
@@ -256,15 +257,16 @@ func (s *service) warmApprovers(ctx context.Context) {
 // cache, limits. A missing or invalid policy is an error naming file:line.
 func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metrics) (*service, error) {
 	store := &extauthz.PolicyStore{}
-	loader := &extauthz.PolicyLoader{File: cfg.PolicyFile, Store: store, Metrics: metrics}
-	if err := loader.Load(); err != nil {
+	reporter := &policyReload{store: store, m: metrics}
+	loader := newPolicyLoader(cfg.PolicyFile, reporter)
+	if _, err := loader.Load(); err != nil {
 		var ce *policy.CompileError
 		if errors.As(err, &ce) {
 			return nil, fmt.Errorf("policy: %s", strings.ReplaceAll(strings.TrimSpace(ce.Error()), "\n", "; "))
 		}
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	loader.Log = log // from now on a bad reload is logged, not fatal
+	reporter.log = log // from now on a bad reload is logged, not fatal
 
 	var jwks *bearer.KeySet
 	oc := bearer.OIDCConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences, OnKeySetRefresh: func(err error) {
@@ -454,7 +456,7 @@ func (s *service) keepKeysFresh(ctx context.Context, interval time.Duration, rea
 }
 
 // reloadOnSIGHUP reloads the policy on every SIGHUP until ctx ends.
-func reloadOnSIGHUP(ctx context.Context, l *extauthz.PolicyLoader) {
+func reloadOnSIGHUP(ctx context.Context, l *reload.Loader, log *zap.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -463,10 +465,8 @@ func reloadOnSIGHUP(ctx context.Context, l *extauthz.PolicyLoader) {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			if l.Log != nil {
-				l.Log.Info("SIGHUP: reloading the policy", zap.String("file", l.File))
-			}
-			_ = l.Load() // logged and counted inside
+			log.Info("SIGHUP: reloading the policy", zap.String("file", l.File))
+			_, _ = l.Load() // logged and counted by the loader's Loaded
 		}
 	}
 }
