@@ -27,6 +27,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/decisionlog"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
@@ -84,7 +85,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fail("invalid configuration", fmt.Errorf("--log-level: %w", err))
 	}
-	decisionLog, stopDecisionLog := extauthz.NewDecisionLogger(os.Stdout, lvl, 0)
+	decisionLog, stopDecisionLog := decisionlog.New(os.Stdout, lvl, 0)
 	defer func() { _ = stopDecisionLog() }()
 	gogc := setGCPercent(os.Getenv)
 	if limit, source := setMemoryLimit(os.Getenv, readCgroupMemoryLimit); limit > 0 {
