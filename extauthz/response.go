@@ -233,7 +233,7 @@ func (rs *Responder) respond(d *Decision, reqHeaders Headers, resourceMetadata s
 	}
 	o := d.Reason.outcome()
 	headers := []*corev3.HeaderValueOption{header("content-type", "application/json")}
-	status, body := rs.Status(d, reqHeaders), ErrorBody(d)
+	status, body := rs.Status(d, reqHeaders), errorBody(d)
 	switch {
 	case concealable(d): // the MCP server's own answer to an unknown target
 		status, body = http.StatusOK, concealedBody(rs.ConcealAs, d)
@@ -441,7 +441,7 @@ func header(k, v string) *corev3.HeaderValueOption {
 	}
 }
 
-// ErrorBody is the JSON-RPC 2.0 error response of a denial:
+// errorBody is the JSON-RPC 2.0 error response of a denial:
 //
 //	{"jsonrpc":"2.0","id":<id byte for byte, or null>,"error":{"code":<int>,
 //	 "message":<text>,"data":{"decision":"deny"|"ask","reason":<Reason>,
@@ -451,7 +451,7 @@ func header(k, v string) *corev3.HeaderValueOption {
 // data also carries "batch_index" when a batch element decided,
 // "approval_url" on asks when --approval-url is set, and "scope" (the
 // scopes needed, space-separated) on insufficient_scope.
-func ErrorBody(d *Decision) []byte {
+func errorBody(d *Decision) []byte {
 	o := d.Reason.outcome()
 	data := map[string]any{
 		"decision":       d.Decision.String(),
