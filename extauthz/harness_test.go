@@ -18,11 +18,13 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -350,4 +352,13 @@ func responseHeader(hs []*corev3.HeaderValueOption, name string) string {
 		}
 	}
 	return ""
+}
+
+// newMetrics is serve's metrics: every reason's series created at zero.
+func newMetrics(reg prometheus.Registerer) *metrics.Metrics {
+	labels := make([]metrics.Reason, 0, len(Reasons()))
+	for _, r := range Reasons() {
+		labels = append(labels, r.Metric())
+	}
+	return metrics.New(reg, labels)
 }

@@ -53,7 +53,7 @@ func newPolicyRig(t testing.TB, file string) *policyRig {
 	t.Helper()
 	core, logs := observer.New(zapcore.InfoLevel)
 	store := &extauthz.PolicyStore{}
-	m := extauthz.NewMetrics(prometheus.NewRegistry())
+	m := newMetrics(prometheus.NewRegistry())
 	l := newPolicyLoader(file, &policyReload{store: store, m: m, log: zap.New(core)})
 	if _, err := l.Load(); err != nil {
 		t.Fatalf("initial Load: %v", err)

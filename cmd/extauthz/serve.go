@@ -96,7 +96,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := extauthz.NewMetrics(reg)
+	metrics := newMetrics(reg)
 
 	svc, err := newService(cfg, log, decisionLog, metrics)
 	if err != nil {
@@ -206,6 +206,16 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// newMetrics creates the service's metrics in reg, with the series of every
+// reason (extauthz.Reasons) at zero.
+func newMetrics(reg prometheus.Registerer) *metrics.Metrics {
+	labels := make([]metrics.Reason, 0, len(extauthz.Reasons()))
+	for _, r := range extauthz.Reasons() {
+		labels = append(labels, r.Metric())
+	}
+	return metrics.New(reg, labels)
 }
 
 // httpHandler serves the operational endpoints (lifecycle.HTTPHandler) and
