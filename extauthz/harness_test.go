@@ -25,6 +25,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -243,7 +244,7 @@ func newTestServer(store *PolicyStore, v bearer.TokenVerifier, log *zap.Logger) 
 	}
 	return &Server{
 		Decider:   &Decider{ServerID: testServerID, Verifier: v, Policies: store, Limits: mcpparse.DefaultLimits()},
-		Responder: &Responder{ResourceMetadataURL: ResourceMetadataURL(testAudience)},
+		Responder: &Responder{ResourceMetadataURL: resourcemeta.URL(testAudience)},
 		Log:       log,
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
 )
 
 // Headers the service sets on an allowed request for the upstream. Any other
@@ -131,17 +131,6 @@ type Responder struct {
 	DecidedHeaders []string
 }
 
-// ResourceMetadataURL derives the RFC 9728 section 3.1 well-known URL of the
-// protected resource metadata from a resource URI: the path of the resource
-// is appended to /.well-known/oauth-protected-resource.
-func ResourceMetadataURL(resource string) string {
-	u, err := url.Parse(resource)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + strings.TrimSuffix(u.EscapedPath(), "/")
-}
-
 // Status returns the HTTP status of the answer to d, a request with headers
 // h. Allowed: 200. Token denials: 401. Request faults: 400, 405, 413, 415.
 // Unavailable: 503; internal: 500. Policy denials (deny, ask): 200 under
@@ -215,7 +204,7 @@ func (rs *Responder) Response(d *Decision, reqHeaders Headers) *authv3.CheckResp
 func (rs *Responder) ResponseFor(d *Decision, r *Request) *authv3.CheckResponse {
 	rm := rs.ResourceMetadataURL
 	if aud := r.ContextExtensions[ContextExtensionAudience]; aud != "" {
-		if u := ResourceMetadataURL(aud); u != "" {
+		if u := resourcemeta.URL(aud); u != "" {
 			rm = u
 		}
 	}

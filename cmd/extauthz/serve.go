@@ -32,6 +32,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/reload"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -185,7 +186,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			defer scancel()
 			_ = hsrv.Shutdown(sctx)
 		}()
-		log.Info("serving /metrics, /healthz, /readyz and "+extauthz.WellKnownProtectedResource, zap.String("http_addr", httpLis.Addr().String()))
+		log.Info("serving /metrics, /healthz, /readyz and "+resourcemeta.WellKnownPath, zap.String("http_addr", httpLis.Addr().String()))
 	}
 
 	gs, hs := newGRPCServer(cfg, svc.server, creds)
@@ -222,13 +223,13 @@ func newMetrics(reg prometheus.Registerer) *metrics.Metrics {
 // the RFC 9728 protected resource metadata of every audience, which the
 // shipped Envoy configs route to without ext_authz.
 func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handler {
-	prm := &extauthz.ProtectedResourceMetadata{
+	prm := &resourcemeta.Handler{
 		Audiences: cfg.Audiences, Issuer: cfg.Issuer,
-		ResourceDocumentation: cfg.ResourceDocumentation, Policies: svc.policies,
+		ResourceDocumentation: cfg.ResourceDocumentation, Scopes: svc.scopes,
 	}
 	mux := http.NewServeMux()
-	mux.Handle(extauthz.WellKnownProtectedResource, prm)
-	mux.Handle(extauthz.WellKnownProtectedResource+"/", prm)
+	mux.Handle(resourcemeta.WellKnownPath, prm)
+	mux.Handle(resourcemeta.WellKnownPath+"/", prm)
 	mux.Handle("/", lifecycle.HTTPHandler(svc.readiness, reg))
 	return mux
 }
@@ -244,6 +245,14 @@ type service struct {
 	approvals *bearer.OIDCVerifier // nil without --approver-issuer
 	store     state.Store
 	log       *zap.Logger
+}
+
+// scopes returns the live policy's scopes list (RFC 9728 scopes_supported).
+func (s *service) scopes() []string {
+	if lp := s.policies.Load(); lp != nil && lp.Policy != nil {
+		return lp.Policy.Scopes()
+	}
+	return nil
 }
 
 // warmApprovers runs discovery at the approver issuer until it succeeds
@@ -316,7 +325,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	}
 	rm := cfg.ResourceMetadataURL
 	if rm == "" {
-		rm = extauthz.ResourceMetadataURL(cfg.Audiences[0])
+		rm = resourcemeta.URL(cfg.Audiences[0])
 	}
 	binding, approvals, err := newBinding(cfg)
 	if err != nil {
