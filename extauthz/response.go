@@ -20,22 +20,6 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
 )
 
-// Headers the service sets on an allowed request for the upstream. Any other
-// client-sent header whose name folds onto the x-mcp-* family is removed
-// (see foldsOntoOurs), so the upstream can trust them.
-const (
-	HeaderMethod        = "x-mcp-method"
-	HeaderTool          = "x-mcp-tool"
-	HeaderArgsDigest    = "x-mcp-args-digest"
-	HeaderRequestDigest = "x-mcp-request-digest"
-	HeaderPrincipal     = "x-mcp-principal"
-	HeaderDecisionID    = "x-mcp-decision-id"
-	// HeaderDryRunDecision and HeaderDryRunReason carry, in dry-run mode,
-	// the decision the service would have enforced (allow, deny or ask).
-	HeaderDryRunDecision = "x-mcp-dry-run-decision"
-	HeaderDryRunReason   = "x-mcp-dry-run-reason"
-)
-
 // RequestFromCheck converts Envoy's CheckRequest into a Request. Headers come
 // from header_map when Envoy's encode_raw_headers is on (one entry per
 // occurrence), else from headers (duplicates already joined with ","). The

@@ -76,10 +76,6 @@ func (s *Server) observe(d *Decision, latency time.Duration) {
 	}
 }
 
-// HealthService is the grpc.health.v1 service name of the Authorization API;
-// the server also answers for "" (the whole server).
-const HealthService = "envoy.service.auth.v3.Authorization"
-
 // Metric returns r as a value of internal/metrics' reason label: with its
 // decision label (allow, deny, ask) and whether it counts as a token failure
 // (token_verification_failures_total). metrics.New takes these for every
