@@ -16,6 +16,11 @@
 // MCP server refusing a call itself does) unless DenialStatusHTTPError; the
 // gRPC status and metadata still name the denial.
 //
+// The live policy is a compiled LoadedPolicy behind PolicyStore's atomic
+// pointer; internal/reload keeps it in step with the policy file through
+// PolicyStore.Publish (compile, then swap; the last good policy stays on
+// error).
+//
 // Every 401's WWW-Authenticate names the RFC 9728 protected resource
 // metadata (MCP authorization, 2025-06-18 and later) that internal/resourcemeta
 // serves for the configured audiences.
