@@ -21,34 +21,9 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
-// Where approvals and idempotency keys travel, and what the upstream gets.
 const (
-	// HeaderApproval carries an approval (compact JWS). Like every
-	// client-sent x-mcp-* header it is removed before the upstream.
-	HeaderApproval = "x-mcp-approval"
-	// MetaApproval is the params._meta member that carries an approval for
-	// clients that cannot set headers. It is outside params.arguments, so it
-	// is not part of the request digest; ext_authz cannot change the body,
-	// so the upstream sees it.
-	MetaApproval = "io.mcp-extauthz/approval"
-	// HeaderRetry is set to "true" on an allowed request whose idempotency
-	// key was already bound to this very request digest: an idempotent
-	// upstream can answer with the recorded result.
-	HeaderRetry = "x-mcp-retry"
-	// DefaultIdempotencyHeader is the idempotency key header
-	// (draft-ietf-httpapi-idempotency-key-header).
-	DefaultIdempotencyHeader = "idempotency-key"
-	// ApprovalType is the JWS typ an approval must carry (RFC 8725 section
-	// 3.11 explicit typing), so no other JWT can pass for one.
-	ApprovalType = "mcp-approval+jwt"
-)
-
-// Defaults of Binding.
-const (
-	DefaultIdempotencyTTL      = 24 * time.Hour
-	DefaultApprovalMaxLifetime = time.Hour
-	maxIdempotencyKeyLen       = 255
-	approvalClockSkew          = time.Minute
+	maxIdempotencyKeyLen = 255
+	approvalClockSkew    = time.Minute
 )
 
 // Binding binds authority to the exact request digest across Checks:
@@ -79,10 +54,10 @@ type Binding struct {
 	// "" ignores _meta.
 	IdempotencyMeta string
 	// IdempotencyTTL is how long a key stays bound to its digest; zero means
-	// DefaultIdempotencyTTL.
+	// DefaultIdempotencyTTL (24h).
 	IdempotencyTTL time.Duration
 	// ApprovalMaxLifetime bounds exp - iat of an approval; zero means
-	// DefaultApprovalMaxLifetime.
+	// DefaultApprovalMaxLifetime (1h).
 	ApprovalMaxLifetime time.Duration
 	// ApprovalURL, when set, is named in error.data.approval_url of denials
 	// an approval could lift, with "{digest}" replaced by the

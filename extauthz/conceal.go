@@ -31,8 +31,17 @@ const (
 	ConcealTypeScriptSDKV2 ConcealStyle = "typescript-sdk-v2"
 )
 
-// ConcealStyles lists the valid styles.
-var ConcealStyles = []ConcealStyle{ConcealGoSDK, ConcealTypeScriptSDK, ConcealTypeScriptSDKV2}
+// ParseConcealStyle parses the --conceal-as values: go-sdk, typescript-sdk,
+// typescript-sdk-v2. The error names the valid ones.
+func ParseConcealStyle(s string) (ConcealStyle, error) {
+	styles := []ConcealStyle{ConcealGoSDK, ConcealTypeScriptSDK, ConcealTypeScriptSDKV2}
+	for _, c := range styles {
+		if string(c) == s {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("conceal style %q: want one of %v", s, styles)
+}
 
 // concealable reports whether d's refusal may be concealed: a policy
 // outcome about the target (not a fault, a bad request or a bad token, which

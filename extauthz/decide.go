@@ -17,19 +17,6 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
-// Per-route ext_authz context extensions (check_settings.context_extensions)
-// the service reads.
-const (
-	// ContextExtensionServer names the MCP server of a route (the server
-	// segment of policy targets); it overrides --server-id.
-	ContextExtensionServer = "mcp_server"
-	// ContextExtensionAudience is the RFC 8707 resource URI of the route's
-	// MCP server. When set, the token must carry exactly this audience (and
-	// it must be one of the configured audiences): in a gateway, a token
-	// issued for one MCP server is not accepted by another.
-	ContextExtensionAudience = "mcp_audience"
-)
-
 // Request is one HTTP request as Envoy forwards it to Check, independent of
 // the wire form (CheckRequest, or a captured request for `extauthz check`).
 type Request struct {

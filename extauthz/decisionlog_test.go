@@ -13,6 +13,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/decisionlog"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the flushing goroutine and the
@@ -34,11 +36,11 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// TestDecisionLogger: lines are held until stop (or the flush interval),
+// TestDecisionLogger: with internal/decisionlog, lines are held until stop (or the flush interval),
 // then written whole, as JSON without caller, one per decision.
 func TestDecisionLogger(t *testing.T) {
 	var out lockedBuffer
-	log, stop := NewDecisionLogger(&out, zapcore.InfoLevel, time.Hour)
+	log, stop := decisionlog.New(&out, zapcore.InfoLevel, time.Hour)
 	srv := staticRig(t, log)
 	for _, body := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{}}}`,
@@ -72,25 +74,9 @@ func TestDecisionLogger(t *testing.T) {
 	}
 }
 
-// TestDecisionLoggerFlushInterval: a line is written within the flush
-// interval without stop.
-func TestDecisionLoggerFlushInterval(t *testing.T) {
-	var out lockedBuffer
-	log, stop := NewDecisionLogger(&out, zapcore.InfoLevel, 10*time.Millisecond)
-	defer func() { _ = stop() }()
-	log.Info("decision")
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), `"msg":"decision"`) {
-		if time.Now().After(deadline) {
-			t.Fatal("line not flushed within 10s at a 10ms interval")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // BenchmarkDecisionLog is one decision line written to a file: zap's
 // production logger as serve built it before (caller captured, one write
-// per line) and NewDecisionLogger.
+// per line) and decisionlog.New.
 func BenchmarkDecisionLog(b *testing.B) {
 	srv := staticRig(b, nil)
 	c := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`)
@@ -110,7 +96,7 @@ func BenchmarkDecisionLog(b *testing.B) {
 			return l, l.Sync
 		}},
 		{"buffered", func(f *os.File) (*zap.Logger, func() error) {
-			return NewDecisionLogger(f, zapcore.InfoLevel, 0)
+			return decisionlog.New(f, zapcore.InfoLevel, 0)
 		}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {

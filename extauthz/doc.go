@@ -16,9 +16,14 @@
 // MCP server refusing a call itself does) unless DenialStatusHTTPError; the
 // gRPC status and metadata still name the denial.
 //
-// ProtectedResourceMetadata serves RFC 9728 protected resource metadata for
-// the configured audiences (MCP authorization, 2025-06-18 and later), which
-// every 401's WWW-Authenticate resource_metadata names.
+// The live policy is a compiled LoadedPolicy behind PolicyStore's atomic
+// pointer; internal/reload keeps it in step with the policy file through
+// PolicyStore.Publish (compile, then swap; the last good policy stays on
+// error).
+//
+// Every 401's WWW-Authenticate names the RFC 9728 protected resource
+// metadata (MCP authorization, 2025-06-18 and later) that internal/resourcemeta
+// serves for the configured audiences.
 //
 // Binding (binding.go) ties authority to the exact request digest: an
 // approval (a JWS of type mcp-approval+jwt naming the digest) lifts one ask

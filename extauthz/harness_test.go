@@ -18,11 +18,14 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -241,7 +244,7 @@ func newTestServer(store *PolicyStore, v bearer.TokenVerifier, log *zap.Logger) 
 	}
 	return &Server{
 		Decider:   &Decider{ServerID: testServerID, Verifier: v, Policies: store, Limits: mcpparse.DefaultLimits()},
-		Responder: &Responder{ResourceMetadataURL: ResourceMetadataURL(testAudience)},
+		Responder: &Responder{ResourceMetadataURL: resourcemeta.URL(testAudience)},
 		Log:       log,
 	}
 }
@@ -350,4 +353,13 @@ func responseHeader(hs []*corev3.HeaderValueOption, name string) string {
 		}
 	}
 	return ""
+}
+
+// newMetrics is serve's metrics: every reason's series created at zero.
+func newMetrics(reg prometheus.Registerer) *metrics.Metrics {
+	labels := make([]metrics.Reason, 0, len(Reasons()))
+	for _, r := range Reasons() {
+		labels = append(labels, r.Metric())
+	}
+	return metrics.New(reg, labels)
 }

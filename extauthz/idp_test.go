@@ -72,7 +72,7 @@ func TestTokenCache(t *testing.T) {
 	if err := ov.Warm(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	m := NewMetrics(prometheus.NewRegistry())
+	m := newMetrics(prometheus.NewRegistry())
 	inner := &countingVerifier{next: ov}
 	cv, err := bearer.NewCachingVerifier(inner, 2, clock.Now, m.TokenCacheResult)
 	if err != nil {

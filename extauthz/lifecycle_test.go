@@ -82,7 +82,7 @@ func get(t testing.TB, url string) (int, string) {
 func TestHTTPHandlerProbes(t *testing.T) {
 	store := &PolicyStore{}
 	v := &toggleVerifier{}
-	m := NewMetrics(prometheus.NewRegistry())
+	m := newMetrics(prometheus.NewRegistry())
 	url := startHTTP(t, lifecycle.HTTPHandler(readiness(store, v, m), prometheus.NewRegistry()))
 
 	if code, body := get(t, url+"/healthz"); code != http.StatusOK || body != "ok\n" {
@@ -171,7 +171,7 @@ next:
 func TestMetricsEndpoint(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	srv := staticRig(t, nil)
-	srv.Metrics = NewMetrics(reg)
+	srv.Metrics = newMetrics(reg)
 	url := startHTTP(t, lifecycle.HTTPHandler(readiness(srv.Decider.Policies, nil, srv.Metrics), reg))
 
 	denied := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_repo","arguments":{"repo":"r"}}}`)

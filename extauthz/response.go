@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,22 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
-)
-
-// Headers the service sets on an allowed request for the upstream. Any other
-// client-sent header whose name folds onto the x-mcp-* family is removed
-// (see foldsOntoOurs), so the upstream can trust them.
-const (
-	HeaderMethod        = "x-mcp-method"
-	HeaderTool          = "x-mcp-tool"
-	HeaderArgsDigest    = "x-mcp-args-digest"
-	HeaderRequestDigest = "x-mcp-request-digest"
-	HeaderPrincipal     = "x-mcp-principal"
-	HeaderDecisionID    = "x-mcp-decision-id"
-	// HeaderDryRunDecision and HeaderDryRunReason carry, in dry-run mode,
-	// the decision the service would have enforced (allow, deny or ask).
-	HeaderDryRunDecision = "x-mcp-dry-run-decision"
-	HeaderDryRunReason   = "x-mcp-dry-run-reason"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
 )
 
 // RequestFromCheck converts Envoy's CheckRequest into a Request. Headers come
@@ -131,17 +115,6 @@ type Responder struct {
 	DecidedHeaders []string
 }
 
-// ResourceMetadataURL derives the RFC 9728 section 3.1 well-known URL of the
-// protected resource metadata from a resource URI: the path of the resource
-// is appended to /.well-known/oauth-protected-resource.
-func ResourceMetadataURL(resource string) string {
-	u, err := url.Parse(resource)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + strings.TrimSuffix(u.EscapedPath(), "/")
-}
-
 // Status returns the HTTP status of the answer to d, a request with headers
 // h. Allowed: 200. Token denials: 401. Request faults: 400, 405, 413, 415.
 // Unavailable: 503; internal: 500. Policy denials (deny, ask): 200 under
@@ -215,7 +188,7 @@ func (rs *Responder) Response(d *Decision, reqHeaders Headers) *authv3.CheckResp
 func (rs *Responder) ResponseFor(d *Decision, r *Request) *authv3.CheckResponse {
 	rm := rs.ResourceMetadataURL
 	if aud := r.ContextExtensions[ContextExtensionAudience]; aud != "" {
-		if u := ResourceMetadataURL(aud); u != "" {
+		if u := resourcemeta.URL(aud); u != "" {
 			rm = u
 		}
 	}
@@ -233,7 +206,7 @@ func (rs *Responder) respond(d *Decision, reqHeaders Headers, resourceMetadata s
 	}
 	o := d.Reason.outcome()
 	headers := []*corev3.HeaderValueOption{header("content-type", "application/json")}
-	status, body := rs.Status(d, reqHeaders), ErrorBody(d)
+	status, body := rs.Status(d, reqHeaders), errorBody(d)
 	switch {
 	case concealable(d): // the MCP server's own answer to an unknown target
 		status, body = http.StatusOK, concealedBody(rs.ConcealAs, d)
@@ -441,7 +414,7 @@ func header(k, v string) *corev3.HeaderValueOption {
 	}
 }
 
-// ErrorBody is the JSON-RPC 2.0 error response of a denial:
+// errorBody is the JSON-RPC 2.0 error response of a denial:
 //
 //	{"jsonrpc":"2.0","id":<id byte for byte, or null>,"error":{"code":<int>,
 //	 "message":<text>,"data":{"decision":"deny"|"ask","reason":<Reason>,
@@ -451,7 +424,7 @@ func header(k, v string) *corev3.HeaderValueOption {
 // data also carries "batch_index" when a batch element decided,
 // "approval_url" on asks when --approval-url is set, and "scope" (the
 // scopes needed, space-separated) on insufficient_scope.
-func ErrorBody(d *Decision) []byte {
+func errorBody(d *Decision) []byte {
 	o := d.Reason.outcome()
 	data := map[string]any{
 		"decision":       d.Decision.String(),

@@ -3,11 +3,9 @@ package extauthz
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
@@ -78,27 +76,19 @@ func (s *Server) observe(d *Decision, latency time.Duration) {
 	}
 }
 
-// HealthService is the grpc.health.v1 service name of the Authorization API;
-// the server also answers for "" (the whole server).
-const HealthService = "envoy.service.auth.v3.Authorization"
-
-// NewMetrics creates the service's metrics (internal/metrics), registers
-// them with reg and creates at zero the series of every reason.
-func NewMetrics(reg prometheus.Registerer) *metrics.Metrics {
-	reasons := Reasons()
-	sort.Slice(reasons, func(i, j int) bool { return reasons[i] < reasons[j] })
-	labels := make([]metrics.Reason, 0, len(reasons))
-	for _, r := range reasons {
-		d := "deny"
-		switch r {
-		case ReasonAllowed:
-			d = "allow"
-		case ReasonAuthorizationRequired:
-			d = "ask"
-		}
-		labels = append(labels, metrics.Reason{Reason: string(r), Decision: d, Token: r.isTokenReason() || r == ReasonIdPUnavailable})
+// Metric returns r as a value of internal/metrics' reason label: with its
+// decision label (allow, deny, ask) and whether it counts as a token failure
+// (token_verification_failures_total). metrics.New takes these for every
+// reason of Reasons, so each series exists from start.
+func (r Reason) Metric() metrics.Reason {
+	d := "deny"
+	switch r {
+	case ReasonAllowed:
+		d = "allow"
+	case ReasonAuthorizationRequired:
+		d = "ask"
 	}
-	return metrics.New(reg, labels)
+	return metrics.Reason{Reason: string(r), Decision: d, Token: r.isTokenReason() || r == ReasonIdPUnavailable}
 }
 
 // methodLabel bounds the method label to the methods MCP defines for clients

@@ -379,7 +379,7 @@ func TestDryRun(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	srv := staticRig(t, zap.New(core))
 	srv.DryRun = true
-	srv.Metrics = NewMetrics(prometheus.NewRegistry())
+	srv.Metrics = newMetrics(prometheus.NewRegistry())
 	tests := []struct {
 		give         string
 		wantDecision string
@@ -420,7 +420,7 @@ func TestDryRun(t *testing.T) {
 func TestShadowRule(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	srv := newTestServer(compileStore(t, filepath.Join("testdata", "shadow-policy.yaml")), staticVerifier{bearer.Principal{Subject: testSubject}}, zap.New(core))
-	srv.Metrics = NewMetrics(prometheus.NewRegistry())
+	srv.Metrics = newMetrics(prometheus.NewRegistry())
 	resp, _ := srv.Check(t.Context(), postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search"}}`).CheckRequest(true))
 	okHeaders(t, resp)
 	if got := logs.All()[0].ContextMap()["shadow"]; fmt.Sprint(got) != "[try-no-search=deny]" {

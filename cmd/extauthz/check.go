@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz/policytest"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -222,7 +223,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "%-15s %s\n", "detail:", d.Detail)
 		}
 		fmt.Fprintln(stdout, "\n# response, as Envoy would send it")
-		policytest.WriteResponse(stdout, (&extauthz.Responder{ResourceMetadataURL: extauthz.ResourceMetadataURL(aud[0])}).Response(d, req.Headers))
+		policytest.WriteResponse(stdout, (&extauthz.Responder{ResourceMetadataURL: resourcemeta.URL(aud[0])}).Response(d, req.Headers))
 		fmt.Fprintln(stdout, "\n# policy")
 		policytest.WriteTrace(stdout, d, lp.File)
 	}

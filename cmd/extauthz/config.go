@@ -153,12 +153,10 @@ func checkBinding(c *Config) error {
 	if c.IdempotencyHeader != "" && strings.ContainsAny(c.IdempotencyHeader, " :\t\r\n") {
 		return fmt.Errorf("--idempotency-header %q: not a header name", c.IdempotencyHeader)
 	}
-	for _, s := range extauthz.ConcealStyles {
-		if string(s) == c.ConcealAs {
-			return nil
-		}
+	if _, err := extauthz.ParseConcealStyle(c.ConcealAs); err != nil {
+		return fmt.Errorf("--conceal-as: %w", err)
 	}
-	return fmt.Errorf("--conceal-as %q: want one of %v", c.ConcealAs, extauthz.ConcealStyles)
+	return nil
 }
 
 // warnUnknownEnv names EXTAUTHZ_* variables that match no flag, since a typo

@@ -27,9 +27,12 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/decisionlog"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/reload"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -83,7 +86,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fail("invalid configuration", fmt.Errorf("--log-level: %w", err))
 	}
-	decisionLog, stopDecisionLog := extauthz.NewDecisionLogger(os.Stdout, lvl, 0)
+	decisionLog, stopDecisionLog := decisionlog.New(os.Stdout, lvl, 0)
 	defer func() { _ = stopDecisionLog() }()
 	gogc := setGCPercent(os.Getenv)
 	if limit, source := setMemoryLimit(os.Getenv, readCgroupMemoryLimit); limit > 0 {
@@ -94,7 +97,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := extauthz.NewMetrics(reg)
+	metrics := newMetrics(reg)
 
 	svc, err := newService(cfg, log, decisionLog, metrics)
 	if err != nil {
@@ -164,7 +167,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			log.Error("policy watch stopped; SIGHUP still reloads", zap.Error(err))
 		}
 	}()
-	go func() { defer wg.Done(); reloadOnSIGHUP(ctx, svc.loader) }()
+	go func() { defer wg.Done(); reloadOnSIGHUP(ctx, svc.loader, log) }()
 	if svc.approvals != nil && cfg.ApproverJWKSFile == "" {
 		wg.Add(1)
 		go func() { defer wg.Done(); svc.warmApprovers(ctx) }()
@@ -183,7 +186,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			defer scancel()
 			_ = hsrv.Shutdown(sctx)
 		}()
-		log.Info("serving /metrics, /healthz, /readyz and "+extauthz.WellKnownProtectedResource, zap.String("http_addr", httpLis.Addr().String()))
+		log.Info("serving /metrics, /healthz, /readyz and "+resourcemeta.WellKnownPath, zap.String("http_addr", httpLis.Addr().String()))
 	}
 
 	gs, hs := newGRPCServer(cfg, svc.server, creds)
@@ -206,17 +209,27 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return nil
 }
 
+// newMetrics creates the service's metrics in reg, with the series of every
+// reason (extauthz.Reasons) at zero.
+func newMetrics(reg prometheus.Registerer) *metrics.Metrics {
+	labels := make([]metrics.Reason, 0, len(extauthz.Reasons()))
+	for _, r := range extauthz.Reasons() {
+		labels = append(labels, r.Metric())
+	}
+	return metrics.New(reg, labels)
+}
+
 // httpHandler serves the operational endpoints (lifecycle.HTTPHandler) and
 // the RFC 9728 protected resource metadata of every audience, which the
 // shipped Envoy configs route to without ext_authz.
 func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handler {
-	prm := &extauthz.ProtectedResourceMetadata{
+	prm := &resourcemeta.Handler{
 		Audiences: cfg.Audiences, Issuer: cfg.Issuer,
-		ResourceDocumentation: cfg.ResourceDocumentation, Policies: svc.policies,
+		ResourceDocumentation: cfg.ResourceDocumentation, Scopes: svc.scopes,
 	}
 	mux := http.NewServeMux()
-	mux.Handle(extauthz.WellKnownProtectedResource, prm)
-	mux.Handle(extauthz.WellKnownProtectedResource+"/", prm)
+	mux.Handle(resourcemeta.WellKnownPath, prm)
+	mux.Handle(resourcemeta.WellKnownPath+"/", prm)
 	mux.Handle("/", lifecycle.HTTPHandler(svc.readiness, reg))
 	return mux
 }
@@ -224,7 +237,7 @@ func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handle
 // service is the assembled decision service and what keeps it current.
 type service struct {
 	server    *extauthz.Server
-	loader    *extauthz.PolicyLoader
+	loader    *reload.Loader
 	readiness *lifecycle.Readiness
 	policies  *extauthz.PolicyStore
 	oidc      *bearer.OIDCVerifier
@@ -232,6 +245,14 @@ type service struct {
 	approvals *bearer.OIDCVerifier // nil without --approver-issuer
 	store     state.Store
 	log       *zap.Logger
+}
+
+// scopes returns the live policy's scopes list (RFC 9728 scopes_supported).
+func (s *service) scopes() []string {
+	if lp := s.policies.Load(); lp != nil && lp.Policy != nil {
+		return lp.Policy.Scopes()
+	}
+	return nil
 }
 
 // warmApprovers runs discovery at the approver issuer until it succeeds
@@ -256,15 +277,16 @@ func (s *service) warmApprovers(ctx context.Context) {
 // cache, limits. A missing or invalid policy is an error naming file:line.
 func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metrics) (*service, error) {
 	store := &extauthz.PolicyStore{}
-	loader := &extauthz.PolicyLoader{File: cfg.PolicyFile, Store: store, Metrics: metrics}
-	if err := loader.Load(); err != nil {
+	reporter := &policyReload{store: store, m: metrics}
+	loader := newPolicyLoader(cfg.PolicyFile, reporter)
+	if _, err := loader.Load(); err != nil {
 		var ce *policy.CompileError
 		if errors.As(err, &ce) {
 			return nil, fmt.Errorf("policy: %s", strings.ReplaceAll(strings.TrimSpace(ce.Error()), "\n", "; "))
 		}
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	loader.Log = log // from now on a bad reload is logged, not fatal
+	reporter.log = log // from now on a bad reload is logged, not fatal
 
 	var jwks *bearer.KeySet
 	oc := bearer.OIDCConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences, OnKeySetRefresh: func(err error) {
@@ -303,7 +325,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	}
 	rm := cfg.ResourceMetadataURL
 	if rm == "" {
-		rm = extauthz.ResourceMetadataURL(cfg.Audiences[0])
+		rm = resourcemeta.URL(cfg.Audiences[0])
 	}
 	binding, approvals, err := newBinding(cfg)
 	if err != nil {
@@ -454,7 +476,7 @@ func (s *service) keepKeysFresh(ctx context.Context, interval time.Duration, rea
 }
 
 // reloadOnSIGHUP reloads the policy on every SIGHUP until ctx ends.
-func reloadOnSIGHUP(ctx context.Context, l *extauthz.PolicyLoader) {
+func reloadOnSIGHUP(ctx context.Context, l *reload.Loader, log *zap.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -463,10 +485,8 @@ func reloadOnSIGHUP(ctx context.Context, l *extauthz.PolicyLoader) {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			if l.Log != nil {
-				l.Log.Info("SIGHUP: reloading the policy", zap.String("file", l.File))
-			}
-			_ = l.Load() // logged and counted inside
+			log.Info("SIGHUP: reloading the policy", zap.String("file", l.File))
+			_, _ = l.Load() // logged and counted by the loader's Loaded
 		}
 	}
 }

@@ -1,4 +1,9 @@
-package extauthz
+// Package resourcemeta serves OAuth 2.0 Protected Resource Metadata (RFC
+// 9728) for the MCP server behind the proxy (MCP authorization, 2025-06-18
+// and later), and derives the resource_metadata URL every 401's
+// WWW-Authenticate names. It knows neither the policy nor the service: the
+// supported scopes come from a function.
+package resourcemeta
 
 import (
 	"encoding/json"
@@ -8,11 +13,23 @@ import (
 	"strings"
 )
 
-// WellKnownProtectedResource is the RFC 9728 section 3 well-known path
-// prefix of protected resource metadata.
-const WellKnownProtectedResource = "/.well-known/oauth-protected-resource"
+// WellKnownPath is the RFC 9728 section 3 well-known path prefix of
+// protected resource metadata.
+const WellKnownPath = "/.well-known/oauth-protected-resource"
 
-// ProtectedResourceMetadata serves RFC 9728 protected resource metadata for
+// URL derives the RFC 9728 section 3.1 well-known URL of the protected
+// resource metadata from a resource URI: the path of the resource is
+// appended to WellKnownPath. It returns "" when resource is not an absolute
+// URI with a host.
+func URL(resource string) string {
+	u, err := url.Parse(resource)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host + WellKnownPath + strings.TrimSuffix(u.EscapedPath(), "/")
+}
+
+// Handler serves RFC 9728 protected resource metadata for
 // each configured audience, so that an MCP client that got a 401 finds the
 // authorization server (MCP authorization, 2025-06-18 and later) although
 // the MCP server behind the proxy knows nothing of OAuth.
@@ -25,16 +42,16 @@ const WellKnownProtectedResource = "/.well-known/oauth-protected-resource"
 // root form). When several audiences share a path, the request's host
 // (X-Forwarded-Host, else Host; without port) chooses; an ambiguous or
 // unknown path is 404. GET and HEAD only.
-type ProtectedResourceMetadata struct {
+type Handler struct {
 	// Audiences are the resource URIs (RFC 8707) tokens are accepted for.
 	Audiences []string
 	// Issuer is the one authorization server (authorization_servers).
 	Issuer string
 	// ResourceDocumentation is the optional resource_documentation URL.
 	ResourceDocumentation string
-	// Policies supplies scopes_supported from the live policy's scopes
-	// list; nil or an empty list omits the member.
-	Policies *PolicyStore
+	// Scopes, if set, returns scopes_supported (the live policy's scopes
+	// list); nil or an empty list omits the member.
+	Scopes func() []string
 }
 
 // prmDocument is the metadata document (RFC 9728 section 2).
@@ -49,7 +66,7 @@ type prmDocument struct {
 // metadataPath returns the well-known path of resource's metadata ("" when
 // resource is not an absolute URI with a host).
 func metadataPath(resource string) string {
-	u, err := url.Parse(ResourceMetadataURL(resource))
+	u, err := url.Parse(URL(resource))
 	if err != nil || u.Host == "" {
 		return ""
 	}
@@ -58,7 +75,7 @@ func metadataPath(resource string) string {
 
 // audienceFor picks the audience whose metadata the request asks for; ok is
 // false when none (or more than one) fits.
-func (m *ProtectedResourceMetadata) audienceFor(r *http.Request) (string, bool) {
+func (m *Handler) audienceFor(r *http.Request) (string, bool) {
 	path := r.URL.EscapedPath()
 	var byPath []string
 	for _, a := range m.Audiences {
@@ -66,7 +83,7 @@ func (m *ProtectedResourceMetadata) audienceFor(r *http.Request) (string, bool) 
 			byPath = append(byPath, a)
 		}
 	}
-	if len(byPath) == 0 && path == WellKnownProtectedResource {
+	if len(byPath) == 0 && path == WellKnownPath {
 		byPath = m.Audiences
 	}
 	if len(byPath) == 1 {
@@ -93,7 +110,7 @@ func (m *ProtectedResourceMetadata) audienceFor(r *http.Request) (string, bool) 
 
 // ServeHTTP answers GET and HEAD with the metadata document
 // (application/json), 404 for a path that names no audience, 405 otherwise.
-func (m *ProtectedResourceMetadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (m *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -110,10 +127,8 @@ func (m *ProtectedResourceMetadata) ServeHTTP(w http.ResponseWriter, r *http.Req
 		BearerMethodsSupported: []string{"header"},
 		ResourceDocumentation:  m.ResourceDocumentation,
 	}
-	if m.Policies != nil {
-		if lp := m.Policies.Load(); lp != nil && lp.Policy != nil {
-			doc.ScopesSupported = lp.Policy.Scopes()
-		}
+	if m.Scopes != nil {
+		doc.ScopesSupported = m.Scopes()
 	}
 	b, _ := json.Marshal(doc) // strings only: cannot fail
 	w.Header().Set("Content-Type", "application/json")

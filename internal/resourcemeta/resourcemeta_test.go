@@ -1,4 +1,4 @@
-package extauthz
+package resourcemeta
 
 import (
 	"encoding/json"
@@ -7,23 +7,23 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
 // TestProtectedResourceMetadata serves RFC 9728 metadata on a real HTTP
 // server on 127.0.0.1 and fetches it in both path forms, per audience.
 func TestProtectedResourceMetadata(t *testing.T) {
-	store := &PolicyStore{}
-	lp, err := CompilePolicy("p.yaml", []byte("default: deny\nscopes: [mcp:tools, files.read]\n"))
+	p, err := policy.Compile("p.yaml", []byte("default: deny\nscopes: [mcp:tools, files.read]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	store.Store(lp)
-	single := httptest.NewServer(&ProtectedResourceMetadata{
+	single := httptest.NewServer(&Handler{
 		Audiences: []string{"https://mcp.example.com/mcp"}, Issuer: "https://idp.example.com",
-		ResourceDocumentation: "https://docs.example.com/mcp", Policies: store,
+		ResourceDocumentation: "https://docs.example.com/mcp", Scopes: p.Scopes,
 	})
 	defer single.Close()
-	gateway := httptest.NewServer(&ProtectedResourceMetadata{
+	gateway := httptest.NewServer(&Handler{
 		Audiences: []string{"https://mcp.example.com/payments/mcp", "https://mcp.example.com/github/mcp",
 			"https://a.example.com/mcp", "https://b.example.com/mcp"},
 		Issuer: "https://idp.example.com",
@@ -105,8 +105,8 @@ func TestProtectedResourceMetadata(t *testing.T) {
 // names is a path the endpoint answers for that audience.
 func TestMetadataURLMatchesEndpoint(t *testing.T) {
 	for _, aud := range []string{"https://mcp.example.com/mcp", "https://mcp.example.com/payments/mcp", "https://mcp.example.com/", "https://mcp.example.com"} {
-		m := &ProtectedResourceMetadata{Audiences: []string{aud, "https://other.example.com/x/y"}, Issuer: "https://idp.example.com"}
-		u := ResourceMetadataURL(aud)
+		m := &Handler{Audiences: []string{aud, "https://other.example.com/x/y"}, Issuer: "https://idp.example.com"}
+		u := URL(aud)
 		req := httptest.NewRequest(http.MethodGet, u, nil)
 		got, ok := m.audienceFor(req)
 		if !ok || got != aud {

@@ -1,4 +1,6 @@
-package extauthz
+// Package decisionlog builds the logger of the decision lines: one JSON
+// line per Check (extauthz.Server.Log), buffered so a Check costs no write.
+package decisionlog
 
 import (
 	"io"
@@ -9,30 +11,30 @@ import (
 )
 
 // Decision log buffering: lines are written in batches of up to
-// decisionLogBufferBytes, and at least every flush interval (by default
-// decisionLogFlushInterval), so a line reaches the output at most that late
+// bufferBytes, and at least every flush interval (by default
+// flushInterval), so a line reaches the output at most that late
 // (and is lost if the process is killed with SIGKILL before then). One
 // write per batch instead of one per Check.
 const (
-	decisionLogBufferBytes   = 256 << 10
-	decisionLogFlushInterval = time.Second
+	bufferBytes   = 256 << 10
+	flushInterval = time.Second
 )
 
-// NewDecisionLogger returns the JSON logger for the decision lines (one per
-// Check, Server.Log) writing to w: buffered (see decisionLogBufferBytes), no
+// New returns the JSON logger for the decision lines (one per Check,
+// extauthz.Server.Log) writing to w: buffered (see bufferBytes), no
 // caller or stack trace capture (a decision line is always written from the
 // same place), unsampled, timestamps "ts" in RFC 3339 with nanoseconds.
 // flush bounds how long a line waits in the buffer (0 means
-// decisionLogFlushInterval). stop flushes what is buffered and ends the
+// flushInterval). stop flushes what is buffered and ends the
 // flushing goroutine; call it once, after the gRPC server has stopped.
 // Lines below level are dropped.
-func NewDecisionLogger(w io.Writer, level zapcore.LevelEnabler, flush time.Duration) (log *zap.Logger, stop func() error) {
+func New(w io.Writer, level zapcore.LevelEnabler, flush time.Duration) (log *zap.Logger, stop func() error) {
 	if flush <= 0 {
-		flush = decisionLogFlushInterval
+		flush = flushInterval
 	}
 	ws := &zapcore.BufferedWriteSyncer{
 		WS:            zapcore.AddSync(w),
-		Size:          decisionLogBufferBytes,
+		Size:          bufferBytes,
 		FlushInterval: flush,
 	}
 	ec := zap.NewProductionEncoderConfig()

@@ -1,0 +1,64 @@
+package extauthz
+
+import "time"
+
+// The service's names as Envoy, the upstream MCP server and clients see
+// them, and Binding's defaults.
+const (
+	// HealthService is the grpc.health.v1 service name of the Authorization
+	// API; the server also answers for "" (the whole server).
+	HealthService = "envoy.service.auth.v3.Authorization"
+
+	// Per-route ext_authz context extensions
+	// (check_settings.context_extensions) the service reads.
+
+	// ContextExtensionServer names the MCP server of a route (the server
+	// segment of policy targets); it overrides --server-id.
+	ContextExtensionServer = "mcp_server"
+	// ContextExtensionAudience is the RFC 8707 resource URI of the route's
+	// MCP server. When set, the token must carry exactly this audience (and
+	// it must be one of the configured audiences): in a gateway, a token
+	// issued for one MCP server is not accepted by another.
+	ContextExtensionAudience = "mcp_audience"
+
+	// Headers the service sets on an allowed request for the upstream. Any
+	// other client-sent header whose name folds onto the x-mcp-* family is
+	// removed (see foldsOntoOurs), so the upstream can trust them.
+
+	HeaderMethod        = "x-mcp-method"
+	HeaderTool          = "x-mcp-tool"
+	HeaderArgsDigest    = "x-mcp-args-digest"
+	HeaderRequestDigest = "x-mcp-request-digest"
+	HeaderPrincipal     = "x-mcp-principal"
+	HeaderDecisionID    = "x-mcp-decision-id"
+	// HeaderDryRunDecision and HeaderDryRunReason carry, in dry-run mode,
+	// the decision the service would have enforced (allow, deny or ask).
+	HeaderDryRunDecision = "x-mcp-dry-run-decision"
+	HeaderDryRunReason   = "x-mcp-dry-run-reason"
+	// HeaderRetry is set to "true" on an allowed request whose idempotency
+	// key was already bound to this very request digest: an idempotent
+	// upstream can answer with the recorded result.
+	HeaderRetry = "x-mcp-retry"
+
+	// Where approvals and idempotency keys travel (Binding).
+
+	// HeaderApproval carries an approval (compact JWS). Like every
+	// client-sent x-mcp-* header it is removed before the upstream.
+	HeaderApproval = "x-mcp-approval"
+	// MetaApproval is the params._meta member that carries an approval for
+	// clients that cannot set headers. It is outside params.arguments, so it
+	// is not part of the request digest; ext_authz cannot change the body,
+	// so the upstream sees it.
+	MetaApproval = "io.mcp-extauthz/approval"
+	// ApprovalType is the JWS typ an approval must carry (RFC 8725 section
+	// 3.11 explicit typing), so no other JWT can pass for one.
+	ApprovalType = "mcp-approval+jwt"
+	// DefaultIdempotencyHeader is the idempotency key header
+	// (draft-ietf-httpapi-idempotency-key-header).
+	DefaultIdempotencyHeader = "idempotency-key"
+
+	// Defaults of Binding's zero fields (and of serve's flags).
+
+	DefaultIdempotencyTTL      = 24 * time.Hour
+	DefaultApprovalMaxLifetime = time.Hour
+)
