@@ -172,21 +172,8 @@ func (rig *bindingRig) approve(t testing.TB, c call, edit func(map[string]any)) 
 
 func signApproval(t testing.TB, k *testKey, typ string, claims map[string]any) string {
 	t.Helper()
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}},
-		(&jose.SignerOptions{}).WithType(jose.ContentType(typ)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, _ := json.Marshal(claims)
-	jws, err := signer.Sign(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := jws.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return signJWS(t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}},
+		(&jose.SignerOptions{}).WithType(jose.ContentType(typ)), claims)
 }
 
 // outcome is what one Check decided, as Envoy and the upstream see it.

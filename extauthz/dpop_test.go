@@ -83,21 +83,7 @@ func ecJWK(k *ecdsa.PrivateKey, withD bool) map[string]any {
 // the public key of priv.
 func signWithEmbeddedJWK(t testing.TB, alg jose.SignatureAlgorithm, priv any, claims map[string]any) string {
 	t.Helper()
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: priv},
-		(&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := json.Marshal(claims)
-	jws, err := signer.Sign(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := jws.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return signJWS(t, jose.SigningKey{Algorithm: alg, Key: priv}, (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt"), claims)
 }
 
 // dpopRig is a Check server on loopback verifying tokens through discovery

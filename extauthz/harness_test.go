@@ -81,8 +81,15 @@ func (k *testKey) sign(t testing.TB, claims map[string]any) string {
 // signAs signs claims with k as RS256, naming kid in the header.
 func (k *testKey) signAs(t testing.TB, kid string, claims map[string]any) string {
 	t.Helper()
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k.priv, KeyID: kid}},
-		(&jose.SignerOptions{}).WithType("JWT"))
+	return signJWS(t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k.priv, KeyID: kid}},
+		(&jose.SignerOptions{}).WithType("JWT"), claims)
+}
+
+// signJWS signs claims (as JSON) with key and opts and returns the compact
+// serialization.
+func signJWS(t testing.TB, key jose.SigningKey, opts *jose.SignerOptions, claims map[string]any) string {
+	t.Helper()
+	signer, err := jose.NewSigner(key, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
