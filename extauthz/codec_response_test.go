@@ -19,7 +19,9 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
 // fullCheckResponse sets every field marshalCheckResponse encodes, with
@@ -152,4 +154,24 @@ func FuzzMarshalCheckResponse(f *testing.F) {
 			assertMarshalsLikeProto(t, r)
 		}
 	})
+}
+
+// TestOkResponseHeaderOrder: the headers of an allowed request come in name
+// order, every one the service can set present once.
+func TestOkResponseHeaderOrder(t *testing.T) {
+	d := &Decision{ID: "0123", Decision: policy.Allow, Reason: ReasonAllowed, Method: "tools/call", Tool: "t",
+		ArgsDigest: "sha256:a", RequestDigest: "sha256:r", Retry: true, Principal: &bearer.Principal{Subject: "s"}}
+	ok := (&Responder{}).okResponse(d, Headers{"x_mcp_tool": {"x"}, HeaderTool: {"y"}}, true)
+	var names []string
+	for _, h := range ok.GetHeaders() {
+		names = append(names, h.GetHeader().GetKey())
+	}
+	want := []string{HeaderArgsDigest, HeaderDecisionID, HeaderDryRunDecision, HeaderDryRunReason, HeaderMethod,
+		HeaderPrincipal, HeaderRequestDigest, HeaderRetry, HeaderTool}
+	if !slices.Equal(names, want) || !slices.IsSorted(names) {
+		t.Errorf("headers %q, want %q in order", names, want)
+	}
+	if got := ok.GetHeadersToRemove(); !slices.Equal(got, []string{"x_mcp_tool"}) {
+		t.Errorf("headers to remove %q, want [x_mcp_tool]", got)
+	}
 }

@@ -225,11 +225,7 @@ func (rs *Responder) ResponseFor(d *Decision, r *Request) *authv3.CheckResponse 
 func (rs *Responder) respond(d *Decision, reqHeaders Headers, resourceMetadata string) *authv3.CheckResponse {
 	md := decisionMetadata(d)
 	if d.Allowed() {
-		return &authv3.CheckResponse{
-			Status:          &rpcstatus.Status{Code: 0},
-			DynamicMetadata: md,
-			HttpResponse:    &authv3.CheckResponse_OkResponse{OkResponse: rs.okResponse(d, reqHeaders, false)},
-		}
+		return okCheckResponse(md, rs.okResponse(d, reqHeaders, false))
 	}
 	o := d.Reason.outcome()
 	headers := []*corev3.HeaderValueOption{header("content-type", "application/json")}
@@ -262,56 +258,98 @@ func (rs *Responder) respond(d *Decision, reqHeaders Headers, resourceMetadata s
 func (rs *Responder) DryRunResponse(d *Decision, reqHeaders Headers) *authv3.CheckResponse {
 	md := decisionMetadata(d)
 	md.Fields["dry_run"] = structpb.NewStringValue("true")
-	return &authv3.CheckResponse{
-		Status:          &rpcstatus.Status{Code: 0},
-		DynamicMetadata: md,
-		HttpResponse:    &authv3.CheckResponse_OkResponse{OkResponse: rs.okResponse(d, reqHeaders, true)},
-	}
+	return okCheckResponse(md, rs.okResponse(d, reqHeaders, true))
+}
+
+// okCheckResponse is an OK CheckResponse carrying ok and md; the response,
+// its status and its oneof wrapper are allocated together.
+func okCheckResponse(md *structpb.Struct, ok *authv3.OkHttpResponse) *authv3.CheckResponse {
+	b := &struct {
+		r  authv3.CheckResponse
+		st rpcstatus.Status
+		hr authv3.CheckResponse_OkResponse
+	}{}
+	b.hr.OkResponse = ok
+	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, md, &b.hr
+	return &b.r
 }
 
 func (rs *Responder) okResponse(d *Decision, reqHeaders Headers, dryRun bool) *authv3.OkHttpResponse {
-	set := map[string]string{
-		HeaderMethod:        d.Method,
-		HeaderArgsDigest:    d.ArgsDigest,
-		HeaderRequestDigest: d.RequestDigest,
-		HeaderDecisionID:    d.ID,
-	}
-	if d.Tool != "" {
-		set[HeaderTool] = d.Tool
-	}
-	if d.Principal != nil {
-		set[HeaderPrincipal] = d.Principal.Subject
-	}
-	if len(d.BatchDigests) > 0 {
-		set[HeaderRequestDigest] = strings.Join(d.BatchDigests, ",")
-	}
-	if d.Retry {
-		set[HeaderRetry] = "true"
-	}
-	if dryRun {
-		set[HeaderDryRunDecision] = d.Decision.String()
-		set[HeaderDryRunReason] = string(d.Reason)
-	}
-	names := make([]string, 0, len(set))
-	for k, v := range set {
-		if v == "" { // e.g. no digest for a body that did not parse
-			delete(set, k)
-			continue
+	// The headers we set, in name order (TestOkResponseHeaderOrder); an
+	// empty value is not sent (e.g. no digest for a body that did not
+	// parse).
+	var set [9]headerKV
+	n := 0
+	add := func(k, v string) {
+		if v != "" {
+			set[n] = headerKV{k, v}
+			n++
 		}
-		names = append(names, k)
 	}
-	sort.Strings(names)
-	ok := &authv3.OkHttpResponse{}
-	for _, k := range names {
-		ok.Headers = append(ok.Headers, header(k, headerValue(set[k])))
+	requestDigest := d.RequestDigest
+	if len(d.BatchDigests) > 0 {
+		requestDigest = strings.Join(d.BatchDigests, ",")
+	}
+	principal := ""
+	if d.Principal != nil {
+		principal = d.Principal.Subject
+	}
+	var dryDecision, dryReason string
+	if dryRun {
+		dryDecision, dryReason = d.Decision.String(), string(d.Reason)
+	}
+	retry := ""
+	if d.Retry {
+		retry = "true"
+	}
+	add(HeaderArgsDigest, d.ArgsDigest)
+	add(HeaderDecisionID, d.ID)
+	add(HeaderDryRunDecision, dryDecision)
+	add(HeaderDryRunReason, dryReason)
+	add(HeaderMethod, d.Method)
+	add(HeaderPrincipal, principal)
+	add(HeaderRequestDigest, requestDigest)
+	add(HeaderRetry, retry)
+	add(HeaderTool, d.Tool)
+	ours := set[:n]
+
+	hb := &headerBlock{}
+	ok := &hb.ok
+	ok.Headers = hb.ptrs[:0:n]
+	for i, h := range ours {
+		hb.vals[i] = corev3.HeaderValue{Key: h.k, Value: headerValue(h.v)}
+		hb.opts[i] = corev3.HeaderValueOption{Header: &hb.vals[i], AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
+		ok.Headers = append(ok.Headers, &hb.opts[i])
 	}
 	for k := range reqHeaders {
-		if _, ours := set[k]; !ours && foldsOntoOurs(k, rs.DecidedHeaders) {
+		if !setsHeader(ours, k) && foldsOntoOurs(k, rs.DecidedHeaders) {
 			ok.HeadersToRemove = append(ok.HeadersToRemove, k)
 		}
 	}
 	sort.Strings(ok.HeadersToRemove)
 	return ok
+}
+
+// headerKV is one header the service sets on an allowed request.
+type headerKV struct{ k, v string }
+
+// setsHeader reports whether name is one of set's names.
+func setsHeader(set []headerKV, name string) bool {
+	for _, h := range set {
+		if h.k == name {
+			return true
+		}
+	}
+	return false
+}
+
+// headerBlock holds an OkHttpResponse and its header options, allocated
+// together.
+type headerBlock struct {
+	ok   authv3.OkHttpResponse
+	ptrs [9]*corev3.HeaderValueOption
+	opts [9]corev3.HeaderValueOption
+	vals [9]corev3.HeaderValue
 }
 
 // decidedHeaders are the request headers the service decides on (besides
@@ -488,25 +526,49 @@ func ErrorBody(d *Decision) []byte {
 }
 
 // decisionMetadata is d as a flat struct of strings, for Envoy's dynamic
-// metadata.
+// metadata. Its Values are allocated together (metadataBlock): one
+// allocation for the Struct and its values, one for the map.
 func decisionMetadata(d *Decision) *structpb.Struct {
-	f := map[string]*structpb.Value{
-		"decision_id":    structpb.NewStringValue(d.ID),
-		"decision":       structpb.NewStringValue(d.Decision.String()),
-		"reason":         structpb.NewStringValue(string(d.Reason)),
-		"rule_id":        structpb.NewStringValue(d.RuleID),
-		"method":         structpb.NewStringValue(d.Method),
-		"server":         structpb.NewStringValue(d.Server),
-		"target":         structpb.NewStringValue(d.Target),
-		"args_digest":    structpb.NewStringValue(d.ArgsDigest),
-		"request_digest": structpb.NewStringValue(d.RequestDigest),
-		"policy_version": structpb.NewStringValue(d.PolicyVersion),
-	}
+	mb := new(metadataBlock)
+	f := make(map[string]*structpb.Value, len(mb.vals))
+	mb.s.Fields = f
+	mb.set("decision_id", d.ID)
+	mb.set("decision", d.Decision.String())
+	mb.set("reason", string(d.Reason))
+	mb.set("rule_id", d.RuleID)
+	mb.set("method", d.Method)
+	mb.set("server", d.Server)
+	mb.set("target", d.Target)
+	mb.set("args_digest", d.ArgsDigest)
+	mb.set("request_digest", d.RequestDigest)
+	mb.set("policy_version", d.PolicyVersion)
 	if d.Principal != nil {
-		f["principal"] = structpb.NewStringValue(d.Principal.Subject)
+		mb.set("principal", d.Principal.Subject)
 	}
 	if d.Retry {
-		f["retry"] = structpb.NewStringValue("true")
+		mb.set("retry", "true")
 	}
-	return &structpb.Struct{Fields: f}
+	return &mb.s
+}
+
+// metadataBlock holds the dynamic metadata Struct of one response and room
+// for every string Value decisionMetadata and DryRunResponse set.
+type metadataBlock struct {
+	s    structpb.Struct
+	vals [13]structpb.Value
+	strs [13]structpb.Value_StringValue
+	n    int
+}
+
+// set adds the string member k = v; past the block's room it allocates.
+func (mb *metadataBlock) set(k, v string) {
+	if mb.n == len(mb.vals) {
+		mb.s.Fields[k] = structpb.NewStringValue(v)
+		return
+	}
+	sv, val := &mb.strs[mb.n], &mb.vals[mb.n]
+	mb.n++
+	sv.StringValue = v
+	val.Kind = sv
+	mb.s.Fields[k] = val
 }
