@@ -52,21 +52,37 @@ func RequestFromCheck(req *authv3.CheckRequest) *Request {
 		ContextExtensions:    attrs.GetContextExtensions(),
 		DestinationPrincipal: attrs.GetDestination().GetPrincipal(),
 	}
+	// Each name gets a one-value slice of one shared backing array (cap 1:
+	// a second value for a name appends into a new array, never over the
+	// next name's value).
 	if hm := h.GetHeaderMap(); len(hm.GetHeaders()) > 0 {
 		r.Headers = make(Headers, len(hm.GetHeaders()))
-		for _, hv := range hm.GetHeaders() {
+		vals := make([]string, len(hm.GetHeaders()))
+		for i, hv := range hm.GetHeaders() {
 			v := hv.GetValue()
 			if len(hv.GetRawValue()) > 0 {
 				v = string(hv.GetRawValue())
 			}
 			k := strings.ToLower(hv.GetKey())
-			r.Headers[k] = append(r.Headers[k], v)
+			if old, ok := r.Headers[k]; ok {
+				r.Headers[k] = append(old, v)
+				continue
+			}
+			vals[i] = v
+			r.Headers[k] = vals[i : i+1 : i+1]
 		}
 	} else {
 		r.Headers = make(Headers, len(h.GetHeaders()))
+		vals := make([]string, 0, len(h.GetHeaders()))
 		for k, v := range h.GetHeaders() {
 			k = strings.ToLower(k)
-			r.Headers[k] = append(r.Headers[k], v)
+			if old, ok := r.Headers[k]; ok {
+				r.Headers[k] = append(old, v)
+				continue
+			}
+			i := len(vals)
+			vals = append(vals, v)
+			r.Headers[k] = vals[i : i+1 : i+1]
 		}
 	}
 	if raw := h.GetRawBody(); len(raw) > 0 {
