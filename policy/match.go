@@ -38,6 +38,8 @@ type request struct {
 
 	looseDone              bool
 	looseServer, looseName string
+
+	args *lazyArgs // CEL's `args` from in.LazyArgs, made on first use
 }
 
 func (r *request) loose() (server, name string) {
