@@ -78,6 +78,10 @@ type Message struct {
 
 	args  map[string]any // Args, once decoded
 	index *argIndex      // Arg's index of the top-level members, once built
+	// argOffs are the top-level members of RawArguments as Parse scanned
+	// them: pairs of name and value offsets. Nil for `{}`, and for a
+	// Message not made by Parse (Arg then builds index).
+	argOffs []int32
 }
 
 // argIndex locates the top-level members of RawArguments.
@@ -101,6 +105,17 @@ func (m *Message) Arg(name string) (any, bool) {
 	}
 	p := getScanner(m.RawArguments, unlimited)
 	defer putScanner(p)
+	if m.argOffs != nil {
+		for i := 0; i+1 < len(m.argOffs); i += 2 {
+			p.pos = int(m.argOffs[i])
+			key, _, err := p.scanString()
+			if err == nil && string(key) == name {
+				p.pos = int(m.argOffs[i+1])
+				return p.build(), true
+			}
+		}
+		return nil, false
+	}
 	if m.index == nil {
 		m.index = p.indexMembers()
 	}
@@ -468,6 +483,7 @@ type envRec struct {
 	pVariant, nVariant           keyRec
 	argsSum                      [sha256.Size]byte
 	hashed                       bool
+	argMems                      [2]int // p.argMems[argMems[0]:argMems[1]]: the members of args
 
 	refType, refName, refURI vref
 	refVariant               keyRec
@@ -671,9 +687,14 @@ func (p *scanner) params(r *envRec) *ParseError {
 				return err
 			}
 			p.out = p.out[:0]
-			if err := p.object(true); err != nil {
+			p.argDepth = p.depth + 1
+			r.argMems[0] = len(p.argMems)
+			err := p.object(true)
+			p.argDepth = 0
+			if err != nil {
 				return err
 			}
+			r.argMems[1] = len(p.argMems)
 			r.args = vref{kind: vObject, off: off, end: p.pos}
 			r.argsSum, r.hashed = sha256.Sum256(p.out), true
 		case "ref":
@@ -994,6 +1015,12 @@ func (p *scanner) target(r *envRec, index int, m *Message) *ParseError {
 	}
 	m.RawArguments = p.in[r.args.off:r.args.end]
 	m.ArgsDigest = digestOf(r.argsSum)
+	if mems := p.argMems[r.argMems[0]:r.argMems[1]]; len(mems) > 0 {
+		m.argOffs = make([]int32, len(mems))
+		for i, off := range mems {
+			m.argOffs[i] = off - int32(r.args.off)
+		}
+	}
 	return nil
 }
 
