@@ -43,7 +43,13 @@ const (
 func RequestFromCheck(req *authv3.CheckRequest) *Request {
 	attrs := req.GetAttributes()
 	h := attrs.GetRequest().GetHttp()
-	r := &Request{
+	// The Request and the header values of a usual request: one allocation.
+	rb := new(struct {
+		r    Request
+		vals [16]string
+	})
+	r := &rb.r
+	*r = Request{
 		ID:                   h.GetId(),
 		Method:               h.GetMethod(),
 		Scheme:               h.GetScheme(),
@@ -57,7 +63,10 @@ func RequestFromCheck(req *authv3.CheckRequest) *Request {
 	// next name's value).
 	if hm := h.GetHeaderMap(); len(hm.GetHeaders()) > 0 {
 		r.Headers = make(Headers, len(hm.GetHeaders()))
-		vals := make([]string, len(hm.GetHeaders()))
+		vals := rb.vals[:]
+		if len(hm.GetHeaders()) > len(vals) {
+			vals = make([]string, len(hm.GetHeaders()))
+		}
 		for i, hv := range hm.GetHeaders() {
 			v := hv.GetValue()
 			if len(hv.GetRawValue()) > 0 {
@@ -73,7 +82,10 @@ func RequestFromCheck(req *authv3.CheckRequest) *Request {
 		}
 	} else {
 		r.Headers = make(Headers, len(h.GetHeaders()))
-		vals := make([]string, 0, len(h.GetHeaders()))
+		vals := rb.vals[:0]
+		if len(h.GetHeaders()) > cap(vals) {
+			vals = make([]string, 0, len(h.GetHeaders()))
+		}
 		for k, v := range h.GetHeaders() {
 			k = strings.ToLower(k)
 			if old, ok := r.Headers[k]; ok {

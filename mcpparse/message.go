@@ -520,7 +520,17 @@ func (p *scanner) parse() (*Body, *ParseError) {
 	if batch && len(p.envs) == 0 {
 		return nil, &ParseError{Kind: ErrBatchEmpty, Offset: int64(rootOff), Index: -1, Msg: "empty batch"}
 	}
-	out := &Body{Batch: batch, Messages: make([]Message, len(p.envs))}
+	var out *Body
+	if len(p.envs) == 1 { // the usual body: one allocation for it and its message
+		b := new(struct {
+			body Body
+			msg  [1]Message
+		})
+		out = &b.body
+		out.Batch, out.Messages = batch, b.msg[:]
+	} else {
+		out = &Body{Batch: batch, Messages: make([]Message, len(p.envs))}
+	}
 	for i := range p.envs {
 		index := i
 		if !batch {
