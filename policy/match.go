@@ -31,7 +31,8 @@ type rule struct {
 // request is one Input being evaluated, with the forms rules compare,
 // computed at most once.
 type request struct {
-	in   *Input
+	in   *Input // &own
+	own  Input
 	kind kind
 	name string // tool name, prompt name, normal-form URI or method
 	res  resourceTarget
