@@ -105,7 +105,8 @@ func (a activation) ResolveName(name string) (any, bool) {
 	case "args":
 		if in.Args == nil && in.LazyArgs != nil {
 			if a.r.args == nil { // one per request: every rule shares its decoded members
-				a.r.args = &lazyArgs{src: in.LazyArgs}
+				a.r.argsVal = lazyArgs{src: in.LazyArgs}
+				a.r.args = &a.r.argsVal
 			}
 			return a.r.args, true
 		}

@@ -40,7 +40,8 @@ type request struct {
 	looseDone              bool
 	looseServer, looseName string
 
-	args *lazyArgs // CEL's `args` from in.LazyArgs, made on first use
+	args    *lazyArgs // CEL's `args` from in.LazyArgs: &argsVal once first used
+	argsVal lazyArgs
 }
 
 func (r *request) loose() (server, name string) {
