@@ -251,10 +251,10 @@ func (rs *Responder) ResponseFor(d *Decision, r *Request) *authv3.CheckResponse 
 }
 
 func (rs *Responder) respond(d *Decision, reqHeaders Headers, resourceMetadata string) *authv3.CheckResponse {
-	md := decisionMetadata(d)
 	if d.Allowed() {
-		return okCheckResponse(md, rs.okResponse(d, reqHeaders, false))
+		return rs.okCheckResponse(d, reqHeaders, false)
 	}
+	md := decisionMetadata(d)
 	o := d.Reason.outcome()
 	headers := []*corev3.HeaderValueOption{header("content-type", "application/json")}
 	status, body := rs.Status(d, reqHeaders), ErrorBody(d)
@@ -284,25 +284,38 @@ func (rs *Responder) respond(d *Decision, reqHeaders Headers, resourceMetadata s
 // upstream in x-mcp-dry-run-decision and x-mcp-dry-run-reason. Dynamic
 // metadata carries the real decision and dry_run "true".
 func (rs *Responder) DryRunResponse(d *Decision, reqHeaders Headers) *authv3.CheckResponse {
-	md := decisionMetadata(d)
-	md.Fields["dry_run"] = structpb.NewStringValue("true")
-	return okCheckResponse(md, rs.okResponse(d, reqHeaders, true))
+	return rs.okCheckResponse(d, reqHeaders, true)
 }
 
-// okCheckResponse is an OK CheckResponse carrying ok and md; the response,
-// its status and its oneof wrapper are allocated together.
-func okCheckResponse(md *structpb.Struct, ok *authv3.OkHttpResponse) *authv3.CheckResponse {
-	b := &struct {
-		r  authv3.CheckResponse
-		st rpcstatus.Status
-		hr authv3.CheckResponse_OkResponse
-	}{}
-	b.hr.OkResponse = ok
+// okBlock is an OK CheckResponse and everything it points to, allocated
+// together.
+type okBlock struct {
+	r  authv3.CheckResponse
+	st rpcstatus.Status
+	hr authv3.CheckResponse_OkResponse
+	hb headerBlock
+	mb metadataBlock
+}
+
+// okCheckResponse is the OK CheckResponse for d: the x-mcp-* headers
+// (okResponse) and d as dynamic metadata, with dry_run "true" when dryRun.
+func (rs *Responder) okCheckResponse(d *Decision, reqHeaders Headers, dryRun bool) *authv3.CheckResponse {
+	b := new(okBlock)
+	md := b.mb.fill(d)
+	if dryRun {
+		b.mb.set("dry_run", "true")
+	}
+	b.hr.OkResponse = rs.fillOkResponse(&b.hb, d, reqHeaders, dryRun)
 	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, md, &b.hr
 	return &b.r
 }
 
 func (rs *Responder) okResponse(d *Decision, reqHeaders Headers, dryRun bool) *authv3.OkHttpResponse {
+	return rs.fillOkResponse(new(headerBlock), d, reqHeaders, dryRun)
+}
+
+// fillOkResponse builds okResponse's answer in hb.
+func (rs *Responder) fillOkResponse(hb *headerBlock, d *Decision, reqHeaders Headers, dryRun bool) *authv3.OkHttpResponse {
 	// The headers we set, in name order (TestOkResponseHeaderOrder); an
 	// empty value is not sent (e.g. no digest for a body that did not
 	// parse).
@@ -341,7 +354,6 @@ func (rs *Responder) okResponse(d *Decision, reqHeaders Headers, dryRun bool) *a
 	add(HeaderTool, d.Tool)
 	ours := set[:n]
 
-	hb := &headerBlock{}
 	ok := &hb.ok
 	ok.Headers = hb.ptrs[:0:n]
 	for i, h := range ours {
@@ -557,7 +569,11 @@ func ErrorBody(d *Decision) []byte {
 // metadata. Its Values are allocated together (metadataBlock): one
 // allocation for the Struct and its values, one for the map.
 func decisionMetadata(d *Decision) *structpb.Struct {
-	mb := new(metadataBlock)
+	return new(metadataBlock).fill(d)
+}
+
+// fill sets mb to d's metadata (decisionMetadata) and returns its Struct.
+func (mb *metadataBlock) fill(d *Decision) *structpb.Struct {
 	f := make(map[string]*structpb.Value, len(mb.vals))
 	mb.s.Fields = f
 	mb.set("decision_id", d.ID)
