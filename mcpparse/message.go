@@ -82,6 +82,7 @@ type Message struct {
 	// them: pairs of name and value offsets. Nil for `{}`, and for a
 	// Message not made by Parse (Arg then builds index).
 	argOffs []int32
+	argBuf  [8]int32 // argOffs of up to four members
 }
 
 // argIndex locates the top-level members of RawArguments.
@@ -1026,7 +1027,11 @@ func (p *scanner) target(r *envRec, index int, m *Message) *ParseError {
 	m.RawArguments = p.in[r.args.off:r.args.end]
 	m.ArgsDigest = digestOf(r.argsSum)
 	if mems := p.argMems[r.argMems[0]:r.argMems[1]]; len(mems) > 0 {
-		m.argOffs = make([]int32, len(mems))
+		m.argOffs = m.argBuf[:0]
+		if len(mems) > len(m.argBuf) {
+			m.argOffs = make([]int32, 0, len(mems))
+		}
+		m.argOffs = m.argOffs[:len(mems)]
 		for i, off := range mems {
 			m.argOffs[i] = off - int32(r.args.off)
 		}
