@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
@@ -174,4 +175,26 @@ func TestOkResponseHeaderOrder(t *testing.T) {
 	if got := ok.GetHeadersToRemove(); !slices.Equal(got, []string{"x_mcp_tool"}) {
 		t.Errorf("headers to remove %q, want [x_mcp_tool]", got)
 	}
+}
+
+// TestAppendJSONString: the denial body's strings are byte for byte what
+// encoding/json writes.
+func TestAppendJSONString(t *testing.T) {
+	for _, give := range []string{"", "plain", `q"b\s`, "\b\f\n\r\t\x00\x1f\x7f", "<a>&", "é🚀\u2028\u2029",
+		"bad\xffutf8\xc3", "\xed\xa0\x80", "rule id with / and ;"} {
+		want, _ := json.Marshal(give)
+		if got := appendJSONString(nil, give); string(got) != string(want) {
+			t.Errorf("appendJSONString(%q) = %s, want %s", give, got, want)
+		}
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	f.Add("<\u2028\xff\x01")
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); string(got) != string(want) {
+			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	})
 }
