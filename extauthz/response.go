@@ -253,30 +253,54 @@ func (rs *Responder) respond(d *Decision, reqHeaders Headers, resourceMetadata s
 	if d.Allowed() {
 		return rs.okCheckResponse(d, reqHeaders, false)
 	}
-	md := decisionMetadata(d)
+	b := new(deniedBlock)
 	o := d.Reason.outcome()
-	headers := []*corev3.HeaderValueOption{header("content-type", "application/json")}
-	status, body := rs.Status(d, reqHeaders), ErrorBody(d)
+	b.add("content-type", "application/json")
+	var status int
+	var body []byte
 	switch {
 	case concealable(d): // the MCP server's own answer to an unknown target
 		status, body = http.StatusOK, concealedBody(rs.ConcealAs, d)
 	case o.class == classToken:
-		headers = append(headers, header("www-authenticate", wwwAuthenticate(d.Reason, reqHeaders, resourceMetadata)))
+		b.add("www-authenticate", wwwAuthenticate(d.Reason, reqHeaders, resourceMetadata))
 	case d.Reason == ReasonInsufficientScope:
-		headers = append(headers, header("www-authenticate", insufficientScopeChallenge(d.RequiredScopes, resourceMetadata)))
+		b.add("www-authenticate", insufficientScopeChallenge(d.RequiredScopes, resourceMetadata))
+	}
+	if body == nil {
+		status, body = rs.Status(d, reqHeaders), ErrorBody(d)
 	}
 	if o.retryAfter > 0 {
-		headers = append(headers, header("retry-after", strconv.Itoa(o.retryAfter)))
+		b.add("retry-after", strconv.Itoa(o.retryAfter))
 	}
-	return &authv3.CheckResponse{
-		Status:          &rpcstatus.Status{Code: int32(o.grpc), Message: string(d.Reason)},
-		DynamicMetadata: md,
-		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
-			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(status)},
-			Headers: headers,
-			Body:    string(body),
-		}},
-	}
+	b.st = rpcstatus.Status{Code: int32(o.grpc), Message: string(d.Reason)}
+	b.hs.Code = typev3.StatusCode(status)
+	b.dr.Status, b.dr.Headers, b.dr.Body = &b.hs, b.ptrs[:b.n:b.n], string(body)
+	b.hr.DeniedResponse = &b.dr
+	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, b.mb.fill(d), &b.hr
+	return &b.r
+}
+
+// deniedBlock is a denying CheckResponse and everything it points to but
+// its body, allocated together.
+type deniedBlock struct {
+	r    authv3.CheckResponse
+	st   rpcstatus.Status
+	hr   authv3.CheckResponse_DeniedResponse
+	dr   authv3.DeniedHttpResponse
+	hs   typev3.HttpStatus
+	ptrs [3]*corev3.HeaderValueOption
+	opts [3]corev3.HeaderValueOption
+	vals [3]corev3.HeaderValue
+	n    int
+	mb   metadataBlock
+}
+
+// add appends the header k: v (overwriting the upstream's, as header does).
+func (b *deniedBlock) add(k, v string) {
+	b.vals[b.n] = corev3.HeaderValue{Key: k, Value: v}
+	b.opts[b.n] = corev3.HeaderValueOption{Header: &b.vals[b.n], AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
+	b.ptrs[b.n] = &b.opts[b.n]
+	b.n++
 }
 
 // DryRunResponse admits the request whatever d decided, passing the decision
@@ -509,13 +533,6 @@ func headerValue(v string) string {
 		return v
 	}
 	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
-}
-
-func header(k, v string) *corev3.HeaderValueOption {
-	return &corev3.HeaderValueOption{
-		Header:       &corev3.HeaderValue{Key: k, Value: v},
-		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
-	}
 }
 
 // ErrorBody is the JSON-RPC 2.0 error response of a denial:
