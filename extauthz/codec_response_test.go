@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
@@ -19,7 +20,9 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
 // fullCheckResponse sets every field marshalCheckResponse encodes, with
@@ -150,6 +153,48 @@ func FuzzMarshalCheckResponse(f *testing.F) {
 		}
 		for _, r := range fullCheckResponse(s, n, b, code) {
 			assertMarshalsLikeProto(t, r)
+		}
+	})
+}
+
+// TestOkResponseHeaderOrder: the headers of an allowed request come in name
+// order, every one the service can set present once.
+func TestOkResponseHeaderOrder(t *testing.T) {
+	d := &Decision{ID: "0123", Decision: policy.Allow, Reason: ReasonAllowed, Method: "tools/call", Tool: "t",
+		ArgsDigest: "sha256:a", RequestDigest: "sha256:r", Retry: true, Principal: &bearer.Principal{Subject: "s"}}
+	ok := (&Responder{}).okResponse(d, Headers{"x_mcp_tool": {"x"}, HeaderTool: {"y"}}, true)
+	var names []string
+	for _, h := range ok.GetHeaders() {
+		names = append(names, h.GetHeader().GetKey())
+	}
+	want := []string{HeaderArgsDigest, HeaderDecisionID, HeaderDryRunDecision, HeaderDryRunReason, HeaderMethod,
+		HeaderPrincipal, HeaderRequestDigest, HeaderRetry, HeaderTool}
+	if !slices.Equal(names, want) || !slices.IsSorted(names) {
+		t.Errorf("headers %q, want %q in order", names, want)
+	}
+	if got := ok.GetHeadersToRemove(); !slices.Equal(got, []string{"x_mcp_tool"}) {
+		t.Errorf("headers to remove %q, want [x_mcp_tool]", got)
+	}
+}
+
+// TestAppendJSONString: the denial body's strings are byte for byte what
+// encoding/json writes.
+func TestAppendJSONString(t *testing.T) {
+	for _, give := range []string{"", "plain", `q"b\s`, "\b\f\n\r\t\x00\x1f\x7f", "<a>&", "é🚀\u2028\u2029",
+		"bad\xffutf8\xc3", "\xed\xa0\x80", "rule id with / and ;"} {
+		want, _ := json.Marshal(give)
+		if got := appendJSONString(nil, give); string(got) != string(want) {
+			t.Errorf("appendJSONString(%q) = %s, want %s", give, got, want)
+		}
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	f.Add("<\u2028\xff\x01")
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); string(got) != string(want) {
+			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
 		}
 	})
 }

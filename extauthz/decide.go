@@ -276,9 +276,14 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 	// Every element is decided; the first that is not allowed decides the
 	// whole body. Its id answers a single message; a batch answers id null.
 	var first *Decision
+	var single Decision // the element of a lone message: no allocation
 	for i := range body.Messages {
 		m := &body.Messages[i]
-		el := &Decision{Server: dec.Server, Principal: principal, PolicyVersion: dec.PolicyVersion}
+		el := &single
+		if body.Batch {
+			el = new(Decision)
+		}
+		*el = Decision{Server: dec.Server, Principal: principal, PolicyVersion: dec.PolicyVersion}
 		if !body.Batch {
 			el.RPCID = m.ID
 		}

@@ -39,7 +39,11 @@ func requestDigest(e requestEnvelope) string {
 	}
 	n := len(e.ArgsDigest) + len(e.Audience) + len(e.Issuer) + len(e.Method) + len(e.Server) +
 		len(e.Subject) + len(e.Target) + 128
-	b := make([]byte, 0, n)
+	var buf [512]byte // the usual envelope fits: no allocation
+	b := buf[:0]
+	if n > len(buf) {
+		b = make([]byte, 0, n)
+	}
 	b = append(b, `{"args_digest":`...)
 	b = mcpparse.AppendJCSString(b, e.ArgsDigest)
 	b = append(b, `,"aud":`...)

@@ -1,14 +1,13 @@
 package extauthz
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
@@ -27,7 +26,13 @@ import (
 func RequestFromCheck(req *authv3.CheckRequest) *Request {
 	attrs := req.GetAttributes()
 	h := attrs.GetRequest().GetHttp()
-	r := &Request{
+	// The Request and the header values of a usual request: one allocation.
+	rb := new(struct {
+		r    Request
+		vals [16]string
+	})
+	r := &rb.r
+	*r = Request{
 		ID:                   h.GetId(),
 		Method:               h.GetMethod(),
 		Scheme:               h.GetScheme(),
@@ -36,21 +41,43 @@ func RequestFromCheck(req *authv3.CheckRequest) *Request {
 		ContextExtensions:    attrs.GetContextExtensions(),
 		DestinationPrincipal: attrs.GetDestination().GetPrincipal(),
 	}
+	// Each name gets a one-value slice of one shared backing array (cap 1:
+	// a second value for a name appends into a new array, never over the
+	// next name's value).
 	if hm := h.GetHeaderMap(); len(hm.GetHeaders()) > 0 {
 		r.Headers = make(Headers, len(hm.GetHeaders()))
-		for _, hv := range hm.GetHeaders() {
+		vals := rb.vals[:]
+		if len(hm.GetHeaders()) > len(vals) {
+			vals = make([]string, len(hm.GetHeaders()))
+		}
+		for i, hv := range hm.GetHeaders() {
 			v := hv.GetValue()
 			if len(hv.GetRawValue()) > 0 {
 				v = string(hv.GetRawValue())
 			}
 			k := strings.ToLower(hv.GetKey())
-			r.Headers[k] = append(r.Headers[k], v)
+			if old, ok := r.Headers[k]; ok {
+				r.Headers[k] = append(old, v)
+				continue
+			}
+			vals[i] = v
+			r.Headers[k] = vals[i : i+1 : i+1]
 		}
 	} else {
 		r.Headers = make(Headers, len(h.GetHeaders()))
+		vals := rb.vals[:0]
+		if len(h.GetHeaders()) > cap(vals) {
+			vals = make([]string, 0, len(h.GetHeaders()))
+		}
 		for k, v := range h.GetHeaders() {
 			k = strings.ToLower(k)
-			r.Headers[k] = append(r.Headers[k], v)
+			if old, ok := r.Headers[k]; ok {
+				r.Headers[k] = append(old, v)
+				continue
+			}
+			i := len(vals)
+			vals = append(vals, v)
+			r.Headers[k] = vals[i : i+1 : i+1]
 		}
 	}
 	if raw := h.GetRawBody(); len(raw) > 0 {
@@ -196,95 +223,169 @@ func (rs *Responder) ResponseFor(d *Decision, r *Request) *authv3.CheckResponse 
 }
 
 func (rs *Responder) respond(d *Decision, reqHeaders Headers, resourceMetadata string) *authv3.CheckResponse {
-	md := decisionMetadata(d)
 	if d.Allowed() {
-		return &authv3.CheckResponse{
-			Status:          &rpcstatus.Status{Code: 0},
-			DynamicMetadata: md,
-			HttpResponse:    &authv3.CheckResponse_OkResponse{OkResponse: rs.okResponse(d, reqHeaders, false)},
-		}
+		return rs.okCheckResponse(d, reqHeaders, false)
 	}
+	b := new(deniedBlock)
 	o := d.Reason.outcome()
-	headers := []*corev3.HeaderValueOption{header("content-type", "application/json")}
-	status, body := rs.Status(d, reqHeaders), errorBody(d)
+	b.add("content-type", "application/json")
+	var status int
+	var body []byte
 	switch {
 	case concealable(d): // the MCP server's own answer to an unknown target
 		status, body = http.StatusOK, concealedBody(rs.ConcealAs, d)
 	case o.class == classToken:
-		headers = append(headers, header("www-authenticate", wwwAuthenticate(d.Reason, reqHeaders, resourceMetadata)))
+		b.add("www-authenticate", wwwAuthenticate(d.Reason, reqHeaders, resourceMetadata))
 	case d.Reason == ReasonInsufficientScope:
-		headers = append(headers, header("www-authenticate", insufficientScopeChallenge(d.RequiredScopes, resourceMetadata)))
+		b.add("www-authenticate", insufficientScopeChallenge(d.RequiredScopes, resourceMetadata))
+	}
+	if body == nil {
+		status, body = rs.Status(d, reqHeaders), errorBody(d)
 	}
 	if o.retryAfter > 0 {
-		headers = append(headers, header("retry-after", strconv.Itoa(o.retryAfter)))
+		b.add("retry-after", strconv.Itoa(o.retryAfter))
 	}
-	return &authv3.CheckResponse{
-		Status:          &rpcstatus.Status{Code: int32(o.grpc), Message: string(d.Reason)},
-		DynamicMetadata: md,
-		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
-			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(status)},
-			Headers: headers,
-			Body:    string(body),
-		}},
-	}
+	b.st = rpcstatus.Status{Code: int32(o.grpc), Message: string(d.Reason)}
+	b.hs.Code = typev3.StatusCode(status)
+	b.dr.Status, b.dr.Headers, b.dr.Body = &b.hs, b.ptrs[:b.n:b.n], string(body)
+	b.hr.DeniedResponse = &b.dr
+	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, b.mb.fill(d), &b.hr
+	return &b.r
+}
+
+// deniedBlock is a denying CheckResponse and everything it points to but
+// its body, allocated together.
+type deniedBlock struct {
+	r    authv3.CheckResponse
+	st   rpcstatus.Status
+	hr   authv3.CheckResponse_DeniedResponse
+	dr   authv3.DeniedHttpResponse
+	hs   typev3.HttpStatus
+	ptrs [3]*corev3.HeaderValueOption
+	opts [3]corev3.HeaderValueOption
+	vals [3]corev3.HeaderValue
+	n    int
+	mb   metadataBlock
+}
+
+// add appends the header k: v (overwriting the upstream's, as header does).
+func (b *deniedBlock) add(k, v string) {
+	b.vals[b.n] = corev3.HeaderValue{Key: k, Value: v}
+	b.opts[b.n] = corev3.HeaderValueOption{Header: &b.vals[b.n], AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
+	b.ptrs[b.n] = &b.opts[b.n]
+	b.n++
 }
 
 // DryRunResponse admits the request whatever d decided, passing the decision
 // upstream in x-mcp-dry-run-decision and x-mcp-dry-run-reason. Dynamic
 // metadata carries the real decision and dry_run "true".
 func (rs *Responder) DryRunResponse(d *Decision, reqHeaders Headers) *authv3.CheckResponse {
-	md := decisionMetadata(d)
-	md.Fields["dry_run"] = structpb.NewStringValue("true")
-	return &authv3.CheckResponse{
-		Status:          &rpcstatus.Status{Code: 0},
-		DynamicMetadata: md,
-		HttpResponse:    &authv3.CheckResponse_OkResponse{OkResponse: rs.okResponse(d, reqHeaders, true)},
+	return rs.okCheckResponse(d, reqHeaders, true)
+}
+
+// okBlock is an OK CheckResponse and everything it points to, allocated
+// together.
+type okBlock struct {
+	r  authv3.CheckResponse
+	st rpcstatus.Status
+	hr authv3.CheckResponse_OkResponse
+	hb headerBlock
+	mb metadataBlock
+}
+
+// okCheckResponse is the OK CheckResponse for d: the x-mcp-* headers
+// (okResponse) and d as dynamic metadata, with dry_run "true" when dryRun.
+func (rs *Responder) okCheckResponse(d *Decision, reqHeaders Headers, dryRun bool) *authv3.CheckResponse {
+	b := new(okBlock)
+	md := b.mb.fill(d)
+	if dryRun {
+		b.mb.set("dry_run", "true")
 	}
+	b.hr.OkResponse = rs.fillOkResponse(&b.hb, d, reqHeaders, dryRun)
+	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, md, &b.hr
+	return &b.r
 }
 
 func (rs *Responder) okResponse(d *Decision, reqHeaders Headers, dryRun bool) *authv3.OkHttpResponse {
-	set := map[string]string{
-		HeaderMethod:        d.Method,
-		HeaderArgsDigest:    d.ArgsDigest,
-		HeaderRequestDigest: d.RequestDigest,
-		HeaderDecisionID:    d.ID,
-	}
-	if d.Tool != "" {
-		set[HeaderTool] = d.Tool
-	}
-	if d.Principal != nil {
-		set[HeaderPrincipal] = d.Principal.Subject
-	}
-	if len(d.BatchDigests) > 0 {
-		set[HeaderRequestDigest] = strings.Join(d.BatchDigests, ",")
-	}
-	if d.Retry {
-		set[HeaderRetry] = "true"
-	}
-	if dryRun {
-		set[HeaderDryRunDecision] = d.Decision.String()
-		set[HeaderDryRunReason] = string(d.Reason)
-	}
-	names := make([]string, 0, len(set))
-	for k, v := range set {
-		if v == "" { // e.g. no digest for a body that did not parse
-			delete(set, k)
-			continue
+	return rs.fillOkResponse(new(headerBlock), d, reqHeaders, dryRun)
+}
+
+// fillOkResponse builds okResponse's answer in hb.
+func (rs *Responder) fillOkResponse(hb *headerBlock, d *Decision, reqHeaders Headers, dryRun bool) *authv3.OkHttpResponse {
+	// The headers we set, in name order (TestOkResponseHeaderOrder); an
+	// empty value is not sent (e.g. no digest for a body that did not
+	// parse).
+	var set [9]headerKV
+	n := 0
+	add := func(k, v string) {
+		if v != "" {
+			set[n] = headerKV{k, v}
+			n++
 		}
-		names = append(names, k)
 	}
-	sort.Strings(names)
-	ok := &authv3.OkHttpResponse{}
-	for _, k := range names {
-		ok.Headers = append(ok.Headers, header(k, headerValue(set[k])))
+	requestDigest := d.RequestDigest
+	if len(d.BatchDigests) > 0 {
+		requestDigest = strings.Join(d.BatchDigests, ",")
+	}
+	principal := ""
+	if d.Principal != nil {
+		principal = d.Principal.Subject
+	}
+	var dryDecision, dryReason string
+	if dryRun {
+		dryDecision, dryReason = d.Decision.String(), string(d.Reason)
+	}
+	retry := ""
+	if d.Retry {
+		retry = "true"
+	}
+	add(HeaderArgsDigest, d.ArgsDigest)
+	add(HeaderDecisionID, d.ID)
+	add(HeaderDryRunDecision, dryDecision)
+	add(HeaderDryRunReason, dryReason)
+	add(HeaderMethod, d.Method)
+	add(HeaderPrincipal, principal)
+	add(HeaderRequestDigest, requestDigest)
+	add(HeaderRetry, retry)
+	add(HeaderTool, d.Tool)
+	ours := set[:n]
+
+	ok := &hb.ok
+	ok.Headers = hb.ptrs[:0:n]
+	for i, h := range ours {
+		hb.vals[i] = corev3.HeaderValue{Key: h.k, Value: headerValue(h.v)}
+		hb.opts[i] = corev3.HeaderValueOption{Header: &hb.vals[i], AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
+		ok.Headers = append(ok.Headers, &hb.opts[i])
 	}
 	for k := range reqHeaders {
-		if _, ours := set[k]; !ours && foldsOntoOurs(k, rs.DecidedHeaders) {
+		if !setsHeader(ours, k) && foldsOntoOurs(k, rs.DecidedHeaders) {
 			ok.HeadersToRemove = append(ok.HeadersToRemove, k)
 		}
 	}
 	sort.Strings(ok.HeadersToRemove)
 	return ok
+}
+
+// headerKV is one header the service sets on an allowed request.
+type headerKV struct{ k, v string }
+
+// setsHeader reports whether name is one of set's names.
+func setsHeader(set []headerKV, name string) bool {
+	for _, h := range set {
+		if h.k == name {
+			return true
+		}
+	}
+	return false
+}
+
+// headerBlock holds an OkHttpResponse and its header options, allocated
+// together.
+type headerBlock struct {
+	ok   authv3.OkHttpResponse
+	ptrs [9]*corev3.HeaderValueOption
+	opts [9]corev3.HeaderValueOption
+	vals [9]corev3.HeaderValue
 }
 
 // decidedHeaders are the request headers the service decides on (besides
@@ -407,13 +508,6 @@ func headerValue(v string) string {
 	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }
 
-func header(k, v string) *corev3.HeaderValueOption {
-	return &corev3.HeaderValueOption{
-		Header:       &corev3.HeaderValue{Key: k, Value: v},
-		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
-	}
-}
-
 // errorBody is the JSON-RPC 2.0 error response of a denial:
 //
 //	{"jsonrpc":"2.0","id":<id byte for byte, or null>,"error":{"code":<int>,
@@ -426,60 +520,152 @@ func header(k, v string) *corev3.HeaderValueOption {
 // scopes needed, space-separated) on insufficient_scope.
 func errorBody(d *Decision) []byte {
 	o := d.Reason.outcome()
-	data := map[string]any{
-		"decision":       d.Decision.String(),
-		"reason":         string(d.Reason),
-		"rule_id":        d.RuleID,
-		"request_digest": d.RequestDigest,
-		"decision_id":    d.ID,
-		"policy_version": d.PolicyVersion,
+	b := make([]byte, 0, 384+len(d.RPCID)+len(o.message)+len(d.RuleID)+len(d.ApprovalURL))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	if len(d.RPCID) > 0 {
+		b = append(b, d.RPCID...) // validated by mcpparse: a JSON string or integer literal
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(o.code), 10)
+	b = append(b, `,"message":`...)
+	b = appendJSONString(b, o.message)
+	// data's members in name order, as encoding/json writes a map.
+	b = append(b, `,"data":{`...)
+	if d.ApprovalURL != "" {
+		b = append(b, `"approval_url":`...)
+		b = appendJSONString(b, d.ApprovalURL)
+		b = append(b, ',')
 	}
 	if d.BatchIndex >= 0 {
-		data["batch_index"] = d.BatchIndex
+		b = append(b, `"batch_index":`...)
+		b = strconv.AppendInt(b, int64(d.BatchIndex), 10)
+		b = append(b, ',')
 	}
-	if d.ApprovalURL != "" {
-		data["approval_url"] = d.ApprovalURL
-	}
+	b = append(b, `"decision":`...)
+	b = appendJSONString(b, d.Decision.String())
+	b = append(b, `,"decision_id":`...)
+	b = appendJSONString(b, d.ID)
+	b = append(b, `,"policy_version":`...)
+	b = appendJSONString(b, d.PolicyVersion)
+	b = append(b, `,"reason":`...)
+	b = appendJSONString(b, string(d.Reason))
+	b = append(b, `,"request_digest":`...)
+	b = appendJSONString(b, d.RequestDigest)
+	b = append(b, `,"rule_id":`...)
+	b = appendJSONString(b, d.RuleID)
 	if d.Reason == ReasonInsufficientScope {
-		data["scope"] = strings.Join(d.RequiredScopes, " ")
+		b = append(b, `,"scope":`...)
+		b = appendJSONString(b, strings.Join(d.RequiredScopes, " "))
 	}
-	dataJSON, _ := json.Marshal(data) // strings and ints only: cannot fail
-	msg, _ := json.Marshal(o.message)
-	var b bytes.Buffer
-	b.WriteString(`{"jsonrpc":"2.0","id":`)
-	if len(d.RPCID) > 0 {
-		b.Write(d.RPCID) // validated by mcpparse: a JSON string or integer literal
-	} else {
-		b.WriteString("null")
+	return append(b, "}}}"...)
+}
+
+// appendJSONString appends s as encoding/json.Marshal writes a string:
+// '"', '\\' and controls escaped (\b, \f, \n, \r, \t, else \u00xx), '<', '>' and '&'
+// as \u003c, \u003e, \u0026, U+2028 and U+2029 as \u2028 and \u2029, and
+// each byte that is not UTF-8 as \ufffd.
+func appendJSONString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
 	}
-	b.WriteString(`,"error":{"code":` + strconv.Itoa(o.code) + `,"message":`)
-	b.Write(msg)
-	b.WriteString(`,"data":`)
-	b.Write(dataJSON)
-	b.WriteString("}}")
-	return b.Bytes()
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // decisionMetadata is d as a flat struct of strings, for Envoy's dynamic
-// metadata.
+// metadata. Its Values are allocated together (metadataBlock): one
+// allocation for the Struct and its values, one for the map.
 func decisionMetadata(d *Decision) *structpb.Struct {
-	f := map[string]*structpb.Value{
-		"decision_id":    structpb.NewStringValue(d.ID),
-		"decision":       structpb.NewStringValue(d.Decision.String()),
-		"reason":         structpb.NewStringValue(string(d.Reason)),
-		"rule_id":        structpb.NewStringValue(d.RuleID),
-		"method":         structpb.NewStringValue(d.Method),
-		"server":         structpb.NewStringValue(d.Server),
-		"target":         structpb.NewStringValue(d.Target),
-		"args_digest":    structpb.NewStringValue(d.ArgsDigest),
-		"request_digest": structpb.NewStringValue(d.RequestDigest),
-		"policy_version": structpb.NewStringValue(d.PolicyVersion),
-	}
+	return new(metadataBlock).fill(d)
+}
+
+// fill sets mb to d's metadata (decisionMetadata) and returns its Struct.
+func (mb *metadataBlock) fill(d *Decision) *structpb.Struct {
+	f := make(map[string]*structpb.Value, len(mb.vals))
+	mb.s.Fields = f
+	mb.set("decision_id", d.ID)
+	mb.set("decision", d.Decision.String())
+	mb.set("reason", string(d.Reason))
+	mb.set("rule_id", d.RuleID)
+	mb.set("method", d.Method)
+	mb.set("server", d.Server)
+	mb.set("target", d.Target)
+	mb.set("args_digest", d.ArgsDigest)
+	mb.set("request_digest", d.RequestDigest)
+	mb.set("policy_version", d.PolicyVersion)
 	if d.Principal != nil {
-		f["principal"] = structpb.NewStringValue(d.Principal.Subject)
+		mb.set("principal", d.Principal.Subject)
 	}
 	if d.Retry {
-		f["retry"] = structpb.NewStringValue("true")
+		mb.set("retry", "true")
 	}
-	return &structpb.Struct{Fields: f}
+	return &mb.s
+}
+
+// metadataBlock holds the dynamic metadata Struct of one response and room
+// for every string Value decisionMetadata and DryRunResponse set.
+type metadataBlock struct {
+	s    structpb.Struct
+	vals [13]structpb.Value
+	strs [13]structpb.Value_StringValue
+	n    int
+}
+
+// set adds the string member k = v; past the block's room it allocates.
+func (mb *metadataBlock) set(k, v string) {
+	if mb.n == len(mb.vals) {
+		mb.s.Fields[k] = structpb.NewStringValue(v)
+		return
+	}
+	sv, val := &mb.strs[mb.n], &mb.vals[mb.n]
+	mb.n++
+	sv.StringValue = v
+	val.Kind = sv
+	mb.s.Fields[k] = val
 }

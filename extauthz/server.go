@@ -109,7 +109,9 @@ func (s *Server) logDecision(d *Decision, r *Request, latency time.Duration) {
 	if s.Log == nil {
 		return
 	}
-	fields := []zap.Field{
+	// Room for every field a line can carry: one allocation.
+	fields := make([]zap.Field, 0, 24)
+	fields = append(fields,
 		zap.String("decision_id", d.ID),
 		zap.String("decision", d.Decision.String()),
 		zap.String("reason", string(d.Reason)),
@@ -122,7 +124,7 @@ func (s *Server) logDecision(d *Decision, r *Request, latency time.Duration) {
 		zap.String("request_digest", d.RequestDigest),
 		zap.String("policy_version", d.PolicyVersion),
 		zap.Int64("latency_us", latency.Microseconds()),
-	}
+	)
 	if r.ID != "" {
 		fields = append(fields, zap.String("request_id", r.ID))
 	}

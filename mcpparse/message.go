@@ -78,6 +78,11 @@ type Message struct {
 
 	args  map[string]any // Args, once decoded
 	index *argIndex      // Arg's index of the top-level members, once built
+	// argOffs are the top-level members of RawArguments as Parse scanned
+	// them: pairs of name and value offsets. Nil for `{}`, and for a
+	// Message not made by Parse (Arg then builds index).
+	argOffs []int32
+	argBuf  [8]int32 // argOffs of up to four members
 }
 
 // argIndex locates the top-level members of RawArguments.
@@ -101,6 +106,17 @@ func (m *Message) Arg(name string) (any, bool) {
 	}
 	p := getScanner(m.RawArguments, unlimited)
 	defer putScanner(p)
+	if m.argOffs != nil {
+		for i := 0; i+1 < len(m.argOffs); i += 2 {
+			p.pos = int(m.argOffs[i])
+			key, _, err := p.scanString()
+			if err == nil && string(key) == name {
+				p.pos = int(m.argOffs[i+1])
+				return p.build(), true
+			}
+		}
+		return nil, false
+	}
 	if m.index == nil {
 		m.index = p.indexMembers()
 	}
@@ -470,6 +486,7 @@ type envRec struct {
 	pVariant, nVariant           keyRec
 	argsSum                      [sha256.Size]byte
 	hashed                       bool
+	argMems                      [2]int // p.argMems[argMems[0]:argMems[1]]: the members of args
 
 	refType, refName, refURI vref
 	refVariant               keyRec
@@ -506,7 +523,17 @@ func (p *scanner) parse() (*Body, *ParseError) {
 	if batch && len(p.envs) == 0 {
 		return nil, &ParseError{Kind: ErrBatchEmpty, Offset: int64(rootOff), Index: -1, Msg: "empty batch"}
 	}
-	out := &Body{Batch: batch, Messages: make([]Message, len(p.envs))}
+	var out *Body
+	if len(p.envs) == 1 { // the usual body: one allocation for it and its message
+		b := new(struct {
+			body Body
+			msg  [1]Message
+		})
+		out = &b.body
+		out.Batch, out.Messages = batch, b.msg[:]
+	} else {
+		out = &Body{Batch: batch, Messages: make([]Message, len(p.envs))}
+	}
 	for i := range p.envs {
 		index := i
 		if !batch {
@@ -673,9 +700,14 @@ func (p *scanner) params(r *envRec) *ParseError {
 				return err
 			}
 			p.out = p.out[:0]
-			if err := p.object(true); err != nil {
+			p.argDepth = p.depth + 1
+			r.argMems[0] = len(p.argMems)
+			err := p.object(true)
+			p.argDepth = 0
+			if err != nil {
 				return err
 			}
+			r.argMems[1] = len(p.argMems)
 			r.args = vref{kind: vObject, off: off, end: p.pos}
 			r.argsSum, r.hashed = sha256.Sum256(p.out), true
 		case "ref":
@@ -996,6 +1028,16 @@ func (p *scanner) target(r *envRec, index int, m *Message) *ParseError {
 	}
 	m.RawArguments = p.in[r.args.off:r.args.end]
 	m.ArgsDigest = digestOf(r.argsSum)
+	if mems := p.argMems[r.argMems[0]:r.argMems[1]]; len(mems) > 0 {
+		m.argOffs = m.argBuf[:0]
+		if len(mems) > len(m.argBuf) {
+			m.argOffs = make([]int32, 0, len(mems))
+		}
+		m.argOffs = m.argOffs[:len(mems)]
+		for i, off := range mems {
+			m.argOffs[i] = off - int32(r.args.off)
+		}
+	}
 	return nil
 }
 

@@ -615,3 +615,33 @@ func TestParseErrorString(t *testing.T) {
 		}
 	}
 }
+
+// TestArgBatch: Arg reads each batch element's own arguments, as Parse
+// located them (escaped names, nested members of the same name ignored).
+func TestArgBatch(t *testing.T) {
+	body := `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1,"n":{"y":2}}}},` +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b","arguments":{ "\u0079" : "two" , "z":[{"x":3}]}}},` +
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"c","arguments":{}}}]`
+	b, err := Parse([]byte(body), ParseOptions{AllowBatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		msg    int
+		give   string
+		want   any
+		wantOK bool
+	}{
+		{0, "x", int64(1), true},
+		{0, "y", nil, false},
+		{1, "y", "two", true},
+		{1, "x", nil, false},
+		{2, "x", nil, false},
+	}
+	for _, tt := range tests {
+		got, ok := b.Messages[tt.msg].Arg(tt.give)
+		if ok != tt.wantOK || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("message %d Arg(%q) = %#v, %v; want %#v, %v", tt.msg, tt.give, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}

@@ -79,6 +79,12 @@ type scanner struct {
 
 	envs []envRec // one per JSON-RPC message, in body order
 	subs []vref   // resourceSubscriptions elements, of all messages
+
+	// argDepth is the depth of a params.arguments object being scanned (0:
+	// none); object records its members' name and value offsets in argMems
+	// (pairs), so Message.Arg needs no second scan.
+	argDepth int
+	argMems  []int32
 }
 
 var scanners = sync.Pool{New: func() any { return new(scanner) }}
@@ -89,7 +95,7 @@ const maxPooledBuf = 4 << 20
 func getScanner(in []byte, lim Limits) *scanner {
 	p := scanners.Get().(*scanner)
 	p.in, p.pos, p.lim, p.index = in, 0, lim, -1
-	p.depth, p.keys, p.vals, p.lenient = 0, 0, 0, false
+	p.depth, p.keys, p.vals, p.lenient, p.argDepth = 0, 0, 0, false, 0
 	for i := range p.shapes { // a shape is only valid within one pass (lenient or not)
 		p.shapes[i].ends = p.shapes[i].ends[:0]
 	}
@@ -103,7 +109,7 @@ func putScanner(p *scanner) {
 	}
 	p.arena, p.names, p.str, p.out, p.mems, p.tmp = p.arena[:0], p.names[:0], p.str[:0], p.out[:0], p.mems[:0], p.tmp[:0]
 	clear(p.envs)
-	p.envs, p.subs = p.envs[:0], p.subs[:0]
+	p.envs, p.subs, p.argMems = p.envs[:0], p.subs[:0], p.argMems[:0]
 	scanners.Put(p)
 }
 
@@ -475,9 +481,12 @@ func (p *scanner) object(w bool) *ParseError {
 	o.match = len(o.sh.ends) > 0
 	start, mbase := len(p.out), len(p.mems)
 	for {
-		nm, key, _, esc, err := p.memberName(&o)
+		nm, key, keyOff, esc, err := p.memberName(&o)
 		if err != nil {
 			return err
+		}
+		if p.depth == p.argDepth {
+			p.argMems = append(p.argMems, int32(keyOff), int32(p.pos))
 		}
 		var mstart int
 		if w {

@@ -129,7 +129,11 @@ func (a activation) ResolveName(name string) (any, bool) {
 	switch name {
 	case "args":
 		if in.Args == nil && in.LazyArgs != nil {
-			return &lazyArgs{src: in.LazyArgs}, true
+			if a.r.args == nil { // one per request: every rule shares its decoded members
+				a.r.argsVal = lazyArgs{src: in.LazyArgs}
+				a.r.args = &a.r.argsVal
+			}
+			return a.r.args, true
 		}
 		if in.Args == nil {
 			return emptyMap, true

@@ -64,12 +64,12 @@ func (p *Policy) Explain(in *Input) Trace {
 	tr.Name = r.name
 	for _, d := range []Decision{Deny, Ask, Allow} {
 		for _, ru := range p.rules[d][r.kind] {
-			tr.Rules = append(tr.Rules, ru.trace(&r))
+			tr.Rules = append(tr.Rules, ru.trace(r))
 		}
 	}
 	for _, ru := range p.shadow {
 		if ru.kind == r.kind {
-			tr.Rules = append(tr.Rules, ru.trace(&r))
+			tr.Rules = append(tr.Rules, ru.trace(r))
 		}
 	}
 	return tr

@@ -15,6 +15,17 @@ import (
 type lazyArgs struct {
 	src  LazyArgs
 	full traits.Mapper // every argument, once needed
+	// memo holds the members already looked up: rules often read the same
+	// few arguments, each decoded once per request.
+	memo  [4]memoArg
+	nmemo int
+}
+
+// memoArg is one looked-up member: its value, or found false.
+type memoArg struct {
+	key   string
+	val   ref.Val
+	found bool
 }
 
 var _ traits.Mapper = (*lazyArgs)(nil)
@@ -36,11 +47,21 @@ func (l *lazyArgs) Find(key ref.Val) (ref.Val, bool) {
 	if !ok || l.full != nil {
 		return l.all().Find(key)
 	}
-	v, found := l.src.Arg(string(s))
-	if !found {
-		return nil, false
+	for _, m := range l.memo[:l.nmemo] {
+		if m.key == string(s) {
+			return m.val, m.found
+		}
 	}
-	return types.DefaultTypeAdapter.NativeToValue(v), true
+	var val ref.Val
+	v, found := l.src.Arg(string(s))
+	if found {
+		val = types.DefaultTypeAdapter.NativeToValue(v)
+	}
+	if l.nmemo < len(l.memo) {
+		l.memo[l.nmemo] = memoArg{string(s), val, found}
+		l.nmemo++
+	}
+	return val, found
 }
 
 // Get returns the member key, or the error a map gives for a missing key.

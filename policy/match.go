@@ -31,13 +31,17 @@ type rule struct {
 // request is one Input being evaluated, with the forms rules compare,
 // computed at most once.
 type request struct {
-	in   *Input
+	in   *Input // &own
+	own  Input
 	kind kind
 	name string // tool name, prompt name, normal-form URI or method
 	res  resourceTarget
 
 	looseDone              bool
 	looseServer, looseName string
+
+	args    *lazyArgs // CEL's `args` from in.LazyArgs: &argsVal once first used
+	argsVal lazyArgs
 }
 
 func (r *request) loose() (server, name string) {

@@ -300,7 +300,7 @@ func (p *Policy) evaluate(in *Input) Result {
 		res.Scopes = by.scopes
 	}
 	for _, ru := range p.shadow {
-		if ru.matches(&r) {
+		if ru.matches(r) {
 			res.Shadow = append(res.Shadow, ShadowMatch{RuleID: ru.id, Decision: ru.decision})
 		}
 	}
@@ -308,12 +308,14 @@ func (p *Policy) evaluate(in *Input) Result {
 }
 
 // newRequest classifies in, or returns the cause of its denial before any
-// rule (CauseInvalidInput, CauseUnsafeURI).
-func newRequest(in *Input) (request, Cause) {
+// rule (CauseInvalidInput, CauseUnsafeURI). r.in points to r's own copy of
+// *in (own), so a caller's Input need not outlive the evaluation.
+func newRequest(in *Input) (r *request, cause Cause) {
+	r = new(request)
 	if in == nil {
-		return request{}, CauseInvalidInput
+		return r, CauseInvalidInput
 	}
-	r := request{in: in}
+	r.own, r.in = *in, &r.own
 	switch in.Op {
 	case OpRequest:
 		switch {

@@ -348,8 +348,12 @@ func ParseAuthorization(h string) (scheme, token string, ok bool) {
 	if !found {
 		return "", "", false
 	}
-	scheme = strings.ToLower(scheme)
-	if scheme != "bearer" && scheme != "dpop" {
+	switch {
+	case strings.EqualFold(scheme, "bearer"):
+		scheme = "bearer"
+	case strings.EqualFold(scheme, "dpop"):
+		scheme = "dpop"
+	default:
 		return "", "", false
 	}
 	token = strings.TrimRight(strings.TrimLeft(rest, " "), " ")
@@ -367,10 +371,17 @@ func isB64Token(s string) bool {
 		return false
 	}
 	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if !(isUnreserved(c) || c == '+' || c == '/') {
+		if !b64TokenChar[body[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// b64TokenChar marks the characters of a b64token before its '='s.
+var b64TokenChar = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = isUnreserved(byte(c)) || c == '+' || c == '/'
+	}
+	return t
+}()
