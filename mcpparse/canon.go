@@ -28,6 +28,11 @@ func Canonicalize(value []byte, lim Limits) ([]byte, error) {
 func canonicalize(value []byte, lim Limits, lenient bool) ([]byte, *ParseError) {
 	p := getScanner(value, lim)
 	defer putScanner(p)
+	return p.canonicalize(lenient)
+}
+
+// canonicalize is canonicalize on p, readied by reset for the value.
+func (p *scanner) canonicalize(lenient bool) ([]byte, *ParseError) {
 	p.lenient = lenient
 	if err := p.begin(); err != nil {
 		return nil, err

@@ -229,7 +229,11 @@ func writeEscaped(dst []byte, s string, rng *rand.Rand) []byte {
 // replaced (ref_test.go) agree on every input: the same accept or reject,
 // the same error kind, offset and batch index, and for an accepted body
 // the same messages, canonical arguments, digests and decoded arguments.
-// Canonicalize is compared the same way on the raw input.
+// Each input is parsed three times: on a fresh scanner (whose per-depth
+// caches grow during the pass), on one reused across every input of the
+// run, and through the pool; all three must agree with the tree parser
+// (cases-3 E01 was reachable only on a fresh scanner). Canonicalize is
+// compared the same way on the raw input.
 func FuzzParseDifferential(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s, false)
@@ -251,37 +255,22 @@ func FuzzParseDifferential(f *testing.F) {
 		f.Add([]byte(call(`{"items":`+s+`}`)), false)
 		f.Add([]byte(s), false)
 	}
+	reused := new(scanner) // lives across inputs, as a pooled scanner does
 	f.Fuzz(func(t *testing.T, body []byte, batch bool) {
 		opt := ParseOptions{AllowBatch: batch}
-		got, err := Parse(body, opt)
 		want, werr := refParse(body, opt)
-		sameError(t, "Parse", err, werr)
-		if err == nil {
-			if got.Batch != want.Batch || len(got.Messages) != len(want.Messages) {
-				t.Fatalf("Batch %v/%v, %d/%d messages", got.Batch, want.Batch, len(got.Messages), len(want.Messages))
-			}
-			for i := range got.Messages {
-				g, w := &got.Messages[i], &want.Messages[i]
-				if g.Kind != w.Kind || !bytes.Equal(g.ID, w.ID) || g.Method != w.Method || g.Tool != w.Tool ||
-					g.URI != w.URI || g.Prompt != w.Prompt || g.RefType != w.RefType ||
-					!reflect.DeepEqual(g.URIs, w.URIs) || !bytes.Equal(g.Params, w.Params) {
-					t.Fatalf("message %d differs:\n%+v\n%+v", i, g, w)
-				}
-				if g.ArgsDigest != w.ArgsDigest || !bytes.Equal(g.Arguments(), w.Arguments) {
-					t.Fatalf("message %d arguments differ: %s %q / %s %q", i, g.ArgsDigest, g.Arguments(), w.ArgsDigest, w.Arguments)
-				}
-				for k, v := range w.Args { // before Args(), which Arg would then use
-					if gv, ok := g.Arg(k); !ok || !reflect.DeepEqual(gv, v) {
-						t.Fatalf("message %d Arg(%q) = %#v, %v; want %#v", i, k, gv, ok, v)
-					}
-				}
-				_, exists := w.Args["\x00absent"]
-				if _, ok := g.Arg("\x00absent"); ok != exists {
-					t.Fatalf("message %d Arg of an absent name found", i)
-				}
-				if !reflect.DeepEqual(g.Args(), w.Args) {
-					t.Fatalf("message %d Args differ:\n%#v\n%#v", i, g.Args(), w.Args)
-				}
+		fresh, ferr := parseOn(new(scanner), body, opt)
+		again, rerr := parseOn(reused, body, opt)
+		reused.truncate()
+		pooled, perr := Parse(body, opt)
+		for _, r := range []struct {
+			name string
+			got  *Body
+			err  error
+		}{{"fresh", fresh, ferr}, {"reused", again, rerr}, {"pooled", pooled, perr}} {
+			sameError(t, "Parse/"+r.name, r.err, werr)
+			if r.err == nil {
+				sameBody(t, r.name, r.got, want)
 			}
 		}
 		c, err := Canonicalize(body, Limits{})
@@ -290,7 +279,56 @@ func FuzzParseDifferential(f *testing.F) {
 		if !bytes.Equal(c, wc) {
 			t.Fatalf("Canonicalize:\nnew %q\nold %q", c, wc)
 		}
+		p := new(scanner)
+		p.reset(body, DefaultLimits())
+		fc, fcerr := p.canonicalize(false)
+		if (fcerr == nil) != (err == nil) || !bytes.Equal(fc, c) {
+			t.Fatalf("Canonicalize on a fresh scanner: %q %v, pooled %q %v", fc, fcerr, c, err)
+		}
 	})
+}
+
+// sameBody fails t unless got (from Parse) and want (from the tree parser)
+// hold the same messages, and every message's canonical arguments are a
+// fixed point of Canonicalize whose digest internal/jcsoracle, sharing no
+// code with either parser, computes alike.
+func sameBody(t *testing.T, what string, got *Body, want *refBody) {
+	t.Helper()
+	if got.Batch != want.Batch || len(got.Messages) != len(want.Messages) {
+		t.Fatalf("%s: Batch %v/%v, %d/%d messages", what, got.Batch, want.Batch, len(got.Messages), len(want.Messages))
+	}
+	for i := range got.Messages {
+		g, w := &got.Messages[i], &want.Messages[i]
+		if g.Kind != w.Kind || !bytes.Equal(g.ID, w.ID) || g.Method != w.Method || g.Tool != w.Tool ||
+			g.URI != w.URI || g.Prompt != w.Prompt || g.RefType != w.RefType ||
+			!reflect.DeepEqual(g.URIs, w.URIs) || !bytes.Equal(g.Params, w.Params) {
+			t.Fatalf("%s: message %d differs:\n%+v\n%+v", what, i, g, w)
+		}
+		if g.ArgsDigest != w.ArgsDigest || !bytes.Equal(g.Arguments(), w.Arguments) {
+			t.Fatalf("%s: message %d arguments differ: %s %q / %s %q", what, i, g.ArgsDigest, g.Arguments(), w.ArgsDigest, w.Arguments)
+		}
+		if args := g.Arguments(); args != nil {
+			again, err := Canonicalize(args, Limits{})
+			if err != nil || !bytes.Equal(again, args) {
+				t.Fatalf("%s: message %d: canonical arguments %q re-parse as %q, %v", what, i, args, again, err)
+			}
+			if od, err := jcsoracle.Digest(args); err != nil || od != g.ArgsDigest {
+				t.Fatalf("%s: message %d: ArgsDigest %s, jcsoracle %s (%v)", what, i, g.ArgsDigest, od, err)
+			}
+		}
+		for k, v := range w.Args { // before Args(), which Arg would then use
+			if gv, ok := g.Arg(k); !ok || !reflect.DeepEqual(gv, v) {
+				t.Fatalf("%s: message %d Arg(%q) = %#v, %v; want %#v", what, i, k, gv, ok, v)
+			}
+		}
+		_, exists := w.Args["\x00absent"]
+		if _, ok := g.Arg("\x00absent"); ok != exists {
+			t.Fatalf("%s: message %d Arg of an absent name found", what, i)
+		}
+		if !reflect.DeepEqual(g.Args(), w.Args) {
+			t.Fatalf("%s: message %d Args differ:\n%#v\n%#v", what, i, g.Args(), w.Args)
+		}
+	}
 }
 
 // sameError fails t unless err and want are both nil or both *ParseError

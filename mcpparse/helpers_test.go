@@ -104,27 +104,32 @@ type caseRecord struct {
 
 func loadCases(tb testing.TB) map[string][]byte {
 	tb.Helper()
-	raw, err := os.ReadFile(filepath.Join(sharedDir, "cases", "cases.jsonl"))
-	if err != nil {
-		tb.Fatalf("cases not found: %v", err)
-	}
 	out := map[string][]byte{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
-	for sc.Scan() {
-		var c caseRecord
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			tb.Fatal(err)
+	for _, file := range []string{"cases.jsonl", "cases-2.jsonl", "cases-3.jsonl"} {
+		raw, err := os.ReadFile(filepath.Join(sharedDir, "cases", file))
+		if err != nil {
+			tb.Fatalf("cases not found: %v", err)
 		}
-		switch {
-		case c.Request.BodyHex != nil:
-			b, err := hex.DecodeString(*c.Request.BodyHex)
-			if err != nil {
-				tb.Fatalf("%s: %v", c.ID, err)
+		sc := bufio.NewScanner(bytes.NewReader(raw))
+		sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
+		for sc.Scan() {
+			var c caseRecord
+			if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+				tb.Fatal(err)
 			}
-			out[c.ID] = b
-		case c.Request.BodyText != nil:
-			out[c.ID] = []byte(*c.Request.BodyText)
+			switch {
+			case c.Request.BodyHex != nil:
+				b, err := hex.DecodeString(*c.Request.BodyHex)
+				if err != nil {
+					tb.Fatalf("%s: %v", c.ID, err)
+				}
+				out[c.ID] = b
+			case c.Request.BodyText != nil:
+				out[c.ID] = []byte(*c.Request.BodyText)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			tb.Fatal(err)
 		}
 	}
 	return out

@@ -424,6 +424,15 @@ type ParseOptions struct {
 // Errors are always *ParseError. Parse does not decide whether a method is
 // known or allowed; that is the policy's job.
 func Parse(body []byte, opt ParseOptions) (*Body, error) {
+	p := scanners.Get().(*scanner)
+	defer putScanner(p)
+	return parseOn(p, body, opt)
+}
+
+// parseOn is Parse on the scanner p, fresh (new(scanner)) or used before
+// and truncated: the tests parse every input on both and compare. Nothing
+// in the result aliases p.
+func parseOn(p *scanner, body []byte, opt ParseOptions) (*Body, error) {
 	lim := opt.Limits.withDefaults()
 	if len(body) > lim.MaxBytes {
 		return nil, &ParseError{Kind: ErrTooLarge, Offset: int64(lim.MaxBytes), Index: -1,
@@ -435,8 +444,7 @@ func Parse(body []byte, opt ParseOptions) (*Body, error) {
 				Msg: "JSON-RPC batches are not supported (removed in MCP 2025-06-18)"}
 		}
 	}
-	p := getScanner(body, lim)
-	defer putScanner(p)
+	p.reset(body, lim)
 	out, err := p.parse()
 	if err != nil {
 		return nil, err

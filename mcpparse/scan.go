@@ -74,7 +74,10 @@ type scanner struct {
 	mems  []cmember // canonicalized members of the open objects
 	tmp   []byte    // scratch for reordering an object's members
 	fold  *cases.Caser
-	// shapes[d] is the shape of the last object completed at depth d.
+	// shapes[d] is the shape of the last object completed at depth d. It
+	// grows while a deeper object is scanned, so it is only ever indexed:
+	// a *shape kept across a nested value would point into the old array
+	// after an append moved it (cases-3 E01).
 	shapes []shape
 
 	envs []envRec // one per JSON-RPC message, in body order
@@ -94,23 +97,34 @@ const maxPooledBuf = 4 << 20
 
 func getScanner(in []byte, lim Limits) *scanner {
 	p := scanners.Get().(*scanner)
+	p.reset(in, lim)
+	return p
+}
+
+// reset readies p, fresh or reused, for a pass over in.
+func (p *scanner) reset(in []byte, lim Limits) {
 	p.in, p.pos, p.lim, p.index = in, 0, lim, -1
 	p.depth, p.keys, p.vals, p.lenient, p.argDepth = 0, 0, 0, false, 0
 	for i := range p.shapes { // a shape is only valid within one pass (lenient or not)
 		p.shapes[i].ends = p.shapes[i].ends[:0]
 	}
-	return p
 }
 
 func putScanner(p *scanner) {
-	p.in = nil
 	if cap(p.out) > maxPooledBuf || cap(p.tmp) > maxPooledBuf || cap(p.arena) > maxPooledBuf || cap(p.str) > maxPooledBuf {
+		p.in = nil
 		return // let a scanner grown by one large body go
 	}
+	p.truncate()
+	scanners.Put(p)
+}
+
+// truncate empties p's scratch, keeping its capacity, for the next pass.
+func (p *scanner) truncate() {
+	p.in = nil
 	p.arena, p.names, p.str, p.out, p.mems, p.tmp = p.arena[:0], p.names[:0], p.str[:0], p.out[:0], p.mems[:0], p.tmp[:0]
 	clear(p.envs)
 	p.envs, p.subs, p.argMems = p.envs[:0], p.subs[:0], p.argMems[:0]
-	scanners.Put(p)
 }
 
 func (p *scanner) fail(k ErrorKind, off int, msg string) *ParseError {
@@ -316,17 +330,22 @@ type objState struct {
 	abase, nbase int       // p.arena and p.names lengths at its start
 	sets         *foldSets // built once it grows past linearKeys members
 	n            int       // members so far
-	// sh is the shape of the previous object at this depth; match: the
-	// names so far are its first n names.
-	sh    *shape
+	// d is the object's depth: p.shapes[d] is the shape of the previous
+	// object at this depth (read through p.shape, never kept as a
+	// pointer); match: the names so far are its first n names.
+	d     int
 	match bool
 	lazy  int // leading names that matched sh and are not yet in p.names
 }
 
 // materialize adds the names that matched the shape to p.names.
 func (p *scanner) materialize(o *objState) {
+	if o.lazy == 0 {
+		return
+	}
+	sh := p.shape(o)
 	for i := range o.lazy {
-		p.names = append(p.names, p.addName(o.sh.name(i)))
+		p.names = append(p.names, p.addName(sh.name(i)))
 	}
 	o.lazy = 0
 }
@@ -352,16 +371,29 @@ func (s *shape) name(i int) []byte {
 	return s.names[a:s.ends[i]]
 }
 
-// shapeAt returns the shape cache of depth d.
-func (p *scanner) shapeAt(d int) *shape {
+// growShapes makes room in p.shapes for depth d.
+func (p *scanner) growShapes(d int) {
 	for len(p.shapes) <= d {
 		p.shapes = append(p.shapes, shape{})
 	}
-	return &p.shapes[d]
 }
 
-// record makes sh the shape of the object whose names are p.names[nbase:].
-func (p *scanner) record(sh *shape, nbase int, perm []cmember) {
+// shape returns the shape cache of o's depth. The pointer is valid until
+// the next nested value is scanned (which may grow p.shapes): use it and
+// drop it, never store it.
+func (p *scanner) shape(o *objState) *shape { return &p.shapes[o.d] }
+
+// shapeHas reports whether key is the name at position o.n of the shape
+// of o's depth (o.match objects only: members() objects have none).
+func (p *scanner) shapeHas(o *objState, key []byte) bool {
+	sh := p.shape(o)
+	return o.n < len(sh.ends) && string(sh.name(o.n)) == string(key)
+}
+
+// record makes the shape of o's depth that of the object whose names are
+// p.names[o.nbase:].
+func (p *scanner) record(o *objState, perm []cmember) {
+	sh, nbase := p.shape(o), o.nbase
 	sh.names, sh.ends, sh.perm = sh.names[:0], sh.ends[:0], sh.perm[:0]
 	for _, nm := range p.names[nbase:] {
 		sh.names = append(sh.names, p.bytes(nm.key)...)
@@ -417,7 +449,7 @@ func (p *scanner) memberName(o *objState) (nm name, key []byte, keyOff int, esc 
 	if err != nil {
 		return nm, nil, 0, false, err
 	}
-	if o.match && o.n < len(o.sh.ends) && string(o.sh.name(o.n)) == string(key) {
+	if o.match && p.shapeHas(o, key) {
 		// Distinct from the names before it, as in the shape; its entry in
 		// p.names is made only if needed (materialize).
 		o.lazy++
@@ -477,8 +509,9 @@ func (p *scanner) object(w bool) *ParseError {
 		}
 		return nil
 	}
-	o.sh = p.shapeAt(p.depth)
-	o.match = len(o.sh.ends) > 0
+	o.d = p.depth
+	p.growShapes(o.d)
+	o.match = len(p.shapes[o.d].ends) > 0
 	start, mbase := len(p.out), len(p.mems)
 	for {
 		nm, key, keyOff, esc, err := p.memberName(&o)
@@ -511,12 +544,14 @@ func (p *scanner) object(w bool) *ParseError {
 			break
 		}
 	}
-	same := o.match && o.n == len(o.sh.ends)
+	// The member values are scanned: p.shapes no longer moves under sh.
+	sh := p.shape(&o)
+	same := o.match && o.n == len(sh.ends)
 	if w {
 		ms := p.mems[mbase:]
-		if same && o.sh.perm != nil {
-			if !o.sh.identity {
-				p.emit(start, ms, o.sh.perm)
+		if same && sh.perm != nil {
+			if !sh.identity {
+				p.emit(start, ms, sh.perm)
 			}
 		} else {
 			// Names that matched the shape got their p.names entry late,
@@ -526,8 +561,8 @@ func (p *scanner) object(w bool) *ParseError {
 				ms[i].key = p.names[o.nbase+i].key
 			}
 			p.sortMembers(ms)
-			p.record(o.sh, o.nbase, ms)
-			if !o.sh.identity {
+			p.record(&o, ms)
+			if !sh.identity {
 				p.emit(start, ms, nil)
 			}
 		}
@@ -535,7 +570,7 @@ func (p *scanner) object(w bool) *ParseError {
 		p.out = append(p.out, '}')
 	} else if !same {
 		p.materialize(&o)
-		p.record(o.sh, o.nbase, nil)
+		p.record(&o, nil)
 	}
 	p.close(&o) // on errors the scan ends, and the pool resets the scratch
 	return nil

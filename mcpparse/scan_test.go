@@ -1,0 +1,165 @@
+package mcpparse
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
+)
+
+// nest wraps v in n objects {"a":…}: v sits at depth n+1.
+func nest(n int, v string) string {
+	return strings.Repeat(`{"a":`, n) + v + strings.Repeat(`}`, n)
+}
+
+// siblingsAt is an object at depth d+1 (d wrapping objects) whose members
+// x1, x2 and x3 are three sibling objects at depth d+2: first, then
+// {mid: …} holding a chain of objects e levels deep (which grows the
+// scanner's per-depth shape cache while the sibling objects are open),
+// then last.
+func siblingsAt(d, e int, first, mid, last string) string {
+	return nest(d, `{"x1":`+first+`,"x2":{"`+mid+`":`+nest(e, `1`)+`},"x3":`+last+`}`)
+}
+
+// scannerStates returns the scanners a pass can meet: fresh (empty shape
+// cache, which every nested object grows) and grown (a pass over the
+// deepest input already made room for every depth).
+func scannerStates(t *testing.T) map[string]func() *scanner {
+	t.Helper()
+	deepest := []byte(nest(DefaultLimits().MaxDepth-1, `{"b":1,"a":2}`))
+	return map[string]func() *scanner{
+		"fresh": func() *scanner { return new(scanner) },
+		"grown": func() *scanner {
+			p := new(scanner)
+			p.reset(deepest, DefaultLimits())
+			if _, err := p.canonicalize(false); err != nil {
+				t.Fatal(err)
+			}
+			p.truncate()
+			return p
+		},
+	}
+}
+
+// TestSiblingObjectsEveryDepth drives sibling objects at every depth up to
+// the limit, with a deeper object between them that grows the shape cache
+// (cases-3 E01), on fresh and grown scanners, through Canonicalize and
+// through Parse's arguments: a duplicate or case-variant member of the
+// last sibling is refused whatever the first sibling's shape, and an
+// accepted value's canonical form is the independent RFC 8785 form.
+func TestSiblingObjectsEveryDepth(t *testing.T) {
+	maxDepth := DefaultLimits().MaxDepth
+	tests := []struct {
+		name             string
+		first, mid, last string
+		want             ErrorKind // 0: accepted
+	}{
+		// E01: the middle object's name overwrites the first one's in a
+		// stale shape, which then reads "amountMinor","amountMinor".
+		{"duplicate", `{"xxxxxxxxxxx":1,"amountMinor":1}`, "amountMinor", `{"amountMinor":100,"amountMinor":999999}`, ErrDuplicateKey},
+		{"duplicate, other middle", `{"xxxxxxxxxxx":1,"amountMinor":1}`, "k", `{"amountMinor":100,"amountMinor":999999}`, ErrDuplicateKey},
+		{"duplicate after the shape", `{"xxxxxxxxxxx":1,"amountMinor":1}`, "xxxxxxxxxxx", `{"xxxxxxxxxxx":1,"amountMinor":1,"amountMinor":2}`, ErrDuplicateKey},
+		{"duplicate of the shape's first", `{"b":1,"a":2}`, "b", `{"b":1,"a":2,"b":3}`, ErrDuplicateKey},
+		{"duplicate of the middle's name", `{"ab":1,"cd":2}`, "cd", `{"cd":1,"cd":2}`, ErrDuplicateKey},
+		{"case variant", `{"xxxxxxxxxxx":1,"AmountMinor":1}`, "amountMinor", `{"amountMinor":100,"AmountMinor":9}`, ErrCaseVariantKey},
+		{"case variant of the shape", `{"b":1,"a":2}`, "b", `{"b":1,"a":2,"A":3}`, ErrCaseVariantKey},
+		{"same shape", `{"b":1,"a":2}`, "b", `{"b":3,"a":4}`, 0},
+		{"other shape", `{"xxxxxxxxxxx":1,"amountMinor":1}`, "amountMinor", `{"payee":"p2","amountMinor":100,"currency":"EUR"}`, 0},
+		{"longer shape", `{"b":1}`, "b", `{"b":1,"a":2,"c":3}`, 0},
+		{"middle's shape", `{"xxxxxxxxxxx":1,"amountMinor":1}`, "amountMinor", `{"amountMinor":{"a":1}}`, 0},
+	}
+	for state, newScanner := range scannerStates(t) {
+		for _, tt := range tests {
+			t.Run(state+"/"+tt.name, func(t *testing.T) {
+				for d := 0; d+2 < maxDepth; d++ {
+					for _, e := range chainDepths(maxDepth - d - 2) {
+						in := []byte(siblingsAt(d, e, tt.first, tt.mid, tt.last))
+						p := newScanner()
+						p.reset(in, DefaultLimits())
+						got, cerr := p.canonicalize(false)
+						var err error
+						if cerr != nil {
+							err = cerr
+						}
+						checkSiblings(t, "Canonicalize", d, e, in, got, err, tt.want)
+
+						if d+3+2+e > maxDepth { // envelope, params, arguments
+							continue
+						}
+						body := []byte(call(siblingsAt(d, e, tt.first, tt.mid, tt.last)))
+						p = newScanner()
+						b, perr := parseOn(p, body, ParseOptions{})
+						var args []byte
+						if perr == nil {
+							args = b.Messages[0].Arguments()
+						}
+						checkSiblings(t, "Parse", d, e, in, args, perr, tt.want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// chainDepths returns the chain depths worth trying up to max: every depth
+// next to a power of two (where an append reallocates the shape cache) and
+// max itself.
+func chainDepths(max int) []int {
+	var out []int
+	for e := 1; e <= max; e++ {
+		if e == max || e&(e-1) == 0 || (e-1)&(e-2) == 0 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func checkSiblings(t *testing.T, what string, d, e int, in, got []byte, err error, want ErrorKind) {
+	t.Helper()
+	if want != 0 {
+		if err == nil {
+			t.Fatalf("%s d=%d e=%d: accepted, want %v", what, d, e, want)
+		}
+		if pe, ok := err.(*ParseError); !ok || pe.Kind != want {
+			t.Fatalf("%s d=%d e=%d: %v, want %v", what, d, e, err, want)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("%s d=%d e=%d: %v", what, d, e, err)
+	}
+	oracle, oerr := jcsoracle.Transform(in)
+	if oerr != nil {
+		t.Fatal(oerr)
+	}
+	if !bytes.Equal(got, oracle) {
+		t.Fatalf("%s d=%d e=%d:\n got %s\nwant %s", what, d, e, got, oracle)
+	}
+}
+
+// TestScannerReuse: a scanner reused after any pass, successful or not,
+// parses the next input exactly as a fresh one does.
+func TestScannerReuse(t *testing.T) {
+	inputs := [][]byte{
+		[]byte(call(nest(40, `{"b":1,"a":[{"y":1,"x":2},{"y":1,"x":2}]}`))),
+		[]byte(call(`{"b":1,"a":2}`)),
+		[]byte(call(`{"a":{"b":1,"a":2},"b":{"b":1,"a":2,"a":3}}`)),
+		[]byte(call(`[{"b":1,"a":2},{"b":1,"c":3,"a":2},{"b":1,"a":2}]`)),
+		[]byte(call(siblingsAt(0, 58, `{"xxxxxxxxxxx":1,"amountMinor":1}`, "amountMinor", `{"amountMinor":100,"amountMinor":999999}`))),
+		[]byte(call(`{"é":1,"e":2}`)),
+		[]byte(call(`{"b":1,"a":2`)), // truncated
+	}
+	reused := new(scanner)
+	for round := 0; round < 3; round++ {
+		for i, in := range inputs {
+			want, werr := parseOn(new(scanner), in, ParseOptions{})
+			got, gerr := parseOn(reused, in, ParseOptions{})
+			reused.truncate()
+			sameError(t, "reused", gerr, werr)
+			if gerr == nil && !bytes.Equal(got.Messages[0].Arguments(), want.Messages[0].Arguments()) {
+				t.Fatalf("round %d input %d: reused %s, fresh %s", round, i, got.Messages[0].Arguments(), want.Messages[0].Arguments())
+			}
+		}
+	}
+}
