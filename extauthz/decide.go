@@ -554,6 +554,8 @@ func parseReason(k mcpparse.ErrorKind) Reason {
 		return ReasonNonCanonicalNumber
 	case mcpparse.ErrBatchNotSupported:
 		return ReasonBatchNotSupported
+	case mcpparse.ErrReservedKey:
+		return ReasonReservedKey
 	}
 	return ReasonParseError
 }

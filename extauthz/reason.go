@@ -62,6 +62,7 @@ const (
 	ReasonInvalidParams      Reason = "invalid_params"       // params lack or mistype the method's target
 	ReasonNonCanonicalNumber Reason = "non_canonical_number" // a number that changes value in RFC 8785 form
 	ReasonBatchNotSupported  Reason = "batch_not_supported"  // a JSON array body on MCP 2025-06-18 or later
+	ReasonReservedKey        Reason = "reserved_key"         // a member named __proto__ anywhere in params (JavaScript decoders drop it)
 
 	// Authority bound to the exact request: scope step-up, approvals,
 	// idempotency keys (binding.go).
@@ -193,6 +194,7 @@ var outcomes = map[Reason]outcome{
 	ReasonInvalidParams:      {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeInvalidParams, "Invalid params", 0},
 	ReasonNonCanonicalNumber: {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeInvalidParams, "Invalid params: number loses precision", 0},
 	ReasonBatchNotSupported:  {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeInvalidRequest, "Invalid Request: batches are not supported", 0},
+	ReasonReservedKey:        {codes.InvalidArgument, classRequest, http.StatusBadRequest, CodeInvalidParams, "Invalid params: reserved member name", 0},
 
 	ReasonDeadlineExceeded:  {codes.Unavailable, classUnavailable, http.StatusServiceUnavailable, CodeUnavailable, "Authorization timed out", 1},
 	ReasonPolicyUnavailable: {codes.Unavailable, classUnavailable, http.StatusServiceUnavailable, CodeUnavailable, "Policy unavailable", 0},

@@ -93,6 +93,7 @@ var wantOutcomes = map[string]wantOutcome{
 	"invalid_params":       {"deny", codes.InvalidArgument, 400, -32602},
 	"non_canonical_number": {"deny", codes.InvalidArgument, 400, -32602},
 	"batch_not_supported":  {"deny", codes.InvalidArgument, 400, -32600},
+	"reserved_key":         {"deny", codes.InvalidArgument, 400, -32602},
 
 	"deadline_exceeded":  wantUnavailable,
 	"policy_unavailable": wantUnavailable,

@@ -24,7 +24,7 @@ var httpErrorStatus = map[Reason]int{
 	ReasonMethodNotAllowed: 405, ReasonHeaderMismatch: 400,
 	ReasonParseError: 400, ReasonInvalidUTF8: 400, ReasonDuplicateKey: 400, ReasonCaseVariantKey: 400,
 	ReasonTrailingData: 400, ReasonLimitExceeded: 400, ReasonInvalidRequest: 400, ReasonInvalidParams: 400,
-	ReasonNonCanonicalNumber: 400, ReasonBatchNotSupported: 400,
+	ReasonNonCanonicalNumber: 400, ReasonBatchNotSupported: 400, ReasonReservedKey: 400,
 	ReasonInternalError:     500,
 	ReasonInsufficientScope: 403, ReasonApprovalUntrusted: 403, ReasonApprovalExpired: 403,
 	ReasonApprovalAudienceMismatch: 403, ReasonApprovalPrincipalMismatch: 403, ReasonApprovalDigestMismatch: 403,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
@@ -28,6 +29,8 @@ func TestCases(t *testing.T) {
 		{give: "C09", want: ErrInvalidRequest},
 		{give: "C18", want: ErrNonCanonicalNumber},
 		{give: "C19", want: ErrInvalidUTF8},
+		{give: "E01", want: ErrDuplicateKey},
+		{give: "E02", want: ErrReservedKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
@@ -281,4 +284,55 @@ func checkGoldenIndependently(t *testing.T, r corpusRecord, golden []byte) {
 	if string(append(want, '\n')) != string(golden) {
 		t.Errorf("golden record differs from the independent recomputation:\ngolden      %s\nindependent %s", golden, want)
 	}
+}
+
+// TestReservedKey: a member named __proto__, in any escape spelling, at any
+// depth of params (arguments, _meta, ref, nested objects and arrays) is
+// ErrReservedKey at its name's offset (cases-3 E02); outside params, or as
+// a value or a longer name, it is an ordinary string.
+func TestReservedKey(t *testing.T) {
+	const env = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`
+	tests := []struct {
+		name   string
+		give   string // params
+		want   ErrorKind
+		wantAt string // the member name at the error's offset
+	}{
+		{"arguments", `{"name":"search","arguments":{"query":"alpha","__proto__":{"x":1}}}`, ErrReservedKey, `"__proto__"`},
+		{"first argument", `{"name":"search","arguments":{"__proto__":1}}`, ErrReservedKey, `"__proto__"`},
+		{"escaped underscore", `{"name":"search","arguments":{"\u005f_proto__":{}}}`, ErrReservedKey, `"\u005f_proto__"`},
+		{"escaped letters", `{"name":"search","arguments":{"__\u0070\u0072oto__":{}}}`, ErrReservedKey, `"__\u0070\u0072oto__"`},
+		{"all escaped", `{"name":"search","arguments":{"\u005F\u005F\u0070\u0072\u006F\u0074\u006F\u005F\u005F":0}}`, ErrReservedKey, `"\u005F`},
+		{"nested", `{"name":"search","arguments":{"q":{"a":[1,{"__proto__":null}]}}}`, ErrReservedKey, `"__proto__"`},
+		{"params itself", `{"name":"search","__proto__":{"name":"delete_repo"},"arguments":{}}`, ErrReservedKey, `"__proto__"`},
+		{"_meta", `{"name":"search","arguments":{},"_meta":{"__proto__":{"progressToken":1}}}`, ErrReservedKey, `"__proto__"`},
+		{"first of two", `{"name":"search","arguments":{"a":{"__proto__":1},"__proto__":2}}`, ErrReservedKey, `"__proto__":1`},
+		{"as a value", `{"name":"search","arguments":{"q":"__proto__"}}`, 0, ""},
+		{"longer name", `{"name":"search","arguments":{"__proto__x":1,"x__proto__":2}}`, 0, ""},
+		{"case variant", `{"name":"search","arguments":{"__PROTO__":1}}`, 0, ""},
+		{"constructor", `{"name":"search","arguments":{"constructor":{"prototype":{}}}}`, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := env + tt.give + `}`
+			_, err := Parse([]byte(body), ParseOptions{})
+			if tt.want == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			pe := wantKind(t, err, tt.want)
+			if at := body[pe.Offset:]; !strings.HasPrefix(at, tt.wantAt) {
+				t.Errorf("offset %d at %.20q, want %q", pe.Offset, at, tt.wantAt)
+			}
+		})
+	}
+	// Outside params: a response's result, and a prompts/get's arguments
+	// too (they are params).
+	if _, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"result":{"__proto__":{}}}`), ParseOptions{}); err != nil {
+		t.Errorf("result: %v", err)
+	}
+	_, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","arguments":{"__proto__":"x"}}}`), ParseOptions{})
+	wantKind(t, err, ErrReservedKey)
 }

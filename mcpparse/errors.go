@@ -52,6 +52,12 @@ const (
 	// ErrBatchNotSupported: the body is an array and batches are not allowed
 	// (MCP 2025-06-18 and later).
 	ErrBatchNotSupported
+	// ErrReservedKey: a member named "__proto__" (after escape decoding)
+	// anywhere in a message's params. JavaScript servers' decoders drop it
+	// or treat it as the object's prototype (the TypeScript SDK's schema
+	// parse does), so the digest would cover a member the server never
+	// receives (cases-3 E02).
+	ErrReservedKey
 )
 
 var kindNames = [...]string{
@@ -70,6 +76,7 @@ var kindNames = [...]string{
 	ErrNonCanonicalNumber: "non_canonical_number",
 	ErrBatchEmpty:         "batch_empty",
 	ErrBatchNotSupported:  "batch_not_supported",
+	ErrReservedKey:        "reserved_key",
 }
 
 // String returns the snake_case name of k, e.g. "duplicate_key", or

@@ -50,7 +50,7 @@ func FuzzParse(f *testing.F) {
 			if !errors.As(err, &pe) {
 				t.Fatalf("error %T is not *ParseError", err)
 			}
-			if pe.Kind.String() == "" || pe.Kind < ErrSyntax || pe.Kind > ErrBatchNotSupported {
+			if pe.Kind.String() == "" || pe.Kind < ErrSyntax || pe.Kind > ErrReservedKey {
 				t.Fatalf("bad kind %d", pe.Kind)
 			}
 			if pe.Offset < 0 || pe.Offset > int64(len(body)) {

@@ -505,7 +505,12 @@ type envRec struct {
 	subsAt      int
 
 	code, message vref // error members
+
+	proto int // 1 + offset of the first "__proto__" member in params; 0: none
 }
+
+// reservedKey is the member name refused anywhere in params (ErrReservedKey).
+const reservedKey = "__proto__"
 
 // isObject reports whether the next value is an object (without consuming
 // or counting it).
@@ -690,6 +695,8 @@ func (p *scanner) variant(k *keyRec, nm name, keyOff int, names []string) {
 // params scans the params object: the targets, and the RFC 8785 digest of
 // arguments unless the method is known not to take any.
 func (p *scanner) params(r *envRec) *ParseError {
+	p.inParams, p.proto = true, 0
+	defer func() { r.proto, p.inParams = p.proto, false }()
 	return p.members(func(nm name, key []byte, keyOff int) (err *ParseError) {
 		p.variant(&r.pVariant, nm, keyOff, paramsMembers)
 		p.variant(&r.nVariant, nm, keyOff, notifMembers)
@@ -885,6 +892,9 @@ func (p *scanner) check(r *envRec, index int, m *Message) *ParseError {
 			return fail(ErrInvalidRequest, params.off, `"params" must be an object`)
 		}
 		m.Params = in[params.off:params.end]
+		if r.proto != 0 {
+			return fail(ErrReservedKey, r.proto-1, `a member named "__proto__" in params (JavaScript decoders drop it)`)
+		}
 	}
 
 	if method.kind == 0 { // response

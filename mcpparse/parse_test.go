@@ -572,6 +572,7 @@ func TestErrorKind(t *testing.T) {
 		{ErrNonCanonicalNumber, "non_canonical_number"},
 		{ErrBatchEmpty, "batch_empty"},
 		{ErrBatchNotSupported, "batch_not_supported"},
+		{ErrReservedKey, "reserved_key"},
 		{ErrorKind(0), "ErrorKind(0)"},
 		{ErrorKind(99), "ErrorKind(99)"},
 	}

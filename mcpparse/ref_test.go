@@ -818,6 +818,9 @@ func refNewMessage(in []byte, v *value, index int) (refMessage, *ParseError) {
 			return fail(ErrInvalidRequest, params.off, `"params" must be an object`)
 		}
 		m.Params = in[params.off:params.end]
+		if off, ok := refFindReserved(params); ok {
+			return fail(ErrReservedKey, off, `a member named "__proto__" in params`)
+		}
 	}
 
 	if method == nil { // response
@@ -1134,4 +1137,23 @@ func utf16First(r rune) rune {
 		return 0xD800 + (r-0x10000)>>10
 	}
 	return r
+}
+
+// refFindReserved returns the offset of the first member named
+// "__proto__" in v, in document order (a member's name before its value).
+func refFindReserved(v *value) (int, bool) {
+	for i := range v.mems {
+		if v.mems[i].key == "__proto__" {
+			return v.mems[i].keyOff, true
+		}
+		if off, ok := refFindReserved(&v.mems[i].val); ok {
+			return off, true
+		}
+	}
+	for i := range v.elems {
+		if off, ok := refFindReserved(&v.elems[i]); ok {
+			return off, true
+		}
+	}
+	return 0, false
 }

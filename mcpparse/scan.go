@@ -88,6 +88,11 @@ type scanner struct {
 	// (pairs), so Message.Arg needs no second scan.
 	argDepth int
 	argMems  []int32
+
+	// inParams: a message's params object is being scanned; proto is then
+	// 1 + the offset of its first member named "__proto__" (0: none).
+	inParams bool
+	proto    int
 }
 
 var scanners = sync.Pool{New: func() any { return new(scanner) }}
@@ -105,6 +110,7 @@ func getScanner(in []byte, lim Limits) *scanner {
 func (p *scanner) reset(in []byte, lim Limits) {
 	p.in, p.pos, p.lim, p.index = in, 0, lim, -1
 	p.depth, p.keys, p.vals, p.lenient, p.argDepth = 0, 0, 0, false, 0
+	p.inParams, p.proto = false, 0
 	for i := range p.shapes { // a shape is only valid within one pass (lenient or not)
 		p.shapes[i].ends = p.shapes[i].ends[:0]
 	}
@@ -448,6 +454,9 @@ func (p *scanner) memberName(o *objState) (nm name, key []byte, keyOff int, esc 
 	key, esc, err = p.scanString()
 	if err != nil {
 		return nm, nil, 0, false, err
+	}
+	if p.inParams && p.proto == 0 && string(key) == reservedKey {
+		p.proto = keyOff + 1
 	}
 	if o.match && p.shapeHas(o, key) {
 		// Distinct from the names before it, as in the shape; its entry in
