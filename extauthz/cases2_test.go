@@ -12,11 +12,14 @@ import (
 	"strings"
 	"testing"
 
+	jose "github.com/go-jose/go-jose/v4"
+
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
-// case2Line is one line of ../shared/cases/cases-2.jsonl.
+// case2Line is one line of ../shared/cases/cases-2.jsonl or cases-3.jsonl
+// (the same members).
 type case2Line struct {
 	ID         string          `json:"id"`
 	Request    json.RawMessage `json:"request"`
@@ -35,11 +38,14 @@ type case2Want struct {
 	UpstreamMustNotCarry []string `json:"upstream_must_not_carry"`
 }
 
-func loadCases2(t *testing.T) []case2Line {
+func loadCases2(t *testing.T) []case2Line { return loadCaseLines(t, "cases-2.jsonl") }
+
+// loadCaseLines reads ../shared/cases/FILE, one case2Line a line.
+func loadCaseLines(t *testing.T, file string) []case2Line {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedDir, "cases", "cases-2.jsonl"))
+	f, err := os.Open(filepath.Join(sharedDir, "cases", file))
 	if err != nil {
-		t.Fatalf("cases-2: %v (the tests need ../shared beside the repository)", err)
+		t.Fatalf("%s: %v (the tests need ../shared beside the repository)", file, err)
 	}
 	defer f.Close()
 	var out []case2Line
@@ -59,7 +65,7 @@ func loadCases2(t *testing.T) []case2Line {
 		t.Fatal(err)
 	}
 	if len(out) == 0 {
-		t.Fatal("cases-2.jsonl is empty")
+		t.Fatalf("%s is empty", file)
 	}
 	return out
 }
@@ -115,6 +121,71 @@ func TestCases2(t *testing.T) {
 	}
 }
 
+// TestCases3 replays ../shared/cases/cases-3.jsonl as TestCases2 does
+// cases-2, with its token placeholders {{TOKEN_OK_TYP:T}} and
+// {{TOKEN_OK_WITH:{...}}}.
+func TestCases3(t *testing.T) {
+	k := newTestKey(t, "k1")
+	for _, c := range loadCaseLines(t, "cases-3.jsonl") {
+		t.Run(c.ID, func(t *testing.T) {
+			if failed := runCase2(t, k, c); failed != "" {
+				t.Error(failed)
+			}
+		})
+	}
+}
+
+// expandTokens replaces the token placeholders of cases-2 and cases-3 in
+// val with tokens k signs for issuer: TOKEN_OK, TOKEN_OK_WITH_CNF_JKT,
+// TOKEN_OK_TYP:T (JOSE header typ T) and TOKEN_OK_WITH:{...} (claims added
+// or replaced). An unknown placeholder fails t.
+func expandTokens(t *testing.T, k *testKey, issuer, val string) string {
+	t.Helper()
+	var out strings.Builder
+	for {
+		i := strings.Index(val, "{{")
+		if i < 0 {
+			out.WriteString(val)
+			return out.String()
+		}
+		out.WriteString(val[:i])
+		val = val[i+2:]
+		claims := testClaimsFor(issuer)
+		typ := "JWT"
+		switch {
+		case strings.HasPrefix(val, "TOKEN_OK_WITH_CNF_JKT}}"):
+			claims["cnf"] = map[string]any{"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}
+			val = val[len("TOKEN_OK_WITH_CNF_JKT}}"):]
+		case strings.HasPrefix(val, "TOKEN_OK}}"):
+			val = val[len("TOKEN_OK}}"):]
+		case strings.HasPrefix(val, "TOKEN_OK_TYP:"):
+			end := strings.Index(val, "}}")
+			if end < 0 {
+				t.Fatalf("unterminated placeholder in %q", val)
+			}
+			typ, val = val[len("TOKEN_OK_TYP:"):end], val[end+2:]
+		case strings.HasPrefix(val, "TOKEN_OK_WITH:"):
+			dec := json.NewDecoder(strings.NewReader(val[len("TOKEN_OK_WITH:"):]))
+			var with map[string]any
+			if err := dec.Decode(&with); err != nil {
+				t.Fatalf("TOKEN_OK_WITH: %v", err)
+			}
+			rest := val[len("TOKEN_OK_WITH:")+int(dec.InputOffset()):]
+			if !strings.HasPrefix(rest, "}}") {
+				t.Fatalf("unterminated placeholder in %q", val)
+			}
+			for name, v := range with {
+				claims[name] = v
+			}
+			val = rest[2:]
+		default:
+			t.Fatalf("unknown placeholder {{%.40s", val)
+		}
+		out.WriteString(signJWS(t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}},
+			(&jose.SignerOptions{}).WithType(jose.ContentType(typ)), claims))
+	}
+}
+
 // runCase2 runs one line and returns what went wrong, or "".
 func runCase2(t *testing.T, k *testKey, c case2Line) string {
 	t.Helper()
@@ -154,25 +225,12 @@ func runCase2(t *testing.T, k *testKey, c case2Line) string {
 	srv.Responder.DenialStatus = DenialStatusHTTPError
 	client := startGRPC(t, srv)
 
-	now := testClaimsFor(issuer)
-	withCnf := testClaimsFor(issuer)
-	withCnf["cnf"] = map[string]any{"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}
-	tokens := map[string]string{
-		"{{TOKEN_OK_WITH_CNF_JKT}}": k.sign(t, withCnf),
-		"{{TOKEN_OK}}":              k.sign(t, now),
-	}
 	capt, err := capture.Parse(c.Request)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, val := range capt.Headers {
-		for ph, tok := range tokens {
-			val = strings.ReplaceAll(val, ph, tok)
-		}
-		if strings.Contains(val, "{{") {
-			t.Fatalf("%s: unknown placeholder in %s", c.ID, name)
-		}
-		capt.Headers[name] = val
+		capt.Headers[name] = expandTokens(t, k, issuer, val)
 	}
 	resp := check(t, client, capt.CheckRequest(true))
 
