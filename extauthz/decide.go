@@ -130,6 +130,12 @@ type Decider struct {
 	Limits   mcpparse.Limits
 	// Binding applies approvals and idempotency keys; nil disables both.
 	Binding *Binding
+	// CaseSensitiveKeys holds the MCP server ids whose SDK matches argument
+	// names case-sensitively (TypeScript, Python): their requests parse
+	// with mcpparse.ParseOptions.CaseSensitiveKeys, so "amount" and
+	// "Amount" are two arguments. Every other server's requests refuse such
+	// names (case_variant_key), since Go's encoding/json would merge them.
+	CaseSensitiveKeys map[string]bool
 	// Explain fills Decision.Trace (extauthz check --explain, extauthz
 	// test). It costs an evaluation of every rule: never set it in serve.
 	Explain bool
@@ -252,7 +258,8 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		Limits: d.Limits,
 		// Batches exist only in 2025-03-26, the version a server assumes
 		// when the header is absent.
-		AllowBatch: version == "" || version == "2025-03-26",
+		AllowBatch:        version == "" || version == "2025-03-26",
+		CaseSensitiveKeys: d.CaseSensitiveKeys[dec.Server],
 	})
 	if err != nil {
 		var pe *mcpparse.ParseError

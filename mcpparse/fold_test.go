@@ -1,50 +1,54 @@
 package mcpparse
 
 import (
+	"strings"
 	"testing"
 	"unicode"
-
-	"golang.org/x/text/cases"
-	"golang.org/x/text/language"
+	"unicode/utf8"
 )
 
-// TestCaseVariantOtherLanguages: names that Java's equalsIgnoreCase,
-// JavaScript's and Python's upper/lower case mappings equate are case
-// variants, in small objects (pairwise) and large ones (hash sets), and
-// in protocol members.
-func TestCaseVariantOtherLanguages(t *testing.T) {
+// TestCaseVariants: names that a real decoder matches to one another
+// (Go's encoding/json by simple case folding; .NET's OrdinalIgnoreCase for
+// "ı") are case variants, in small objects (pairwise) and large ones (hash
+// sets), and onto protocol members.
+func TestCaseVariants(t *testing.T) {
 	tests := []struct {
 		name string
 		give string
 		want ErrorKind
 	}{
+		{"ASCII", call(`{"amountMinor":100,"AmountMinor":999999}`), ErrCaseVariantKey},
+		{"ASCII escaped", call(`{"amountMinor":100,"\u0041mountMinor":999999}`), ErrCaseVariantKey},
+		{"Kelvin sign", call(`{"K":1,"\u212a":2}`), ErrCaseVariantKey},
+		{"Kelvin sign lower", call(`{"kind":1,"\u212aind":2}`), ErrCaseVariantKey},
+		{"long s", call(`{"S":1,"ſ":2}`), ErrCaseVariantKey},
+		{"sharp s and capital sharp s", call(`{"Maße":1,"MAẞE":2}`), ErrCaseVariantKey},
+		{"Greek sigmas", call(`{"σ":1,"ς":2}`), ErrCaseVariantKey},
 		{"dotless i", call(`{"amountMinor":100,"amountMınor":999999}`), ErrCaseVariantKey},
 		{"dotless i first", call(`{"amountMınor":1,"amountminor":2}`), ErrCaseVariantKey},
 		{"dotless i escaped", call(`{"amountMinor":100,"amountM\u0131nor":999999}`), ErrCaseVariantKey},
-		{"dotted capital I", call(`{"admin":1,"ADMİN":2}`), ErrCaseVariantKey},
-		{"dotted capital I vs I", call(`{"ADMIN":1,"ADMİN":2}`), ErrCaseVariantKey},
-		{"i with combining dot", call(`{"admin":1,"admi\u0307n":2}`), ErrCaseVariantKey},
-		{"dotted capital I vs i with combining dot", call(`{"İ":1,"i\u0307":2}`), ErrCaseVariantKey},
-		{"dotless and dotted", call(`{"ı":1,"İ":2}`), ErrCaseVariantKey},
-		{"dotless i with sharp s", call(`{"ıß":1,"ISS":2}`), ErrCaseVariantKey},
 		{"dotless i in large object", call(`{` + manyKeys(40) + `,"amountMinor":1,"amountMınor":2}`), ErrCaseVariantKey},
-		{"sharp s upper SS", call(`{"STRASSE":1,"straße":2}`), ErrCaseVariantKey},
-		{"ligature fi", call(`{"fi":1,"\ufb01":2}`), ErrCaseVariantKey},
-		{"long s upper", call(`{"S":1,"ſ":2}`), ErrCaseVariantKey},
-		{"Kelvin upper", call(`{"K":1,"\u212a":2}`), ErrCaseVariantKey},
+		{"Kelvin in large object", call(`{` + manyKeys(40) + `,"k":1,"\u212a":2}`), ErrCaseVariantKey},
 		{"dotless i onto uri", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"ur\u0131":"x"}}`, ErrCaseVariantKey},
-		{"dotted I onto uri", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"URİ":"x"}}`, ErrCaseVariantKey},
+		{"Kelvin onto a protocol member", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"tas\u212a":{}}}`, ErrCaseVariantKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.give), ParseOptions{})
+			if tt.want == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
 			wantKind(t, err, tt.want)
 		})
 	}
 }
 
-// TestCaseVariantDistinct: names that no common case mapping equates stay
-// distinct.
+// TestCaseVariantDistinct: names that only full case folding or other
+// languages' case mappings equate, which no decoder matches to one
+// another, stay distinct members.
 func TestCaseVariantDistinct(t *testing.T) {
 	tests := []struct {
 		name string
@@ -55,6 +59,12 @@ func TestCaseVariantDistinct(t *testing.T) {
 		{"combining dot after a", call(`{"a":1,"a\u0307":2}`)},
 		{"s and ss", call(`{"s":1,"ss":2}`)},
 		{"e and é", call(`{"e":1,"é":2}`)},
+		{"Masse and Maße", call(`{"Masse":1,"Maße":2}`)},
+		{"STRASSE and straße", call(`{"STRASSE":1,"straße":2}`)},
+		{"file and ligature", call(`{"file":1,"\ufb01le":2}`)},
+		{"dotted capital I", call(`{"admin":1,"ADMİN":2}`)},
+		{"i with combining dot", call(`{"admin":1,"admi\u0307n":2}`)},
+		{"ligature in large object", call(`{` + manyKeys(40) + `,"file":1,"ﬁle":2}`)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,26 +75,71 @@ func TestCaseVariantDistinct(t *testing.T) {
 	}
 }
 
-// TestFoldKeysCoverCaseMappings checks every code point: its simple and
-// full upper, lower and title case mappings (as Go's unicode package and
-// x/text/cases give them, which follow UnicodeData.txt and
-// SpecialCasing.txt) are case variants of it.
-func TestFoldKeysCoverCaseMappings(t *testing.T) {
-	up, lo, ti := cases.Upper(language.Und), cases.Lower(language.Und), cases.Title(language.Und)
+// TestCaseSensitiveKeys: with ParseOptions.CaseSensitiveKeys, case
+// variants are distinct members of arguments (and of any other
+// non-protocol object), each in the digest; duplicates stay refused, and so
+// does a protocol object's case variant of a protocol member.
+func TestCaseSensitiveKeys(t *testing.T) {
+	opt := ParseOptions{CaseSensitiveKeys: true}
+	tests := []struct {
+		name string
+		give string
+		want ErrorKind // 0: parsed
+	}{
+		{"ASCII", call(`{"amountMinor":100,"AmountMinor":999999}`), 0},
+		{"Kelvin", call(`{"k":1,"\u212a":2}`), 0},
+		{"nested", call(`{"a":{"x":1,"X":2}}`), 0},
+		{"large object", call(`{` + manyKeys(40) + `,"amountMinor":1,"AmountMinor":2}`), 0},
+		{"duplicate", call(`{"amountMinor":100,"amountMinor":999999}`), ErrDuplicateKey},
+		{"duplicate in large object", call(`{` + manyKeys(40) + `,"amountMinor":1,"amountMinor":2}`), ErrDuplicateKey},
+		{"params member", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","Name":"delete_repo","arguments":{}}}`, ErrCaseVariantKey},
+		{"envelope member", `{"jsonrpc":"2.0","id":1,"Method":"x","method":"tools/call","params":{"name":"search","arguments":{}}}`, ErrCaseVariantKey},
+		{"ref member", `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","Type":"ref/resource","name":"p"},"argument":{"name":"a","value":"v"}}}`, ErrCaseVariantKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := Parse([]byte(tt.give), opt)
+			if tt.want != 0 {
+				wantKind(t, err, tt.want)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Parse([]byte(tt.give), ParseOptions{}); err == nil {
+				t.Error("parsed without CaseSensitiveKeys too")
+			}
+			args := string(b.Messages[0].Arguments())
+			if strings.Count(args, ":") < 2 {
+				t.Errorf("canonical arguments %s lost a member", args)
+			}
+		})
+	}
+}
+
+// TestFoldKeyIsEqualFold checks every code point: two runes have one
+// case-fold key exactly when refEqualFold (strings.EqualFold with "ı" as
+// "i") equates them, so the key folds as decoders match names, no more
+// and no less.
+func TestFoldKeyIsEqualFold(t *testing.T) {
+	first := map[string]rune{} // fold key → first rune with it
 	for r := rune(0); r <= unicode.MaxRune; r++ {
 		if 0xD800 <= r && r <= 0xDFFF {
 			continue
 		}
-		s := string(r)
-		f1, f2 := foldKeys(s)
-		for _, v := range []string{
-			string(unicode.ToUpper(r)), string(unicode.ToLower(r)), string(unicode.ToTitle(r)),
-			up.String(s), lo.String(s), ti.String(s),
-		} {
-			g1, g2 := foldKeys(v)
-			if g1 != f1 && g2 != f2 {
-				t.Errorf("%U %q and its case mapping %q have fold keys %q %q and %q %q", r, s, v, f1, f2, g1, g2)
+		key := string(appendFold(nil, []byte(string(r))))
+		if f, ok := first[key]; !ok {
+			first[key] = r
+		} else if !refEqualFold(string(f), string(r)) {
+			t.Errorf("%U and %U share the fold key %q but are not EqualFold", f, r, key)
+		}
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if k := string(appendFold(nil, utf8.AppendRune(nil, f))); k != key {
+				t.Errorf("%U and %U (one SimpleFold orbit) have fold keys %q and %q", r, f, key, k)
 			}
 		}
+	}
+	if a, b := string(appendFold(nil, []byte("ı"))), string(appendFold(nil, []byte("I"))); a != b {
+		t.Errorf("ı folds to %q, I to %q", a, b)
 	}
 }

@@ -226,7 +226,8 @@ func writeEscaped(dst []byte, s string, rng *rand.Rand) []byte {
 }
 
 // FuzzParseDifferential: Parse (one pass, no tree) and the tree parser it
-// replaced (ref_test.go) agree on every input: the same accept or reject,
+// replaced (ref_test.go) agree on every input, with and without
+// CaseSensitiveKeys: the same accept or reject,
 // the same error kind, offset and batch index, and for an accepted body
 // the same messages, canonical arguments, digests and decoded arguments.
 // Each input is parsed three times: on a fresh scanner (whose per-depth
@@ -257,20 +258,22 @@ func FuzzParseDifferential(f *testing.F) {
 	}
 	reused := new(scanner) // lives across inputs, as a pooled scanner does
 	f.Fuzz(func(t *testing.T, body []byte, batch bool) {
-		opt := ParseOptions{AllowBatch: batch}
-		want, werr := refParse(body, opt)
-		fresh, ferr := parseOn(new(scanner), body, opt)
-		again, rerr := parseOn(reused, body, opt)
-		reused.truncate()
-		pooled, perr := Parse(body, opt)
-		for _, r := range []struct {
-			name string
-			got  *Body
-			err  error
-		}{{"fresh", fresh, ferr}, {"reused", again, rerr}, {"pooled", pooled, perr}} {
-			sameError(t, "Parse/"+r.name, r.err, werr)
-			if r.err == nil {
-				sameBody(t, r.name, r.got, want)
+		for _, exact := range []bool{false, true} {
+			opt := ParseOptions{AllowBatch: batch, CaseSensitiveKeys: exact}
+			want, werr := refParse(body, opt)
+			fresh, ferr := parseOn(new(scanner), body, opt)
+			again, rerr := parseOn(reused, body, opt)
+			reused.truncate()
+			pooled, perr := Parse(body, opt)
+			for _, r := range []struct {
+				name string
+				got  *Body
+				err  error
+			}{{"fresh", fresh, ferr}, {"reused", again, rerr}, {"pooled", pooled, perr}} {
+				sameError(t, "Parse/"+r.name, r.err, werr)
+				if r.err == nil {
+					sameBody(t, r.name, r.got, want, exact)
+				}
 			}
 		}
 		c, err := Canonicalize(body, Limits{})
@@ -292,7 +295,7 @@ func FuzzParseDifferential(f *testing.F) {
 // hold the same messages, and every message's canonical arguments are a
 // fixed point of Canonicalize whose digest internal/jcsoracle, sharing no
 // code with either parser, computes alike.
-func sameBody(t *testing.T, what string, got *Body, want *refBody) {
+func sameBody(t *testing.T, what string, got *Body, want *refBody, exactKeys bool) {
 	t.Helper()
 	if got.Batch != want.Batch || len(got.Messages) != len(want.Messages) {
 		t.Fatalf("%s: Batch %v/%v, %d/%d messages", what, got.Batch, want.Batch, len(got.Messages), len(want.Messages))
@@ -308,7 +311,10 @@ func sameBody(t *testing.T, what string, got *Body, want *refBody) {
 			t.Fatalf("%s: message %d arguments differ: %s %q / %s %q", what, i, g.ArgsDigest, g.Arguments(), w.ArgsDigest, w.Arguments)
 		}
 		if args := g.Arguments(); args != nil {
-			again, err := Canonicalize(args, Limits{})
+			p := new(scanner)
+			p.reset(args, DefaultLimits())
+			p.exactKeys = exactKeys
+			again, err := p.canonicalize(false)
 			if err != nil || !bytes.Equal(again, args) {
 				t.Fatalf("%s: message %d: canonical arguments %q re-parse as %q, %v", what, i, args, again, err)
 			}

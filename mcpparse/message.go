@@ -83,6 +83,9 @@ type Message struct {
 	// Message not made by Parse (Arg then builds index).
 	argOffs []int32
 	argBuf  [8]int32 // argOffs of up to four members
+	// exactKeys: parsed with ParseOptions.CaseSensitiveKeys, so
+	// RawArguments may hold case variants that Arguments must admit.
+	exactKeys bool
 }
 
 // argIndex locates the top-level members of RawArguments.
@@ -223,7 +226,10 @@ func (m *Message) Arguments() []byte {
 	if m.RawArguments == nil {
 		return []byte("{}")
 	}
-	out, err := canonicalize(m.RawArguments, unlimited, false)
+	p := getScanner(m.RawArguments, unlimited)
+	defer putScanner(p)
+	p.exactKeys = m.exactKeys
+	out, err := p.canonicalize(false)
 	if err != nil { // unreachable: Parse accepted these bytes under the same rules
 		return nil
 	}
@@ -385,6 +391,14 @@ type ParseOptions struct {
 	// MCP-Protocol-Version header. When false, a top-level array is
 	// ErrBatchNotSupported, reported before the array is parsed.
 	AllowBatch bool
+	// CaseSensitiveKeys admits members whose names differ only by case
+	// (as fold.go folds) in every object but the protocol ones (envelope,
+	// params, params.ref, params.notifications), for servers whose SDK
+	// matches member names case-sensitively (TypeScript, Python): there
+	// "amount" and "Amount" are two arguments, digested as two. Duplicate
+	// names are refused regardless, and so is a protocol object's member
+	// that folds onto a protocol name ("Name").
+	CaseSensitiveKeys bool
 }
 
 // Parse validates body strictly, as one JSON-RPC 2.0 message (or, with
@@ -393,9 +407,8 @@ type ParseOptions struct {
 //
 //   - JSON (RFC 8259, I-JSON RFC 7493): valid UTF-8 with no BOM, no lone
 //     surrogates in \u escapes, no duplicate member names and no names that
-//     are equal under Unicode case folding or the case mappings other
-//     languages use ("ı" and "İ" are "i"; fold.go) in one object (at any
-//     depth),
+//     are equal under simple case folding as decoders match them (fold.go;
+//     unless opt.CaseSensitiveKeys) in one object (at any depth),
 //     nothing after the value but whitespace, every number except the
 //     envelope id exactly equal to its RFC 8785 serialization, all within
 //     opt.Limits.
@@ -445,6 +458,7 @@ func parseOn(p *scanner, body []byte, opt ParseOptions) (*Body, error) {
 		}
 	}
 	p.reset(body, lim)
+	p.exactKeys = opt.CaseSensitiveKeys
 	out, err := p.parse()
 	if err != nil {
 		return nil, err
@@ -759,8 +773,7 @@ func (p *scanner) notifications(r *envRec) *ParseError {
 	return p.members(func(nm name, key []byte, keyOff int) (err *ParseError) {
 		const subsKey = "resourceSubscriptions"
 		if string(key) != subsKey {
-			if f1, f2 := p.bytes(nm.f1), p.bytes(nm.f2); r.subsVariant.variantOf == "" &&
-				(string(f1) == "resourcesubscriptions" || string(f2) == "resourcesubscriptions") {
+			if r.subsVariant.variantOf == "" && string(p.bytes(nm.fold)) == "resourcesubscriptions" {
 				r.subsVariant = keyRec{keyOff, subsKey}
 			}
 			_, err = p.ref(false)
@@ -858,6 +871,7 @@ func (p *scanner) keyAt(off int) string {
 // fills m. index is the batch index or -1.
 func (p *scanner) check(r *envRec, index int, m *Message) *ParseError {
 	in := p.in
+	m.exactKeys = p.exactKeys
 	fail := func(k ErrorKind, off int, msg string) *ParseError {
 		return &ParseError{Kind: k, Offset: int64(off), Index: index, Msg: msg}
 	}

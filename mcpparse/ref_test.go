@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
-	"golang.org/x/text/cases"
 )
 
 // refBody is Body as the reference parser returns it.
@@ -52,10 +51,9 @@ func (v *value) numText(in []byte) string {
 	return v.s
 }
 
-// keyEntry is one member name on the parser's key stack, with its two
-// case-fold keys (simple folding as encoding/json uses, and full folding).
+// keyEntry is one member name on the parser's key stack.
 type keyEntry struct {
-	key, f1, f2 string
+	key string
 }
 
 // parser is one strict pass over an input.
@@ -75,6 +73,8 @@ type parser struct {
 	// lenient switches off the checks that go beyond RFC 8785 (case-variant
 	// names, non-canonical numbers); tests only, for the RFC vectors.
 	lenient bool
+	// exactKeys: ParseOptions.CaseSensitiveKeys.
+	exactKeys bool
 	stack   []keyEntry
 	buf     []byte // scratch for decoding strings with escapes
 	// Children of the open containers, innermost last; a container copies
@@ -90,7 +90,12 @@ func (p *parser) fail(k ErrorKind, off int, msg string) *ParseError {
 // parseDocument checks size and UTF-8, parses one value and rejects
 // trailing data. in must already be within lim.MaxBytes.
 func parseDocument(in []byte, lim Limits, envelope, lenient bool) (value, *ParseError) {
-	p := parser{in: in, lim: lim, index: -1, envelope: envelope, lenient: lenient}
+	return parseDocumentKeys(in, lim, envelope, lenient, false)
+}
+
+// parseDocumentKeys is parseDocument; exactKeys admits case variants.
+func parseDocumentKeys(in []byte, lim Limits, envelope, lenient, exactKeys bool) (value, *ParseError) {
+	p := parser{in: in, lim: lim, index: -1, envelope: envelope, lenient: lenient, exactKeys: exactKeys}
 	if len(in) > lim.MaxBytes {
 		return value{}, p.fail(ErrTooLarge, lim.MaxBytes, "body longer than "+strconv.Itoa(lim.MaxBytes)+" bytes")
 	}
@@ -246,7 +251,6 @@ func (p *parser) parseObject(env bool) (value, *ParseError) {
 		clear(p.memStack[mbase:])
 		p.memStack = p.memStack[:mbase]
 	}()
-	var sets *foldSets // built once an object grows past linearKeys members
 	p.skipWS()
 	if p.pos < len(p.in) && p.in[p.pos] == '}' {
 		p.pos++
@@ -269,8 +273,7 @@ func (p *parser) parseObject(env bool) (value, *ParseError) {
 			return value{}, err
 		}
 		e := keyEntry{key: key}
-		e.f1, e.f2 = foldKeys(key)
-		if err := p.checkKey(base, &sets, e, keyOff); err != nil {
+		if err := p.checkKey(base, e, keyOff); err != nil {
 			return value{}, err
 		}
 		p.stack = append(p.stack, e)
@@ -317,52 +320,23 @@ func appendDoubling[T any](s []T, x T) []T {
 	return append(s, x)
 }
 
-// checkKey rejects e when it duplicates or case-folds onto a name already
-// in the current object (p.stack[base:]).
-func (p *parser) checkKey(base int, sets **foldSets, e keyEntry, off int) *ParseError {
+// checkKey rejects e when it duplicates or (refEqualFold) case-folds onto
+// a name already in the current object (p.stack[base:]), comparing it with
+// each of them.
+func (p *parser) checkKey(base int, e keyEntry, off int) *ParseError {
 	prev := p.stack[base:]
-	if len(prev) < linearKeys {
+	for _, o := range prev {
+		if o.key == e.key {
+			return p.fail(ErrDuplicateKey, off, "duplicate member "+quoteKey(e.key))
+		}
+	}
+	if !p.lenient && !p.exactKeys {
 		for _, o := range prev {
-			if o.key == e.key {
-				return p.fail(ErrDuplicateKey, off, "duplicate member "+quoteKey(e.key))
+			if refEqualFold(o.key, e.key) {
+				return p.fail(ErrCaseVariantKey, off, "member "+quoteKey(e.key)+" is a case variant of "+quoteKey(o.key))
 			}
 		}
-		if !p.lenient {
-			for _, o := range prev {
-				if o.f1 == e.f1 || o.f2 == e.f2 {
-					return p.fail(ErrCaseVariantKey, off, "member "+quoteKey(e.key)+" is a case variant of "+quoteKey(o.key))
-				}
-			}
-		}
-		return nil
 	}
-	s := *sets
-	if s == nil {
-		s = &foldSets{
-			exact: make(map[string]struct{}, 2*len(prev)),
-			f1:    make(map[string]struct{}, 2*len(prev)),
-			f2:    make(map[string]struct{}, 2*len(prev)),
-		}
-		for _, o := range prev {
-			s.exact[o.key] = struct{}{}
-			s.f1[o.f1] = struct{}{}
-			s.f2[o.f2] = struct{}{}
-		}
-		*sets = s
-	}
-	if _, ok := s.exact[e.key]; ok {
-		return p.fail(ErrDuplicateKey, off, "duplicate member "+quoteKey(e.key))
-	}
-	if !p.lenient {
-		_, ok1 := s.f1[e.f1]
-		_, ok2 := s.f2[e.f2]
-		if ok1 || ok2 {
-			return p.fail(ErrCaseVariantKey, off, "member "+quoteKey(e.key)+" is a case variant of another member")
-		}
-	}
-	s.exact[e.key] = struct{}{}
-	s.f1[e.f1] = struct{}{}
-	s.f2[e.f2] = struct{}{}
 	return nil
 }
 
@@ -720,7 +694,7 @@ func refParse(body []byte, opt ParseOptions) (*refBody, error) {
 				Msg: "JSON-RPC batches are not supported (removed in MCP 2025-06-18)"}
 		}
 	}
-	root, perr := parseDocument(body, lim, true, false)
+	root, perr := parseDocumentKeys(body, lim, true, false, opt.CaseSensitiveKeys)
 	if perr != nil {
 		return nil, perr
 	}
@@ -748,9 +722,8 @@ func refParse(body []byte, opt ParseOptions) (*refBody, error) {
 // variantOf returns the protocol member (from names, all lowercase ASCII)
 // that key case-folds onto without being equal to it, or "".
 func refVariantOf(key string, names []string) string {
-	f1, f2 := foldKeys(key)
 	for _, n := range names {
-		if key != n && (f1 == n || f2 == n) {
+		if key != n && refEqualFold(key, n) {
 			return n
 		}
 	}
@@ -988,7 +961,7 @@ func refSubscriptions(m *refMessage, params *value, msgOff, index int) *ParseErr
 	const key = "resourceSubscriptions"
 	for i := range n.mems {
 		if k := n.mems[i].key; k != key {
-			if f1, f2 := foldKeys(k); f1 == "resourcesubscriptions" || f2 == "resourcesubscriptions" {
+			if refEqualFold(k, key) {
 				return &ParseError{Kind: ErrCaseVariantKey, Offset: int64(n.mems[i].keyOff), Index: index,
 					Msg: "member " + quoteKey(k) + " is a case variant of " + quoteKey(key)}
 			}
@@ -1089,45 +1062,17 @@ func decode(in []byte, v *value) any {
 	return nil
 }
 
-// foldKeys returns two case-fold keys of a member name. Two names are case
-// variants when either key is equal:
-//
-//   - f1 is simple case folding as strings.EqualFold and encoding/json's
-//     field matching use it (each rune maps to one representative of its
-//     unicode.SimpleFold orbit), so "K" (U+212A KELVIN SIGN) and "k" and
-//     "ſ" (U+017F) and "s" collide;
-//   - f2 is full Unicode case folding (golang.org/x/text/cases.Fold), so
-//     "ß" and "ss" collide as well.
-//
-// For names of lowercase ASCII both keys are the name itself and nothing is
-// allocated.
-func foldKeys(s string) (f1, f2 string) {
-	ascii, lower := true, true
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			ascii = false
-			break
+// refEqualFold reports whether two member names are case variants as
+// fold.go defines them, by other means: strings.EqualFold (simple case
+// folding, as encoding/json matches names) after mapping "ı" to "i".
+func refEqualFold(a, b string) bool {
+	undot := func(r rune) rune {
+		if r == '\u0131' {
+			return 'i'
 		}
-		if 'A' <= c && c <= 'Z' {
-			lower = false
-		}
+		return r
 	}
-	if ascii {
-		if lower {
-			return s, s
-		}
-		b := []byte(s)
-		for i, c := range b {
-			if 'A' <= c && c <= 'Z' {
-				b[i] = c + 'a' - 'A'
-			}
-		}
-		f := string(b)
-		return f, f
-	}
-	c := cases.Fold()
-	return string(appendFoldSimple(nil, []byte(s))), string(appendFoldFull(nil, []byte(s), &c))
+	return strings.EqualFold(strings.Map(undot, a), strings.Map(undot, b))
 }
 
 // utf16First returns the first UTF-16 code unit of r: r itself in the BMP,

@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
-	"golang.org/x/text/cases"
 )
 
 // This file is the one strict pass: it validates a body, records where the
@@ -40,9 +39,9 @@ type vref struct {
 // span is a byte range of scanner.arena.
 type span struct{ a, b int32 }
 
-// name is one member name of an open object: the decoded name and its two
-// case-fold keys (see foldKeys), all in scanner.arena.
-type name struct{ key, f1, f2 span }
+// name is one member name of an open object: the decoded name and its
+// case-fold key (fold.go), both in scanner.arena.
+type name struct{ key, fold span }
 
 // cmember is one member of an open object being canonicalized: its name and
 // the range of `"name":value` in scanner.out.
@@ -66,6 +65,9 @@ type scanner struct {
 	// lenient switches off the checks that go beyond RFC 8785 (case-variant
 	// names, non-canonical numbers); tests only, for the RFC vectors.
 	lenient bool
+	// exactKeys admits case-variant names outside the protocol objects
+	// (ParseOptions.CaseSensitiveKeys).
+	exactKeys bool
 
 	arena []byte    // names (and fold keys) of the open objects' members
 	names []name    // members of the open objects, innermost last
@@ -73,7 +75,6 @@ type scanner struct {
 	out   []byte    // RFC 8785 form of the value being canonicalized
 	mems  []cmember // canonicalized members of the open objects
 	tmp   []byte    // scratch for reordering an object's members
-	fold  *cases.Caser
 	// shapes[d] is the shape of the last object completed at depth d. It
 	// grows while a deeper object is scanned, so it is only ever indexed:
 	// a *shape kept across a nested value would point into the old array
@@ -110,7 +111,7 @@ func getScanner(in []byte, lim Limits) *scanner {
 func (p *scanner) reset(in []byte, lim Limits) {
 	p.in, p.pos, p.lim, p.index = in, 0, lim, -1
 	p.depth, p.keys, p.vals, p.lenient, p.argDepth = 0, 0, 0, false, 0
-	p.inParams, p.proto = false, 0
+	p.inParams, p.proto, p.exactKeys = false, 0, false
 	for i := range p.shapes { // a shape is only valid within one pass (lenient or not)
 		p.shapes[i].ends = p.shapes[i].ends[:0]
 	}
@@ -620,8 +621,8 @@ func (p *scanner) emit(start int, ms []cmember, perm []int32) {
 
 func (p *scanner) bytes(s span) []byte { return p.arena[s.a:s.b] }
 
-// addName copies a decoded member name and its case-fold keys (as
-// foldKeys computes them) into the arena.
+// addName copies a decoded member name and its case-fold key (fold.go)
+// into the arena.
 func (p *scanner) addName(key []byte) name {
 	a := int32(len(p.arena))
 	p.arena = append(p.arena, key...)
@@ -638,7 +639,7 @@ func (p *scanner) addName(key []byte) name {
 	}
 	switch {
 	case ascii && lower:
-		return name{k, k, k}
+		return name{k, k}
 	case ascii:
 		f := int32(len(p.arena))
 		for _, c := range key {
@@ -647,18 +648,11 @@ func (p *scanner) addName(key []byte) name {
 			}
 			p.arena = append(p.arena, c)
 		}
-		fs := span{f, int32(len(p.arena))}
-		return name{k, fs, fs}
+		return name{k, span{f, int32(len(p.arena))}}
 	}
-	f1 := int32(len(p.arena))
-	p.arena = appendFoldSimple(p.arena, key)
-	f2 := int32(len(p.arena))
-	if p.fold == nil {
-		c := cases.Fold()
-		p.fold = &c
-	}
-	p.arena = appendFoldFull(p.arena, key, p.fold)
-	return name{k, span{f1, f2}, span{f2, int32(len(p.arena))}}
+	f := int32(len(p.arena))
+	p.arena = appendFold(p.arena, key)
+	return name{k, span{f, int32(len(p.arena))}}
 }
 
 // linearKeys is the member count up to which names are compared pairwise;
@@ -666,45 +660,30 @@ func (p *scanner) addName(key []byte) name {
 const linearKeys = 16
 
 type foldSets struct {
-	exact, f1, f2 map[string]struct{}
+	exact, fold map[string]struct{}
 }
 
-// checkName rejects nm when it duplicates or case-folds onto a name
-// already in the object.
+// checkName rejects nm when it duplicates an earlier name of the object,
+// or (unless p.lenient or p.exactKeys) case-folds onto one.
 func (p *scanner) checkName(o *objState, nm name, off int) *ParseError {
 	prev := p.names[o.nbase:]
 	key := p.bytes(nm.key)
-	if len(prev) < linearKeys && !p.lenient {
+	folds := !p.lenient && !p.exactKeys
+	if len(prev) < linearKeys {
 		// One loop: in an object with no case variants so far, a name
 		// that equals an earlier one cannot also fold onto another.
-		plain := nm.f1 == nm.key // lowercase ASCII: its fold keys are itself
-		f1, f2 := p.bytes(nm.f1), p.bytes(nm.f2)
+		plain := nm.fold == nm.key // lowercase ASCII: its fold key is itself
+		fold := p.bytes(nm.fold)
 		for _, q := range prev {
 			qk := p.bytes(q.key)
 			if string(qk) == string(key) {
 				return p.fail(ErrDuplicateKey, off, "duplicate member "+quoteKey(string(key)))
 			}
-			if plain && q.f1 == q.key {
+			if !folds || plain && q.fold == q.key {
 				continue
 			}
-			if string(p.bytes(q.f1)) == string(f1) || string(p.bytes(q.f2)) == string(f2) {
+			if string(p.bytes(q.fold)) == string(fold) {
 				return p.fail(ErrCaseVariantKey, off, "member "+quoteKey(string(key))+" is a case variant of "+quoteKey(string(qk)))
-			}
-		}
-		return nil
-	}
-	if len(prev) < linearKeys {
-		for _, q := range prev {
-			if string(p.bytes(q.key)) == string(key) {
-				return p.fail(ErrDuplicateKey, off, "duplicate member "+quoteKey(string(key)))
-			}
-		}
-		if !p.lenient {
-			f1, f2 := p.bytes(nm.f1), p.bytes(nm.f2)
-			for _, q := range prev {
-				if string(p.bytes(q.f1)) == string(f1) || string(p.bytes(q.f2)) == string(f2) {
-					return p.fail(ErrCaseVariantKey, off, "member "+quoteKey(string(key))+" is a case variant of "+quoteKey(string(p.bytes(q.key))))
-				}
 			}
 		}
 		return nil
@@ -713,39 +692,32 @@ func (p *scanner) checkName(o *objState, nm name, off int) *ParseError {
 	if s == nil {
 		s = &foldSets{
 			exact: make(map[string]struct{}, 2*len(prev)),
-			f1:    make(map[string]struct{}, 2*len(prev)),
-			f2:    make(map[string]struct{}, 2*len(prev)),
+			fold:  make(map[string]struct{}, 2*len(prev)),
 		}
 		for _, q := range prev {
 			s.exact[string(p.bytes(q.key))] = struct{}{}
-			s.f1[string(p.bytes(q.f1))] = struct{}{}
-			s.f2[string(p.bytes(q.f2))] = struct{}{}
+			s.fold[string(p.bytes(q.fold))] = struct{}{}
 		}
 		o.sets = s
 	}
 	if _, ok := s.exact[string(key)]; ok {
 		return p.fail(ErrDuplicateKey, off, "duplicate member "+quoteKey(string(key)))
 	}
-	f1, f2 := p.bytes(nm.f1), p.bytes(nm.f2)
-	if !p.lenient {
-		_, ok1 := s.f1[string(f1)]
-		_, ok2 := s.f2[string(f2)]
-		if ok1 || ok2 {
-			return p.fail(ErrCaseVariantKey, off, "member "+quoteKey(string(key))+" is a case variant of another member")
-		}
+	fold := p.bytes(nm.fold)
+	if _, ok := s.fold[string(fold)]; ok && folds {
+		return p.fail(ErrCaseVariantKey, off, "member "+quoteKey(string(key))+" is a case variant of another member")
 	}
 	s.exact[string(key)] = struct{}{}
-	s.f1[string(f1)] = struct{}{}
-	s.f2[string(f2)] = struct{}{}
+	s.fold[string(fold)] = struct{}{}
 	return nil
 }
 
 // variantOf returns the protocol member (from names, all lowercase ASCII)
 // that nm case-folds onto without being it, or "".
 func (p *scanner) variantOf(nm name, names []string) string {
-	key, f1, f2 := p.bytes(nm.key), p.bytes(nm.f1), p.bytes(nm.f2)
+	key, fold := p.bytes(nm.key), p.bytes(nm.fold)
 	for _, n := range names {
-		if string(key) != n && (string(f1) == n || string(f2) == n) {
+		if string(key) != n && string(fold) == n {
 			return n
 		}
 	}

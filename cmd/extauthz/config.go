@@ -61,6 +61,9 @@ type Config struct {
 	// ServersByPrincipal maps destination principals (SPIFFE ids) to MCP
 	// server ids (--server-id-by-principal).
 	ServersByPrincipal map[string]string
+	// CaseSensitiveKeys are the MCP server ids whose SDK matches argument
+	// names case-sensitively (--case-sensitive-keys).
+	CaseSensitiveKeys []string
 }
 
 // listFlag is a repeatable string flag; the environment form is comma-separated.
@@ -218,6 +221,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.ConcealAs, "conceal-as", string(extauthz.ConcealGoSDK), "SDK of the MCP server whose unknown-tool answer refusal: conceal reproduces: go-sdk, typescript-sdk (1.x) or typescript-sdk-v2")
 	c.ServersByPrincipal = map[string]string{}
 	fs.Var(principalFlag(c.ServersByPrincipal), "server-id-by-principal", "PRINCIPAL=ID: the MCP server id for requests to the workload with this destination principal (Istio SPIFFE id), when the route names none (repeatable)")
+	fs.Var((*listFlag)(&c.CaseSensitiveKeys), "case-sensitive-keys", "SERVER-ID: an MCP server whose SDK matches argument names case-sensitively (TypeScript, Python), so arguments that differ only by case are two members, not a case_variant_key refusal (repeatable; default: refused for every server)")
 	fs.StringVar(&c.TLS.cert, "tls-cert-file", "", "gRPC port: server certificate chain (PEM); with --tls-key-file and --client-ca-file, mTLS, reloaded on change")
 	fs.StringVar(&c.TLS.key, "tls-key-file", "", "gRPC port: private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.TLS.clientCA, "client-ca-file", "", "gRPC port: CA bundle (PEM) that callers' client certificates must chain to")

@@ -336,7 +336,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 		store:     binding.Store,
 		server: &extauthz.Server{
 			Decider: &extauthz.Decider{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal, Verifier: verifier, Policies: store, Limits: lim, Binding: binding,
-				DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{})},
+				DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), CaseSensitiveKeys: setOf(cfg.CaseSensitiveKeys)},
 			Responder: &extauthz.Responder{ResourceMetadataURL: rm, DenialStatus: cfg.DenialStatus, ConcealAs: extauthz.ConcealStyle(cfg.ConcealAs),
 				DecidedHeaders: []string{strings.ToLower(cfg.IdempotencyHeader)}},
 			Log:     decisionLog,
@@ -527,4 +527,16 @@ func newLogger(level string, w io.Writer) (*zap.Logger, error) {
 	ec.EncodeTime = zapcore.RFC3339NanoTimeEncoder
 	ws := zapcore.Lock(zapcore.AddSync(w))
 	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(ec), ws, lvl), zap.ErrorOutput(ws)), nil
+}
+
+// setOf returns the members of list as a set; nil when list is empty.
+func setOf(list []string) map[string]bool {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(list))
+	for _, s := range list {
+		out[s] = true
+	}
+	return out
 }

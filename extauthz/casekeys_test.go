@@ -1,0 +1,66 @@
+package extauthz
+
+import (
+	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
+)
+
+// TestCaseSensitiveKeysPerServer: through a real gRPC server, arguments
+// whose names differ only by case are refused (case_variant_key) for a
+// server not listed in Decider.CaseSensitiveKeys, and decided as two
+// members, each in the digest, for one that is; duplicates and protocol
+// variants are refused for both, and names only full case folding joins
+// (Maße/Masse) are two members everywhere.
+func TestCaseSensitiveKeysPerServer(t *testing.T) {
+	lp, err := CompilePolicy("p.yaml", []byte("default: deny\nallow:\n  - id: search\n    match: \"*/search\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &PolicyStore{}
+	store.Store(lp)
+	srv := staticRig(t, nil)
+	srv.Decider.Policies = store
+	srv.Decider.CaseSensitiveKeys = map[string]bool{"files": true}
+	client := startGRPC(t, srv)
+
+	tests := []struct {
+		name, server, args string
+		want               Reason
+	}{
+		{"variant, default server", "payments", `{"q":"a","Q":"b"}`, ReasonCaseVariantKey},
+		{"variant, case-sensitive server", "files", `{"q":"a","Q":"b"}`, ReasonAllowed},
+		{"Kelvin, default server", "payments", `{"k":1,"\u212a":2}`, ReasonCaseVariantKey},
+		{"Kelvin, case-sensitive server", "files", `{"k":1,"\u212a":2}`, ReasonAllowed},
+		{"nested variant, case-sensitive server", "files", `{"q":{"a":1,"A":2}}`, ReasonAllowed},
+		{"full folding only, default server", "payments", `{"Masse":1,"Maße":2,"file":3,"ﬁle":4}`, ReasonAllowed},
+		{"duplicate, case-sensitive server", "files", `{"q":"a","q":"b"}`, ReasonDuplicateKey},
+		{"protocol variant, case-sensitive server", "files", `{"q":"a"},"Name":"delete_repo"`, ReasonCaseVariantKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":` + tt.args + `}}`)
+			req := c.CheckRequest(true)
+			req.Attributes.ContextExtensions = map[string]string{ContextExtensionServer: tt.server}
+			resp := check(t, client, req)
+			if tt.want != ReasonAllowed {
+				d, _ := parseDenial(t, resp)
+				if Reason(d.Error.Data.Reason) != tt.want {
+					t.Fatalf("reason %s, want %s", d.Error.Data.Reason, tt.want)
+				}
+				return
+			}
+			if resp.GetOkResponse() == nil {
+				d, _ := parseDenial(t, resp)
+				t.Fatalf("denied %s (%s), want allowed", d.Error.Data.Reason, d.Error.Message)
+			}
+			want, err := jcsoracle.Digest([]byte(tt.args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := okHeaders(t, resp)[HeaderArgsDigest]; got != want {
+				t.Errorf("args digest %s, want %s (every member)", got, want)
+			}
+		})
+	}
+}
