@@ -75,8 +75,8 @@ type parser struct {
 	lenient bool
 	// exactKeys: ParseOptions.CaseSensitiveKeys.
 	exactKeys bool
-	stack   []keyEntry
-	buf     []byte // scratch for decoding strings with escapes
+	stack     []keyEntry
+	buf       []byte // scratch for decoding strings with escapes
 	// Children of the open containers, innermost last; a container copies
 	// its own out once, at its end, so each costs one exact allocation.
 	elemStack []value
