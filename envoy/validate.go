@@ -11,13 +11,11 @@ import (
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 	"sigs.k8s.io/yaml"
@@ -299,40 +297,6 @@ func AllowsHeader(ea *extauthzv3.ExtAuthz, name string) bool {
 		}
 	}
 	return false
-}
-
-// WithoutUnderscoreRejection returns a copy of b with every HTTP connection
-// manager's headers_with_underscores_action cleared: the one setting in which
-// the Helm and kustomize sidecar renderings differ from envoy/sidecar.yaml.
-func WithoutUnderscoreRejection(b *bootstrapv3.Bootstrap) (*bootstrapv3.Bootstrap, error) {
-	c := proto.Clone(b).(*bootstrapv3.Bootstrap)
-	for _, l := range c.GetStaticResources().GetListeners() {
-		for _, fc := range l.GetFilterChains() {
-			for _, f := range fc.GetFilters() {
-				if f.GetTypedConfig() == nil {
-					continue
-				}
-				var h hcmv3.HttpConnectionManager
-				if f.GetTypedConfig().MessageIs(&h) {
-					if err := f.GetTypedConfig().UnmarshalTo(&h); err != nil {
-						return nil, err
-					}
-					if o := h.GetCommonHttpProtocolOptions(); o != nil {
-						o.HeadersWithUnderscoresAction = corev3.HttpProtocolOptions_ALLOW
-						if proto.Equal(o, &corev3.HttpProtocolOptions{}) {
-							h.CommonHttpProtocolOptions = nil
-						}
-					}
-					a, err := anypb.New(&h)
-					if err != nil {
-						return nil, err
-					}
-					f.ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: a}
-				}
-			}
-		}
-	}
-	return c, nil
 }
 
 // CheckInvariants reports, joined, every way b breaks the properties the
