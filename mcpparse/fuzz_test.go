@@ -87,13 +87,23 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzCanonicalize: canonical of canonical is itself, and whatever we
-// accept an independent RFC 8785 implementation canonicalizes identically.
+// accept an independent RFC 8785 implementation canonicalizes identically;
+// a fresh scanner and one reused across the run agree with the pooled one.
 func FuzzCanonicalize(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
+	reused := new(scanner)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c, err := Canonicalize(in, Limits{})
+		for name, p := range map[string]*scanner{"fresh": new(scanner), "reused": reused} {
+			p.reset(in, DefaultLimits())
+			got, perr := p.canonicalize(false)
+			p.truncate()
+			if (perr == nil) != (err == nil) || !bytes.Equal(got, c) {
+				t.Fatalf("%s scanner: %q %v; pooled %q %v", name, got, perr, c, err)
+			}
+		}
 		if err != nil {
 			var pe *ParseError
 			if !errors.As(err, &pe) {
