@@ -45,7 +45,7 @@ func loadCaseLines(t *testing.T, file string) []case2Line {
 	t.Helper()
 	f, err := os.Open(filepath.Join(sharedDir, "cases", file))
 	if err != nil {
-		t.Fatalf("%s: %v (the tests need ../shared beside the repository)", file, err)
+		t.Fatalf("%s: %v", file, err)
 	}
 	defer f.Close()
 	var out []case2Line

@@ -110,7 +110,7 @@ func loadCases(t *testing.T) []caseLine {
 	t.Helper()
 	f, err := os.Open(filepath.Join(sharedDir, "cases", "cases.jsonl"))
 	if err != nil {
-		t.Fatalf("cases: %v (the tests need ../shared beside the repository)", err)
+		t.Fatalf("cases: %v", err)
 	}
 	defer f.Close()
 	var out []caseLine

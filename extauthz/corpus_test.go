@@ -35,7 +35,7 @@ func loadCorpus(t testing.TB) []corpusRecord {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(sharedDir, "corpus", "mcp-real", "*.jsonl"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no corpus under %s (err %v): the tests need ../shared beside the repository", sharedDir, err)
+		t.Fatalf("no corpus under %s (err %v)", sharedDir, err)
 	}
 	var out []corpusRecord
 	for _, f := range files {

@@ -37,8 +37,9 @@ const (
 	testSubject  = "alice"
 )
 
-// sharedDir is ../shared from the repository root, seen from this package.
-var sharedDir = filepath.Join("..", "..", "shared")
+// sharedDir is the repository's copy of the shared test data (corpus,
+// cases, schemas; TestSharedCopy in mcpparse keeps it equal to ../shared).
+var sharedDir = filepath.Join("..", "testdata", "shared")
 
 // testKey is an RSA signing key with its kid.
 type testKey struct {

@@ -39,7 +39,7 @@ func loadTokenCase2(t *testing.T, id string) tokenCase2 {
 	t.Helper()
 	f, err := os.Open(filepath.Join(sharedDir, "cases", "cases-2.jsonl"))
 	if err != nil {
-		t.Fatalf("cases-2: %v (the tests need ../shared beside the repository)", err)
+		t.Fatalf("cases-2: %v", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)

@@ -16,9 +16,11 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
-// sharedDir is the project's shared/ folder, beside the repository: the
-// package is at <repo>/mcpparse, so shared is at ../../shared.
-const sharedDir = "../../shared"
+// sharedDir is the repository's copy of the project's shared test data
+// (corpus, cases, schemas): <repo>/testdata/shared, seen from
+// <repo>/mcpparse. TestSharedCopy keeps it equal to ../shared beside the
+// repository, where that exists.
+const sharedDir = "../testdata/shared"
 
 // wantKind fails t unless err is a *ParseError of kind want.
 func wantKind(t *testing.T, err error, want ErrorKind) *ParseError {

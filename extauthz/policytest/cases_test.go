@@ -15,7 +15,7 @@ import (
 // D09 of ../shared/cases/cases-2.jsonl, replayed offline: a rule marked
 // `shadow: True` (a YAML 1.2 boolean) is a shadow rule, so it never decides.
 func TestCaseD09(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "..", "..", "shared", "cases", "cases-2.jsonl"))
+	f, err := os.Open(filepath.Join("..", "..", "testdata", "shared", "cases", "cases-2.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,10 @@ import (
 )
 
 // TestTableMatchesSchemas: for every revision whose schema.json is in
-// ../shared/mcp-schema, the table lists exactly the methods of the schema's
+// testdata/shared/mcp-schema (a copy of ../shared/mcp-schema), the table lists exactly the methods of the schema's
 // Client/Server Request/Notification unions, with that revision and sender.
 func TestTableMatchesSchemas(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "mcp-schema")
+	dir := filepath.Join("..", "..", "testdata", "shared", "mcp-schema")
 	for _, rev := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
 		t.Run(rev, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(dir, rev, "schema.json"))
