@@ -39,6 +39,45 @@ import (
 // grpc-go's proto codec unchanged.
 type CheckCodec struct{}
 
+// Field numbers the decoder reads (envoy/service/auth/v3/attribute_context.proto,
+// external_auth.proto; envoy/config/core/v3/base.proto). TestCodecFields
+// checks each against the generated descriptors, and fails when
+// go-control-plane adds a field to a message the decoder reads that is
+// neither decoded nor listed there as deliberately skipped.
+const (
+	fieldCheckRequestAttributes protowire.Number = 1 // CheckRequest.attributes
+
+	fieldAttrDestination       protowire.Number = 2  // AttributeContext.destination
+	fieldAttrRequest           protowire.Number = 4  // AttributeContext.request
+	fieldAttrContextExtensions protowire.Number = 10 // AttributeContext.context_extensions
+
+	fieldPeerPrincipal protowire.Number = 4 // AttributeContext.Peer.principal
+
+	fieldRequestHTTP protowire.Number = 2 // AttributeContext.Request.http
+
+	fieldHTTPID        protowire.Number = 1  // HttpRequest.id
+	fieldHTTPMethod    protowire.Number = 2  // HttpRequest.method
+	fieldHTTPHeaders   protowire.Number = 3  // HttpRequest.headers
+	fieldHTTPPath      protowire.Number = 4  // HttpRequest.path
+	fieldHTTPHost      protowire.Number = 5  // HttpRequest.host
+	fieldHTTPScheme    protowire.Number = 6  // HttpRequest.scheme
+	fieldHTTPQuery     protowire.Number = 7  // HttpRequest.query
+	fieldHTTPFragment  protowire.Number = 8  // HttpRequest.fragment
+	fieldHTTPSize      protowire.Number = 9  // HttpRequest.size
+	fieldHTTPProtocol  protowire.Number = 10 // HttpRequest.protocol
+	fieldHTTPBody      protowire.Number = 11 // HttpRequest.body
+	fieldHTTPRawBody   protowire.Number = 12 // HttpRequest.raw_body
+	fieldHTTPHeaderMap protowire.Number = 13 // HttpRequest.header_map
+
+	fieldMapKey   protowire.Number = 1 // a map entry's key
+	fieldMapValue protowire.Number = 2 // a map entry's value
+
+	fieldHeaderMapHeaders protowire.Number = 1 // HeaderMap.headers
+	fieldHeaderKey        protowire.Number = 1 // HeaderValue.key
+	fieldHeaderValue      protowire.Number = 2 // HeaderValue.value
+	fieldHeaderRawValue   protowire.Number = 3 // HeaderValue.raw_value
+)
+
 // protoCodec is grpc-go's default codec, for every message but CheckRequest.
 var protoCodec = encoding.GetCodecV2(protoenc.Name)
 
@@ -77,7 +116,7 @@ func decodeCheckRequest(msg []byte, req *authv3.CheckRequest) {
 	*req = authv3.CheckRequest{}
 	d := newWireDecoder(msg)
 	ok := d.fields(msg, 0, func(f wireField) bool {
-		if f.num != 1 || f.typ != protowire.BytesType { // attributes
+		if f.num != fieldCheckRequestAttributes || f.typ != protowire.BytesType {
 			return true
 		}
 		if req.Attributes == nil {
@@ -194,17 +233,17 @@ func (d *wireDecoder) attributes(p wireField, a *authv3.AttributeContext) bool {
 			return true
 		}
 		switch f.num {
-		case 2: // destination: its principal names the server under Istio
+		case fieldAttrDestination: // its principal names the server under Istio
 			if a.Destination == nil {
 				a.Destination = &authv3.AttributeContext_Peer{}
 			}
 			return d.peerPrincipal(f, a.Destination)
-		case 4: // request
+		case fieldAttrRequest:
 			if a.Request == nil {
 				a.Request = &authv3.AttributeContext_Request{}
 			}
 			return d.request(f, a.Request)
-		case 10: // context_extensions
+		case fieldAttrContextExtensions:
 			if a.ContextExtensions == nil {
 				a.ContextExtensions = map[string]string{}
 			}
@@ -217,7 +256,7 @@ func (d *wireDecoder) attributes(p wireField, a *authv3.AttributeContext) bool {
 // peerPrincipal decodes AttributeContext.Peer field 4 (principal).
 func (d *wireDecoder) peerPrincipal(p wireField, peer *authv3.AttributeContext_Peer) bool {
 	return d.fields(p.v, p.off, func(f wireField) bool {
-		if f.num == 4 && f.typ == protowire.BytesType {
+		if f.num == fieldPeerPrincipal && f.typ == protowire.BytesType {
 			peer.Principal = d.str(f)
 		}
 		return true
@@ -227,7 +266,7 @@ func (d *wireDecoder) peerPrincipal(p wireField, peer *authv3.AttributeContext_P
 // request decodes AttributeContext.Request field 2 (http).
 func (d *wireDecoder) request(p wireField, r *authv3.AttributeContext_Request) bool {
 	return d.fields(p.v, p.off, func(f wireField) bool {
-		if f.num != 2 || f.typ != protowire.BytesType {
+		if f.num != fieldRequestHTTP || f.typ != protowire.BytesType {
 			return true
 		}
 		if r.Http == nil {
@@ -240,7 +279,7 @@ func (d *wireDecoder) request(p wireField, r *authv3.AttributeContext_Request) b
 // http decodes every field of AttributeContext.HttpRequest.
 func (d *wireDecoder) http(p wireField, h *authv3.AttributeContext_HttpRequest) bool {
 	return d.fields(p.v, p.off, func(f wireField) bool {
-		if f.typ == protowire.VarintType && f.num == 9 {
+		if f.typ == protowire.VarintType && f.num == fieldHTTPSize {
 			h.Size = int64(f.x)
 			return true
 		}
@@ -248,32 +287,32 @@ func (d *wireDecoder) http(p wireField, h *authv3.AttributeContext_HttpRequest) 
 			return true
 		}
 		switch f.num {
-		case 1:
+		case fieldHTTPID:
 			h.Id = d.str(f)
-		case 2:
+		case fieldHTTPMethod:
 			h.Method = d.str(f)
-		case 3:
+		case fieldHTTPHeaders:
 			if h.Headers == nil {
 				h.Headers = make(map[string]string, 16)
 			}
 			return d.mapEntry(f, h.Headers)
-		case 4:
+		case fieldHTTPPath:
 			h.Path = d.str(f)
-		case 5:
+		case fieldHTTPHost:
 			h.Host = d.str(f)
-		case 6:
+		case fieldHTTPScheme:
 			h.Scheme = d.str(f)
-		case 7:
+		case fieldHTTPQuery:
 			h.Query = d.str(f)
-		case 8:
+		case fieldHTTPFragment:
 			h.Fragment = d.str(f)
-		case 10:
+		case fieldHTTPProtocol:
 			h.Protocol = d.str(f)
-		case 11:
+		case fieldHTTPBody:
 			h.Body = d.str(f)
-		case 12:
+		case fieldHTTPRawBody:
 			h.RawBody = d.byteSlice(f)
-		case 13:
+		case fieldHTTPHeaderMap:
 			if h.HeaderMap == nil {
 				h.HeaderMap = &corev3.HeaderMap{}
 			}
@@ -289,9 +328,9 @@ func (d *wireDecoder) mapEntry(p wireField, m map[string]string) bool {
 	ok := d.fields(p.v, p.off, func(f wireField) bool {
 		switch {
 		case f.typ != protowire.BytesType:
-		case f.num == 1:
+		case f.num == fieldMapKey:
 			k = d.str(f)
-		case f.num == 2:
+		case f.num == fieldMapValue:
 			val = d.str(f)
 		}
 		return true
@@ -304,7 +343,7 @@ func (d *wireDecoder) mapEntry(p wireField, m map[string]string) bool {
 // raw_value 3).
 func (d *wireDecoder) headerMap(p wireField, hm *corev3.HeaderMap) bool {
 	return d.fields(p.v, p.off, func(f wireField) bool {
-		if f.num != 1 || f.typ != protowire.BytesType {
+		if f.num != fieldHeaderMapHeaders || f.typ != protowire.BytesType {
 			return true
 		}
 		hv := &corev3.HeaderValue{}
@@ -312,11 +351,11 @@ func (d *wireDecoder) headerMap(p wireField, hm *corev3.HeaderMap) bool {
 		return d.fields(f.v, f.off, func(g wireField) bool {
 			switch {
 			case g.typ != protowire.BytesType:
-			case g.num == 1:
+			case g.num == fieldHeaderKey:
 				hv.Key = d.str(g)
-			case g.num == 2:
+			case g.num == fieldHeaderValue:
 				hv.Value = d.str(g)
-			case g.num == 3:
+			case g.num == fieldHeaderRawValue:
 				hv.RawValue = d.byteSlice(g)
 			}
 			return true
@@ -352,7 +391,7 @@ func rawBodySpan(msg []byte) (at, n int, ok bool) {
 			vAt, vEnd := pos+m, pos+m+int(l)
 			pos = vEnd
 			switch {
-			case len(path) == 0 && num == 12:
+			case len(path) == 0 && num == fieldHTTPRawBody:
 				found++
 				at, n = off+vAt, vEnd-vAt
 			case len(path) > 0 && num == path[0]:
@@ -363,7 +402,7 @@ func rawBodySpan(msg []byte) (at, n int, ok bool) {
 		}
 		return true
 	}
-	if !walk(msg, 0, []protowire.Number{1, 4, 2}) || found != 1 {
+	if !walk(msg, 0, []protowire.Number{fieldCheckRequestAttributes, fieldAttrRequest, fieldRequestHTTP}) || found != 1 {
 		return 0, 0, false
 	}
 	return at, n, true
