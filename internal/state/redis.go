@@ -407,3 +407,23 @@ func OpenWithOptions(spec string, o RedisOptions) (Store, error) {
 
 // IsMemory reports whether spec names the Memory store.
 func IsMemory(spec string) bool { return spec == "" || spec == "memory" }
+
+// Kind names the store spec selects, for logs (a URL may hold a
+// password): memory, redis, redis-sentinel or redis-cluster; "" when spec
+// is none of them.
+func Kind(spec string) string {
+	if IsMemory(spec) {
+		return "memory"
+	}
+	t, err := parseRedisURL(spec)
+	if err != nil {
+		return ""
+	}
+	switch t.mode {
+	case redisSentinel:
+		return "redis-sentinel"
+	case redisCluster:
+		return "redis-cluster"
+	}
+	return "redis"
+}

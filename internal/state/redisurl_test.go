@@ -81,3 +81,15 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+func TestKind(t *testing.T) {
+	tests := []struct{ give, want string }{
+		{"", "memory"}, {"memory", "memory"}, {"redis://u:p@h", "redis"}, {"unix:///s", "redis"},
+		{"rediss-sentinel://s/m", "redis-sentinel"}, {"redis-cluster://n1,n2", "redis-cluster"}, {"postgres://x", ""},
+	}
+	for _, tt := range tests {
+		if got := Kind(tt.give); got != tt.want {
+			t.Errorf("Kind(%q) = %q, want %q", tt.give, got, tt.want)
+		}
+	}
+}
