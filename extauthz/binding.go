@@ -109,14 +109,21 @@ func (b *Binding) bind(ctx context.Context, r *Request, dec *Decision) Reason {
 	}
 	dec.Approver, dec.ApprovalID = appr.approver, appr.jti
 
-	var keyClaimed string
+	// The approval is spent on the digest and the idempotency key it
+	// admits: a retry under that key finds its own use and is a retry;
+	// anything else finds another's and is a replay. A retry never skips
+	// this claim: while a first request holds its key but has not yet
+	// claimed the approval, a concurrent retry must not be admitted on the
+	// key alone (the first may yet find the approval spent).
+	var keyClaimed, keyID string
 	if key != "" {
 		claimed, reason2 := b.claimKey(ctx, dec, key)
-		if reason2 != ReasonAllowed || dec.Retry {
-			return b.admit(dec, reason2)
+		if reason2 != ReasonAllowed {
+			return reason2
 		}
+		keyID = b.keyID(dec, key)
 		if claimed {
-			keyClaimed = b.keyID(dec, key)
+			keyClaimed = keyID
 		}
 	}
 	if b.Store == nil {
@@ -126,13 +133,21 @@ func (b *Binding) bind(ctx context.Context, r *Request, dec *Decision) Reason {
 	if b.Now != nil {
 		ttl = appr.exp.Sub(b.Now())
 	}
-	claimed, _, err := b.Store.Claim(ctx, "jti:"+hashParts(appr.issuer, appr.jti), dec.RequestDigest, ttl+approvalClockSkew)
+	use := dec.RequestDigest
+	if keyID != "" {
+		use += " " + keyID
+	}
+	claimed, prev, err := b.Store.Claim(ctx, "jti:"+hashParts(appr.issuer, appr.jti), use, ttl+approvalClockSkew)
 	switch {
 	case err != nil:
 		dec.Detail = err.Error()
 		b.release(ctx, keyClaimed, dec.RequestDigest)
 		return ReasonStateStoreUnavailable
-	case !claimed:
+	case claimed:
+		dec.Retry = false // this request spends the approval: the upstream runs it
+	case keyID != "" && prev == use:
+		dec.Retry = true // the approval was spent on this request under this key
+	default:
 		b.release(ctx, keyClaimed, dec.RequestDigest)
 		return ReasonApprovalReplayed
 	}

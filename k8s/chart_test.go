@@ -83,7 +83,10 @@ func valueSets(t *testing.T) map[string]map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sets := map[string]map[string]any{"default": {}}
+	// The defaults (two replicas) need a shared state store: the chart
+	// refuses them alone (TestChartStateStore), so they are rendered with
+	// the one value every multi-replica release must add.
+	sets := map[string]map[string]any{"default": {"stateStore": map[string]any{"url": storeURL}}}
 	for _, f := range files {
 		v, err := chartutil.ReadValuesFile(f)
 		if err != nil {
@@ -216,7 +219,11 @@ func checkRelease(t *testing.T, o *Objects, v chartutil.Values) {
 	if s, _ := v["tls"].(map[string]any)["secretName"].(string); s != "" {
 		external[s] = true
 	}
+	for _, s := range stateStoreSecrets(v) {
+		external[s] = true
+	}
 	checkPodReferences(t, o, d, external)
+	checkStateStore(t, d, ex, v)
 	checkNetpolHTTP(t, o, ex, len(v["networkPolicy"].(map[string]any)["metricsFrom"].([]any)) > 0)
 
 	switch mode := v["mode"]; mode {
@@ -275,6 +282,10 @@ var knownEnv = map[string]bool{
 	"EXTAUTHZ_MAX_STRING_BYTES": true, "EXTAUTHZ_DRY_RUN": true, "EXTAUTHZ_TOKEN_CACHE_SIZE": true,
 	"EXTAUTHZ_JWKS_REFRESH_INTERVAL": true, "EXTAUTHZ_DRAIN_PERIOD": true, "EXTAUTHZ_SHUTDOWN_TIMEOUT": true,
 	"EXTAUTHZ_SERVER_ID_BY_PRINCIPAL": true, "EXTAUTHZ_TLS_CERT_FILE": true, "EXTAUTHZ_TLS_KEY_FILE": true, "EXTAUTHZ_CLIENT_CA_FILE": true,
+	"EXTAUTHZ_STATE_STORE": true, "EXTAUTHZ_STATE_STORE_MEMORY_PER_REPLICA_OK": true,
+	"EXTAUTHZ_STATE_STORE_PASSWORD_FILE": true, "EXTAUTHZ_STATE_STORE_SENTINEL_PASSWORD_FILE": true,
+	"EXTAUTHZ_STATE_STORE_TLS_CA_FILE": true, "EXTAUTHZ_STATE_STORE_TLS_CERT_FILE": true, "EXTAUTHZ_STATE_STORE_TLS_KEY_FILE": true,
+	"EXTAUTHZ_STATE_STORE_TLS_SERVER_NAME": true, "EXTAUTHZ_STATE_STORE_WAIT_REPLICAS": true, "EXTAUTHZ_STATE_STORE_WAIT_TIMEOUT": true,
 }
 
 func checkServiceFlags(t *testing.T, o *Objects, d interface{ GetName() string }, ex *corev1.Container, v chartutil.Values) {
@@ -659,8 +670,15 @@ func TestChartEnvoyConfigMirrorsSidecarFile(t *testing.T) {
 	}
 }
 
+// storeURL is a shared state store for releases of several replicas (the
+// default two need one), and storeBase sets it.
+const (
+	storeURL  = "redis://redis.mcp-extauthz.svc:6379/0"
+	storeBase = "stateStore: {url: '" + storeURL + "'}\n"
+)
+
 // sidecarBase is a minimal valid sidecar release, for tests to extend.
-const sidecarBase = "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x, tag: '1'}}}\n"
+const sidecarBase = storeBase + "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x, tag: '1'}}}\n"
 
 func TestChartRejectsWrongValues(t *testing.T) {
 	c := loadChart(t)
@@ -697,7 +715,7 @@ func TestChartRejectsWrongValues(t *testing.T) {
 		{"sidecar MCP server on latest", "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x, tag: latest}}}", "'/sidecar/mcpServer/image/tag'"},
 		{"sidecar MCP server without a tag", "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x}}}", "'/sidecar/mcpServer/image/tag'"},
 		{"TLS in sidecar mode", sidecarBase + "tls: {secretName: t}", "tls.secretName is for mode=standalone"},
-		{"Envoy memory limit not in Mi or Gi", "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x, tag: '1'}}, envoy: {resources: {requests: {cpu: 1, memory: 1Mi}, limits: {cpu: 1, memory: 1G}}}}", "give it in Mi or Gi"},
+		{"Envoy memory limit not in Mi or Gi", storeBase + "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x, tag: '1'}}, envoy: {resources: {requests: {cpu: 1, memory: 1Mi}, limits: {cpu: 1, memory: 1G}}}}", "give it in Mi or Gi"},
 		{"zero shutdown timeout", "shutdown: {drainPeriodSeconds: 5, timeoutSeconds: 0}", "'/shutdown/timeoutSeconds'"},
 	}
 	for _, tt := range tests {
@@ -761,7 +779,7 @@ func TestChartVariants(t *testing.T) {
 				t.Errorf("EXTAUTHZ_HTTP_ADDR %q, want [::]:9192", got)
 			}
 		}},
-		{"standalone mTLS", "tls: {secretName: extauthz-tls}", func(t *testing.T, o *Objects) {
+		{"standalone mTLS", storeBase + "tls: {secretName: extauthz-tls}", func(t *testing.T, o *Objects) {
 			ex := container(o.Deployments[0], "extauthz")
 			for k, file := range map[string]string{"EXTAUTHZ_TLS_CERT_FILE": "tls.crt", "EXTAUTHZ_TLS_KEY_FILE": "tls.key", "EXTAUTHZ_CLIENT_CA_FILE": "ca.crt"} {
 				p, _ := env(ex, k)
@@ -776,7 +794,7 @@ func TestChartVariants(t *testing.T) {
 				t.Errorf("MCP server mounts %+v, want a writable /data", mcp.VolumeMounts)
 			}
 		}},
-		{"network policy off", "networkPolicy: {enabled: false}", func(t *testing.T, o *Objects) {
+		{"network policy off", storeBase + "networkPolicy: {enabled: false}", func(t *testing.T, o *Objects) {
 			if len(o.NetworkPolicies) != 0 {
 				t.Error("NetworkPolicy rendered while disabled")
 			}
@@ -798,8 +816,10 @@ func TestChartNotesWarnWithoutNetworkPolicy(t *testing.T) {
 		give, want string
 	}{
 		{sidecarBase + "networkPolicy: {enabled: false}", "past\n  every check"},
-		{"networkPolicy: {enabled: false}", "Any Pod can call Check"},
-		{"networkPolicy: {enabled: true}", "enforced only by a CNI"},
+		{storeBase + "networkPolicy: {enabled: false}", "Any Pod can call Check"},
+		{storeBase + "networkPolicy: {enabled: true}", "enforced only by a CNI"},
+		{"replicaCount: 1", "stateStore.url is empty: each Pod keeps"},
+		{storeBase, "waitReplicas is 0"},
 	}
 	for _, tt := range tests {
 		var vals map[string]any

@@ -106,6 +106,12 @@ func TestKustomizeBuilds(t *testing.T) {
 					t.Errorf("extauthz env %s is no flag of extauthz serve", e.Name)
 				}
 			}
+			// Several replicas share one state store: serve refuses the
+			// memory store there without the acknowledgment.
+			store, _ := env(ex, "EXTAUTHZ_STATE_STORE")
+			if ack, _ := env(ex, "EXTAUTHZ_STATE_STORE_MEMORY_PER_REPLICA_OK"); (d.Spec.Replicas == nil || *d.Spec.Replicas > 1) && (store == "" || store == "memory") && ack != "true" {
+				t.Errorf("%v replicas on the memory store: serve refuses to start", d.Spec.Replicas)
+			}
 			if got, _ := env(ex, "EXTAUTHZ_GRPC_ADDR"); got != tt.grpcAddr {
 				t.Errorf("EXTAUTHZ_GRPC_ADDR = %q, want %q", got, tt.grpcAddr)
 			}

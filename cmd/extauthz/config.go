@@ -19,6 +19,11 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
+// defaultWaitTimeout is --state-store-wait-timeout's default: replicas in
+// one region acknowledge within a millisecond; this leaves room for a
+// slow one inside Envoy's usual 1s ext_authz timeout.
+const defaultWaitTimeout = 250 * time.Millisecond
+
 // Config is the validated configuration of `extauthz serve`.
 type Config struct {
 	GRPCAddr            string
@@ -47,15 +52,22 @@ type Config struct {
 	MaxStringBytes  int
 
 	// Approvals, idempotency keys, concealment (issue 10).
-	StateStore          string
-	ApproverIssuer      string
-	ApproverJWKSFile    string
-	ApprovalURL         string
-	ApprovalMaxLifetime time.Duration
-	IdempotencyHeader   string
-	IdempotencyMeta     string
-	IdempotencyTTL      time.Duration
-	ConcealAs           string
+	StateStore string
+	// StateStoreRedis are the Redis settings of --state-store-* (the
+	// passwords from EXTAUTHZ_STATE_STORE_PASSWORD and
+	// EXTAUTHZ_STATE_STORE_SENTINEL_PASSWORD, never from a flag).
+	StateStoreRedis state.RedisOptions
+	// StateStoreMemoryPerReplicaOK acknowledges that with the memory
+	// store approvals and idempotency keys hold per replica only.
+	StateStoreMemoryPerReplicaOK bool
+	ApproverIssuer               string
+	ApproverJWKSFile             string
+	ApprovalURL                  string
+	ApprovalMaxLifetime          time.Duration
+	IdempotencyHeader            string
+	IdempotencyMeta              string
+	IdempotencyTTL               time.Duration
+	ConcealAs                    string
 
 	TLS tlsFiles // all empty: plaintext gRPC
 	// ServersByPrincipal maps destination principals (SPIFFE ids) to MCP
@@ -109,7 +121,19 @@ func (p principalFlag) Set(v string) error {
 }
 
 // pathFlags are the flags that name files.
-var pathFlags = map[string]bool{"policy": true, "jwks-file": true, "approver-jwks-file": true, "tls-cert-file": true, "tls-key-file": true, "client-ca-file": true}
+var pathFlags = map[string]bool{"policy": true, "jwks-file": true, "approver-jwks-file": true, "tls-cert-file": true, "tls-key-file": true, "client-ca-file": true,
+	"state-store-password-file": true, "state-store-sentinel-password-file": true,
+	"state-store-tls-ca-file": true, "state-store-tls-cert-file": true, "state-store-tls-key-file": true}
+
+// Environment variables that are no flag's: secrets, which a command
+// line would show to every user of the host (ps, /proc).
+const (
+	envStateStorePassword         = "EXTAUTHZ_STATE_STORE_PASSWORD"
+	envStateStoreSentinelPassword = "EXTAUTHZ_STATE_STORE_SENTINEL_PASSWORD"
+)
+
+// envOnly are the EXTAUTHZ_* variables read without a flag.
+var envOnly = map[string]bool{envStateStorePassword: true, envStateStoreSentinelPassword: true}
 
 // checkIssuer requires an absolute https URL (http only on a loopback host,
 // for tests): go-oidc would otherwise retry discovery forever at run time.
@@ -142,11 +166,9 @@ func checkBinding(c *Config) error {
 	case c.ApprovalMaxLifetime <= 0 || c.IdempotencyTTL <= 0:
 		return errors.New("--approval-max-lifetime and --idempotency-ttl must be positive")
 	}
-	st, err := state.Open(c.StateStore) // no I/O: checks the URL only
-	if err != nil {
-		return fmt.Errorf("--state-store: %w", err)
+	if err := checkStateStore(c); err != nil {
+		return err
 	}
-	st.Close()
 	if c.ApprovalURL != "" {
 		u, err := url.Parse(strings.ReplaceAll(c.ApprovalURL, "{digest}", "d"))
 		if err != nil || !u.IsAbs() || u.Host == "" {
@@ -162,6 +184,51 @@ func checkBinding(c *Config) error {
 	return nil
 }
 
+// checkStateStore validates --state-store and its settings, reading the
+// files they name, without network I/O.
+func checkStateStore(c *Config) error {
+	o := c.StateStoreRedis
+	if o.WaitReplicas == 0 {
+		o.WaitTimeout = 0 // the default timeout alone is no Redis setting
+	}
+	memory := state.IsMemory(c.StateStore)
+	if memory && (o.Password != "" || o.SentinelPassword != "") {
+		return errors.New(envStateStorePassword + " or " + envStateStoreSentinelPassword + " is set but --state-store is memory")
+	}
+	st, err := state.OpenWithOptions(c.StateStore, o)
+	if err != nil {
+		return fmt.Errorf("--state-store: %w", err)
+	}
+	st.Close()
+	c.StateStoreRedis = o
+	if !memory && c.StateStoreMemoryPerReplicaOK {
+		return errors.New("--state-store-memory-per-replica-ok is for --state-store memory; a Redis store is shared")
+	}
+	return nil
+}
+
+// checkMemoryStore refuses approvals or idempotency keys on the memory
+// store unless acknowledged: serve cannot count its replicas, and behind
+// several each would keep its own claims.
+func checkMemoryStore(c *Config) error {
+	var uses []string
+	if c.ApproverIssuer != "" {
+		uses = append(uses, "approvals (--approver-issuer)")
+	}
+	if c.IdempotencyHeader != "" {
+		uses = append(uses, "idempotency keys (--idempotency-header "+c.IdempotencyHeader+")")
+	}
+	if c.IdempotencyMeta != "" {
+		uses = append(uses, "idempotency keys (--idempotency-meta)")
+	}
+	if state.IsMemory(c.StateStore) && len(uses) > 0 && !c.StateStoreMemoryPerReplicaOK {
+		return fmt.Errorf("--state-store memory keeps %s in this process only: behind several replicas an approval would be single use per replica and a key bound to one request per replica, and a restart forgets them. "+
+			"Set --state-store to a Redis every replica shares; if this process is the only one that answers, say so with --state-store-memory-per-replica-ok; "+
+			"or turn them off (--idempotency-header '' and no --idempotency-meta or --approver-issuer)", strings.Join(uses, " and "))
+	}
+	return nil
+}
+
 // warnUnknownEnv names EXTAUTHZ_* variables that match no flag, since a typo
 // (EXTAUTHZ_SERVERID) would otherwise be silently ignored.
 func warnUnknownEnv(fs *flag.FlagSet, environ []string, stderr io.Writer) {
@@ -172,7 +239,7 @@ func warnUnknownEnv(fs *flag.FlagSet, environ []string, stderr io.Writer) {
 			continue
 		}
 		name := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, "EXTAUTHZ_"), "_", "-"))
-		if fs.Lookup(name) == nil {
+		if fs.Lookup(name) == nil && !envOnly[k] {
 			log.Warn("environment variable " + k + " matches no flag; ignored")
 		}
 	}
@@ -210,7 +277,16 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.DurationVar(&c.JWKSRefresh, "jwks-refresh-interval", 5*time.Minute, "how often a discovered key set is fetched again; 0 only on unknown kid")
 	fs.DurationVar(&c.DrainPeriod, "drain-period", 5*time.Second, "on SIGTERM, how long to report NOT_SERVING before stopping")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight Checks may take to finish after the drain")
-	fs.StringVar(&c.StateStore, "state-store", "memory", "where used approval ids and idempotency keys live: memory (this replica) or redis://host:port[/db] (shared)")
+	fs.StringVar(&c.StateStore, "state-store", "memory", "where used approval ids and idempotency keys live: memory (this process) or a Redis every replica shares: redis[s]://[USER[:PASSWORD]@]HOST:PORT[/DB], unix:///PATH, redis[s]-sentinel://HOST:PORT[,HOST:PORT]/MASTER[/DB], redis[s]-cluster://HOST:PORT[,HOST:PORT]")
+	fs.BoolVar(&c.StateStoreMemoryPerReplicaOK, "state-store-memory-per-replica-ok", false, "acknowledge that with --state-store memory approvals and idempotency keys hold per process only (right when this is the only replica)")
+	fs.StringVar(&c.StateStoreRedis.PasswordFile, "state-store-password-file", "", "file with the Redis password (of the URL's ACL user), read at every new connection; or set "+envStateStorePassword)
+	fs.StringVar(&c.StateStoreRedis.SentinelPasswordFile, "state-store-sentinel-password-file", "", "file with the Sentinels' password (redis-sentinel://); or set "+envStateStoreSentinelPassword)
+	fs.StringVar(&c.StateStoreRedis.TLSCAFile, "state-store-tls-ca-file", "", "PEM CA bundle the Redis servers' certificates must chain to (rediss schemes; default: the system's)")
+	fs.StringVar(&c.StateStoreRedis.TLSCertFile, "state-store-tls-cert-file", "", "PEM client certificate chain for Redis (tls-auth-clients), read at every new connection")
+	fs.StringVar(&c.StateStoreRedis.TLSKeyFile, "state-store-tls-key-file", "", "PEM private key of --state-store-tls-cert-file")
+	fs.StringVar(&c.StateStoreRedis.TLSServerName, "state-store-tls-server-name", "", "name the Redis certificates must carry (default: the URL's host; for Sentinel and Cluster the address of each node)")
+	fs.IntVar(&c.StateStoreRedis.WaitReplicas, "state-store-wait-replicas", 0, "after every claim, WAIT until this many replicas of its Redis primary acknowledged it, else deny (state_store_unavailable); 0 does not wait")
+	fs.DurationVar(&c.StateStoreRedis.WaitTimeout, "state-store-wait-timeout", defaultWaitTimeout, "how long a claim waits for --state-store-wait-replicas")
 	fs.StringVar(&c.ApproverIssuer, "approver-issuer", "", "iss of approvals; enables approvals; keys from OIDC discovery at it unless --approver-jwks-file")
 	fs.StringVar(&c.ApproverJWKSFile, "approver-jwks-file", "", "static JSON Web Key Set of the approver keys")
 	fs.StringVar(&c.ApprovalURL, "approval-url", "", "where to get an approval, named in ask denials (error.data.approval_url); {digest} is replaced by the request digest")
@@ -292,6 +368,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return nil, err
 	}
 	c.Audiences = aud
+	c.StateStoreRedis.Password = getenv(envStateStorePassword)
+	c.StateStoreRedis.SentinelPassword = getenv(envStateStoreSentinelPassword)
 	ds, err := extauthz.ParseDenialStatus(denialStatus)
 	if err != nil {
 		return nil, fmt.Errorf("--denial-status: %w", err)
@@ -321,6 +399,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return nil, errors.New("--token-cache-size and --jwks-refresh-interval must not be negative")
 	case c.DrainPeriod < 0 || c.ShutdownTimeout < 0:
 		return nil, errors.New("--drain-period and --shutdown-timeout must not be negative")
+	}
+	if err := checkMemoryStore(c); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -103,7 +103,7 @@ func TestCheckVerifiesWithJWKS(t *testing.T) {
 func TestServeConfig(t *testing.T) {
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
-	base := []string{"--policy", "examples/policy.yaml", "--issuer", "https://idp.example.com", "--audience", "https://mcp.example.com/mcp"}
+	base := []string{"--policy", "examples/policy.yaml", "--issuer", "https://idp.example.com", "--audience", "https://mcp.example.com/mcp", "--state-store-memory-per-replica-ok"}
 
 	c, err := parseServeConfig(base, getenv, io.Discard)
 	if err != nil || c.GRPCAddr != "127.0.0.1:9191" || len(c.Audiences) != 1 {
@@ -113,6 +113,7 @@ func TestServeConfig(t *testing.T) {
 	env["EXTAUTHZ_SERVER_ID"] = "from-env"
 	env["EXTAUTHZ_POLICY"] = "examples/policy.yaml"
 	env["EXTAUTHZ_ISSUER"] = "https://idp.example.com"
+	env["EXTAUTHZ_STATE_STORE_MEMORY_PER_REPLICA_OK"] = "true"
 	c, err = parseServeConfig([]string{"--server-id", "from-flag"}, getenv, io.Discard)
 	if err != nil || c.ServerID != "from-flag" || strings.Join(c.Audiences, " ") != "https://a.example/mcp https://b.example/mcp" {
 		t.Fatalf("env: %+v %v", c, err)
@@ -183,7 +184,7 @@ func TestServeStartFailures(t *testing.T) {
 		{filepath.Join(dir, "missing.yaml"), "no such file"},
 		{badPolicy, badPolicy + ":4:"},
 	} {
-		err := run(t.Context(), []string{"serve", "--policy", tt.policy, "--issuer", "https://i", "--audience", "a", "--grpc-addr", "127.0.0.1:0"}, io.Discard, io.Discard)
+		err := run(t.Context(), []string{"serve", "--policy", tt.policy, "--issuer", "https://i", "--audience", "a", "--grpc-addr", "127.0.0.1:0", "--state-store-memory-per-replica-ok"}, io.Discard, io.Discard)
 		if err == nil || exitCode(err) == 0 || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("policy %s: err = %v, want one line containing %q", tt.policy, err, tt.want)
 		}
@@ -372,7 +373,7 @@ func TestServeIdentityProviderDown(t *testing.T) {
 
 	grpcAddr, httpAddr, stderr := startServe(t, "--policy", "examples/policy.yaml", "--issuer", idp.URL,
 		"--audience", "https://mcp.example.com/mcp", "--server-id", "payments",
-		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--drain-period", "0s")
+		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--drain-period", "0s", "--state-store-memory-per-replica-ok")
 	var tok bytes.Buffer
 	if err := run(t.Context(), []string{"token", "--issuer", idp.URL}, &tok, io.Discard); err != nil {
 		t.Fatal(err)
@@ -600,7 +601,7 @@ func TestServeBindingFlags(t *testing.T) {
 		{[]string{"--idempotency-header", "Bad Header"}, "--idempotency-header"},
 	}
 	for _, tt := range tests {
-		_, err := parseServeConfig(append(append([]string{}, base...), tt.give...), func(string) string { return "" }, io.Discard)
+		_, err := parseServeConfig(append(append([]string{"--state-store-memory-per-replica-ok"}, base...), tt.give...), func(string) string { return "" }, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: err = %v, want one line containing %q", tt.give, err, tt.want)
 		}
@@ -621,7 +622,7 @@ func TestServeStderrIsJSON(t *testing.T) {
 	if err := os.WriteFile(badPolicy, []byte("default: deny\nallow: [{match: x, shadow: yes}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base := []string{"--issuer", "https://idp.example.com", "--audience", "a", "--grpc-addr", "127.0.0.1:0", "--http-addr", ""}
+	base := []string{"--issuer", "https://idp.example.com", "--audience", "a", "--grpc-addr", "127.0.0.1:0", "--http-addr", "", "--state-store-memory-per-replica-ok"}
 	tests := []struct {
 		name string
 		give []string
@@ -631,7 +632,7 @@ func TestServeStderrIsJSON(t *testing.T) {
 		{name: "missing issuer", give: []string{"--policy", "examples/policy.yaml", "--audience", "a"}, want: "--issuer is required"},
 		{name: "bad log level", give: append([]string{"--policy", "examples/policy.yaml", "--log-level", "loud"}, base...), want: "--log-level"},
 		{name: "bad policy", give: append([]string{"--policy", badPolicy}, base...), want: badPolicy + ":2:"},
-		{name: "port in use", give: []string{"--policy", "examples/policy.yaml", "--issuer", "https://idp.example.com", "--audience", "a", "--grpc-addr", "256.0.0.1:1"}, want: "256.0.0.1"},
+		{name: "port in use", give: []string{"--policy", "examples/policy.yaml", "--issuer", "https://idp.example.com", "--audience", "a", "--grpc-addr", "256.0.0.1:1", "--state-store-memory-per-replica-ok"}, want: "256.0.0.1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -172,6 +172,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); svc.warmApprovers(ctx) }()
 	}
+	log.Info("state store for approvals and idempotency keys", zap.String("kind", state.Kind(cfg.StateStore)),
+		zap.Int("wait_replicas", cfg.StateStoreRedis.WaitReplicas), zap.Bool("per_replica_acknowledged", cfg.StateStoreMemoryPerReplicaOK))
 	if err := svc.store.Ping(ctx); err != nil {
 		log.Warn("state store not reachable; requests with an approval or idempotency key are denied (state_store_unavailable) until it is", zap.Error(err))
 	}
@@ -406,7 +408,7 @@ func logIgnoredKeys(log *zap.Logger, ignored []bearer.IgnoredKey) {
 // store and, with --approver-issuer, the approval verifier (keys from
 // --approver-jwks-file or discovery; audiences are the MCP server's).
 func newBinding(cfg *Config) (*extauthz.Binding, *bearer.OIDCVerifier, error) {
-	st, err := state.Open(cfg.StateStore)
+	st, err := state.OpenWithOptions(cfg.StateStore, cfg.StateStoreRedis)
 	if err != nil {
 		return nil, nil, err
 	}

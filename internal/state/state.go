@@ -5,9 +5,10 @@
 //
 // A Store records a key → value claim with a time to live, atomically: of
 // two concurrent claims of one key exactly one wins. Two implementations:
-// Memory (one process, bounded) and Redis (SET NX PX GET, shared by every
-// replica). Callers fail closed on any error: a store that cannot answer
-// never admits a request.
+// Memory (one process, bounded, forgotten on restart) and Redis (SET NX PX
+// GET on one key; one server, Sentinel or Cluster; optionally WAIT for
+// replicas), shared by every replica. Callers fail closed on any error: a
+// store that cannot answer never admits a request.
 package state
 
 import (

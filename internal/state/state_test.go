@@ -3,6 +3,9 @@ package state_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -177,7 +180,9 @@ func TestOpen(t *testing.T) {
 	}{
 		{"", false}, {"memory", false}, {"redis://127.0.0.1:6379/0", false},
 		{"rediss://user:secret@redis.example.com:6380", false}, {"unix:///run/redis.sock", false},
-		{"http://127.0.0.1", true}, {"redis://user:secret@[bad", true},
+		{"redis-sentinel://s1:26379,s2:26379/mymaster", false}, {"rediss-cluster://n1:7000,n2:7000", false},
+		{"http://127.0.0.1", true}, {"redis://user:secret@[bad", true}, {"redis://user:secret@h/0?skip_verify=true", true},
+		{"127.0.0.1:6379", true},
 	}
 	for _, tt := range tests {
 		s, err := state.Open(tt.give)
@@ -200,4 +205,45 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// TestOpenWithOptionsRefuses: settings that cannot work together are
+// start-up errors, never a store that would fail at the first claim.
+func TestOpenWithOptionsRefuses(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		giveURL string
+		give    state.RedisOptions
+		want    string
+	}{
+		{"Redis settings with memory", "memory", state.RedisOptions{WaitReplicas: 1, WaitTimeout: time.Second}, "need a Redis URL"},
+		{"negative replicas", "redis://h", state.RedisOptions{WaitReplicas: -1}, "negative"},
+		{"wait without timeout", "redis://h", state.RedisOptions{WaitReplicas: 1}, "timeout of 1ms"},
+		{"wait under a millisecond", "redis://h", state.RedisOptions{WaitReplicas: 1, WaitTimeout: time.Microsecond}, "timeout of 1ms"},
+		{"two passwords", "redis://h", state.RedisOptions{Password: "a", PasswordFile: empty}, "give one"},
+		{"URL password and a file", "redis://u:secret@h", state.RedisOptions{PasswordFile: empty}, "give one"},
+		{"password file missing", "redis://h", state.RedisOptions{PasswordFile: filepath.Join(dir, "none")}, "password file"},
+		{"password file empty", "redis://h", state.RedisOptions{PasswordFile: empty}, "is empty"},
+		{"Sentinel password without Sentinel", "redis://h", state.RedisOptions{SentinelPassword: "a"}, "redis-sentinel://"},
+		{"TLS CA on plaintext", "redis://u:secret@h", state.RedisOptions{TLSCAFile: empty}, "rediss scheme"},
+		{"client certificate without key", "rediss://h", state.RedisOptions{TLSCertFile: empty}, "both"},
+		{"CA file without PEM", "rediss://h", state.RedisOptions{TLSCAFile: empty}, "no PEM"},
+		{"client certificate unreadable", "rediss://h", state.RedisOptions{TLSCertFile: empty, TLSKeyFile: empty}, "client certificate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := state.OpenWithOptions(tt.giveURL, tt.give)
+			if err == nil {
+				s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "secret") {
+				t.Fatalf("err = %v, want one mentioning %q (and no password)", err, tt.want)
+			}
+		})
+	}
 }

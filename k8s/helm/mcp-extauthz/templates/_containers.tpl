@@ -130,6 +130,45 @@
       value: {{ printf "%ds" (int .shutdown.drainPeriodSeconds) | quote }}
     - name: EXTAUTHZ_SHUTDOWN_TIMEOUT
       value: {{ printf "%ds" (int .shutdown.timeoutSeconds) | quote }}
+    {{- with .stateStore }}
+    {{- if .url }}
+    - name: EXTAUTHZ_STATE_STORE
+      value: {{ .url | quote }}
+    {{- if .passwordSecret.name }}
+    - name: EXTAUTHZ_STATE_STORE_PASSWORD_FILE
+      value: /etc/mcp-extauthz/redis-password/password
+    {{- end }}
+    {{- if .sentinelPasswordSecret.name }}
+    - name: EXTAUTHZ_STATE_STORE_SENTINEL_PASSWORD_FILE
+      value: /etc/mcp-extauthz/redis-sentinel-password/password
+    {{- end }}
+    {{- if .tls.caSecret.name }}
+    - name: EXTAUTHZ_STATE_STORE_TLS_CA_FILE
+      value: /etc/mcp-extauthz/redis-ca/ca.crt
+    {{- end }}
+    {{- if .tls.clientCertSecret }}
+    - name: EXTAUTHZ_STATE_STORE_TLS_CERT_FILE
+      value: /etc/mcp-extauthz/redis-client-cert/tls.crt
+    - name: EXTAUTHZ_STATE_STORE_TLS_KEY_FILE
+      value: /etc/mcp-extauthz/redis-client-cert/tls.key
+    {{- end }}
+    {{- with .tls.serverName }}
+    - name: EXTAUTHZ_STATE_STORE_TLS_SERVER_NAME
+      value: {{ . | quote }}
+    {{- end }}
+    {{- if gt (int .waitReplicas) 0 }}
+    - name: EXTAUTHZ_STATE_STORE_WAIT_REPLICAS
+      value: {{ int .waitReplicas | quote }}
+    - name: EXTAUTHZ_STATE_STORE_WAIT_TIMEOUT
+      value: {{ .waitTimeout | quote }}
+    {{- end }}
+    {{- else }}
+    # The memory store: each Pod keeps its own claims (one replica, or
+    # stateStore.memoryPerReplicaAcknowledged).
+    - name: EXTAUTHZ_STATE_STORE_MEMORY_PER_REPLICA_OK
+      value: "true"
+    {{- end }}
+    {{- end }}
     {{- with .extraEnv }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -202,6 +241,28 @@
     - name: tls
       mountPath: /etc/mcp-extauthz/tls
       readOnly: true
+    {{- end }}
+    {{- with .stateStore }}
+    {{- if and .url .passwordSecret.name }}
+    - name: redis-password
+      mountPath: /etc/mcp-extauthz/redis-password
+      readOnly: true
+    {{- end }}
+    {{- if and .url .sentinelPasswordSecret.name }}
+    - name: redis-sentinel-password
+      mountPath: /etc/mcp-extauthz/redis-sentinel-password
+      readOnly: true
+    {{- end }}
+    {{- if and .url .tls.caSecret.name }}
+    - name: redis-ca
+      mountPath: /etc/mcp-extauthz/redis-ca
+      readOnly: true
+    {{- end }}
+    {{- if and .url .tls.clientCertSecret }}
+    - name: redis-client-cert
+      mountPath: /etc/mcp-extauthz/redis-client-cert
+      readOnly: true
+    {{- end }}
     {{- end }}
 {{- end }}
 {{- end }}

@@ -57,3 +57,30 @@ app.kubernetes.io/component: {{ .Values.mode }}
 {{- $base := index . 1 }}
 {{- toYaml (mergeOverwrite (deepCopy $base) $override) }}
 {{- end }}
+
+{{/* Fails the render for a state store that cannot hold single use: the
+memory store behind more than one Pod without acknowledgment, or settings
+that serve refuses. Returns nothing. */}}
+{{- define "mcp-extauthz.stateStoreChecks" -}}
+{{- $s := .Values.stateStore }}
+{{- $url := $s.url | default "" }}
+{{- $replicas := int .Values.replicaCount }}
+{{- if not $url }}
+{{- if and (gt $replicas 1) (not $s.memoryPerReplicaAcknowledged) }}
+{{- fail (printf "stateStore: replicaCount is %d and stateStore.url is empty, so each Pod would keep its own memory store: an approval would be single use per Pod, an idempotency key (Idempotency-Key, on by default) bound to one request per Pod, and a restart forgets both. Set stateStore.url to a Redis every Pod shares, or replicaCount=1, or stateStore.memoryPerReplicaAcknowledged=true to accept per-Pod single use." $replicas) }}
+{{- end }}
+{{- if or $s.passwordSecret.name $s.sentinelPasswordSecret.name $s.tls.caSecret.name $s.tls.clientCertSecret $s.tls.serverName (gt (int $s.waitReplicas) 0) }}
+{{- fail "stateStore: passwordSecret, sentinelPasswordSecret, tls and waitReplicas are Redis settings: set stateStore.url" }}
+{{- end }}
+{{- else }}
+{{- if $s.memoryPerReplicaAcknowledged }}
+{{- fail "stateStore.memoryPerReplicaAcknowledged is for the memory store (no url); a Redis store is shared by every Pod" }}
+{{- end }}
+{{- if and (or $s.tls.caSecret.name $s.tls.clientCertSecret $s.tls.serverName) (not (hasPrefix "rediss" $url)) }}
+{{- fail "stateStore.tls needs a TLS URL: rediss://, rediss-sentinel:// or rediss-cluster://" }}
+{{- end }}
+{{- if and $s.sentinelPasswordSecret.name (not (contains "-sentinel://" $url)) }}
+{{- fail "stateStore.sentinelPasswordSecret needs a redis-sentinel:// or rediss-sentinel:// url" }}
+{{- end }}
+{{- end }}
+{{- end }}
