@@ -206,7 +206,7 @@ func postReqBody(body []byte) *capture.Request {
 // warmVerifierStatic verifies approvals signed by k (issuer
 // https://approvals.example.com) against a static key set.
 func warmVerifierStatic(t testing.TB, k *testKey) *bearer.OIDCVerifier {
-	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: "https://approvals.example.com", Audiences: []string{testAudience},
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: "https://approvals.example.com", Audiences: []string{testAudience}, Types: []string{ApprovalType},
 		KeySet: bearer.NewStaticKeySet([]jose.JSONWebKey{k.public()})})
 	if err != nil {
 		t.Fatal(err)

@@ -421,7 +421,7 @@ func newBinding(cfg *Config) (*extauthz.Binding, *bearer.OIDCVerifier, error) {
 	if cfg.ApproverIssuer == "" {
 		return b, nil, nil
 	}
-	oc := bearer.OIDCConfig{Issuer: cfg.ApproverIssuer, Audiences: cfg.Audiences}
+	oc := bearer.OIDCConfig{Issuer: cfg.ApproverIssuer, Audiences: cfg.Audiences, Types: []string{extauthz.ApprovalType}}
 	if cfg.ApproverJWKSFile != "" {
 		ks, err := bearer.LoadJWKS(cfg.ApproverJWKSFile)
 		if err != nil {

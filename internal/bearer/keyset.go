@@ -92,31 +92,34 @@ func (s *KeySet) Ready() bool {
 	return s.fetched
 }
 
-// VerifySignature verifies jwt and returns its payload. The algorithm must be
-// in SigningAlgorithms (go-oidc checks its own allowlist too). Errors wrapping
-// ErrNoKeys mean the identity provider has never answered.
+// VerifySignature verifies jwt and returns its payload, for go-oidc's
+// oidc.KeySet: jwt as parseCompact takes it (at most MaxTokenBytes, a
+// strict header), an algorithm in SigningAlgorithms, and a key of the set
+// (the kid's, when the header names one) that verifies the signature under
+// that algorithm (verifySignature). Errors wrapping ErrNoKeys mean the
+// identity provider has never answered.
 func (s *KeySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
-	jws, err := jose.ParseSigned(jwt, allowedJOSEAlgs)
+	j, err := parseCompact(jwt)
 	if err != nil {
 		return nil, fmt.Errorf("malformed jws: %w", err)
 	}
-	if len(jws.Signatures) != 1 {
-		return nil, errors.New("jws must have exactly one signature")
-	}
-	kid := jws.Signatures[0].Header.KeyID
-	keys, err := s.current(ctx, kid)
-	if err != nil {
+	if err := s.verify(ctx, j); err != nil {
 		return nil, err
 	}
-	for _, k := range keys {
-		if kid != "" && k.KeyID != kid {
-			continue
-		}
-		if payload, err := jws.Verify(k.Key); err == nil {
-			return payload, nil
-		}
+	return j.payload, nil
+}
+
+// verify checks j's signature against the keys, refreshing a remote set
+// when j names an unknown kid (see KeySet).
+func (s *KeySet) verify(ctx context.Context, j *compactJWS) error {
+	if !slices.Contains(SigningAlgorithms, j.header.Alg) {
+		return fmt.Errorf("alg %s not allowed", clip(j.header.Alg))
 	}
-	return nil, errors.New("no key in the key set verifies the signature")
+	keys, err := s.current(ctx, j.header.Kid)
+	if err != nil {
+		return err
+	}
+	return verifyWith(keys, j)
 }
 
 // current returns the keys to try for kid, refreshing when kid is unknown
