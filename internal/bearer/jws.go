@@ -226,10 +226,10 @@ func IsOtherJWTType(typ string) bool {
 	return slices.ContainsFunc(OtherJWTTypes, func(o string) bool { return SameMediaType(o, typ) })
 }
 
-// checkMediaType reports whether typ is a plain media type name, type "/"
-// subtype of RFC 6838 section 4.2's restricted-name characters, once
-// "application/" is prepended where typ holds no '/'.
-func checkMediaType(typ string) error {
+// CheckMediaType returns an error unless typ is a plain media type name,
+// type "/" subtype of RFC 6838 section 4.2's restricted-name characters,
+// once "application/" is prepended where typ holds no '/'.
+func CheckMediaType(typ string) error {
 	mt := MediaType(typ)
 	top, sub, _ := strings.Cut(mt, "/")
 	if !restrictedName(top) || !restrictedName(sub) {
@@ -267,7 +267,7 @@ func newTypeSet(types []string) (typeSet, error) {
 			s.absent = true
 			continue
 		}
-		if err := checkMediaType(t); err != nil {
+		if err := CheckMediaType(t); err != nil {
 			return s, err
 		}
 		s.types = append(s.types, MediaType(t))

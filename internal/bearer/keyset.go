@@ -41,6 +41,9 @@ type KeySet struct {
 	// ignored keys differ from the previous fetch's (see ParseJWKS), so
 	// they are logged once rather than on every refresh.
 	OnIgnoredKeys func([]IgnoredKey)
+	// Accept, if set, vets the keys of every LoadFile; an error refuses
+	// them and the last good keys stay in use.
+	Accept func([]jose.JSONWebKey) error
 
 	mu        sync.Mutex
 	keys      []jose.JSONWebKey
@@ -395,9 +398,44 @@ func (s *KeySet) LoadFile(path string) error {
 			err = fmt.Errorf("%s: %w", path, err)
 		}
 	}
+	if err == nil && s.Accept != nil {
+		if err = s.Accept(keys); err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	s.mu.Lock()
 	report := s.store(keys, ignored, err)
 	s.mu.Unlock()
 	s.report(err, ignored, report)
 	return err
+}
+
+// Keys returns the current keys.
+func (s *KeySet) Keys() []jose.JSONWebKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.keys)
+}
+
+// SharedKey returns the kid (or "#i", its index in a, without one) of the
+// first key of a whose public key is also in b, compared by RFC 7638
+// thumbprint, not kid; "" when a and b share none.
+func SharedKey(a, b []jose.JSONWebKey) string {
+	in := map[string]bool{}
+	for _, k := range b {
+		if tp, err := k.Thumbprint(crypto.SHA256); err == nil {
+			in[string(tp)] = true
+		}
+	}
+	for i, k := range a {
+		tp, err := k.Thumbprint(crypto.SHA256)
+		if err != nil || !in[string(tp)] {
+			continue
+		}
+		if k.KeyID != "" {
+			return k.KeyID
+		}
+		return fmt.Sprintf("#%d", i)
+	}
+	return ""
 }
