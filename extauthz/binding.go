@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -311,8 +310,16 @@ func (b *Binding) verifyApproval(ctx context.Context, raw string, dec *Decision)
 		dec.Detail = "approval presented but no approver is configured"
 		return nil, ReasonApprovalUntrusted
 	}
-	if typ, err := jwsType(raw); err != nil || !strings.EqualFold(typ, ApprovalType) {
-		dec.Detail = fmt.Sprintf("approval typ %q, want %s", typ, ApprovalType)
+	// Explicit typing (RFC 8725 section 3.11), compared as a media type
+	// (RFC 7515 section 4.1.9): mcp-approval+jwt and
+	// application/mcp-approval+jwt are one type, in any case. The header
+	// is read as the verifier reads it (no duplicate or case-variant typ).
+	if h, err := bearer.ParseHeader(raw); err != nil || !h.HasTyp || !bearer.SameMediaType(h.Typ, ApprovalType) {
+		if err != nil {
+			dec.Detail = "approval: " + err.Error()
+		} else {
+			dec.Detail = fmt.Sprintf("approval typ %.64q, want %s", h.Typ, ApprovalType)
+		}
 		return nil, ReasonApprovalUntrusted
 	}
 	p, err := b.Approvals.Verify(ctx, raw)
@@ -346,9 +353,16 @@ func (b *Binding) verifyApproval(ctx context.Context, raw string, dec *Decision)
 		now = b.Now()
 	}
 	issued := time.Unix(int64(iat), 0)
+	nbf, hasNbf := p.Claims["nbf"]
+	nbfSec, nbfIsNum := nbf.(float64)
 	switch {
 	case digest == "" || a.jti == "" || a.approver == "" || !hasIat:
 		dec.Detail = "approval lacks digest, jti, approver or iat"
+		return nil, ReasonApprovalUntrusted
+	case hasNbf && (!nbfIsNum || nbfSec > float64(now.UnixNano())/1e9):
+		// No leeway: an approver that says "not before" means it, and a
+		// request can wait for it; access tokens keep go-oidc's 5 minutes.
+		dec.Detail = "approval nbf is not a NumericDate in the past"
 		return nil, ReasonApprovalUntrusted
 	case issued.After(now.Add(approvalClockSkew)) || a.exp.Sub(issued) > maxLife:
 		dec.Detail = fmt.Sprintf("approval iat in the future or lifetime over %v", maxLife)
@@ -362,25 +376,6 @@ func (b *Binding) verifyApproval(ctx context.Context, raw string, dec *Decision)
 		return nil, ReasonApprovalDigestMismatch
 	}
 	return a, ""
-}
-
-// jwsType returns the typ of a compact JWS's protected header.
-func jwsType(raw string) (string, error) {
-	h, _, ok := strings.Cut(raw, ".")
-	if !ok {
-		return "", errors.New("not a compact JWS")
-	}
-	b, err := base64.RawURLEncoding.DecodeString(h)
-	if err != nil {
-		return "", err
-	}
-	var hdr struct {
-		Typ string `json:"typ"`
-	}
-	if err := json.Unmarshal(b, &hdr); err != nil {
-		return "", err
-	}
-	return hdr.Typ, nil
 }
 
 // appendBindingFields adds the decision log fields of approvals,

@@ -1,7 +1,11 @@
 package extauthz
 
 import (
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +87,15 @@ func TestApprovalUntrusted(t *testing.T) {
 		{"lives longer than the maximum", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["exp"] = now.Add(2 * time.Hour).Unix() }))},
 		{"issued in the future", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["iat"] = now.Add(10 * time.Minute).Unix() }))},
 		{"not a JWS", "not-a-jws"},
+		{"typ of a DPoP proof", signApproval(t, rig.apprKey, "dpop+jwt", claims(func(map[string]any) {}))},
+		{"typ with a parameter", signApproval(t, rig.apprKey, ApprovalType+";v=1", claims(func(map[string]any) {}))},
+		{"typ of another vendor's approval", signApproval(t, rig.apprKey, "application/approval+jwt", claims(func(map[string]any) {}))},
+		{"typ in a header member TYP", signRawApproval(t, rig.apprKey, `{"alg":"RS256","kid":"approver-key","TYP":"mcp-approval+jwt"}`, claims(func(map[string]any) {}))},
+		{"typ twice", signRawApproval(t, rig.apprKey, `{"alg":"RS256","kid":"approver-key","typ":"JWT","typ":"mcp-approval+jwt"}`, claims(func(map[string]any) {}))},
+		{"nbf a second ahead", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["nbf"] = now.Add(2 * time.Second).Unix() }))},
+		{"nbf within go-oidc's 5-minute leeway", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["nbf"] = now.Add(4 * time.Minute).Unix() }))},
+		{"nbf a string", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["nbf"] = strconv.FormatInt(now.Unix()-10, 10) }))},
+		{"iat a string", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["iat"] = strconv.FormatInt(now.Unix(), 10) }))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +106,33 @@ func TestApprovalUntrusted(t *testing.T) {
 			}
 		})
 	}
+	// Each spelling of the one media type admits (each approval once).
+	for _, typ := range []string{ApprovalType, "application/" + ApprovalType, "APPLICATION/MCP-APPROVAL+JWT", "Mcp-Approval+JWT"} {
+		t.Run("typ "+typ, func(t *testing.T) {
+			c := bigRefund
+			c.approval = signApproval(t, rig.apprKey, typ, claims(func(c map[string]any) { c["jti"] = newDecisionID() }))
+			if got := rig.send(t, c); got.reason != "allowed" {
+				t.Errorf("reason = %s, want allowed", got.reason)
+			}
+		})
+	}
+	t.Run("nbf passed", func(t *testing.T) {
+		c := bigRefund
+		c.approval = signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) {
+			c["jti"], c["nbf"] = newDecisionID(), time.Now().Add(-time.Second).Unix()
+		}))
+		if got := rig.send(t, c); got.reason != "allowed" {
+			t.Errorf("reason = %s, want allowed", got.reason)
+		}
+	})
+	t.Run("raw-signed control", func(t *testing.T) { // the signRawApproval cases above fail for their header only
+		c := bigRefund
+		c.approval = signRawApproval(t, rig.apprKey, `{"alg":"RS256","kid":"approver-key","typ":"mcp-approval+jwt"}`, claims(func(c map[string]any) { c["jti"] = newDecisionID() }))
+		if got := rig.send(t, c); got.reason != "allowed" {
+			t.Errorf("reason = %s, want allowed", got.reason)
+		}
+	})
+	admitted := rig.upstream.Load()
 	t.Run("header and _meta differ", func(t *testing.T) {
 		c := bigRefund
 		c.approval = rig.approve(t, bigRefund, nil)
@@ -109,9 +149,23 @@ func TestApprovalUntrusted(t *testing.T) {
 			t.Errorf("reason = %s, want approval_untrusted", got.reason)
 		}
 	})
-	if rig.upstream.Load() != 0 {
-		t.Errorf("upstream ran %d times, want 0", rig.upstream.Load())
+	if n := rig.upstream.Load(); n != admitted || admitted != 6 {
+		t.Errorf("upstream ran %d times, %d for the valid approvals; want 6 and no other", n, admitted)
 	}
+}
+
+// signRawApproval signs claims under header as given (members go-jose
+// would not write) as RS256 with k.
+func signRawApproval(t testing.TB, k *testKey, header string, claims map[string]any) string {
+	t.Helper()
+	p, _ := json.Marshal(claims)
+	in := b64([]byte(header)) + "." + b64(p)
+	sum := sha256.Sum256([]byte(in))
+	sig, err := rsa.SignPKCS1v15(nil, k.priv, crypto.SHA256, sum[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in + "." + b64(sig)
 }
 
 // TestApprovalNotForwarded: the approval header never reaches the upstream;
