@@ -197,9 +197,14 @@ func hashParts(parts ...string) string {
 }
 
 // idempotencyKey returns the request's idempotency key from the configured
-// header or params._meta member ("" when none). Several headers, a key
-// that is not 1..255 visible ASCII characters (an RFC 8941 string's
-// quotes are removed), or header and _meta that differ are invalid_request.
+// header or params._meta member ("" when none). A header value that opens
+// with '"' is an RFC 8941 sf-string (the Idempotency-Key header is a
+// Structured Field String) and is read as the upstream reads it: quotes
+// removed and \" and \\ unescaped, so "a\\x" and a\x are one key.
+// Several headers, an sf-string that does not parse (another escape, a
+// byte outside 0x20-0x7E, no closing quote, anything after it such as a
+// parameter), a key that is not 1..255 visible ASCII characters, or header
+// and _meta that differ are invalid_request.
 func (b *Binding) idempotencyKey(r *Request, dec *Decision) (string, Reason) {
 	var key string
 	if b.IdempotencyHeader != "" {
@@ -208,8 +213,12 @@ func (b *Binding) idempotencyKey(r *Request, dec *Decision) (string, Reason) {
 			return "", ReasonInvalidRequest
 		}
 		if n == 1 {
-			if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-				v = v[1 : len(v)-1]
+			v = strings.Trim(v, " \t") // OWS (RFC 9110 section 5.5), as every HTTP parser strips it
+			if strings.HasPrefix(v, `"`) {
+				var ok bool
+				if v, ok = parseSFString(v); !ok {
+					return "", ReasonInvalidRequest
+				}
 			}
 			if !validKey(v) {
 				return "", ReasonInvalidRequest
@@ -229,6 +238,35 @@ func (b *Binding) idempotencyKey(r *Request, dec *Decision) (string, Reason) {
 		}
 	}
 	return key, ""
+}
+
+// parseSFString parses v, the whole field value, as an RFC 8941 section
+// 3.3.3 String (sf-string = DQUOTE *chr DQUOTE; chr = unescaped / escaped;
+// escaped = "\\" ( DQUOTE / "\\" )), following the parsing algorithm of
+// section 4.2.5: any other escape, a byte outside %x20-7E, a missing
+// closing quote and anything after it fail.
+func parseSFString(v string) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 1; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '\\':
+			if i+1 >= len(v) || v[i+1] != '"' && v[i+1] != '\\' {
+				return "", false
+			}
+			i++
+			b.WriteByte(v[i])
+		case c == '"':
+			return b.String(), i == len(v)-1
+		case c < 0x20 || c > 0x7e:
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", false // no closing quote
 }
 
 func validKey(s string) bool {

@@ -5,6 +5,7 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/json"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -329,4 +330,102 @@ func TestMetaString(t *testing.T) {
 			t.Errorf("metaString(%s) = %q, %v, %v; want %q, %v, error %v", tt.give, got, ok, err, tt.want, tt.wantOK, tt.err)
 		}
 	}
+}
+
+// TestIdempotencyKeyHeader: the Idempotency-Key header is an RFC 8941
+// String, read as the upstream reads it: "a\\x" and a\x name one key; an
+// sf-string that does not parse is invalid_request.
+func TestIdempotencyKeyHeader(t *testing.T) {
+	b := &Binding{IdempotencyHeader: "idempotency-key", IdempotencyMeta: "k"}
+	tests := []struct {
+		give    string // header value
+		meta    string // params._meta.k, "" for none
+		want    string
+		wantBad bool
+	}{
+		{give: `abc`, want: `abc`},
+		{give: `"abc"`, want: `abc`},
+		{give: `"a\\x"`, want: `a\x`},
+		{give: `a\x`, want: `a\x`},
+		{give: `"a\"b"`, want: `a"b`},
+		{give: `a"b`, want: `a"b`},
+		{give: `"\\\\"`, want: `\\`},
+		{give: ` "abc" `, want: `abc`},
+		{give: "\t abc", want: `abc`},
+		{give: `"a\\x"`, meta: `a\x`, want: `a\x`},
+		{give: `"a\\x"`, meta: `a\\x`, wantBad: true},
+		{give: `"a\x"`, wantBad: true},
+		{give: `"a\n"`, wantBad: true},
+		{give: `"a\u0041"`, wantBad: true},
+		{give: `"abc`, wantBad: true},
+		{give: `"abc\"`, wantBad: true},
+		{give: `"abc";p=1`, wantBad: true},
+		{give: `"abc", "def"`, wantBad: true},
+		{give: `"abc"x`, wantBad: true},
+		{give: "\"a\tb\"", wantBad: true},
+		{give: "\"a\u00e9\"", wantBad: true},
+		{give: `"a b"`, wantBad: true}, // a valid sf-string, but a key is visible ASCII
+		{give: `""`, wantBad: true},
+		{give: `"` + strings.Repeat("k", 256) + `"`, wantBad: true},
+		{give: `"` + strings.Repeat("k", 255) + `"`, want: strings.Repeat("k", 255)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give+"|"+tt.meta, func(t *testing.T) {
+			dec := &Decision{}
+			if tt.meta != "" {
+				m, _ := json.Marshal(map[string]any{"_meta": map[string]string{"k": tt.meta}})
+				dec.params = m
+			}
+			got, reason := b.idempotencyKey(&Request{Headers: Headers{"idempotency-key": {tt.give}}}, dec)
+			switch {
+			case tt.wantBad && reason != ReasonInvalidRequest:
+				t.Fatalf("key %q, reason %q; want invalid_request", got, reason)
+			case !tt.wantBad && (reason != "" || got != tt.want):
+				t.Fatalf("key %q, reason %q; want %q", got, reason, tt.want)
+			}
+		})
+	}
+}
+
+// TestIdempotencyKeySpellings: the two spellings of one key, sent through
+// gRPC, bind one request digest: the second is a retry, and another
+// request under either spelling is replay_substitution.
+func TestIdempotencyKeySpellings(t *testing.T) {
+	rig := newBindingRig(t, state.NewMemory(0, nil))
+	small := call{tool: "issue_refund", args: `{"amountMinor":100,"currency":"USD","orderId":"o-7"}`}
+	other := call{tool: "issue_refund", args: `{"amountMinor":200,"currency":"USD","orderId":"o-7"}`}
+	small.key = `"k\\1"`
+	if got := rig.send(t, small); got.reason != "allowed" || got.retry {
+		t.Fatalf("first: %+v", got)
+	}
+	small.key = `k\1`
+	if got := rig.send(t, small); got.reason != "allowed" || !got.retry {
+		t.Fatalf("the same key spelled bare: %+v, want a retry", got)
+	}
+	for _, k := range []string{`k\1`, `"k\\1"`} {
+		other.key = k
+		if got := rig.send(t, other); got.reason != "replay_substitution" {
+			t.Errorf("another request under %s: %s, want replay_substitution", k, got.reason)
+		}
+	}
+}
+
+// FuzzParseSFString: parseSFString agrees with an independent reading of
+// RFC 8941's sf-string grammar (a regular expression and a replacer).
+func FuzzParseSFString(f *testing.F) {
+	for _, s := range []string{`"a"`, `"a\\x"`, `"a\"b"`, `"a\x"`, `"abc`, `"";x`, `""`, "\"\x7f\""} {
+		f.Add(s)
+	}
+	grammar := regexp.MustCompile(`^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$`)
+	unescape := strings.NewReplacer(`\"`, `"`, `\\`, `\`)
+	f.Fuzz(func(t *testing.T, v string) {
+		got, ok := parseSFString(v)
+		m := grammar.FindStringSubmatch(v)
+		if ok != (m != nil) {
+			t.Fatalf("parseSFString(%q) ok %v; the grammar says %v", v, ok, m != nil)
+		}
+		if ok && got != unescape.Replace(m[1]) {
+			t.Fatalf("parseSFString(%q) = %q, want %q", v, got, unescape.Replace(m[1]))
+		}
+	})
 }
