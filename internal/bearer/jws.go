@@ -327,7 +327,13 @@ func verifySignature(key crypto.PublicKey, alg string, input string, sig []byte)
 	if !ok {
 		return fmt.Errorf("alg %s with a %T key", alg, key)
 	}
-	curve := map[string]elliptic.Curve{"ES256": elliptic.P256(), "ES384": elliptic.P384(), "ES512": elliptic.P521()}[alg]
+	curve := elliptic.P256()
+	switch alg {
+	case "ES384":
+		curve = elliptic.P384()
+	case "ES512":
+		curve = elliptic.P521()
+	}
 	size := (curve.Params().BitSize + 7) / 8
 	if pub.Curve != curve {
 		return fmt.Errorf("alg %s with a %s key", alg, pub.Curve.Params().Name)
