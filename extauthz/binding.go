@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -213,9 +212,14 @@ func hashParts(parts ...string) string {
 }
 
 // idempotencyKey returns the request's idempotency key from the configured
-// header or params._meta member ("" when none). Several headers, a key
-// that is not 1..255 visible ASCII characters (an RFC 8941 string's
-// quotes are removed), or header and _meta that differ are invalid_request.
+// header or params._meta member ("" when none). A header value that opens
+// with '"' is an RFC 8941 sf-string (the Idempotency-Key header is a
+// Structured Field String) and is read as the upstream reads it: quotes
+// removed and \" and \\ unescaped, so "a\\x" and a\x are one key.
+// Several headers, an sf-string that does not parse (another escape, a
+// byte outside 0x20-0x7E, no closing quote, anything after it such as a
+// parameter), a key that is not 1..255 visible ASCII characters, or header
+// and _meta that differ are invalid_request.
 func (b *Binding) idempotencyKey(r *Request, dec *Decision) (string, Reason) {
 	var key string
 	if b.IdempotencyHeader != "" {
@@ -224,8 +228,12 @@ func (b *Binding) idempotencyKey(r *Request, dec *Decision) (string, Reason) {
 			return "", ReasonInvalidRequest
 		}
 		if n == 1 {
-			if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-				v = v[1 : len(v)-1]
+			v = strings.Trim(v, " \t") // OWS (RFC 9110 section 5.5), as every HTTP parser strips it
+			if strings.HasPrefix(v, `"`) {
+				var ok bool
+				if v, ok = parseSFString(v); !ok {
+					return "", ReasonInvalidRequest
+				}
 			}
 			if !validKey(v) {
 				return "", ReasonInvalidRequest
@@ -245,6 +253,35 @@ func (b *Binding) idempotencyKey(r *Request, dec *Decision) (string, Reason) {
 		}
 	}
 	return key, ""
+}
+
+// parseSFString parses v, the whole field value, as an RFC 8941 section
+// 3.3.3 String (sf-string = DQUOTE *chr DQUOTE; chr = unescaped / escaped;
+// escaped = "\\" ( DQUOTE / "\\" )), following the parsing algorithm of
+// section 4.2.5: any other escape, a byte outside %x20-7E, a missing
+// closing quote and anything after it fail.
+func parseSFString(v string) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 1; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '\\':
+			if i+1 >= len(v) || v[i+1] != '"' && v[i+1] != '\\' {
+				return "", false
+			}
+			i++
+			b.WriteByte(v[i])
+		case c == '"':
+			return b.String(), i == len(v)-1
+		case c < 0x20 || c > 0x7e:
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", false // no closing quote
 }
 
 func validKey(s string) bool {
@@ -326,8 +363,16 @@ func (b *Binding) verifyApproval(ctx context.Context, raw string, dec *Decision)
 		dec.Detail = "approval presented but no approver is configured"
 		return nil, ReasonApprovalUntrusted
 	}
-	if typ, err := jwsType(raw); err != nil || !strings.EqualFold(typ, ApprovalType) {
-		dec.Detail = fmt.Sprintf("approval typ %q, want %s", typ, ApprovalType)
+	// Explicit typing (RFC 8725 section 3.11), compared as a media type
+	// (RFC 7515 section 4.1.9): mcp-approval+jwt and
+	// application/mcp-approval+jwt are one type, in any case. The header
+	// is read as the verifier reads it (no duplicate or case-variant typ).
+	if h, err := bearer.ParseHeader(raw); err != nil || !h.HasTyp || !bearer.SameMediaType(h.Typ, ApprovalType) {
+		if err != nil {
+			dec.Detail = "approval: " + err.Error()
+		} else {
+			dec.Detail = fmt.Sprintf("approval typ %.64q, want %s", h.Typ, ApprovalType)
+		}
 		return nil, ReasonApprovalUntrusted
 	}
 	p, err := b.Approvals.Verify(ctx, raw)
@@ -361,9 +406,16 @@ func (b *Binding) verifyApproval(ctx context.Context, raw string, dec *Decision)
 		now = b.Now()
 	}
 	issued := time.Unix(int64(iat), 0)
+	nbf, hasNbf := p.Claims["nbf"]
+	nbfSec, nbfIsNum := nbf.(float64)
 	switch {
 	case digest == "" || a.jti == "" || a.approver == "" || !hasIat:
 		dec.Detail = "approval lacks digest, jti, approver or iat"
+		return nil, ReasonApprovalUntrusted
+	case hasNbf && (!nbfIsNum || nbfSec > float64(now.UnixNano())/1e9):
+		// No leeway: an approver that says "not before" means it, and a
+		// request can wait for it; access tokens keep go-oidc's 5 minutes.
+		dec.Detail = "approval nbf is not a NumericDate in the past"
 		return nil, ReasonApprovalUntrusted
 	case issued.After(now.Add(approvalClockSkew)) || a.exp.Sub(issued) > maxLife:
 		dec.Detail = fmt.Sprintf("approval iat in the future or lifetime over %v", maxLife)
@@ -377,25 +429,6 @@ func (b *Binding) verifyApproval(ctx context.Context, raw string, dec *Decision)
 		return nil, ReasonApprovalDigestMismatch
 	}
 	return a, ""
-}
-
-// jwsType returns the typ of a compact JWS's protected header.
-func jwsType(raw string) (string, error) {
-	h, _, ok := strings.Cut(raw, ".")
-	if !ok {
-		return "", errors.New("not a compact JWS")
-	}
-	b, err := base64.RawURLEncoding.DecodeString(h)
-	if err != nil {
-		return "", err
-	}
-	var hdr struct {
-		Typ string `json:"typ"`
-	}
-	if err := json.Unmarshal(b, &hdr); err != nil {
-		return "", err
-	}
-	return hdr.Typ, nil
 }
 
 // appendBindingFields adds the decision log fields of approvals,

@@ -35,7 +35,7 @@ func BenchmarkApproval(b *testing.B) {
 		b.Fatal(err)
 	}
 	rsaKey := newTestKey(b, "approver-key").priv
-	approvals, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: apprIss, Audiences: []string{testAudience},
+	approvals, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: apprIss, Audiences: []string{testAudience}, Types: []string{ApprovalType},
 		KeySet: &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{&ecKey.PublicKey, &rsaKey.PublicKey}}})
 	if err != nil {
 		b.Fatal(err)

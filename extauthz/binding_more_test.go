@@ -1,7 +1,12 @@
 package extauthz
 
 import (
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/json"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +88,15 @@ func TestApprovalUntrusted(t *testing.T) {
 		{"lives longer than the maximum", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["exp"] = now.Add(2 * time.Hour).Unix() }))},
 		{"issued in the future", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["iat"] = now.Add(10 * time.Minute).Unix() }))},
 		{"not a JWS", "not-a-jws"},
+		{"typ of a DPoP proof", signApproval(t, rig.apprKey, "dpop+jwt", claims(func(map[string]any) {}))},
+		{"typ with a parameter", signApproval(t, rig.apprKey, ApprovalType+";v=1", claims(func(map[string]any) {}))},
+		{"typ of another vendor's approval", signApproval(t, rig.apprKey, "application/approval+jwt", claims(func(map[string]any) {}))},
+		{"typ in a header member TYP", signRawApproval(t, rig.apprKey, `{"alg":"RS256","kid":"approver-key","TYP":"mcp-approval+jwt"}`, claims(func(map[string]any) {}))},
+		{"typ twice", signRawApproval(t, rig.apprKey, `{"alg":"RS256","kid":"approver-key","typ":"JWT","typ":"mcp-approval+jwt"}`, claims(func(map[string]any) {}))},
+		{"nbf a second ahead", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["nbf"] = now.Add(2 * time.Second).Unix() }))},
+		{"nbf within go-oidc's 5-minute leeway", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["nbf"] = now.Add(4 * time.Minute).Unix() }))},
+		{"nbf a string", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["nbf"] = strconv.FormatInt(now.Unix()-10, 10) }))},
+		{"iat a string", signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) { c["iat"] = strconv.FormatInt(now.Unix(), 10) }))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +107,33 @@ func TestApprovalUntrusted(t *testing.T) {
 			}
 		})
 	}
+	// Each spelling of the one media type admits (each approval once).
+	for _, typ := range []string{ApprovalType, "application/" + ApprovalType, "APPLICATION/MCP-APPROVAL+JWT", "Mcp-Approval+JWT"} {
+		t.Run("typ "+typ, func(t *testing.T) {
+			c := bigRefund
+			c.approval = signApproval(t, rig.apprKey, typ, claims(func(c map[string]any) { c["jti"] = newDecisionID() }))
+			if got := rig.send(t, c); got.reason != "allowed" {
+				t.Errorf("reason = %s, want allowed", got.reason)
+			}
+		})
+	}
+	t.Run("nbf passed", func(t *testing.T) {
+		c := bigRefund
+		c.approval = signApproval(t, rig.apprKey, ApprovalType, claims(func(c map[string]any) {
+			c["jti"], c["nbf"] = newDecisionID(), time.Now().Add(-time.Second).Unix()
+		}))
+		if got := rig.send(t, c); got.reason != "allowed" {
+			t.Errorf("reason = %s, want allowed", got.reason)
+		}
+	})
+	t.Run("raw-signed control", func(t *testing.T) { // the signRawApproval cases above fail for their header only
+		c := bigRefund
+		c.approval = signRawApproval(t, rig.apprKey, `{"alg":"RS256","kid":"approver-key","typ":"mcp-approval+jwt"}`, claims(func(c map[string]any) { c["jti"] = newDecisionID() }))
+		if got := rig.send(t, c); got.reason != "allowed" {
+			t.Errorf("reason = %s, want allowed", got.reason)
+		}
+	})
+	admitted := rig.upstream.Load()
 	t.Run("header and _meta differ", func(t *testing.T) {
 		c := bigRefund
 		c.approval = rig.approve(t, bigRefund, nil)
@@ -109,9 +150,23 @@ func TestApprovalUntrusted(t *testing.T) {
 			t.Errorf("reason = %s, want approval_untrusted", got.reason)
 		}
 	})
-	if rig.upstream.Load() != 0 {
-		t.Errorf("upstream ran %d times, want 0", rig.upstream.Load())
+	if n := rig.upstream.Load(); n != admitted || admitted != 6 {
+		t.Errorf("upstream ran %d times, %d for the valid approvals; want 6 and no other", n, admitted)
 	}
+}
+
+// signRawApproval signs claims under header as given (members go-jose
+// would not write) as RS256 with k.
+func signRawApproval(t testing.TB, k *testKey, header string, claims map[string]any) string {
+	t.Helper()
+	p, _ := json.Marshal(claims)
+	in := b64([]byte(header)) + "." + b64(p)
+	sum := sha256.Sum256([]byte(in))
+	sig, err := rsa.SignPKCS1v15(nil, k.priv, crypto.SHA256, sum[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in + "." + b64(sig)
 }
 
 // TestApprovalNotForwarded: the approval header never reaches the upstream;
@@ -206,7 +261,7 @@ func postReqBody(body []byte) *capture.Request {
 // warmVerifierStatic verifies approvals signed by k (issuer
 // https://approvals.example.com) against a static key set.
 func warmVerifierStatic(t testing.TB, k *testKey) *bearer.OIDCVerifier {
-	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: "https://approvals.example.com", Audiences: []string{testAudience},
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: "https://approvals.example.com", Audiences: []string{testAudience}, Types: []string{ApprovalType},
 		KeySet: bearer.NewStaticKeySet([]jose.JSONWebKey{k.public()})})
 	if err != nil {
 		t.Fatal(err)
@@ -275,4 +330,102 @@ func TestMetaString(t *testing.T) {
 			t.Errorf("metaString(%s) = %q, %v, %v; want %q, %v, error %v", tt.give, got, ok, err, tt.want, tt.wantOK, tt.err)
 		}
 	}
+}
+
+// TestIdempotencyKeyHeader: the Idempotency-Key header is an RFC 8941
+// String, read as the upstream reads it: "a\\x" and a\x name one key; an
+// sf-string that does not parse is invalid_request.
+func TestIdempotencyKeyHeader(t *testing.T) {
+	b := &Binding{IdempotencyHeader: "idempotency-key", IdempotencyMeta: "k"}
+	tests := []struct {
+		give    string // header value
+		meta    string // params._meta.k, "" for none
+		want    string
+		wantBad bool
+	}{
+		{give: `abc`, want: `abc`},
+		{give: `"abc"`, want: `abc`},
+		{give: `"a\\x"`, want: `a\x`},
+		{give: `a\x`, want: `a\x`},
+		{give: `"a\"b"`, want: `a"b`},
+		{give: `a"b`, want: `a"b`},
+		{give: `"\\\\"`, want: `\\`},
+		{give: ` "abc" `, want: `abc`},
+		{give: "\t abc", want: `abc`},
+		{give: `"a\\x"`, meta: `a\x`, want: `a\x`},
+		{give: `"a\\x"`, meta: `a\\x`, wantBad: true},
+		{give: `"a\x"`, wantBad: true},
+		{give: `"a\n"`, wantBad: true},
+		{give: `"a\u0041"`, wantBad: true},
+		{give: `"abc`, wantBad: true},
+		{give: `"abc\"`, wantBad: true},
+		{give: `"abc";p=1`, wantBad: true},
+		{give: `"abc", "def"`, wantBad: true},
+		{give: `"abc"x`, wantBad: true},
+		{give: "\"a\tb\"", wantBad: true},
+		{give: "\"a\u00e9\"", wantBad: true},
+		{give: `"a b"`, wantBad: true}, // a valid sf-string, but a key is visible ASCII
+		{give: `""`, wantBad: true},
+		{give: `"` + strings.Repeat("k", 256) + `"`, wantBad: true},
+		{give: `"` + strings.Repeat("k", 255) + `"`, want: strings.Repeat("k", 255)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give+"|"+tt.meta, func(t *testing.T) {
+			dec := &Decision{}
+			if tt.meta != "" {
+				m, _ := json.Marshal(map[string]any{"_meta": map[string]string{"k": tt.meta}})
+				dec.params = m
+			}
+			got, reason := b.idempotencyKey(&Request{Headers: Headers{"idempotency-key": {tt.give}}}, dec)
+			switch {
+			case tt.wantBad && reason != ReasonInvalidRequest:
+				t.Fatalf("key %q, reason %q; want invalid_request", got, reason)
+			case !tt.wantBad && (reason != "" || got != tt.want):
+				t.Fatalf("key %q, reason %q; want %q", got, reason, tt.want)
+			}
+		})
+	}
+}
+
+// TestIdempotencyKeySpellings: the two spellings of one key, sent through
+// gRPC, bind one request digest: the second is a retry, and another
+// request under either spelling is replay_substitution.
+func TestIdempotencyKeySpellings(t *testing.T) {
+	rig := newBindingRig(t, state.NewMemory(0, nil))
+	small := call{tool: "issue_refund", args: `{"amountMinor":100,"currency":"USD","orderId":"o-7"}`}
+	other := call{tool: "issue_refund", args: `{"amountMinor":200,"currency":"USD","orderId":"o-7"}`}
+	small.key = `"k\\1"`
+	if got := rig.send(t, small); got.reason != "allowed" || got.retry {
+		t.Fatalf("first: %+v", got)
+	}
+	small.key = `k\1`
+	if got := rig.send(t, small); got.reason != "allowed" || !got.retry {
+		t.Fatalf("the same key spelled bare: %+v, want a retry", got)
+	}
+	for _, k := range []string{`k\1`, `"k\\1"`} {
+		other.key = k
+		if got := rig.send(t, other); got.reason != "replay_substitution" {
+			t.Errorf("another request under %s: %s, want replay_substitution", k, got.reason)
+		}
+	}
+}
+
+// FuzzParseSFString: parseSFString agrees with an independent reading of
+// RFC 8941's sf-string grammar (a regular expression and a replacer).
+func FuzzParseSFString(f *testing.F) {
+	for _, s := range []string{`"a"`, `"a\\x"`, `"a\"b"`, `"a\x"`, `"abc`, `"";x`, `""`, "\"\x7f\""} {
+		f.Add(s)
+	}
+	grammar := regexp.MustCompile(`^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$`)
+	unescape := strings.NewReplacer(`\"`, `"`, `\\`, `\`)
+	f.Fuzz(func(t *testing.T, v string) {
+		got, ok := parseSFString(v)
+		m := grammar.FindStringSubmatch(v)
+		if ok != (m != nil) {
+			t.Fatalf("parseSFString(%q) ok %v; the grammar says %v", v, ok, m != nil)
+		}
+		if ok && got != unescape.Replace(m[1]) {
+			t.Fatalf("parseSFString(%q) = %q, want %q", v, got, unescape.Replace(m[1]))
+		}
+	})
 }

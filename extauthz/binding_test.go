@@ -47,9 +47,9 @@ func newBindingRig(t *testing.T, store state.Store, opts ...func(*Server)) *bind
 	rig.idp = newTestIdP(t, rig.userKey)
 	rig.approver = newTestIdP(t, rig.apprKey)
 	auds := []string{testAudience, gatewayAudience}
-	users := warmVerifier(t, rig.idp.issuer(), auds)
+	users := warmVerifier(t, rig.idp.issuer(), auds, nil)
 	rig.binding = &Binding{
-		Approvals:         warmVerifier(t, rig.approver.issuer(), auds),
+		Approvals:         warmVerifier(t, rig.approver.issuer(), auds, []string{ApprovalType}),
 		Store:             store,
 		IdempotencyHeader: DefaultIdempotencyHeader,
 		IdempotencyMeta:   "io.mcp-extauthz/idempotency-key",
@@ -65,9 +65,11 @@ func newBindingRig(t *testing.T, store state.Store, opts ...func(*Server)) *bind
 	return rig
 }
 
-func warmVerifier(t *testing.T, issuer string, auds []string) *bearer.OIDCVerifier {
+// warmVerifier verifies JWTs of types (nil: access tokens) through
+// discovery at issuer.
+func warmVerifier(t *testing.T, issuer string, auds, types []string) *bearer.OIDCVerifier {
 	t.Helper()
-	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: issuer, Audiences: auds})
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: issuer, Audiences: auds, Types: types})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,6 +213,11 @@ func TestDPoP(t *testing.T) {
 			{"htu with default port, upper-case host and scheme", withProof(func(c map[string]any) { c["htu"] = "HTTPS://MCP.Example.COM:443/mcp" })},
 			{"htu with query and fragment", withProof(func(c map[string]any) { c["htu"] = dpopHTU + "?a=1#f" })},
 			{"htu with an encoded unreserved character", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/%6Dcp" })},
+			{"htu with dot segments", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/a/b/../../mcp" })},
+			{"htu with a dot segment", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/./mcp" })},
+			{"htu with encoded dot segments", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/x/%2E%2e/mcp" })},
+			{"htu climbing above the root", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/../../mcp" })},
+			{"iat with a fraction", withProof(func(c map[string]any) { c["iat"] = float64(r.clock.Now().UnixNano())/1e9 - 0.5 })},
 			{"iat 59s old", withProof(func(c map[string]any) { c["iat"] = r.clock.Now().Add(-59 * time.Second).Unix() })},
 			{"iat 9s ahead", withProof(func(c map[string]any) { c["iat"] = r.clock.Now().Add(9 * time.Second).Unix() })},
 			{"PS256 proof", func() []string {
@@ -294,6 +299,9 @@ func TestDPoP(t *testing.T) {
 		{"no htu", withProof(func(c map[string]any) { delete(c, "htu") }), ReasonDPoPProofInvalid},
 		{"no iat", withProof(func(c map[string]any) { delete(c, "iat") }), ReasonDPoPProofInvalid},
 		{"iat is a string", withProof(func(c map[string]any) { c["iat"] = "now" }), ReasonDPoPProofInvalid},
+		{"iat is a string of digits", withProof(func(c map[string]any) { c["iat"] = strconv.FormatInt(r.clock.Now().Unix(), 10) }), ReasonDPoPProofInvalid},
+		{"iat is null", withProof(func(c map[string]any) { c["iat"] = nil }), ReasonDPoPProofInvalid},
+		{"iat is true", withProof(func(c map[string]any) { c["iat"] = true }), ReasonDPoPProofInvalid},
 		{"htu relative", withProof(func(c map[string]any) { c["htu"] = "/mcp" }), ReasonDPoPProofInvalid},
 		{"htu with userinfo", withProof(func(c map[string]any) { c["htu"] = "https://u@mcp.example.com/mcp" }), ReasonDPoPProofInvalid},
 		{"htu of another scheme", withProof(func(c map[string]any) { c["htu"] = "wss://mcp.example.com/mcp" }), ReasonDPoPProofInvalid},
@@ -306,6 +314,10 @@ func TestDPoP(t *testing.T) {
 		{"htu over http", withProof(func(c map[string]any) { c["htu"] = "http://mcp.example.com/mcp" }), ReasonDPoPProofMismatch},
 		{"htu on another port", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com:8443/mcp" }), ReasonDPoPProofMismatch},
 		{"htu with an encoded slash", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/%2Fmcp" }), ReasonDPoPProofMismatch},
+		{"htu whose dot segment climbs out", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/mcp/.." }), ReasonDPoPProofMismatch},
+		{"htu with a trailing dot segment", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/mcp/." }), ReasonDPoPProofMismatch},
+		{"htu whose dots hide behind an encoded slash", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/x/..%2Fmcp" }), ReasonDPoPProofMismatch},
+		{"htu with three dots", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/x/.../mcp" }), ReasonDPoPProofMismatch},
 		{"ath of another token", withProof(func(c map[string]any) { c["ath"] = athOf("another token") }), ReasonDPoPProofMismatch},
 		{"proof key is not cnf.jkt", func() []string {
 			tok := r.token(t, map[string]any{"jkt": jkt(t, &other.PublicKey)})

@@ -32,27 +32,51 @@ func stepUp(el *Decision, need []string, reason Reason) Reason {
 	return reason
 }
 
-// tokenScopes returns the token's scopes: the space-separated "scope" claim
-// (RFC 9068 section 2.2.3, RFC 8693 section 4.2), else the "scp" claim as a
-// list or a space-separated string (as some identity providers issue it).
+// tokenScopes returns the token's scopes: the "scope" claim (RFC 9068
+// section 2.2.3, RFC 8693 section 4.2) when present, else "scp" (as some
+// identity providers name it). A string is split on U+0020 only (RFC 6749
+// section 3.3: scope = scope-token *( SP scope-token )), so a tab, a line
+// break, NBSP or U+2003 never separates: "openid\tmcp:search" is one piece,
+// and no piece that is not a scope-token (printable ASCII but space, '"'
+// and '\') is a scope. A JSON array (Spring Authorization Server, Okta
+// "scp") is its string elements that are scope-tokens. Anything else, or a
+// present claim of another type, grants none; CEL's
+// claims.scope.split(" ") reads a string the same way.
 func tokenScopes(claims map[string]any) []string {
-	switch v := claims["scope"].(type) {
-	case string:
-		return strings.Fields(v)
+	v, ok := claims["scope"]
+	if !ok {
+		v = claims["scp"]
 	}
-	switch v := claims["scp"].(type) {
+	var out []string
+	switch v := v.(type) {
 	case string:
-		return strings.Fields(v)
+		for tok := range strings.SplitSeq(v, " ") {
+			if isScopeToken(tok) {
+				out = append(out, tok)
+			}
+		}
 	case []any:
-		out := make([]string, 0, len(v))
 		for _, e := range v {
-			if s, ok := e.(string); ok {
+			if s, ok := e.(string); ok && isScopeToken(s) {
 				out = append(out, s)
 			}
 		}
-		return out
 	}
-	return nil
+	return out
+}
+
+// isScopeToken reports whether s is an RFC 6749 section 3.3 scope-token:
+// 1*( %x21 / %x23-5B / %x5D-7E ).
+func isScopeToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // insufficientScopeChallenge is the RFC 6750 section 3 challenge of a 403

@@ -2,12 +2,14 @@ package extauthz
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 )
 
@@ -153,4 +155,90 @@ func TestConceal(t *testing.T) {
 			t.Errorf("bad token on a concealed tool: %d, want 401", status)
 		}
 	})
+}
+
+// TestTokenScopes: the scope claim is split on U+0020 only (RFC 6749
+// section 3.3); no other whitespace separates, and a piece that is not a
+// scope-token grants nothing.
+func TestTokenScopes(t *testing.T) {
+	tests := []struct {
+		name string
+		give map[string]any
+		want []string
+	}{
+		{"space separated", map[string]any{"scope": "openid mcp:search"}, []string{"openid", "mcp:search"}},
+		{"double and edge spaces", map[string]any{"scope": " openid  mcp:search "}, []string{"openid", "mcp:search"}},
+		{"tab", map[string]any{"scope": "openid\tmcp:search"}, nil},
+		{"line feed", map[string]any{"scope": "openid\nmcp:search"}, nil},
+		{"carriage return", map[string]any{"scope": "openid\rmcp:search"}, nil},
+		{"vertical tab", map[string]any{"scope": "openid\vmcp:search"}, nil},
+		{"form feed", map[string]any{"scope": "openid\fmcp:search"}, nil},
+		{"NBSP", map[string]any{"scope": "openid\u00a0mcp:search"}, nil},
+		{"em space", map[string]any{"scope": "openid\u2003mcp:search"}, nil},
+		{"ideographic space", map[string]any{"scope": "openid\u3000mcp:search"}, nil},
+		{"NEL", map[string]any{"scope": "openid\u0085mcp:search"}, nil},
+		{"tab then space", map[string]any{"scope": "openid\t mcp:search"}, []string{"mcp:search"}},
+		{"tab-joined piece between good ones", map[string]any{"scope": "a b\tc d"}, []string{"a", "d"}},
+		{"quote and backslash are not scope characters", map[string]any{"scope": `a"b c\d e`}, []string{"e"}},
+		{"non-ASCII piece", map[string]any{"scope": "mcp:séarch mcp:search"}, []string{"mcp:search"}},
+		{"empty", map[string]any{"scope": ""}, nil},
+		{"scp string", map[string]any{"scp": "a b\tc"}, []string{"a"}},
+		{"scp list", map[string]any{"scp": []any{"a", "b c", "d\te", 7, "f"}}, []string{"a", "f"}},
+		{"scope list", map[string]any{"scope": []any{"a", "b"}}, []string{"a", "b"}},
+		{"scope wins over scp", map[string]any{"scope": "a", "scp": []any{"b"}}, []string{"a"}},
+		{"scope of another type grants none, even with scp", map[string]any{"scope": 7, "scp": []any{"b"}}, nil},
+		{"scope null grants none", map[string]any{"scope": nil, "scp": "b"}, nil},
+		{"neither", map[string]any{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tokenScopes(tt.give); !slices.Equal(got, tt.want) {
+				t.Errorf("tokenScopes(%v) = %q, want %q", tt.give, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestScopeSeparators is case E06 and its class, through gRPC with real
+// tokens: a rule's `scopes:` and a CEL condition reading claims.scope the
+// way README shows (split(" ")) agree on every separator, and neither
+// grants a scope joined to another by anything but U+0020.
+func TestScopeSeparators(t *testing.T) {
+	key := newTestKey(t, "k1")
+	idp := newTestIdP(t, key)
+	v := newDiscoveryVerifier(t, idp)
+	compile := func(yaml string) *PolicyStore {
+		lp, err := CompilePolicy("p.yaml", []byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &PolicyStore{}
+		s.Store(lp)
+		return s
+	}
+	byField := startGRPC(t, newTestServer(compile("default: deny\nallow:\n  - id: s\n    match: \"*/search\"\n    scopes: [mcp:search]\n"), v, nil))
+	byCEL := startGRPC(t, newTestServer(compile("default: deny\nallow:\n  - id: s\n    match: \"*/search\"\n    when: 'claims.scope.split(\" \").exists(s, s == \"mcp:search\")'\n"), v, nil))
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`
+	for _, sep := range []string{" ", "  ", "\t", "\n", "\r\n", "\v", "\f", "\u00a0", "\u1680", "\u2000", "\u2003", "\u2028", "\u205f", "\u3000", "\u0085", "\ufeff", ",", "+", "%20"} {
+		for _, scope := range []string{"openid" + sep + "mcp:search", "mcp:search" + sep + "openid"} {
+			c := idp.claims()
+			c["scope"] = scope
+			capt := &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body), Headers: map[string]string{
+				"content-type": "application/json", "mcp-protocol-version": "2025-06-18", "authorization": "Bearer " + key.sign(t, c)}}
+			field := check(t, byField, capt.CheckRequest(true))
+			cel := check(t, byCEL, capt.CheckRequest(true))
+			want := sep == " " || sep == "  "
+			if got := field.GetOkResponse() != nil; got != want {
+				t.Errorf("scopes: field, scope %q: allowed %v, want %v", scope, got, want)
+			}
+			if got := cel.GetOkResponse() != nil; got != want {
+				t.Errorf("CEL split, scope %q: allowed %v, want %v", scope, got, want)
+			}
+			if !want {
+				if d, status := parseDenial(t, field); status != 403 || Reason(d.Error.Data.Reason) != ReasonInsufficientScope {
+					t.Errorf("scope %q: %d %s, want 403 insufficient_scope (E06)", scope, status, d.Error.Data.Reason)
+				}
+			}
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	jose "github.com/go-jose/go-jose/v4"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -336,4 +337,89 @@ func TestTokenFailureLogSaysWhy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// signTyped signs claims with k as RS256 with JOSE header typ (absent when
+// typ is "-").
+func signTyped(t testing.TB, k *testKey, typ string, claims map[string]any) string {
+	t.Helper()
+	opts := &jose.SignerOptions{}
+	if typ != "-" {
+		opts = opts.WithType(jose.ContentType(typ))
+	}
+	return signJWS(t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}}, opts, claims)
+}
+
+// TestTokenType is case E05 and its class: a JWT of another kind (an
+// approval, a DPoP proof, a logout token, a security event token…) signed
+// by the identity provider with this server's audience is refused as a
+// Bearer token, in every spelling of its media type (RFC 7515 section
+// 4.1.9), with 401 invalid_token; so is any typ not accepted. No typ, JWT
+// and at+jwt (RFC 9068) pass, and so do the types an operator adds.
+func TestTokenType(t *testing.T) {
+	key := newTestKey(t, "k1")
+	idp := newTestIdP(t, key)
+	core, logs := observer.New(zapcore.InfoLevel)
+	client := startGRPC(t, newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), zap.New(core)))
+	extra, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience},
+		Types: append(append([]string{}, bearer.AccessTokenTypes...), "application/okta-internal-at+jwt")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := extra.Warm(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	clientExtra := startGRPC(t, newTestServer(referencePolicy(t), extra, nil))
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`
+	send := func(c authv3.AuthorizationClient, tok string) *authv3.CheckResponse {
+		capt := &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body),
+			Headers: map[string]string{"content-type": "application/json", "mcp-protocol-version": "2025-06-18", "authorization": "Bearer " + tok}}
+		return check(t, c, capt.CheckRequest(true))
+	}
+	var refused []string
+	for _, typ := range bearer.OtherJWTTypes {
+		refused = append(refused, typ, strings.ToUpper(typ), "application/"+typ, "Application/"+strings.ToUpper(typ))
+	}
+	refused = append(refused, "", "JOSE", "JWS", "id_token", "at+jwt;v=1", " at+jwt", "application/json", "okta-internal-at+jwt")
+	for _, typ := range refused {
+		t.Run("refused "+typ, func(t *testing.T) {
+			logs.TakeAll()
+			resp := send(client, signTyped(t, key, typ, idp.claims()))
+			d, status := parseDenial(t, resp)
+			if status != http.StatusUnauthorized || Reason(d.Error.Data.Reason) != ReasonTokenInvalid {
+				t.Fatalf("typ %q: %d %s, want 401 token_invalid", typ, status, d.Error.Data.Reason)
+			}
+			if www := responseHeader(resp.GetDeniedResponse().GetHeaders(), "www-authenticate"); !strings.Contains(www, `error="invalid_token"`) {
+				t.Errorf("WWW-Authenticate %q", www)
+			}
+			if detail, _ := logs.All()[0].ContextMap()["detail"].(string); !strings.Contains(detail, "typ") {
+				t.Errorf("detail %q does not name the typ", detail)
+			}
+		})
+	}
+	for _, typ := range []string{"-", "JWT", "jwt", "application/jwt", "at+jwt", "AT+JWT", "application/at+jwt", "Application/At+Jwt"} {
+		t.Run("accepted "+typ, func(t *testing.T) {
+			okHeaders(t, send(client, signTyped(t, key, typ, idp.claims())))
+			okHeaders(t, send(clientExtra, signTyped(t, key, typ, idp.claims())))
+		})
+	}
+	t.Run("listed by the operator", func(t *testing.T) {
+		for _, typ := range []string{"application/okta-internal-at+jwt", "okta-internal-at+jwt", "OKTA-INTERNAL-AT+JWT"} {
+			okHeaders(t, send(clientExtra, signTyped(t, key, typ, idp.claims())))
+		}
+		for _, typ := range []string{"mcp-approval+jwt", "dpop+jwt", "okta-at+jwt"} {
+			if d, status := parseDenial(t, send(clientExtra, signTyped(t, key, typ, idp.claims()))); status != 401 || Reason(d.Error.Data.Reason) != ReasonTokenInvalid {
+				t.Errorf("typ %q with an operator list: %d %s", typ, status, d.Error.Data.Reason)
+			}
+		}
+	})
+	t.Run("an approval is never a token", func(t *testing.T) {
+		c := idp.claims()
+		c["digest"], c["jti"], c["approver"] = "sha256:"+strings.Repeat("0", 64), "j1", "bob"
+		for _, typ := range []string{ApprovalType, "application/" + ApprovalType} {
+			if d, status := parseDenial(t, send(client, signTyped(t, key, typ, c))); status != 401 || Reason(d.Error.Data.Reason) != ReasonTokenInvalid {
+				t.Errorf("approval typ %q as Bearer: %d %s", typ, status, d.Error.Data.Reason)
+			}
+		}
+	})
 }

@@ -1,11 +1,17 @@
 package extauthz
 
 import (
+	"encoding/base64"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 )
 
 // maxUnauthAlloc is what one Check may allocate for a request without a
@@ -52,15 +58,86 @@ func itoa(i int) string {
 }
 
 // unauthRig is a server that verifies tokens against a loopback identity
-// provider, and tokens it refuses: none, malformed, signed by another key.
+// provider, and Authorization values it refuses (unauthHeaders).
 func unauthRig(t testing.TB) (*Server, map[string]string) {
-	idp := newTestIdP(t, newTestKey(t, "k1"))
+	k1 := newTestKey(t, "k1")
+	idp := newTestIdP(t, k1)
 	srv := newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), nil)
-	return srv, map[string]string{
+	return srv, unauthHeaders(t, idp, k1)
+}
+
+// unauthHeaders are Authorization values without a valid token, of every
+// shape that could make the refusal costly (issue 15, E07): none,
+// malformed, signed by another key; separators by the tens of thousands
+// (dots, spaces, commas, '='); segments past MaxTokenBytes; and tokens just
+// under it that pass every check but the signature, or fail one only after
+// their JSON is read (deep nesting, many members or audiences, escapes,
+// a long iss, another typ).
+func unauthHeaders(t testing.TB, idp *testIdP, k1 *testKey) map[string]string {
+	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	other := newTestKey(t, "other")
+	foreign := other.sign(t, idp.claims())
+	exp := strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)
+	good := `"iss":"` + idp.issuer() + `","sub":"alice","exp":` + exp
+	claims := good + `,"aud":"` + testAudience + `"`
+	hdr := enc(`{"alg":"RS256","kid":"k1","typ":"JWT"}`)
+	sig := enc(strings.Repeat("s", 256))
+	// room for the payload of a token just under the limit
+	fill := func(prefix, unit, suffix string) string {
+		n := (bearer.MaxTokenBytes-len(hdr)-len(sig)-2)*3/4 - len(prefix) - len(suffix) - 8
+		return prefix + strings.Repeat(unit, n/len(unit)) + suffix
+	}
+	padded := func(typ string) map[string]any {
+		c := idp.claims()
+		c["pad"] = strings.Repeat("x", (bearer.MaxTokenBytes-1200)*3/4)
+		return c
+	}
+	maxTyped := func(typ string) string {
+		return signJWS(t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k1.priv, KeyID: "k1"}},
+			(&jose.SignerOptions{}).WithType(jose.ContentType(typ)), padded(typ))
+	}
+	h := map[string]string{
 		"missing":   "",
 		"malformed": "Bearer not-a-jwt",
-		"foreign":   "Bearer " + newTestKey(t, "other").sign(t, idp.claims()),
+		"foreign":   "Bearer " + foreign,
+
+		"60k-dots":             "Bearer " + strings.Repeat(".", 60_000),
+		"30k-parts":            "Bearer " + strings.Repeat("a.", 30_000) + "a",
+		"60k-spaces-before":    "Bearer" + strings.Repeat(" ", 60_000) + foreign,
+		"60k-spaces-after":     "Bearer " + foreign + strings.Repeat(" ", 60_000),
+		"30k-commas":           "Bearer " + strings.Repeat("a,", 30_000),
+		"4k-credentials":       strings.Repeat("Bearer x.y.z, ", 4_000),
+		"60k-equals":           "Bearer " + strings.Repeat("=", 60_000),
+		"60k-tabs":             "Bearer\t" + strings.Repeat("\t", 60_000) + foreign,
+		"non-ascii":            "Bearer " + strings.Repeat("\u00e9", 30_000),
+		"dpop-scheme":          "DPoP " + strings.Repeat(".", 60_000),
+		"huge-header-segment":  "Bearer " + enc(`{"alg":"RS256","x":"`+strings.Repeat("x", 45_000)+`"}`) + "." + enc(`{`+claims+`}`) + "." + sig,
+		"huge-payload-segment": "Bearer " + hdr + "." + enc(`{`+claims+`,"x":"`+strings.Repeat("x", 45_000)+`"}`) + "." + sig,
+		"huge-signature":       "Bearer " + hdr + "." + enc(`{`+claims+`}`) + "." + strings.Repeat("A", 60_000),
+
+		"max-tampered":        "Bearer " + tamper(k1.sign(t, padded(""))),
+		"max-foreign":         "Bearer " + other.sign(t, padded("")),
+		"max-approval-typ":    "Bearer " + maxTyped("mcp-approval+jwt"),
+		"max-dpop-typ":        "Bearer " + maxTyped("application/DPoP+JWT"),
+		"max-arrays":          "Bearer " + hdr + "." + enc(fill(`{`+claims+`,"x":[`, "[],", `[]]}`)) + "." + sig,
+		"max-nested-payload":  "Bearer " + hdr + "." + enc(fill(`{`+claims+`,"x":`+strings.Repeat("[", 31), "0,", "0"+strings.Repeat("]", 31)+`}`)) + "." + sig,
+		"max-too-deep":        "Bearer " + hdr + "." + enc(`{`+claims+`,"x":`+strings.Repeat("[", 5_900)+strings.Repeat("]", 5_900)+`}`) + "." + sig,
+		"max-deep-header":     "Bearer " + enc(`{"alg":"RS256","x":`+strings.Repeat("[", 5_900)+strings.Repeat("]", 5_900)+`}`) + "." + enc(`{`+claims+`}`) + "." + sig,
+		"max-header-members":  "Bearer " + enc(`{"alg":"RS256"`+strings.Repeat(`,"a":1`, 1_950)+`}`) + "." + enc(`{`+claims+`}`) + "." + sig,
+		"max-audiences":       "Bearer " + hdr + "." + enc(fill(`{`+good+`,"aud":[`, `"",`, `""]}`)) + "." + sig,
+		"max-escaped-aud":     "Bearer " + hdr + "." + enc(fill(`{`+good+`,"aud":[`, `"\/",`, `""]}`)) + "." + sig,
+		"max-members":         "Bearer " + hdr + "." + enc(fill(`{`+claims, `,"a":1`, `}`)) + "." + sig,
+		"max-escaped-members": "Bearer " + hdr + "." + enc(fill(`{`+claims, `,"\/":1`, `}`)) + "." + sig,
+		"max-iss":             "Bearer " + hdr + "." + enc(fill(`{"iss":"`, "x", `"}`)) + "." + sig,
+		"max-escaped-iss":     "Bearer " + hdr + "." + enc(fill(`{"iss":"`, `\u0078`, `"}`)) + "." + sig,
 	}
+	for name, v := range h {
+		_, tok, _ := strings.Cut(v, " ")
+		if strings.HasPrefix(name, "max-") && (len(tok) > bearer.MaxTokenBytes || len(tok) < bearer.MaxTokenBytes*7/8) {
+			t.Fatalf("%s: a token of %d bytes, want just under %d", name, len(tok), bearer.MaxTokenBytes)
+		}
+	}
+	return h
 }
 
 func unauthRequest(body, authz string) *authv3.CheckRequest {
@@ -74,8 +151,10 @@ func unauthRequest(body, authz string) *authv3.CheckRequest {
 }
 
 // TestUnauthenticatedCost: a request without a valid token is denied with
-// its id (or null) while allocating at most 64 KiB, whatever its body: no
-// strict parse, canonical form or digest is paid for it.
+// its id (or null) while allocating at most 64 KiB, whatever its body and
+// whatever its Authorization header holds: no strict parse, canonical form
+// or digest is paid for it, and a token is counted before it is split and
+// bounded before it is decoded.
 func TestUnauthenticatedCost(t *testing.T) {
 	srv, tokens := unauthRig(t)
 	for name, body := range unauthBodies() {
@@ -97,9 +176,11 @@ func TestUnauthenticatedCost(t *testing.T) {
 					_, _ = srv.Check(t.Context(), req)
 				}
 				runtime.ReadMemStats(&after)
-				if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > maxUnauthAlloc {
-					t.Errorf("%d-byte body: %d bytes allocated per Check, want <= %d", len(body), per, maxUnauthAlloc)
+				per := (after.TotalAlloc - before.TotalAlloc) / runs
+				if per > maxUnauthAlloc {
+					t.Errorf("%d-byte body, %d-byte Authorization: %d bytes allocated per Check, want <= %d", len(body), len(authz), per, maxUnauthAlloc)
 				}
+				t.Logf("%d bytes per Check (%s)", per, d.Error.Data.Reason)
 			})
 		}
 	}

@@ -109,6 +109,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	issuer := fs.String("issuer", policytest.DefaultIssuer, "issuer")
 	var aud listFlag
 	fs.Var(&aud, "audience", "accepted audience (repeatable; default "+policytest.DefaultAudience+")")
+	var tokenTyps listFlag
+	fs.Var(&tokenTyps, "token-typ", "with --jwks-file: a JOSE typ access tokens may carry besides none, JWT and at+jwt (repeatable), as serve's")
 	jwks := fs.String("jwks-file", "", "verify the request's bearer token against this JWKS; without it no token is needed and the principal is --sub with --claim")
 	sub := fs.String("sub", "offline-check", "principal sub when tokens are not verified")
 	claims := claimFlag{}
@@ -199,7 +201,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return bad(err)
 		}
-		if verifier, err = bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: *issuer, Audiences: aud, KeySet: ks}); err != nil {
+		if err := checkTokenTypes(tokenTyps); err != nil {
+			return bad(err)
+		}
+		if verifier, err = bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: *issuer, Audiences: aud, KeySet: ks, Types: tokenTypes(tokenTyps)}); err != nil {
 			return bad(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
@@ -26,12 +27,15 @@ const defaultWaitTimeout = 250 * time.Millisecond
 
 // Config is the validated configuration of `extauthz serve`.
 type Config struct {
-	GRPCAddr            string
-	HTTPAddr            string
-	PolicyFile          string
-	Issuer              string
-	JWKSFile            string
-	Audiences           []string
+	GRPCAddr   string
+	HTTPAddr   string
+	PolicyFile string
+	Issuer     string
+	JWKSFile   string
+	Audiences  []string
+	// TokenTypes are the JOSE typ values an access token may carry besides
+	// none, JWT and at+jwt (--token-typ).
+	TokenTypes          []string
 	ServerID            string
 	ResourceMetadataURL string
 	// ResourceDocumentation is the RFC 9728 resource_documentation URL
@@ -155,12 +159,39 @@ func checkIssuerFlag(flag, iss string) error {
 	return nil
 }
 
+// checkTokenTypes validates --token-typ: media type names (RFC 7515
+// section 4.1.9), none of them the type of another kind of JWT.
+func checkTokenTypes(types []string) error {
+	for _, typ := range types {
+		if err := bearer.CheckMediaType(typ); err != nil {
+			return fmt.Errorf("--token-typ: %w", err)
+		}
+		if bearer.IsOtherJWTType(typ) {
+			return fmt.Errorf("--token-typ %q: the type of another kind of JWT (approval, DPoP proof, logout or security event token…), never an access token (RFC 8725 section 3.11)", typ)
+		}
+	}
+	return nil
+}
+
+// sameIssuer reports whether two issuer URLs name one OpenID provider:
+// equal but for a trailing slash, which discovery drops (OpenID Connect
+// Discovery 1.0 section 4).
+func sameIssuer(a, b string) bool {
+	return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
+}
+
+// errSharedIssuer explains why an approver issuer that is the token issuer
+// needs two disjoint static key sets.
+const errSharedIssuer = "--approver-issuer is --issuer: then only the JOSE typ tells an approval from an access token, and a key that signs access tokens would also sign approvals, so the identity provider (or whoever can get a token minted) could approve requests. Use an approver issuer of its own, or give --jwks-file and --approver-jwks-file with no key in common"
+
 // checkBinding validates the approval, idempotency and concealment flags.
 func checkBinding(c *Config) error {
 	if err := checkIssuerFlag("approver-issuer", c.ApproverIssuer); err != nil {
 		return err
 	}
 	switch {
+	case c.ApproverIssuer != "" && sameIssuer(c.ApproverIssuer, c.Issuer) && (c.JWKSFile == "" || c.ApproverJWKSFile == ""):
+		return errors.New(errSharedIssuer + " (keys from discovery are one set, and can change after start-up)")
 	case c.ApproverJWKSFile != "" && c.ApproverIssuer == "":
 		return errors.New("--approver-jwks-file needs --approver-issuer (the iss of approvals)")
 	case c.ApprovalMaxLifetime <= 0 || c.IdempotencyTTL <= 0:
@@ -252,7 +283,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var configFile string
-	var aud listFlag
+	var aud, tokenTypes listFlag
 	denialStatus := "auto"
 	fs.StringVar(&configFile, "config", "", "YAML file whose keys are these flag names")
 	fs.StringVar(&c.GRPCAddr, "grpc-addr", "127.0.0.1:9191", "gRPC listen address (ext_authz and grpc.health.v1)")
@@ -261,6 +292,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.Issuer, "issuer", "", "OIDC issuer URL every token must carry as iss (required)")
 	fs.StringVar(&c.JWKSFile, "jwks-file", "", "static JSON Web Key Set; without it keys come from OIDC discovery")
 	fs.Var(&aud, "audience", "accepted audience: the MCP server's RFC 8707 resource URI (repeatable, required)")
+	fs.Var(&tokenTypes, "token-typ", "a JOSE typ the issuer's access tokens carry besides none, JWT and at+jwt, e.g. application/okta-internal-at+jwt (repeatable); any other typ is refused")
 	fs.StringVar(&c.ServerID, "server-id", "", "MCP server id in policy targets, unless the route sets context extension mcp_server")
 	fs.StringVar(&c.ResourceMetadataURL, "resource-metadata-url", "", "RFC 9728 metadata URL for WWW-Authenticate (default: derived from the first audience)")
 	fs.StringVar(&c.ResourceDocumentation, "resource-documentation", "", "RFC 9728 resource_documentation URL in the protected resource metadata")
@@ -367,7 +399,10 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	c.Audiences = aud
+	c.Audiences, c.TokenTypes = aud, tokenTypes
+	if err := checkTokenTypes(c.TokenTypes); err != nil {
+		return nil, err
+	}
 	c.StateStoreRedis.Password = getenv(envStateStorePassword)
 	c.StateStoreRedis.SentinelPassword = getenv(envStateStoreSentinelPassword)
 	ds, err := extauthz.ParseDenialStatus(denialStatus)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
@@ -298,7 +299,8 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 			return
 		}
 		metrics.KeySetRefreshed(nil)
-	}, OnIgnoredKeys: func(ignored []bearer.IgnoredKey) { logIgnoredKeys(log, ignored) }, OnDiscovery: metrics.OIDCDiscovered}
+	}, OnIgnoredKeys: func(ignored []bearer.IgnoredKey) { logIgnoredKeys(log, ignored) }, OnDiscovery: metrics.OIDCDiscovered,
+		Types: tokenTypes(cfg.TokenTypes)}
 	if cfg.JWKSFile != "" {
 		ks, err := bearer.LoadJWKS(cfg.JWKSFile)
 		if err != nil {
@@ -329,7 +331,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	if rm == "" {
 		rm = resourcemeta.URL(cfg.Audiences[0])
 	}
-	binding, approvals, err := newBinding(cfg)
+	binding, approvals, err := newBinding(cfg, jwks)
 	if err != nil {
 		return nil, err
 	}
@@ -404,10 +406,19 @@ func logIgnoredKeys(log *zap.Logger, ignored []bearer.IgnoredKey) {
 	log.Info("key set members ignored: they cannot verify signatures", zap.Strings("ignored", why))
 }
 
+// tokenTypes is the typ set of access tokens: AccessTokenTypes and the
+// operator's --token-typ values.
+func tokenTypes(extra []string) []string {
+	return append(append([]string{}, bearer.AccessTokenTypes...), extra...)
+}
+
 // newBinding builds approvals and idempotency keys from cfg: the state
-// store and, with --approver-issuer, the approval verifier (keys from
-// --approver-jwks-file or discovery; audiences are the MCP server's).
-func newBinding(cfg *Config) (*extauthz.Binding, *bearer.OIDCVerifier, error) {
+// store and, with --approver-issuer, the approval verifier (typ
+// mcp-approval+jwt only; keys from --approver-jwks-file or discovery;
+// audiences are the MCP server's). When the approver issuer is the token
+// issuer, the two static key sets (tokenKeys is --jwks-file's) must share
+// no key, now and after every reload of --jwks-file.
+func newBinding(cfg *Config, tokenKeys *bearer.KeySet) (*extauthz.Binding, *bearer.OIDCVerifier, error) {
 	st, err := state.OpenWithOptions(cfg.StateStore, cfg.StateStoreRedis)
 	if err != nil {
 		return nil, nil, err
@@ -423,7 +434,7 @@ func newBinding(cfg *Config) (*extauthz.Binding, *bearer.OIDCVerifier, error) {
 	if cfg.ApproverIssuer == "" {
 		return b, nil, nil
 	}
-	oc := bearer.OIDCConfig{Issuer: cfg.ApproverIssuer, Audiences: cfg.Audiences}
+	oc := bearer.OIDCConfig{Issuer: cfg.ApproverIssuer, Audiences: cfg.Audiences, Types: []string{extauthz.ApprovalType}}
 	if cfg.ApproverJWKSFile != "" {
 		ks, err := bearer.LoadJWKS(cfg.ApproverJWKSFile)
 		if err != nil {
@@ -431,6 +442,23 @@ func newBinding(cfg *Config) (*extauthz.Binding, *bearer.OIDCVerifier, error) {
 			return nil, nil, fmt.Errorf("--approver-jwks-file: %w", err)
 		}
 		oc.KeySet = ks
+		if sameIssuer(cfg.ApproverIssuer, cfg.Issuer) {
+			if tokenKeys == nil { // checkBinding refuses it; never rely on that alone
+				st.Close()
+				return nil, nil, errors.New(errSharedIssuer)
+			}
+			shared := func(keys []jose.JSONWebKey) error {
+				if kid := bearer.SharedKey(keys, ks.Keys()); kid != "" {
+					return fmt.Errorf("%s; key %q is in both", errSharedIssuer, kid)
+				}
+				return nil
+			}
+			if err := shared(tokenKeys.Keys()); err != nil {
+				st.Close()
+				return nil, nil, err
+			}
+			tokenKeys.Accept = shared // a rotated --jwks-file may not bring one in
+		}
 	}
 	v, err := bearer.NewOIDCVerifier(oc)
 	if err != nil {

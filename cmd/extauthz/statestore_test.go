@@ -106,7 +106,7 @@ func TestServeStateStoreReachesRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := newBinding(cfg)
+	b, _, err := newBinding(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,11 +108,11 @@ type DPoPRequest struct {
 
 // dpopClaims are the proof's claims; pointers tell absent from empty.
 type dpopClaims struct {
-	JTI *string      `json:"jti"`
-	HTM *string      `json:"htm"`
-	HTU *string      `json:"htu"`
-	IAT *json.Number `json:"iat"`
-	ATH *string      `json:"ath"`
+	JTI *string     `json:"jti"`
+	HTM *string     `json:"htm"`
+	HTU *string     `json:"htu"`
+	IAT numericDate `json:"iat"` // a JSON number: "1700000000" is refused
+	ATH *string     `json:"ath"`
 }
 
 // Verify checks proof (the value of the one DPoP header) for req. Errors
@@ -157,7 +157,7 @@ func (v *DPoPVerifier) Verify(proof string, req DPoPRequest) error {
 	if err := dec.Decode(&c); err != nil {
 		return dpopErr(KindProofInvalid, "claims: %v", err)
 	}
-	if c.JTI == nil || c.HTM == nil || c.HTU == nil || c.IAT == nil || c.ATH == nil {
+	if c.JTI == nil || c.HTM == nil || c.HTU == nil || !c.IAT.set || c.ATH == nil {
 		return dpopErr(KindProofInvalid, "jti, htm, htu, iat and ath are required")
 	}
 	if n := len(*c.JTI); n == 0 || n > maxJTIBytes {
@@ -177,14 +177,9 @@ func (v *DPoPVerifier) Verify(proof string, req DPoPRequest) error {
 	if got != want {
 		return dpopErr(KindProofMismatch, "htu %.256q, request %.256q", got, want)
 	}
-	iat, err := c.IAT.Float64()
-	if err != nil || iat < 0 {
-		return dpopErr(KindProofInvalid, "iat %.32s is not a NumericDate", c.IAT.String())
-	}
-	now := v.cfg.Now()
-	nowSec := float64(now.UnixNano()) / 1e9
-	if iat < nowSec-v.cfg.MaxAge.Seconds() || iat > nowSec+v.cfg.FutureSkew.Seconds() {
-		return dpopErr(KindProofStale, "iat %.32s outside [now-%s, now+%s]", c.IAT.String(), v.cfg.MaxAge, v.cfg.FutureSkew)
+	iat, now := c.IAT.t, v.cfg.Now()
+	if iat.Before(now.Add(-v.cfg.MaxAge)) || iat.After(now.Add(v.cfg.FutureSkew)) {
+		return dpopErr(KindProofStale, "iat %s outside [now-%s, now+%s]", iat.UTC().Format(time.RFC3339Nano), v.cfg.MaxAge, v.cfg.FutureSkew)
 	}
 	ath := sha256.Sum256([]byte(req.AccessToken))
 	if *c.ATH != base64.RawURLEncoding.EncodeToString(ath[:]) {
@@ -197,7 +192,7 @@ func (v *DPoPVerifier) Verify(proof string, req DPoPRequest) error {
 	if base64.RawURLEncoding.EncodeToString(tp) != req.JKT {
 		return dpopErr(KindProofMismatch, "jwk thumbprint is not the token's cnf.jkt")
 	}
-	expires := time.Unix(0, int64(iat*1e9)).Add(v.cfg.MaxAge) // iat is near now: no overflow
+	expires := iat.Add(v.cfg.MaxAge)
 	return v.remember(req.JKT, *c.JTI, expires, now)
 }
 
@@ -231,10 +226,11 @@ func requestHTU(scheme, host, path string) (string, bool) {
 
 // proofHTU normalizes an htu for comparison (RFC 9449 section 4.3 step 9,
 // RFC 3986 sections 6.2.2 and 6.2.3): scheme and host lower-cased, the
-// default port dropped, an empty path as "/", percent-encoded unreserved
-// characters decoded and other escapes in upper case; query and fragment
-// dropped. It refuses what is not an absolute http(s) URI with a host and
-// no userinfo.
+// default port dropped, percent-encoded unreserved characters decoded and
+// other escapes in upper case, then dot segments removed (RFC 3986 section
+// 5.2.4, so /a/../mcp and /%2E%2E/mcp are /mcp; an encoded '/' stays one
+// segment), an empty path as "/"; query and fragment dropped. It refuses
+// what is not an absolute http(s) URI with a host and no userinfo.
 func proofHTU(s string) (string, bool) {
 	u, err := url.Parse(s)
 	if err != nil || u.Opaque != "" || u.User != nil || u.Hostname() == "" {
@@ -250,7 +246,7 @@ func proofHTU(s string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if p == "" {
+	if p = removeDotSegments(p); p == "" {
 		p = "/"
 	}
 	return scheme + "://" + host + p, true
@@ -277,6 +273,48 @@ func normalizePercent(p string) (string, bool) {
 		i += 2
 	}
 	return b.String(), true
+}
+
+// removeDotSegments is RFC 3986 section 5.2.4's remove_dot_segments, step
+// by step: "." and ".." segments are interpreted and removed, a ".." above
+// the root stays at the root, and every other segment, empty ones
+// included, is kept.
+func removeDotSegments(in string) string {
+	out := make([]byte, 0, len(in))
+	pop := func() { // remove the last segment and its preceding "/", if any
+		if i := bytes.LastIndexByte(out, '/'); i >= 0 {
+			out = out[:i]
+		} else {
+			out = out[:0]
+		}
+	}
+	for in != "" {
+		switch {
+		case strings.HasPrefix(in, "../"):
+			in = in[3:]
+		case strings.HasPrefix(in, "./"):
+			in = in[2:]
+		case strings.HasPrefix(in, "/./"):
+			in = in[2:]
+		case in == "/.":
+			in = "/"
+		case strings.HasPrefix(in, "/../"):
+			in = in[3:]
+			pop()
+		case in == "/..":
+			in = "/"
+			pop()
+		case in == "." || in == "..":
+			in = ""
+		default:
+			end := strings.IndexByte(in[1:], '/') + 1 // the first segment, with its leading "/" if any
+			if end == 0 {
+				end = len(in)
+			}
+			out, in = append(out, in[:end]...), in[end:]
+		}
+	}
+	return string(out)
 }
 
 func isHex(c byte) bool {

@@ -1,6 +1,7 @@
 package bearer
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,22 @@ func TestProofHTU(t *testing.T) {
 		{"https://mcp.example.com/%zz", ""},
 		{"HTTP://:80", ""}, // a port and no host (fuzz)
 		{"https://mcp.example.com:/mcp", "https://mcp.example.com/mcp"},
+		// Dot segments (RFC 3986 section 5.2.4), after percent-decoding
+		// the unreserved '.' (section 6.2.2's order).
+		{"https://mcp.example.com/a/../mcp", "https://mcp.example.com/mcp"},
+		{"https://mcp.example.com/./mcp", "https://mcp.example.com/mcp"},
+		{"https://mcp.example.com/%2E%2E/mcp", "https://mcp.example.com/mcp"},
+		{"https://mcp.example.com/a/%2e/mcp", "https://mcp.example.com/a/mcp"},
+		{"https://mcp.example.com/a/.%2E/mcp", "https://mcp.example.com/mcp"},
+		{"https://mcp.example.com/../../mcp", "https://mcp.example.com/mcp"},
+		{"https://mcp.example.com/a/b/..", "https://mcp.example.com/a/"},
+		{"https://mcp.example.com/a/..", "https://mcp.example.com/"},
+		{"https://mcp.example.com/..", "https://mcp.example.com/"},
+		{"https://mcp.example.com/.", "https://mcp.example.com/"},
+		{"https://mcp.example.com/a//../b", "https://mcp.example.com/a/b"},
+		{"https://mcp.example.com/a/.b/..c/...", "https://mcp.example.com/a/.b/..c/..."},
+		{"https://mcp.example.com/a/..%2Fb", "https://mcp.example.com/a/..%2Fb"},
+		{"https://mcp.example.com/a/%2E%2E%2Fb", "https://mcp.example.com/a/..%2Fb"},
 	}
 	for _, tt := range tests {
 		got, ok := proofHTU(tt.give)
@@ -141,6 +158,22 @@ func FuzzParseAuthorization(f *testing.F) {
 	})
 }
 
+// TestRemoveDotSegments: RFC 3986 section 5.2.4's examples and section
+// 5.4's abnormal ones, as paths.
+func TestRemoveDotSegments(t *testing.T) {
+	for give, want := range map[string]string{
+		"/a/b/c/./../../g": "/a/g", "mid/content=5/../6": "mid/6",
+		"/b/c/../../../g": "/g", "/./g": "/g", "/../g": "/g", "/b/c/g.": "/b/c/g.", "/b/c/.g": "/b/c/.g",
+		"/b/c/g..": "/b/c/g..", "/b/c/..g": "/b/c/..g", "/b/c/./../g": "/b/g", "/b/c/./g/.": "/b/c/g/",
+		"/b/c/g/./h": "/b/c/g/h", "/b/c/g/../h": "/b/c/h", "": "", "/": "/", ".": "", "..": "", "../a": "a", "./a": "a",
+		"//": "//", "/a//b/../c": "/a//c", "/..//": "//", "/a/..//b": "//b",
+	} {
+		if got := removeDotSegments(give); got != want {
+			t.Errorf("removeDotSegments(%q) = %q, want %q", give, got, want)
+		}
+	}
+}
+
 // FuzzProofHTU: no panic; a normalized htu is stable under normalization.
 func FuzzProofHTU(f *testing.F) {
 	for _, s := range []string{"https://mcp.example.com/mcp", "HTTP://a:80/%7e", "https://[::1]/a%2f", "x"} {
@@ -153,6 +186,37 @@ func FuzzProofHTU(f *testing.F) {
 		}
 		if n2, ok2 := proofHTU(n); !ok2 || n2 != n {
 			t.Fatalf("proofHTU(%q) = %q, again %q %v", s, n, n2, ok2)
+		}
+		// No dot segment survives, in any spelling.
+		u, _ := url.Parse(n)
+		for _, seg := range strings.Split(u.EscapedPath(), "/") {
+			if d, _ := url.PathUnescape(seg); d == "." || d == ".." {
+				t.Fatalf("proofHTU(%q) = %q keeps segment %q", s, n, seg)
+			}
+		}
+	})
+}
+
+// FuzzRemoveDotSegments is differential against net/url, whose
+// ResolveReference applies RFC 3986 section 5.2 (and so 5.2.4) to an
+// absolute path; it also must be idempotent.
+func FuzzRemoveDotSegments(f *testing.F) {
+	for _, s := range []string{"/a/b/c/./../../g", "/../g", "/a//../b", "/.", "/a/..", "/b/c/./g/."} {
+		f.Add(s)
+	}
+	base, _ := url.Parse("https://h/")
+	f.Fuzz(func(t *testing.T, p string) {
+		got := removeDotSegments(p)
+		if again := removeDotSegments(got); again != got {
+			t.Fatalf("removeDotSegments(%q) = %q, again %q", p, got, again)
+		}
+		// net/url drops some empty segments that section 5.2.4 keeps
+		// ("/..//" is "//" step by step, "/" for net/url): no "//" here.
+		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "%?#") || strings.Contains(p, "//") {
+			return
+		}
+		if want := base.ResolveReference(&url.URL{Path: p}).Path; got != want {
+			t.Fatalf("removeDotSegments(%q) = %q, net/url %q", p, got, want)
 		}
 	})
 }

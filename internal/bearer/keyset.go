@@ -41,6 +41,9 @@ type KeySet struct {
 	// ignored keys differ from the previous fetch's (see ParseJWKS), so
 	// they are logged once rather than on every refresh.
 	OnIgnoredKeys func([]IgnoredKey)
+	// Accept, if set, vets the keys of every LoadFile; an error refuses
+	// them and the last good keys stay in use.
+	Accept func([]jose.JSONWebKey) error
 
 	mu        sync.Mutex
 	keys      []jose.JSONWebKey
@@ -92,31 +95,34 @@ func (s *KeySet) Ready() bool {
 	return s.fetched
 }
 
-// VerifySignature verifies jwt and returns its payload. The algorithm must be
-// in SigningAlgorithms (go-oidc checks its own allowlist too). Errors wrapping
-// ErrNoKeys mean the identity provider has never answered.
+// VerifySignature verifies jwt and returns its payload, for go-oidc's
+// oidc.KeySet: jwt as parseCompact takes it (at most MaxTokenBytes, a
+// strict header), an algorithm in SigningAlgorithms, and a key of the set
+// (the kid's, when the header names one) that verifies the signature under
+// that algorithm (verifySignature). Errors wrapping ErrNoKeys mean the
+// identity provider has never answered.
 func (s *KeySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
-	jws, err := jose.ParseSigned(jwt, allowedJOSEAlgs)
+	j, err := parseCompact(jwt)
 	if err != nil {
 		return nil, fmt.Errorf("malformed jws: %w", err)
 	}
-	if len(jws.Signatures) != 1 {
-		return nil, errors.New("jws must have exactly one signature")
-	}
-	kid := jws.Signatures[0].Header.KeyID
-	keys, err := s.current(ctx, kid)
-	if err != nil {
+	if err := s.verify(ctx, j); err != nil {
 		return nil, err
 	}
-	for _, k := range keys {
-		if kid != "" && k.KeyID != kid {
-			continue
-		}
-		if payload, err := jws.Verify(k.Key); err == nil {
-			return payload, nil
-		}
+	return j.payload, nil
+}
+
+// verify checks j's signature against the keys, refreshing a remote set
+// when j names an unknown kid (see KeySet).
+func (s *KeySet) verify(ctx context.Context, j *compactJWS) error {
+	if !slices.Contains(SigningAlgorithms, j.header.Alg) {
+		return fmt.Errorf("alg %s not allowed", clip(j.header.Alg))
 	}
-	return nil, errors.New("no key in the key set verifies the signature")
+	keys, err := s.current(ctx, j.header.Kid)
+	if err != nil {
+		return err
+	}
+	return verifyWith(keys, j)
 }
 
 // current returns the keys to try for kid, refreshing when kid is unknown
@@ -392,9 +398,44 @@ func (s *KeySet) LoadFile(path string) error {
 			err = fmt.Errorf("%s: %w", path, err)
 		}
 	}
+	if err == nil && s.Accept != nil {
+		if err = s.Accept(keys); err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	s.mu.Lock()
 	report := s.store(keys, ignored, err)
 	s.mu.Unlock()
 	s.report(err, ignored, report)
 	return err
+}
+
+// Keys returns the current keys.
+func (s *KeySet) Keys() []jose.JSONWebKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.keys)
+}
+
+// SharedKey returns the kid (or "#i", its index in a, without one) of the
+// first key of a whose public key is also in b, compared by RFC 7638
+// thumbprint, not kid; "" when a and b share none.
+func SharedKey(a, b []jose.JSONWebKey) string {
+	in := map[string]bool{}
+	for _, k := range b {
+		if tp, err := k.Thumbprint(crypto.SHA256); err == nil {
+			in[string(tp)] = true
+		}
+	}
+	for i, k := range a {
+		tp, err := k.Thumbprint(crypto.SHA256)
+		if err != nil || !in[string(tp)] {
+			continue
+		}
+		if k.KeyID != "" {
+			return k.KeyID
+		}
+		return fmt.Sprintf("#%d", i)
+	}
+	return ""
 }

@@ -1,14 +1,13 @@
 package bearer
 
 import (
+	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,6 +109,13 @@ type TokenVerifier interface {
 type OIDCConfig struct {
 	Issuer    string   // required: the exact iss every token must carry
 	Audiences []string // required: RFC 8707 resource URIs of the guarded MCP server; a token must carry one
+	// Types are the JOSE typ values accepted (RFC 7515 section 4.1.9),
+	// compared as media types (MediaType: "at+jwt" is
+	// "application/AT+JWT"); "" accepts a header without typ. Nil means
+	// AccessTokenTypes. Any other typ is refused (token_invalid): a JWT of
+	// another kind signed by the issuer, such as an approval or a DPoP
+	// proof, never passes for an access token (RFC 8725 section 3.11).
+	Types []string
 	// KeySet verifies signatures. Nil means OIDC discovery (OpenID Connect
 	// Discovery 1.0 section 4): the issuer's openid-configuration is fetched
 	// by Warm, or in the background on first use, retried at most once per
@@ -128,15 +134,25 @@ type OIDCConfig struct {
 	OnDiscovery func(error)
 }
 
-// OIDCVerifier verifies bearer tokens: issuer, audience and exp from the
-// unverified payload first, then with go-oidc the signature against the key
-// set, the algorithm allowlist, issuer, exp and nbf (go-oidc's leeway of 5
-// minutes for nbf), then the audience against the configured set. It does
-// not check nonce, azp or at_hash (access tokens carry none). Until discovery
-// has succeeded, Verify fails with idp_unavailable at once rather than
-// waiting for the identity provider.
+// NotBeforeLeeway is how far ahead of the clock a token's nbf may be, as
+// go-oidc and most OpenID providers allow for clock skew.
+const NotBeforeLeeway = 5 * time.Minute
+
+// OIDCVerifier verifies bearer tokens (RFC 9068 JWT access tokens, or any
+// JWS the issuer signs with these claims). Every claim check comes before
+// the signature, so a token that fails one costs no key-set lookup: the
+// compact form (at most MaxTokenBytes, three base64url parts, a strict
+// header), typ against Types, iss exactly the issuer, aud holding a
+// configured audience, exp a NumericDate in the future, nbf (if present)
+// at most NotBeforeLeeway ahead, iat (if present) a NumericDate, a
+// non-empty string sub. Then the signature, once, against the key set under
+// the algorithm allowlist SigningAlgorithms; go-oidc provides discovery.
+// It does not check nonce, azp or at_hash (access tokens carry none), nor
+// jti. Until discovery has succeeded, Verify fails with idp_unavailable at
+// once rather than waiting for the identity provider.
 type OIDCVerifier struct {
-	cfg OIDCConfig
+	cfg   OIDCConfig
+	types typeSet
 
 	// Background discovery runs under ctx; Close cancels it and waits.
 	ctx    context.Context
@@ -145,7 +161,6 @@ type OIDCVerifier struct {
 
 	mu           sync.Mutex
 	keys         oidc.KeySet
-	verifier     *oidc.IDTokenVerifier
 	discovering  bool
 	lastAttempt  time.Time
 	lastDiscover error
@@ -169,7 +184,8 @@ var errClosed = errors.New("verifier closed")
 // errDiscovering is returned while discovery is under way.
 var errDiscovering = errors.New("oidc discovery in progress")
 
-// NewOIDCVerifier returns a verifier for cfg. It does no I/O.
+// NewOIDCVerifier returns a verifier for cfg. It does no I/O. A Types
+// member that is not a media type name is an error.
 func NewOIDCVerifier(cfg OIDCConfig) (*OIDCVerifier, error) {
 	if cfg.Issuer == "" {
 		return nil, errors.New("issuer is required")
@@ -177,29 +193,23 @@ func NewOIDCVerifier(cfg OIDCConfig) (*OIDCVerifier, error) {
 	if len(cfg.Audiences) == 0 {
 		return nil, errors.New("at least one audience is required")
 	}
+	if cfg.Types == nil {
+		cfg.Types = AccessTokenTypes
+	}
+	types, err := newTypeSet(cfg.Types)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.DiscoveryRetry == 0 {
 		cfg.DiscoveryRetry = 5 * time.Second
 	}
-	v := &OIDCVerifier{cfg: cfg}
+	v := &OIDCVerifier{cfg: cfg, types: types}
 	v.ctx, v.cancel = context.WithCancel(context.Background())
-	if cfg.KeySet != nil {
-		v.keys = cfg.KeySet
-		v.verifier = oidc.NewVerifier(cfg.Issuer, cfg.KeySet, v.oidcConfig())
-	}
+	v.keys = cfg.KeySet
 	return v, nil
-}
-
-func (v *OIDCVerifier) oidcConfig() *oidc.Config {
-	return &oidc.Config{
-		// The audience is checked below against the whole configured set;
-		// go-oidc's ClientID check takes only one value.
-		SkipClientIDCheck:    true,
-		SupportedSigningAlgs: SigningAlgorithms,
-		Now:                  v.cfg.Now,
-	}
 }
 
 // Audiences returns the configured audiences.
@@ -236,9 +246,9 @@ func (v *OIDCVerifier) KeyGeneration() uint64 {
 // interval. It is what serve calls at start and until it succeeds.
 func (v *OIDCVerifier) Warm(ctx context.Context) error {
 	v.mu.Lock()
-	ok := v.verifier != nil
+	keys := v.keys
 	v.mu.Unlock()
-	if !ok {
+	if keys == nil {
 		err := v.discover(ctx)
 		if v.cfg.OnDiscovery != nil {
 			v.cfg.OnDiscovery(err)
@@ -246,10 +256,10 @@ func (v *OIDCVerifier) Warm(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		v.mu.Lock()
+		keys = v.keys
+		v.mu.Unlock()
 	}
-	v.mu.Lock()
-	keys := v.keys
-	v.mu.Unlock()
 	if ks, ok := keys.(*KeySet); ok && ks.URL != "" && !ks.Ready() {
 		return ks.Refresh(ctx)
 	}
@@ -268,7 +278,7 @@ func (v *OIDCVerifier) RefreshKeys(ctx context.Context) error {
 	return nil
 }
 
-// discover fetches the discovery document and installs the verifier.
+// discover fetches the discovery document and installs its key set.
 func (v *OIDCVerifier) discover(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, v.httpClient()), 10*time.Second)
 	defer cancel()
@@ -290,30 +300,29 @@ func (v *OIDCVerifier) discover(ctx context.Context) error {
 		v.lastDiscover = err
 		return err
 	}
-	if v.verifier == nil {
+	if v.keys == nil {
 		v.keys = &KeySet{URL: meta.JWKSURI, Client: v.httpClient(), Now: v.cfg.Now, OnRefresh: v.cfg.OnKeySetRefresh, OnIgnoredKeys: v.cfg.OnIgnoredKeys}
-		v.verifier = oidc.NewVerifier(v.cfg.Issuer, v.keys, v.oidcConfig())
 	}
 	return nil
 }
 
-// idTokenVerifier returns the go-oidc verifier, or starts discovery in the
-// background (at most once per DiscoveryRetry) and fails at once.
-func (v *OIDCVerifier) idTokenVerifier() (*oidc.IDTokenVerifier, oidc.KeySet, error) {
+// keySet returns the key set, or starts discovery in the background (at
+// most once per DiscoveryRetry) and fails at once.
+func (v *OIDCVerifier) keySet() (oidc.KeySet, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.verifier != nil {
-		return v.verifier, v.keys, nil
+	if v.keys != nil {
+		return v.keys, nil
 	}
 	if v.discovering {
-		return nil, nil, errDiscovering
+		return nil, errDiscovering
 	}
 	if v.ctx.Err() != nil {
-		return nil, nil, errClosed
+		return nil, errClosed
 	}
 	now := v.cfg.Now()
 	if !v.lastAttempt.IsZero() && now.Sub(v.lastAttempt) < v.cfg.DiscoveryRetry {
-		return nil, nil, v.lastDiscover
+		return nil, v.lastDiscover
 	}
 	v.lastAttempt, v.discovering = now, true
 	v.wg.Add(1)
@@ -327,7 +336,7 @@ func (v *OIDCVerifier) idTokenVerifier() (*oidc.IDTokenVerifier, oidc.KeySet, er
 			v.cfg.OnDiscovery(err)
 		}
 	}()
-	return nil, nil, errDiscovering
+	return nil, errDiscovering
 }
 
 // Close stops background discovery and waits for it to end. It does not
@@ -346,62 +355,109 @@ func (v *OIDCVerifier) httpClient() *http.Client {
 	return http.DefaultClient
 }
 
-// Verify checks rawToken and returns its principal. The checks that need no
-// signature come first, as go-oidc advises (its Verify checks the signature
-// before the claims): shape, issuer, audience, expiry, read from the
-// unverified payload; then the signature, and the claims again from the
-// verified payload. So a token for another issuer or resource, or an expired
-// one, costs no key-set lookup and no signature check.
+// Verify checks rawToken and returns its principal; see OIDCVerifier for
+// the checks and their order. Errors are *TokenError: KindMalformed (not a
+// compact JWS of at most MaxTokenBytes, a claim of the wrong JSON type),
+// KindInvalid (typ, signature, key, algorithm, nbf, no exp or sub),
+// KindWrongIssuer, KindWrongAudience, KindExpired, KindUnavailable and
+// KindDeadline.
 func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal, error) {
-	c, err := unverifiedClaims(rawToken)
+	j, err := parseCompact(rawToken)
 	if err != nil {
 		return nil, &TokenError{Kind: KindMalformed, Err: err}
 	}
-	if c.Iss != v.cfg.Issuer {
-		return nil, &TokenError{Kind: KindWrongIssuer, Err: fmt.Errorf("token iss %s, want %q", clip(c.Iss), v.cfg.Issuer)}
+	if !v.types.accepts(j.header) {
+		return nil, &TokenError{Kind: KindInvalid, Err: v.typeError(j.header)}
 	}
-	if auds, ok := c.audiences(); ok && !slices.ContainsFunc(v.cfg.Audiences, func(a string) bool { return slices.Contains(auds, a) }) {
-		return nil, &TokenError{Kind: KindWrongAudience, Err: fmt.Errorf("token aud %s holds none of %q", ClipList(auds), v.cfg.Audiences)}
+	c, err := readClaims(j.payload)
+	if err != nil {
+		return nil, &TokenError{Kind: KindMalformed, Err: fmt.Errorf("payload: %w", err)}
 	}
-	if exp, err := c.Exp.Float64(); err == nil && c.Exp != "" && time.Unix(int64(exp), 0).Before(v.cfg.Now()) {
-		return nil, &TokenError{Kind: KindExpired, Err: fmt.Errorf("token exp %s is past", time.Unix(int64(exp), 0).UTC().Format(time.RFC3339))}
+	switch {
+	case c.iss != nil && c.iss[0] != '"':
+		return nil, &TokenError{Kind: KindMalformed, Err: errors.New("iss is not a string")}
+	case c.iss == nil:
+		return nil, &TokenError{Kind: KindWrongIssuer, Err: fmt.Errorf("no iss, want %q", v.cfg.Issuer)}
+	case !stringIs(c.iss, v.cfg.Issuer):
+		return nil, &TokenError{Kind: KindWrongIssuer, Err: fmt.Errorf("token iss %s, want %q", clipJSON(c.iss), v.cfg.Issuer)}
 	}
-	verifier, keys, err := v.idTokenVerifier()
+	iss := v.cfg.Issuer
+	aud, ok := audience(c.aud, v.cfg.Audiences)
+	if !ok {
+		return nil, &TokenError{Kind: KindMalformed, Err: errors.New("aud is neither a string nor an array of strings")}
+	}
+	if aud == "" {
+		return nil, &TokenError{Kind: KindWrongAudience, Err: fmt.Errorf("token aud %s holds none of %q", ClipList(audiences(c.aud, 6)), v.cfg.Audiences)}
+	}
+	sub, isString := jsonString(c.sub)
+	if c.sub != nil && !isString {
+		return nil, &TokenError{Kind: KindMalformed, Err: errors.New("sub is not a string")}
+	}
+	now := v.cfg.Now()
+	switch {
+	case !c.exp.set:
+		return nil, &TokenError{Kind: KindInvalid, Err: errors.New("no exp claim")}
+	case !now.Before(c.exp.t):
+		return nil, &TokenError{Kind: KindExpired, Err: fmt.Errorf("token exp %s is past", c.exp.t.UTC().Format(time.RFC3339))}
+	case c.nbf.set && c.nbf.t.After(now.Add(NotBeforeLeeway)):
+		return nil, &TokenError{Kind: KindInvalid, Err: fmt.Errorf("token nbf %s is ahead", c.nbf.t.UTC().Format(time.RFC3339))}
+	case sub == "":
+		return nil, &TokenError{Kind: KindInvalid, Err: errors.New("no sub claim")}
+	}
+	keys, err := v.keySet()
 	if err != nil {
 		return nil, &TokenError{Kind: KindUnavailable, Err: err}
 	}
-	tok, err := verifier.Verify(ctx, rawToken)
-	if err != nil {
-		var expired *oidc.TokenExpiredError
-		if errors.As(err, &expired) {
-			return nil, &TokenError{Kind: KindExpired, Err: fmt.Errorf("token exp %s is past", expired.Expiry.UTC().Format(time.RFC3339))}
-		}
+	if err := verifyJWS(ctx, keys, rawToken, j); err != nil {
 		if ctx.Err() != nil {
 			return nil, &TokenError{Kind: KindDeadline, Err: ctx.Err()}
 		}
-		if ks, ok := keys.(*KeySet); ok && !ks.Ready() {
+		if ks, ok := keys.(*KeySet); ok && (!ks.Ready() || errors.Is(err, ErrNoKeys)) {
 			return nil, &TokenError{Kind: KindUnavailable, Err: err}
 		}
-		return nil, &TokenError{Kind: KindInvalid, Err: err}
-	}
-	aud := ""
-	for _, want := range v.cfg.Audiences {
-		if slices.Contains(tok.Audience, want) {
-			aud = want
-			break
-		}
-	}
-	if aud == "" {
-		return nil, &TokenError{Kind: KindWrongAudience, Err: fmt.Errorf("token aud %s holds none of %q", ClipList(tok.Audience), v.cfg.Audiences)}
-	}
-	if tok.Subject == "" {
-		return nil, &TokenError{Kind: KindInvalid, Err: errors.New("no sub claim")}
+		return nil, &TokenError{Kind: KindInvalid, Err: fmt.Errorf("signature: %w", err)}
 	}
 	var claims map[string]any
-	if err := tok.Claims(&claims); err != nil {
+	if err := json.Unmarshal(j.payload, &claims); err != nil {
 		return nil, &TokenError{Kind: KindMalformed, Err: err}
 	}
-	return &Principal{Issuer: tok.Issuer, Subject: tok.Subject, Audience: aud, Audiences: tok.Audience, Expiry: tok.Expiry, Claims: claims}, nil
+	// The claims were read by eachMember; the map is what the policy
+	// reads. Both must say one thing.
+	if got, _ := claims["iss"].(string); got != iss {
+		return nil, &TokenError{Kind: KindMalformed, Err: errors.New("iss read two ways")}
+	}
+	if got, _ := claims["sub"].(string); got != sub {
+		return nil, &TokenError{Kind: KindMalformed, Err: errors.New("sub read two ways")}
+	}
+	return &Principal{Issuer: iss, Subject: sub, Audience: aud, Audiences: audiences(c.aud, 0), Expiry: c.exp.t, Claims: claims}, nil
+}
+
+// typeError says why h's typ is refused.
+func (v *OIDCVerifier) typeError(h Header) error {
+	switch {
+	case !h.HasTyp:
+		return errors.New("no typ, and a typ is required here")
+	case IsOtherJWTType(h.Typ):
+		return fmt.Errorf("typ %s is another kind of JWT, never an access token (RFC 8725 section 3.11)", clip(h.Typ))
+	}
+	return fmt.Errorf("typ %s is not an accepted type (%q; see --token-typ)", clip(h.Typ), v.cfg.Types)
+}
+
+// verifyJWS checks j's signature: with our KeySet directly (one pass over
+// the token, no copy); with any other oidc.KeySet through VerifySignature,
+// whose payload must then be the one the claims were read from.
+func verifyJWS(ctx context.Context, keys oidc.KeySet, raw string, j *compactJWS) error {
+	if ks, ok := keys.(*KeySet); ok {
+		return ks.verify(ctx, j)
+	}
+	payload, err := keys.VerifySignature(ctx, raw)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(payload, j.payload) {
+		return errors.New("the key set verified another payload")
+	}
+	return nil
 }
 
 // clip quotes a value a token carried for the log, at most 200 bytes of it:
@@ -412,6 +468,21 @@ func clip(s string) string {
 		return strconv.Quote(s[:max]) + "..."
 	}
 	return strconv.Quote(s)
+}
+
+// clipJSON is clip for a JSON string as written, decoding only its first
+// 200 bytes, so a long value costs nothing to report.
+func clipJSON(q []byte) string {
+	q = q[1 : len(q)-1]
+	more := ""
+	if len(q) > 200 {
+		q, more = q[:200], "..."
+	}
+	s, ok := jsonString(append(append([]byte{'"'}, q...), '"'))
+	if !ok { // cut inside an escape
+		s = string(q)
+	}
+	return strconv.Quote(s) + more
 }
 
 // ClipList is clip for a list, at most its first 5 values: [a b ...].
@@ -427,43 +498,113 @@ func ClipList(l []string) string {
 	return "[" + strings.Join(q, " ") + "]"
 }
 
-// payloadClaims are the claims Verify checks before the signature.
+// payloadClaims are the registered claims Verify checks, read from the
+// payload's top-level members without decoding the rest: the raw values of
+// iss, sub and aud (nil when absent), and the NumericDates.
 type payloadClaims struct {
-	Iss string          `json:"iss"`
-	Aud json.RawMessage `json:"aud"` // a string or an array of strings (RFC 7519 section 4.1.3)
-	Exp json.Number     `json:"exp"`
+	iss, sub, aud []byte
+	exp, nbf, iat numericDate
 }
 
-// audiences returns aud as a list, and false when it is absent or neither a
-// string nor an array of strings (left to go-oidc to refuse).
-func (c *payloadClaims) audiences() ([]string, bool) {
-	var one string
-	if err := json.Unmarshal(c.Aud, &one); err == nil {
-		return []string{one}, true
-	}
-	var many []string
-	if err := json.Unmarshal(c.Aud, &many); err == nil && many != nil {
-		return many, true
-	}
-	return nil, false
-}
-
-// unverifiedClaims reads iss, aud and exp from a compact JWS payload without
-// checking the signature, only to pick the cheap rejections first.
-func unverifiedClaims(raw string) (*payloadClaims, error) {
-	parts := strings.Split(raw, ".")
-	if len(parts) != 3 {
-		return nil, errors.New("not a compact JWS")
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return nil, fmt.Errorf("payload: %w", err)
+// readClaims reads the registered claims of payload, a JSON object (RFC
+// 7519 section 7.2) that checkJSON accepts. Member names are matched
+// exactly, after unescaping, as a map decodes them; each claim may appear
+// once. It allocates nothing but an error.
+func readClaims(payload []byte) (*payloadClaims, error) {
+	if err := checkJSON(payload); err != nil {
+		return nil, err
 	}
 	var c payloadClaims
-	if err := json.Unmarshal(payload, &c); err != nil {
-		return nil, fmt.Errorf("payload: %w", err)
+	var err error
+	isObject := eachMember(payload, func(name, v []byte) bool {
+		var raw *[]byte
+		var date *numericDate
+		switch {
+		case stringIs(name, "iss"):
+			raw = &c.iss
+		case stringIs(name, "sub"):
+			raw = &c.sub
+		case stringIs(name, "aud"):
+			raw = &c.aud
+		case stringIs(name, "exp"):
+			date = &c.exp
+		case stringIs(name, "nbf"):
+			date = &c.nbf
+		case stringIs(name, "iat"):
+			date = &c.iat
+		default:
+			return true
+		}
+		switch {
+		case raw != nil && *raw != nil || date != nil && date.set:
+			err = fmt.Errorf("claim %s twice", name)
+		case raw != nil:
+			*raw = v
+		default:
+			if err = date.UnmarshalJSON(v); err != nil {
+				err = fmt.Errorf("claim %s: %w", name, err)
+			}
+		}
+		return err == nil
+	})
+	if !isObject {
+		return nil, errors.New("not a JSON object")
 	}
-	return &c, nil
+	return &c, err
+}
+
+// audience returns the first of want (in want's order) that aud holds, ""
+// when none does, and false when aud is neither a string nor an array of
+// strings (RFC 7519 section 4.1.3). It allocates only to decode strings
+// written with escapes.
+func audience(aud []byte, want []string) (string, bool) {
+	if aud == nil {
+		return "", true
+	}
+	best := len(want)
+	match := func(q []byte) bool {
+		if len(q) == 0 || q[0] != '"' {
+			return false
+		}
+		for i := 0; i < best; i++ {
+			if stringIs(q, want[i]) {
+				best = i
+				break
+			}
+		}
+		return true
+	}
+	ok := true
+	if aud[0] == '[' {
+		eachElement(aud, func(v []byte) bool { ok = match(v); return ok })
+	} else {
+		ok = match(aud)
+	}
+	if !ok {
+		return "", false
+	}
+	if best == len(want) {
+		return "", true
+	}
+	return want[best], true
+}
+
+// audiences decodes aud (absent, a string or an array of strings) as a
+// list: at most max members when max > 0, for a message.
+func audiences(aud []byte, max int) []string {
+	var out []string
+	if aud == nil {
+		return nil
+	}
+	if s, ok := jsonString(aud); ok {
+		return []string{s}
+	}
+	eachElement(aud, func(v []byte) bool {
+		s, _ := jsonString(v)
+		out = append(out, s)
+		return max <= 0 || len(out) < max
+	})
+	return out
 }
 
 // LoadJWKS reads a JSON Web Key Set (RFC 7517 section 5) from path into a

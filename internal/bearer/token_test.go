@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -27,7 +28,7 @@ func TestOIDCVerifierClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload := base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"` + idp.URL + `"}`))
+	payload := base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"` + idp.URL + `","aud":"https://mcp.example.com","sub":"alice","exp":` + strconv.FormatInt(now.Add(time.Hour).Unix(), 10) + `}`))
 	tok := "e30." + payload + ".c2ln"
 	var te *TokenError
 	if _, err := v.Verify(t.Context(), tok); !errors.As(err, &te) || te.Kind != KindUnavailable {
@@ -81,8 +82,13 @@ func TestCheapChecksBeforeSignature(t *testing.T) {
 		{"wrong audiences", tok(`{"iss":"https://idp","aud":["a","b"],"exp":1800000060}`), KindWrongAudience, 0},
 		{"expired", tok(`{"iss":"https://idp","aud":["x","https://mcp.example.com"],"exp":1799999999}`), KindExpired, 0},
 		{"exp not a number", tok(`{"iss":"https://idp","aud":"https://mcp.example.com","exp":{}}`), KindMalformed, 0},
-		{"valid claims, bad signature", tok(`{"iss":"https://idp","aud":"https://mcp.example.com","exp":1800000060}`), KindInvalid, 1},
-		{"no aud: left to the signature and go-oidc", tok(`{"iss":"https://idp","exp":1800000060}`), KindInvalid, 1},
+		{"exp a string", tok(`{"iss":"https://idp","aud":"https://mcp.example.com","exp":"1800000060","sub":"a"}`), KindMalformed, 0},
+		{"no exp", tok(`{"iss":"https://idp","aud":"https://mcp.example.com","sub":"a"}`), KindInvalid, 0},
+		{"no sub", tok(`{"iss":"https://idp","aud":"https://mcp.example.com","exp":1800000060}`), KindInvalid, 0},
+		{"nbf ahead", tok(`{"iss":"https://idp","aud":"https://mcp.example.com","exp":1800000060,"nbf":1800000301,"sub":"a"}`), KindInvalid, 0},
+		{"typ of an approval", "eyJhbGciOiJSUzI1NiIsInR5cCI6Im1jcC1hcHByb3ZhbCtqd3QifQ." + base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"https://idp","aud":"https://mcp.example.com","exp":1800000060,"sub":"a"}`)) + ".c2ln", KindInvalid, 0},
+		{"no aud", tok(`{"iss":"https://idp","exp":1800000060,"sub":"a"}`), KindWrongAudience, 0},
+		{"valid claims, bad signature", tok(`{"iss":"https://idp","aud":"https://mcp.example.com","exp":1800000060,"nbf":1800000299,"sub":"a"}`), KindInvalid, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
