@@ -105,6 +105,21 @@
 //	query     '*' matches within one '&'-separated pair, '**' across
 //	fragment  '*' and '**' match any run
 //
+// A '**' that is a whole segment (a host label, a query pair), a
+// globstar, reads by the rule's list, loose for deny and ask, exact for
+// allow. In deny and ask rules it matches zero or more whole segments, as
+// bash globstar, gitignore, minimatch and doublestar read it:
+// "file:///data/**/keys/**" matches "file:///data/keys/id_rsa",
+// "file:///data/keys" and "file:///data/a/keys/b" (not
+// "file:///data/monkeys/b"); "dir/**" covers dir itself;
+// "https://**.example.com/**" covers example.com. In allow rules it
+// matches one or more, never none: "file:///data/**" allows
+// "file:///data/x" and "file:///data/", not "file:///data", and
+// "file:///a/**/b" needs a segment between a and b, so a directory itself
+// is allowed by a rule of its own. Consecutive globstars are one; a '**'
+// inside a segment ("a**", "**.md") is a run of any characters, the
+// separator included, in every list.
+//
 // A pattern without a query (or fragment) matches only URIs without one in
 // allow rules, unless it ends in "**"; in deny and ask rules it matches any.
 // So a query or fragment never matches a path pattern, and '*' never crosses

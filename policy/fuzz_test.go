@@ -4,13 +4,17 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzGlobMatch: the compiled matcher agrees with slowMatch, a direct
-// recursive reading of the pattern, under every option set; a pattern
-// without '*' matches exactly its (folded) self.
+// recursive reading of the pattern (options without zeroSegments), and
+// with globRegexp, a translation to RE2 segment by segment (every option
+// set, on valid UTF-8), under every option set; a pattern without '*'
+// matches exactly its (folded) self.
 func FuzzGlobMatch(f *testing.F) {
 	for _, s := range [][2]string{
 		{"*/delete_*", "payments/delete_repo"},
@@ -22,6 +26,11 @@ func FuzzGlobMatch(f *testing.F) {
 		{"exact", "exact"},
 		{"ü*", "üü/"},
 		{"***", "a/b"},
+		{"/data/**/keys/**", "/data/keys"},
+		{"a/**/**/b", "a/b"},
+		{"**/b/**", "b"},
+		{"/**/", "/"},
+		{"a**/b", "a/b"},
 		{"", ""},
 	} {
 		f.Add(s[0], s[1])
@@ -30,19 +39,29 @@ func FuzzGlobMatch(f *testing.F) {
 		if len(pattern) > 256 || len(s) > 256 {
 			return
 		}
+		valid := utf8.ValidString(pattern) && utf8.ValidString(s)
 		for _, o := range []globOptions{
-			{}, {doubleStar: true}, {starCrossesSlash: true}, {doubleStar: true, fold: loose},
-			{doubleStar: true, sep: '.'}, {doubleStar: true, sep: '&'}, {starCrossesSlash: true, fold: loose},
+			{}, {doubleStar: true}, {starCrossesSlash: true}, {doubleStar: true, fold: looseLit},
+			{doubleStar: true, sep: '.'}, {doubleStar: true, sep: '&'}, {starCrossesSlash: true, fold: looseLit},
+			{doubleStar: true, zeroSegments: true}, {doubleStar: true, zeroSegments: true, fold: looseLit},
+			{doubleStar: true, zeroSegments: true, sep: '.'}, {doubleStar: true, zeroSegments: true, sep: '&', fold: looseLit},
 		} {
 			g := parseGlob(pattern, o)
 			got := g.match(s)
-			if want := slowMatch(pattern, s, o, map[[2]int]bool{}); got != want {
-				t.Fatalf("glob %q %+v match %q = %v, slowMatch says %v", pattern, o, s, got, want)
+			if !o.zeroSegments {
+				if want := slowMatch(pattern, s, o, map[[2]int]bool{}); got != want {
+					t.Fatalf("glob %q %+v match %q = %v, slowMatch says %v", pattern, o, s, got, want)
+				}
+			}
+			if valid {
+				if want := globRegexp(pattern, o).MatchString(s); got != want {
+					t.Fatalf("glob %q %+v match %q = %v, globRegexp %s says %v", pattern, o, s, got, globRegexp(pattern, o), want)
+				}
 			}
 			if !strings.Contains(pattern, "*") {
 				lit := pattern
 				if o.fold != nil {
-					lit = o.fold(pattern)
+					lit = o.fold(pattern, true)
 				}
 				if got != (s == lit) {
 					t.Fatalf("literal %q %+v match %q = %v", pattern, o, s, got)
@@ -91,12 +110,88 @@ func slowMatch(p, s string, o globOptions, memo map[[2]int]bool) bool {
 		}
 		lit := p[:n]
 		if o.fold != nil {
-			lit = o.fold(lit)
+			lit = o.fold(lit, true)
 		}
 		got = strings.HasPrefix(s, lit) && slowMatch(p[n:], s[len(lit):], o, memo)
 	}
 	memo[key] = got
 	return got
+}
+
+// globRegexp is the second oracle for glob matching: pattern p as an
+// anchored RE2 expression. Under zeroSegments p is read segment by segment
+// (consecutive globstar segments are one): a leading globstar segment is
+// "(?:.*SEP)?", any later one "(?:SEP.*)?" in place of itself and the
+// separator before it; elsewhere a run of two or more '*' (doubleStar) is
+// ".*", one '*' is "[^SEP]*" (".*" with starCrossesSlash), and a literal
+// run is folded, then quoted. p and subjects must be valid UTF-8.
+func globRegexp(p string, o globOptions) *regexp.Regexp {
+	sep := o.sep
+	if sep == 0 {
+		sep = '/'
+	}
+	S := regexp.QuoteMeta(string(sep))
+	var re strings.Builder
+	re.WriteString(`(?s)^`)
+	run := func(seg string) {
+		for seg != "" {
+			if seg[0] != '*' {
+				n := strings.IndexByte(seg, '*')
+				if n < 0 {
+					n = len(seg)
+				}
+				lit := seg[:n]
+				if o.fold != nil {
+					lit = o.fold(lit, true)
+				}
+				re.WriteString(regexp.QuoteMeta(lit))
+				seg = seg[n:]
+				continue
+			}
+			n := len(seg) - len(strings.TrimLeft(seg, "*"))
+			switch {
+			case n >= 2 && o.doubleStar, o.starCrossesSlash:
+				re.WriteString(`.*`)
+			default:
+				re.WriteString(strings.Repeat(`[^`+S+`]*`, n))
+			}
+			seg = seg[n:]
+		}
+	}
+	if !o.zeroSegments || !o.doubleStar || !strings.Contains(p, "*") {
+		if !strings.Contains(p, "*") && o.fold != nil {
+			p = o.fold(p, true) // an exact pattern is folded whole
+			re.WriteString(regexp.QuoteMeta(p))
+		} else {
+			run(p)
+		}
+		re.WriteString(`$`)
+		return regexp.MustCompile(re.String())
+	}
+	star := func(s string) bool { return len(s) >= 2 && strings.Trim(s, "*") == "" }
+	var segs []string
+	for _, s := range strings.Split(p, string(sep)) {
+		if !(star(s) && len(segs) > 0 && star(segs[len(segs)-1])) {
+			segs = append(segs, s)
+		}
+	}
+	for i, s := range segs {
+		switch {
+		case star(s) && len(segs) == 1:
+			re.WriteString(`.*`)
+		case star(s) && i == 0:
+			re.WriteString(`(?:.*` + S + `)?`)
+		case star(s):
+			re.WriteString(`(?:` + S + `.*)?`)
+		default:
+			if i > 0 && !(i == 1 && star(segs[0])) {
+				re.WriteString(S)
+			}
+			run(s)
+		}
+	}
+	re.WriteString(`$`)
+	return regexp.MustCompile(re.String())
 }
 
 // FuzzCompile: Compile never panics, and an error is always a

@@ -64,14 +64,14 @@ func compileURIPattern(s string, loose bool) (*uriPattern, string) {
 	p := &uriPattern{
 		scheme:       u.Scheme,
 		hasAuthority: u.HasAuthority,
-		host:         parseGlob(u.Host, globOptions{sep: '.', doubleStar: true}),
+		host:         parseGlob(u.Host, globOptions{sep: '.', doubleStar: true, zeroSegments: loose}),
 		port:         u.Port,
 		loose:        loose,
 		openEnd:      !u.HasQuery && !u.HasFragment && strings.HasSuffix(u.Path, "**"),
 	}
-	o := globOptions{doubleStar: true, sep: '/'}
+	o := globOptions{doubleStar: true, sep: '/', zeroSegments: loose}
 	if loose {
-		o.fold = looseURI
+		o.fold = looseURILit
 	}
 	p.path = parseGlob(u.Path, o)
 	if u.HasQuery {
