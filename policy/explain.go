@@ -35,6 +35,11 @@ type RuleTrace struct {
 	Pattern      string // its match or method text
 	// PatternHeld: the pattern matched the request's server and name.
 	PatternHeld bool
+	// PatternNote, when not "", says how the pattern's reading decided
+	// PatternHeld where that is not plain: a '**' segment matched zero
+	// segments in a deny or ask rule, or missed an allow rule only because
+	// it needs one or more.
+	PatternNote string
 	// When is the rule's expression ("" when none); WhenValue what it
 	// evaluated to (CEL's printed form: "true", "false", "1", ...) or
 	// WhenError its error. Neither is set when the pattern did not hold.
@@ -80,6 +85,7 @@ func (ru *rule) trace(r *request) RuleTrace {
 	t := RuleTrace{RuleID: ru.id, Decision: ru.decision, Shadow: ru.shadow, Line: ru.line, Column: ru.col,
 		Pattern: ru.pattern, When: ru.whenSrc}
 	t.PatternHeld = ru.patternMatches(r)
+	t.PatternNote = ru.patternNote(r, t.PatternHeld)
 	if !t.PatternHeld {
 		return t
 	}
@@ -109,4 +115,20 @@ func celString(v ref.Val) string {
 		return fmt.Sprint(v.Value())
 	}
 	return fmt.Sprintf("%v", v.Value())
+}
+
+// patternNote is RuleTrace.PatternNote for ru on r; held is
+// ru.patternMatches(r).
+func (ru *rule) patternNote(r *request, held bool) string {
+	if ru.kind != kindResource || r.kind != kindResource {
+		return ""
+	}
+	server := r.in.Server
+	if ru.loose {
+		server, _ = r.loose()
+	}
+	if !ru.server.match(server) {
+		return ""
+	}
+	return ru.uri.globstarNote(&r.res, held)
 }

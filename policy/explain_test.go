@@ -123,3 +123,50 @@ func TestExplainTrace(t *testing.T) {
 		}
 	}
 }
+
+// Explain says when a '**' segment's reading decided a resource rule: a
+// deny or ask rule held only through zero segments, an allow rule missed
+// only because it needs one or more.
+func TestExplainGlobstarNote(t *testing.T) {
+	p := mustCompile(t, lines(
+		"default: deny",
+		"deny:",
+		"  - id: no-keys",
+		"    match: \"resource:s/file:///data/**/keys/**\"",
+		"ask:",
+		"  - id: ask-hr",
+		"    match: \"resource:s/file:///hr/**\"",
+		"  - id: other-server",
+		"    match: \"resource:t/file:///data/**\"",
+		"allow:",
+		"  - id: any-data",
+		"    match: \"resource:s/file:///data/**\"",
+		"  - id: everything",
+		"    match: \"resource:s/**\"",
+	))
+	const (
+		zero      = "through a '**' of zero segments: in deny and ask rules a '**' segment is zero or more segments"
+		oneOrMore = "an allow rule's '**' segment is one or more segments, never none; allow this URI with a rule of its own"
+	)
+	tests := []struct {
+		give string
+		want map[string]string // rule id -> note; rules not listed have none
+	}{
+		{"file:///data/keys/id_rsa", map[string]string{"no-keys": zero}},
+		{"file:///data/keys", map[string]string{"no-keys": zero}},
+		{"file:///data/a/keys/id_rsa", nil},
+		{"file:///hr", map[string]string{"ask-hr": zero}},
+		{"file:///hr/x", nil},
+		{"file:///data", map[string]string{"any-data": oneOrMore}},
+		{"file:///data/x", nil},
+		{"file:///elsewhere", nil},
+	}
+	for _, tt := range tests {
+		tr := p.Explain(resRead("s", tt.give))
+		for _, rt := range tr.Rules {
+			if rt.PatternNote != tt.want[rt.RuleID] {
+				t.Errorf("%s: rule %s note %q, want %q", tt.give, rt.RuleID, rt.PatternNote, tt.want[rt.RuleID])
+			}
+		}
+	}
+}

@@ -20,14 +20,24 @@ type uriPattern struct {
 	query, fragment *glob
 	openEnd         bool // the pattern ends in "**"
 	loose           bool
+	// zeroSegments: a '**' segment matches zero or more segments (deny and
+	// ask), else one or more (allow).
+	zeroSegments bool
+	src          string // the URI pattern as written, for Explain
 }
 
 // compileURIPattern compiles the URI part of a resource pattern. loose
 // rules (deny, ask) fold path, query and fragment literals. It returns a
 // problem message, or "".
 func compileURIPattern(s string, loose bool) (*uriPattern, string) {
+	return compileURIPatternAs(s, loose, loose)
+}
+
+// compileURIPatternAs is compileURIPattern with the reading of '**'
+// segments chosen apart from loose (Explain compares the two readings).
+func compileURIPatternAs(s string, loose, zeroSegments bool) (*uriPattern, string) {
 	if s == "**" {
-		return &uriPattern{any: true}, ""
+		return &uriPattern{any: true, loose: loose, zeroSegments: zeroSegments, src: s}, ""
 	}
 	const bad = "URI pattern %q has no normal form: want scheme:[//host[:port]]/path[?query][#fragment] " +
 		"with no userinfo, dot segments, encoded '/', '.', '%%' or '\\', control characters, " +
@@ -64,12 +74,14 @@ func compileURIPattern(s string, loose bool) (*uriPattern, string) {
 	p := &uriPattern{
 		scheme:       u.Scheme,
 		hasAuthority: u.HasAuthority,
-		host:         parseGlob(u.Host, globOptions{sep: '.', doubleStar: true, zeroSegments: loose}),
+		host:         parseGlob(u.Host, globOptions{sep: '.', doubleStar: true, zeroSegments: zeroSegments}),
 		port:         u.Port,
 		loose:        loose,
+		zeroSegments: zeroSegments,
+		src:          s,
 		openEnd:      !u.HasQuery && !u.HasFragment && strings.HasSuffix(u.Path, "**"),
 	}
-	o := globOptions{doubleStar: true, sep: '/', zeroSegments: loose}
+	o := globOptions{doubleStar: true, sep: '/', zeroSegments: zeroSegments}
 	if loose {
 		o.fold = looseURILit
 	}
@@ -134,4 +146,22 @@ func optionalMatch(g *glob, has bool, s string, anyRest bool) bool {
 		return anyRest || !has
 	}
 	return has && g.match(s)
+}
+
+// globstarNote says, for Explain, when a '**' segment's reading decided
+// whether p matched t: a deny or ask pattern that held only through a '**'
+// of zero segments, or an allow pattern that missed only because its '**'
+// needs one or more. Otherwise it returns "".
+func (p *uriPattern) globstarNote(t *resourceTarget, held bool) string {
+	if p.any || !strings.Contains(p.src, "**") {
+		return ""
+	}
+	other, problem := compileURIPatternAs(p.src, p.loose, !p.zeroSegments)
+	if problem != "" || other.match(t) == held {
+		return ""
+	}
+	if held {
+		return "through a '**' of zero segments: in deny and ask rules a '**' segment is zero or more segments"
+	}
+	return "an allow rule's '**' segment is one or more segments, never none; allow this URI with a rule of its own"
 }

@@ -87,6 +87,9 @@ func WriteTrace(w io.Writer, d *extauthz.Decision, policyFile string) {
 		if r.PatternHeld {
 			held = "held"
 		}
+		if r.PatternNote != "" {
+			held += " (" + r.PatternNote + ")"
+		}
 		fmt.Fprintf(w, "      pattern %q: %s\n", r.Pattern, held)
 		if r.PatternHeld && r.When != "" {
 			expr := strings.Join(strings.Fields(r.When), " ")
