@@ -607,7 +607,7 @@ func compileMatch(ru *rule, s string) string {
 	// closed); allow compares exactly and '*' stops at '/'.
 	nameOpts := globOptions{starCrossesSlash: ru.loose}
 	if ru.loose {
-		nameOpts.fold = looseLit
+		nameOpts.fold = loose
 	}
 	switch {
 	case strings.HasPrefix(s, "resource:"):

@@ -41,10 +41,10 @@ func FuzzGlobMatch(f *testing.F) {
 		}
 		valid := utf8.ValidString(pattern) && utf8.ValidString(s)
 		for _, o := range []globOptions{
-			{}, {doubleStar: true}, {starCrossesSlash: true}, {doubleStar: true, fold: looseLit},
-			{doubleStar: true, sep: '.'}, {doubleStar: true, sep: '&'}, {starCrossesSlash: true, fold: looseLit},
-			{doubleStar: true, zeroSegments: true}, {doubleStar: true, zeroSegments: true, fold: looseLit},
-			{doubleStar: true, zeroSegments: true, sep: '.'}, {doubleStar: true, zeroSegments: true, sep: '&', fold: looseLit},
+			{}, {doubleStar: true}, {starCrossesSlash: true}, {doubleStar: true, fold: loose},
+			{doubleStar: true, sep: '.'}, {doubleStar: true, sep: '&'}, {starCrossesSlash: true, fold: loose},
+			{doubleStar: true, zeroSegments: true}, {doubleStar: true, zeroSegments: true, fold: loose},
+			{doubleStar: true, zeroSegments: true, sep: '.'}, {doubleStar: true, zeroSegments: true, sep: '&', fold: loose},
 		} {
 			g := parseGlob(pattern, o)
 			got := g.match(s)
@@ -61,7 +61,7 @@ func FuzzGlobMatch(f *testing.F) {
 			if !strings.Contains(pattern, "*") {
 				lit := pattern
 				if o.fold != nil {
-					lit = o.fold(pattern, true)
+					lit = o.fold(pattern)
 				}
 				if got != (s == lit) {
 					t.Fatalf("literal %q %+v match %q = %v", pattern, o, s, got)
@@ -110,7 +110,7 @@ func slowMatch(p, s string, o globOptions, memo map[[2]int]bool) bool {
 		}
 		lit := p[:n]
 		if o.fold != nil {
-			lit = o.fold(lit, true)
+			lit = o.fold(lit)
 		}
 		got = strings.HasPrefix(s, lit) && slowMatch(p[n:], s[len(lit):], o, memo)
 	}
@@ -142,7 +142,7 @@ func globRegexp(p string, o globOptions) *regexp.Regexp {
 				}
 				lit := seg[:n]
 				if o.fold != nil {
-					lit = o.fold(lit, true)
+					lit = o.fold(lit)
 				}
 				re.WriteString(regexp.QuoteMeta(lit))
 				seg = seg[n:]
@@ -160,7 +160,7 @@ func globRegexp(p string, o globOptions) *regexp.Regexp {
 	}
 	if !o.zeroSegments || !o.doubleStar || !strings.Contains(p, "*") {
 		if !strings.Contains(p, "*") && o.fold != nil {
-			p = o.fold(p, true) // an exact pattern is folded whole
+			p = o.fold(p) // an exact pattern is folded whole
 			re.WriteString(regexp.QuoteMeta(p))
 		} else {
 			run(p)

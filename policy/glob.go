@@ -33,12 +33,6 @@ type glob struct {
 	toks  []tok
 }
 
-// foldFunc maps a literal run of a pattern to the form subjects are
-// compared in. segEnd reports whether the run ends a segment: it is the
-// end of the pattern or a globstar segment follows (a run that ends in the
-// separator ends a segment by itself).
-type foldFunc func(lit string, segEnd bool) string
-
 // globOptions says how parseGlob reads a pattern.
 type globOptions struct {
 	// sep is the separator a single '*' never crosses; 0 means '/'.
@@ -60,7 +54,7 @@ type globOptions struct {
 	starCrossesSlash bool
 	// fold, if set, is applied to each literal run between wildcards, so a
 	// wildcard is never normalized away and never created by folding.
-	fold foldFunc
+	fold func(string) string
 }
 
 // hasDoubleStar reports whether pattern contains "**".
@@ -77,7 +71,7 @@ func parseGlob(pattern string, o globOptions) glob {
 	if !strings.Contains(pattern, "*") {
 		lit := pattern
 		if o.fold != nil {
-			lit = o.fold(lit, true)
+			lit = o.fold(lit)
 		}
 		return glob{exact: true, lit: lit}
 	}
@@ -89,7 +83,7 @@ func parseGlob(pattern string, o globOptions) glob {
 	if o.doubleStar && o.zeroSegments {
 		b.segments(pattern)
 	} else {
-		b.run(pattern, true)
+		b.run(pattern)
 	}
 	return glob{toks: b.toks, sep: sep}
 }
@@ -139,12 +133,12 @@ func (b *globBuilder) segments(pattern string) {
 		last := i == len(segs)-1
 		switch {
 		case isGlobstar(s) && !last:
-			b.run(lit.String(), false) // "" or ends in sep
+			b.run(lit.String()) // "" or ends in sep
 			lit.Reset()
 			b.add(tokDirs)
 		case isGlobstar(s):
 			// The previous segment was not a globstar, so lit ends in sep.
-			b.run(strings.TrimSuffix(lit.String(), sep), true)
+			b.run(strings.TrimSuffix(lit.String(), sep))
 			b.add(tokRest)
 			return
 		default:
@@ -154,12 +148,11 @@ func (b *globBuilder) segments(pattern string) {
 			}
 		}
 	}
-	b.run(lit.String(), true)
+	b.run(lit.String())
 }
 
-// run tokenizes s with '*' (and "**" under doubleStar) as wildcards;
-// segEnd says whether the end of s ends a segment (see foldFunc).
-func (b *globBuilder) run(s string, segEnd bool) {
+// run tokenizes s with '*' (and "**" under doubleStar) as wildcards.
+func (b *globBuilder) run(s string) {
 	o := b.o
 	rest := s
 	for rest != "" {
@@ -170,7 +163,7 @@ func (b *globBuilder) run(s string, segEnd bool) {
 		if i > 0 {
 			lit := rest[:i]
 			if o.fold != nil {
-				lit = o.fold(lit, segEnd && i == len(rest))
+				lit = o.fold(lit)
 			}
 			if lit != "" {
 				b.toks = append(b.toks, tok{kind: tokLit, lit: lit})

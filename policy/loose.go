@@ -91,12 +91,6 @@ func looseASCII(r rune) rune {
 	return r
 }
 
-// looseLit is loose as a foldFunc.
-func looseLit(s string, _ bool) string { return loose(s) }
-
-// looseURILit is looseURI as a foldFunc.
-func looseURILit(s string, _ bool) string { return looseURI(s) }
-
 // looseURI is loose for URIs: percent-encoded octets are decoded first when
 // the result is valid UTF-8, so "geheim%C3%A9" and "geheimé" (and
 // "%EF%BC%A4ELETE" and "ＤELETE") share one loose form. NormalizeURI has

@@ -83,7 +83,7 @@ func compileURIPatternAs(s string, loose, zeroSegments bool) (*uriPattern, strin
 	}
 	o := globOptions{doubleStar: true, sep: '/', zeroSegments: zeroSegments}
 	if loose {
-		o.fold = looseURILit
+		o.fold = looseURI
 	}
 	p.path = parseGlob(u.Path, o)
 	if u.HasQuery {
