@@ -2,6 +2,7 @@ package policy
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -167,6 +168,49 @@ func TestExplainGlobstarNote(t *testing.T) {
 			if rt.PatternNote != tt.want[rt.RuleID] {
 				t.Errorf("%s: rule %s note %q, want %q", tt.give, rt.RuleID, rt.PatternNote, tt.want[rt.RuleID])
 			}
+		}
+	}
+}
+
+// Explain says when a deny or ask rule held only on the path as Windows
+// resolves it, and why a Windows spelling was refused (E04).
+func TestExplainWindowsNote(t *testing.T) {
+	p := mustCompile(t, winPolicy)
+	tests := []struct {
+		give        string
+		wantRule    string
+		wantNote    string
+		wantProblem string
+	}{
+		{give: "file:///data/secret.txt.", wantRule: "no-secret-file", wantNote: `as Windows resolves the path: "/data/secret.txt"`},
+		{give: "file:///data/private%20/x", wantRule: "no-private", wantNote: `as Windows resolves the path: "/data/private/x"`},
+		{give: "https://files.test/data/secret.txt::$DATA", wantRule: "no-web-secret", wantNote: `as Windows resolves the path: "/data/secret.txt"`},
+		{give: "https://files.test/data/secret.txt:s", wantRule: "no-web-secret", wantNote: `as Windows resolves the path, the file of its stream: "/data/secret.txt"`},
+		{give: "file:///data/secret.txt", wantRule: "no-secret-file"},
+		{give: "file:///data/secret.txt::$DATA", wantProblem: "names an NTFS stream"},
+		{give: "file:///data/CON", wantProblem: "opens the device"},
+		{give: "file:///data/SECRET~1.TXT", wantProblem: "8.3 short name"},
+		{give: "file:///data/../x"},
+	}
+	for _, tt := range tests {
+		tr := p.Explain(resRead("s", tt.give))
+		if !strings.Contains(tr.URIProblem, tt.wantProblem) || (tt.wantProblem == "") != (tr.URIProblem == "") {
+			t.Errorf("%s: URIProblem %q, want one with %q", tt.give, tr.URIProblem, tt.wantProblem)
+		}
+		if tt.wantRule == "" {
+			continue
+		}
+		found := false
+		for _, rt := range tr.Rules {
+			if rt.RuleID == tt.wantRule {
+				found = true
+				if !rt.Matched || rt.PatternNote != tt.wantNote {
+					t.Errorf("%s: rule %s matched %v note %q, want %q", tt.give, rt.RuleID, rt.Matched, rt.PatternNote, tt.wantNote)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: rule %s not traced", tt.give, tt.wantRule)
 		}
 	}
 }

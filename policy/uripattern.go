@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -59,8 +60,12 @@ func compileURIPatternAs(s string, loose, zeroSegments bool) (*uriPattern, strin
 		u.Scheme = "*"
 	}
 	hostOnly := u.HasAuthority && u.Path == "" && !u.HasQuery && !u.HasFragment
-	if !normalizeURIParts(&u, true) {
+	switch problem := normalizeURIParts(&u, true); problem {
+	case "":
+	case noNormalForm:
 		return nil, fmt.Sprintf(bad, s)
+	default:
+		return nil, fmt.Sprintf("URI pattern %q: %s", s, problem)
 	}
 	if strings.Contains(u.Host, "**") && u.Host != "**" && !strings.HasPrefix(u.Host, "**.") {
 		return nil, fmt.Sprintf("URI pattern %q: '**' in a host stands for whole labels: \"**\" or \"**.example.com\"", s)
@@ -107,11 +112,33 @@ type resourceTarget struct {
 	loosePath string
 	looseQ    string
 	looseF    string
+	// For file and web URIs, the loose forms of the path as Windows
+	// resolves each segment (winPath) and as the files their streams
+	// belong to; nil where equal to loosePath or to winLoose.
+	winLoose, fileLoose *string
 }
 
 func (t *resourceTarget) looseForms() (path, query, fragment string) {
 	if !t.looseDone {
 		t.loosePath, t.looseQ, t.looseF = looseURI(t.u.Path), looseURI(t.u.Query), looseURI(t.u.Fragment)
+		if winScheme(t.u.Scheme) {
+			w, f := winPath(t.u.Path, false), ""
+			if mayHaveStream(t.u.Path) {
+				f = winPath(t.u.Path, true)
+			} else {
+				f = w
+			}
+			if w != t.u.Path {
+				if lw := loose(w); lw != t.loosePath {
+					t.winLoose = &lw
+				}
+			}
+			if f != w {
+				if lf := loose(f); lf != t.loosePath && (t.winLoose == nil || lf != *t.winLoose) {
+					t.fileLoose = &lf
+				}
+			}
+		}
 		t.looseDone = true
 	}
 	return t.loosePath, t.looseQ, t.looseF
@@ -134,9 +161,22 @@ func (p *uriPattern) match(t *resourceTarget) bool {
 		path, query, fragment = t.looseForms()
 	}
 	anyRest := p.loose || p.openEnd
-	return p.path.match(path) &&
+	return p.pathMatch(t, path) &&
 		optionalMatch(p.query, u.HasQuery, query, anyRest) &&
 		optionalMatch(p.fragment, u.HasFragment, fragment, anyRest)
+}
+
+// pathMatch matches the path (path: t's exact or loose form, by p.loose).
+// A loose pattern also matches a file or web path as Windows resolves it
+// and as the files its streams belong to.
+func (p *uriPattern) pathMatch(t *resourceTarget, path string) bool {
+	if p.path.match(path) {
+		return true
+	}
+	if !p.loose {
+		return false
+	}
+	return (t.winLoose != nil && p.path.match(*t.winLoose)) || (t.fileLoose != nil && p.path.match(*t.fileLoose))
 }
 
 // optionalMatch matches a query or fragment: a pattern without one matches
@@ -164,4 +204,22 @@ func (p *uriPattern) globstarNote(t *resourceTarget, held bool) string {
 		return "through a '**' of zero segments: in deny and ask rules a '**' segment is zero or more segments"
 	}
 	return "an allow rule's '**' segment is one or more segments, never none; allow this URI with a rule of its own"
+}
+
+// windowsNote says, for Explain, when a deny or ask pattern held only on
+// t's path as Windows resolves it ("secret.txt." as "secret.txt") or as the
+// file a stream belongs to; otherwise it returns "".
+func (p *uriPattern) windowsNote(t *resourceTarget, held bool) string {
+	if !held || !p.loose || p.any {
+		return ""
+	}
+	path, _, _ := t.looseForms()
+	switch {
+	case p.path.match(path):
+		return ""
+	case t.winLoose != nil && p.path.match(*t.winLoose):
+		return "as Windows resolves the path: " + strconv.Quote(winPath(t.u.Path, false))
+	default:
+		return "as Windows resolves the path, the file of its stream: " + strconv.Quote(winPath(t.u.Path, true))
+	}
 }

@@ -140,6 +140,9 @@ func stepText(tr *policy.Trace) string {
 	case "default":
 		return "no rule matched: the default decides (" + tr.Result.Decision.String() + ")"
 	case "unsafe_uri":
+		if tr.URIProblem != "" {
+			return "the resource URI has no safe normal form (" + tr.URIProblem + "): deny before any rule"
+		}
 		return "the resource URI has no safe normal form: deny before any rule"
 	case "invalid_input":
 		return "the request lacks the name or URI its method needs: deny before any rule"
