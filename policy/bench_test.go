@@ -63,6 +63,39 @@ func BenchmarkEvaluateResource(b *testing.B) {
 	}
 }
 
+// BenchmarkEvaluateResourceLoose: a resource request that deny and ask
+// rules compare loosely, as written and, for a trailing dot, as Windows
+// resolves it.
+func BenchmarkEvaluateResourceLoose(b *testing.B) {
+	p := mustCompile(b, lines(
+		"default: deny",
+		"deny: [\"resource:s/file:///data/**/keys/**\", \"resource:s/file:///data/secret.txt\"]",
+		"ask: [\"resource:s/https://files.test/private/**\"]",
+		"allow: [\"resource:s/file:///data/**\"]",
+	))
+	for _, uri := range []string{"file:///data/reports/q3.pdf", "file:///data/reports/q3.pdf."} {
+		b.Run(uri[len("file:///data/reports/"):], func(b *testing.B) {
+			in := resRead("s", uri)
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Evaluate(in)
+			}
+		})
+	}
+}
+
+// BenchmarkParseURI: the normalization every resource request pays.
+func BenchmarkParseURI(b *testing.B) {
+	for _, uri := range []string{"file:///data/reports/2025/q3.pdf", "https://files.test/data/reports/q3.pdf?v=2"} {
+		b.Run(uri[:strings.IndexByte(uri, ':')], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ParseURI(uri)
+			}
+		})
+	}
+}
+
 func BenchmarkCompile(b *testing.B) {
 	for _, n := range []int{10, 100} {
 		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {

@@ -88,6 +88,27 @@
 // CauseUnsafeURI before looking at any rule. subscriptions/listen's URIs
 // (Input.URIs) are each decided as a resources/subscribe.
 //
+// Windows names. A server on Windows, or one mapping URLs onto Windows
+// files, opens several spellings of a name as one file. In file, http,
+// https, ws and wss paths deny and ask rules compare each request segment
+// as written and as Windows resolves it: trailing dots and spaces dropped
+// (also encoded, after NFKC, and mixed: "secret.txt.", "secret.txt%20",
+// "secret.txt. ." and "private./x" are caught by "…/secret.txt" and
+// "…/private/**"), a trailing '/' dropped, and, in web paths, where ':'
+// is common, an NTFS stream read as its file ("secret.txt::$DATA",
+// "secret.txt:s:$DATA" and "secret.txt:s" by "…/secret.txt"; a rule on
+// "report.md:notes" also catches "report.md:notes:$DATA"). Case is folded
+// already. What no rule can see through is refused (CauseUnsafeURI): in
+// file URIs ':' and '|' other than a drive ("file:///C:/x"; a stream, or a
+// drive for Python's url2pathname: "file:///data/C:/x" is C:\x), a path
+// that starts with "//" (UNC on Windows), device names ("CON", "nul.txt",
+// "COM1"); in file and web paths segments Windows resolves to nothing
+// ("...", "%20", "::$DATA") and 8.3 short names ("SECRET~1.TXT"). allow
+// rules match as written, so an alias never widens them: "file:///pub/*.txt"
+// does not allow "file:///pub/a.txt." (default deny). Patterns must be
+// written as Windows resolves them: "file:///data/secret.txt." is a compile
+// error. Other schemes' paths (s3, urn, …) are compared as written.
+//
 // The URI of a resource pattern is normalized the same way at compile time
 // (a pattern without a normal form is an error) and matched component by
 // component, never as one string:
@@ -105,12 +126,27 @@
 //	query     '*' matches within one '&'-separated pair, '**' across
 //	fragment  '*' and '**' match any run
 //
+// A '**' that is a whole segment (a host label, a query pair), a
+// globstar, reads by the rule's list, loose for deny and ask, exact for
+// allow. In deny and ask rules it matches zero or more whole segments, as
+// bash globstar, gitignore, minimatch and doublestar read it:
+// "file:///data/**/keys/**" matches "file:///data/keys/id_rsa",
+// "file:///data/keys" and "file:///data/a/keys/b" (not
+// "file:///data/monkeys/b"); "dir/**" covers dir itself;
+// "https://**.example.com/**" covers example.com. In allow rules it
+// matches one or more, never none: "file:///data/**" allows
+// "file:///data/x" and "file:///data/", not "file:///data", and
+// "file:///a/**/b" needs a segment between a and b, so a directory itself
+// is allowed by a rule of its own. Consecutive globstars are one; a '**'
+// inside a segment ("a**", "**.md") is a run of any characters, the
+// separator included, in every list.
+//
 // A pattern without a query (or fragment) matches only URIs without one in
 // allow rules, unless it ends in "**"; in deny and ask rules it matches any.
 // So a query or fragment never matches a path pattern, and '*' never crosses
 // a delimiter of its component. "scheme://**" and "scheme://**.example.com"
 // also cover every path. Examples: "file:///srv/docs/*" matches
-// "file:///srv/docs/a.md" and "file:////srv/docs/a.md", not
+// "file:///srv/docs/a.md" and "file:///srv//docs/a.md", not
 // "file:///srv/docs/sub/a.md"; "http://169.254.169.254/**" matches
 // "http://2852039166:80/latest" and "http://[::ffff:a9fe:a9fe]/x".
 //

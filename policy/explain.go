@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
@@ -24,6 +25,10 @@ type Trace struct {
 	// the normal form of the URI, or the method; "" for GET, DELETE and
 	// response.
 	Name string
+	// URIProblem, at step "unsafe_uri", says why the URI was refused when
+	// the reason is a Windows name (a stream, a device, a short name, …);
+	// "" for the other refusals.
+	URIProblem string
 }
 
 // RuleTrace is one rule as Explain evaluated it.
@@ -35,6 +40,12 @@ type RuleTrace struct {
 	Pattern      string // its match or method text
 	// PatternHeld: the pattern matched the request's server and name.
 	PatternHeld bool
+	// PatternNote, when not "", says how the pattern's reading decided
+	// PatternHeld where that is not plain: a deny or ask rule held on the
+	// path as Windows resolves it, or a '**' segment matched zero segments
+	// in a deny or ask rule, or missed an allow rule only because it needs
+	// one or more.
+	PatternNote string
 	// When is the rule's expression ("" when none); WhenValue what it
 	// evaluated to (CEL's printed form: "true", "false", "1", ...) or
 	// WhenError its error. Neither is set when the pattern did not hold.
@@ -51,6 +62,14 @@ func (p *Policy) Explain(in *Input) Trace {
 	switch tr.Result.Cause {
 	case CauseUnsafeURI:
 		tr.Step = "unsafe_uri"
+		if in != nil {
+			for _, u := range append([]string{in.URI}, in.URIs...) {
+				if _, ok := ParseURI(u); !ok && u != "" {
+					tr.URIProblem = uriProblem(u)
+					break
+				}
+			}
+		}
 		return tr
 	case CauseInvalidInput:
 		tr.Step = "invalid_input"
@@ -80,6 +99,7 @@ func (ru *rule) trace(r *request) RuleTrace {
 	t := RuleTrace{RuleID: ru.id, Decision: ru.decision, Shadow: ru.shadow, Line: ru.line, Column: ru.col,
 		Pattern: ru.pattern, When: ru.whenSrc}
 	t.PatternHeld = ru.patternMatches(r)
+	t.PatternNote = ru.patternNote(r, t.PatternHeld)
 	if !t.PatternHeld {
 		return t
 	}
@@ -109,4 +129,26 @@ func celString(v ref.Val) string {
 		return fmt.Sprint(v.Value())
 	}
 	return fmt.Sprintf("%v", v.Value())
+}
+
+// patternNote is RuleTrace.PatternNote for ru on r; held is
+// ru.patternMatches(r).
+func (ru *rule) patternNote(r *request, held bool) string {
+	if ru.kind != kindResource || r.kind != kindResource {
+		return ""
+	}
+	server := r.in.Server
+	if ru.loose {
+		server, _ = r.loose()
+	}
+	if !ru.server.match(server) {
+		return ""
+	}
+	var notes []string
+	for _, n := range []string{ru.uri.windowsNote(&r.res, held), ru.uri.globstarNote(&r.res, held)} {
+		if n != "" {
+			notes = append(notes, n)
+		}
+	}
+	return strings.Join(notes, "; ")
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -120,6 +121,96 @@ func TestExplainTrace(t *testing.T) {
 	for _, tt := range tests {
 		if got := p.Explain(tt.give); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s:\ngot  %+v\nwant %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// Explain says when a '**' segment's reading decided a resource rule: a
+// deny or ask rule held only through zero segments, an allow rule missed
+// only because it needs one or more.
+func TestExplainGlobstarNote(t *testing.T) {
+	p := mustCompile(t, lines(
+		"default: deny",
+		"deny:",
+		"  - id: no-keys",
+		"    match: \"resource:s/file:///data/**/keys/**\"",
+		"ask:",
+		"  - id: ask-hr",
+		"    match: \"resource:s/file:///hr/**\"",
+		"  - id: other-server",
+		"    match: \"resource:t/file:///data/**\"",
+		"allow:",
+		"  - id: any-data",
+		"    match: \"resource:s/file:///data/**\"",
+		"  - id: everything",
+		"    match: \"resource:s/**\"",
+	))
+	const (
+		zero      = "through a '**' of zero segments: in deny and ask rules a '**' segment is zero or more segments"
+		oneOrMore = "an allow rule's '**' segment is one or more segments, never none; allow this URI with a rule of its own"
+	)
+	tests := []struct {
+		give string
+		want map[string]string // rule id -> note; rules not listed have none
+	}{
+		{"file:///data/keys/id_rsa", map[string]string{"no-keys": zero}},
+		{"file:///data/keys", map[string]string{"no-keys": zero}},
+		{"file:///data/a/keys/id_rsa", nil},
+		{"file:///hr", map[string]string{"ask-hr": zero}},
+		{"file:///hr/x", nil},
+		{"file:///data", map[string]string{"any-data": oneOrMore}},
+		{"file:///data/x", nil},
+		{"file:///elsewhere", nil},
+	}
+	for _, tt := range tests {
+		tr := p.Explain(resRead("s", tt.give))
+		for _, rt := range tr.Rules {
+			if rt.PatternNote != tt.want[rt.RuleID] {
+				t.Errorf("%s: rule %s note %q, want %q", tt.give, rt.RuleID, rt.PatternNote, tt.want[rt.RuleID])
+			}
+		}
+	}
+}
+
+// Explain says when a deny or ask rule held only on the path as Windows
+// resolves it, and why a Windows spelling was refused (E04).
+func TestExplainWindowsNote(t *testing.T) {
+	p := mustCompile(t, winPolicy)
+	tests := []struct {
+		give        string
+		wantRule    string
+		wantNote    string
+		wantProblem string
+	}{
+		{give: "file:///data/secret.txt.", wantRule: "no-secret-file", wantNote: `as Windows resolves the path: "/data/secret.txt"`},
+		{give: "file:///data/private%20/x", wantRule: "no-private", wantNote: `as Windows resolves the path: "/data/private/x"`},
+		{give: "https://files.test/data/secret.txt::$DATA", wantRule: "no-web-secret", wantNote: `as Windows resolves the path: "/data/secret.txt"`},
+		{give: "https://files.test/data/secret.txt:s", wantRule: "no-web-secret", wantNote: `as Windows resolves the path, the file of its stream: "/data/secret.txt"`},
+		{give: "file:///data/secret.txt", wantRule: "no-secret-file"},
+		{give: "file:///data/secret.txt::$DATA", wantProblem: "names an NTFS stream"},
+		{give: "file:///data/CON", wantProblem: "opens the device"},
+		{give: "file:///data/SECRET~1.TXT", wantProblem: "8.3 short name"},
+		{give: "file:///data/../x"},
+	}
+	for _, tt := range tests {
+		tr := p.Explain(resRead("s", tt.give))
+		if !strings.Contains(tr.URIProblem, tt.wantProblem) || (tt.wantProblem == "") != (tr.URIProblem == "") {
+			t.Errorf("%s: URIProblem %q, want one with %q", tt.give, tr.URIProblem, tt.wantProblem)
+		}
+		if tt.wantRule == "" {
+			continue
+		}
+		found := false
+		for _, rt := range tr.Rules {
+			if rt.RuleID == tt.wantRule {
+				found = true
+				if !rt.Matched || rt.PatternNote != tt.wantNote {
+					t.Errorf("%s: rule %s matched %v note %q, want %q", tt.give, rt.RuleID, rt.Matched, rt.PatternNote, tt.wantNote)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: rule %s not traced", tt.give, tt.wantRule)
 		}
 	}
 }

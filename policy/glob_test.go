@@ -51,6 +51,102 @@ func TestGlobMatch(t *testing.T) {
 	}
 }
 
+// TestGlobstarZeroSegments: under zeroSegments (deny and ask) a globstar
+// segment stands for zero or more whole segments, as bash globstar,
+// gitignore, minimatch and doublestar read it (E03).
+func TestGlobstarZeroSegments(t *testing.T) {
+	path := globOptions{doubleStar: true, zeroSegments: true}
+	host := globOptions{doubleStar: true, zeroSegments: true, sep: '.'}
+	tests := []struct {
+		pattern string
+		opts    globOptions
+		give    string
+		want    bool
+	}{
+		{pattern: "/data/**/keys/**", opts: path, give: "/data/keys/id_rsa", want: true},
+		{pattern: "/data/**/keys/**", opts: path, give: "/data/keys", want: true},
+		{pattern: "/data/**/keys/**", opts: path, give: "/data/keys/", want: true},
+		{pattern: "/data/**/keys/**", opts: path, give: "/data/a/keys/id_rsa", want: true},
+		{pattern: "/data/**/keys/**", opts: path, give: "/data/a/b/keys/x/y", want: true},
+		{pattern: "/data/**/keys/**", opts: path, give: "/data/monkeys/x"}, // segments stay whole
+		{pattern: "/data/**/keys/**", opts: path, give: "/data/keysx"},
+		{pattern: "/data/**/keys/**", opts: path, give: "/datakeys"},
+		{pattern: "a/**/b", opts: path, give: "a/b", want: true},
+		{pattern: "a/**/b", opts: path, give: "a/x/y/b", want: true},
+		{pattern: "a/**/b", opts: path, give: "a/xb"},
+		{pattern: "a/**/b", opts: path, give: "ab"},
+		{pattern: "dir/**", opts: path, give: "dir", want: true},
+		{pattern: "dir/**", opts: path, give: "dir/", want: true},
+		{pattern: "dir/**", opts: path, give: "dir/x/y", want: true},
+		{pattern: "dir/**", opts: path, give: "dirx"},
+		{pattern: "dir/**", opts: path, give: "di"},
+		{pattern: "**/b", opts: path, give: "b", want: true},
+		{pattern: "**/b", opts: path, give: "x/y/b", want: true},
+		{pattern: "**/b", opts: path, give: "xb"},
+		{pattern: "/**", opts: path, give: "/", want: true},
+		{pattern: "/**", opts: path, give: "", want: true},
+		{pattern: "/**", opts: path, give: "/a/b", want: true},
+		{pattern: "/**", opts: path, give: "a"},
+		{pattern: "**", opts: path, give: "", want: true},
+		{pattern: "**", opts: path, give: "a/b", want: true},
+		{pattern: "a/**/**/b", opts: path, give: "a/b", want: true}, // consecutive globstars are one
+		{pattern: "a/**/**", opts: path, give: "a", want: true},
+		{pattern: "a/***/b", opts: path, give: "a/b", want: true}, // three stars are a globstar too
+		{pattern: "a/**/*", opts: path, give: "a/x", want: true},
+		{pattern: "a/**/*", opts: path, give: "a/x/y", want: true},
+		{pattern: "a/**/*.md", opts: path, give: "a/x.md", want: true},
+		{pattern: "a/**/*.md", opts: path, give: "a/x/y.md", want: true},
+		{pattern: "a/**/*.md", opts: path, give: "a/x.md/y"},
+		{pattern: "/**/", opts: path, give: "/", want: true},
+		{pattern: "/**/", opts: path, give: "/a/", want: true},
+		{pattern: "/**/", opts: path, give: "/a"},
+		{pattern: "a**/b", opts: path, give: "a/b", want: true}, // inside a segment: any run, empty too
+		{pattern: "a**/b", opts: path, give: "ax/y/b", want: true},
+		{pattern: "a/**b", opts: path, give: "a/x/b", want: true},
+		{pattern: "a/**b", opts: path, give: "ab"}, // "a/" is literal
+		{pattern: "a/**/b", opts: globOptions{doubleStar: true, zeroSegments: true, fold: loose}, give: "a/b", want: true},
+		{pattern: "**.example.com", opts: host, give: "example.com", want: true},
+		{pattern: "**.example.com", opts: host, give: "a.b.example.com", want: true},
+		{pattern: "**.example.com", opts: host, give: "badexample.com"},
+		{pattern: "a=1&**&b=2", opts: globOptions{doubleStar: true, zeroSegments: true, sep: '&'}, give: "a=1&b=2", want: true},
+		{pattern: "a=1&**&b=2", opts: globOptions{doubleStar: true, zeroSegments: true, sep: '&'}, give: "a=1&x=y&b=2", want: true},
+		{pattern: "a=1&**&b=2", opts: globOptions{doubleStar: true, zeroSegments: true, sep: '&'}, give: "a=1&xb=2"},
+	}
+	for _, tt := range tests {
+		g := parseGlob(tt.pattern, tt.opts)
+		if got := g.match(tt.give); got != tt.want {
+			t.Errorf("glob %q %+v match %q = %v, want %v", tt.pattern, tt.opts, tt.give, got, tt.want)
+		}
+	}
+}
+
+// TestGlobstarOneOrMore: without zeroSegments (allow rules) a globstar
+// segment is one or more segments: never none.
+func TestGlobstarOneOrMore(t *testing.T) {
+	path := globOptions{doubleStar: true}
+	tests := []struct {
+		pattern string
+		give    string
+		want    bool
+	}{
+		{pattern: "/data/**/keys/**", give: "/data/keys/id_rsa"},
+		{pattern: "/data/**/keys/**", give: "/data/a/keys/id_rsa", want: true},
+		{pattern: "a/**/b", give: "a/b"},
+		{pattern: "a/**/b", give: "a/x/b", want: true},
+		{pattern: "dir/**", give: "dir"},
+		{pattern: "dir/**", give: "dir/", want: true},
+		{pattern: "dir/**", give: "dir/x/y", want: true},
+		{pattern: "**/b", give: "b"},
+		{pattern: "**/b", give: "x/b", want: true},
+	}
+	for _, tt := range tests {
+		g := parseGlob(tt.pattern, path)
+		if got := g.match(tt.give); got != tt.want {
+			t.Errorf("glob %q match %q = %v, want %v", tt.pattern, tt.give, got, tt.want)
+		}
+	}
+}
+
 func TestLoose(t *testing.T) {
 	tests := []struct {
 		give string

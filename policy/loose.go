@@ -53,9 +53,7 @@ func loose(s string) string {
 			r = looseASCII(r)
 		case r == combiningDotAbove && prevI:
 			continue
-		case unicode.Is(unicode.Cf, r) ||
-			unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) ||
-			unicode.Is(unicode.Variation_Selector, r):
+		case ignorable(r):
 			continue
 		case isDash(r):
 			r = looseSep

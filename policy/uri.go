@@ -79,7 +79,7 @@ func NormalizeURI(uri string) (normal string, ok bool) {
 //   - port: leading zeros removed; removed when empty or the scheme's
 //     default (http and ws 80, https and wss 443, ftp 21);
 //   - file: "file:/p" and "file://localhost/p" are "file:///p"; empty path
-//     segments merged ("file:////etc" is "file:///etc");
+//     segments merged ("file:///etc//passwd" is "file:///etc/passwd");
 //   - http, https, ws, wss: empty path segments merged, an empty path is "/".
 //
 // It refuses (ok=false) what it cannot normalize safely: longer than
@@ -94,17 +94,42 @@ func NormalizeURI(uri string) (normal string, ok bool) {
 // literal, has an empty label, or reads as an IPv4 address out of range; a
 // zone or IPvFuture literal; a port that is not a number up to 65535; no
 // host for http, https, ws and wss, a port for file, a rootless file path;
-// empty path segments in other schemes.
+// empty path segments in other schemes; and Windows aliases deny rules
+// cannot see through (winPathProblem): in file URIs a path that starts with
+// "//" (UNC on Windows), ':' or '|' other than a drive ("file:///C:/x"), a
+// device name ("CON", "nul.txt"), an authority ending in ':'
+// ("file://C:/x"); in file, http, https, ws and wss paths a segment Windows
+// resolves to nothing ("...", "%20", "::$DATA") or an 8.3 short name
+// ("SECRET~1.TXT"). Trailing dots and spaces and, outside file, NTFS
+// streams are kept: deny and ask rules compare them as Windows resolves
+// them.
 func ParseURI(uri string) (URI, bool) {
 	out, ok := normalizeEscapes(uri)
 	if !ok {
 		return URI{}, false
 	}
 	u, ok := splitURI(out)
-	if !ok || !normalizeURIParts(&u, false) {
+	if !ok || normalizeURIParts(&u, false) != "" {
 		return URI{}, false
 	}
 	return u, true
+}
+
+// uriProblem says why ParseURI refuses uri where the reason is a Windows
+// name (winPathProblem's message), "" otherwise; for Explain.
+func uriProblem(uri string) string {
+	out, ok := normalizeEscapes(uri)
+	if !ok {
+		return ""
+	}
+	u, ok := splitURI(out)
+	if !ok {
+		return ""
+	}
+	if p := normalizeURIParts(&u, false); p != noNormalForm {
+		return p
+	}
+	return ""
 }
 
 // normalizeEscapes checks uri's characters and escapes and returns it with
@@ -221,38 +246,53 @@ func webScheme(scheme string) bool {
 	return scheme == "http" || scheme == "https" || scheme == "ws" || scheme == "wss"
 }
 
-// normalizeURIParts normalizes the authority and path of u in place. In a
-// pattern, '*' may stand in the host, the port and the path.
-func normalizeURIParts(u *URI, pattern bool) bool {
+// noNormalForm is normalizeURIParts' problem for everything but Windows
+// names.
+const noNormalForm = "no normal form"
+
+// normalizeURIParts normalizes the authority and path of u in place and
+// returns "", or the problem that leaves u without a normal form
+// (noNormalForm, or winPathProblem's message). In a pattern, '*' may stand
+// in the host, the port and the path.
+func normalizeURIParts(u *URI, pattern bool) string {
 	if u.HasAuthority {
+		if u.Scheme == "file" && strings.HasSuffix(u.Host, ":") {
+			return noNormalForm // "file://C:/x": a drive to WHATWG URL, a host here
+		}
 		host, port, ok := splitHostPort(u.Host)
 		if !ok {
-			return false
+			return noNormalForm
 		}
 		if host, ok = normalizeHost(host, pattern); !ok {
-			return false
+			return noNormalForm
 		}
 		if port, ok = normalizePort(port, pattern); !ok {
-			return false
+			return noNormalForm
 		}
 		if port == defaultPorts[u.Scheme] {
 			port = ""
 		}
 		u.Host, u.Port = host, port
 	}
+	if hasDotSegment(u.Path) || hasDotSegment(u.Query) || hasDotSegment(u.Fragment) {
+		return noNormalForm
+	}
 	switch {
 	case u.Scheme == "file":
 		if !u.HasAuthority {
 			if !strings.HasPrefix(u.Path, "/") {
-				return false // rootless: relative to what?
+				return noNormalForm // rootless: relative to what?
 			}
 			u.HasAuthority = true
 		}
 		if u.Port != "" {
-			return false
+			return noNormalForm
 		}
 		if u.Host == "localhost" {
 			u.Host = ""
+		}
+		if p := winPathProblem(u.Scheme, u.Path, pattern); p != "" {
+			return p
 		}
 		u.Path = mergeSlashes(u.Path)
 		if u.Path == "" {
@@ -260,7 +300,10 @@ func normalizeURIParts(u *URI, pattern bool) bool {
 		}
 	case webScheme(u.Scheme):
 		if !u.HasAuthority || u.Host == "" {
-			return false
+			return noNormalForm
+		}
+		if p := winPathProblem(u.Scheme, u.Path, pattern); p != "" {
+			return p
 		}
 		u.Path = mergeSlashes(u.Path)
 		if u.Path == "" {
@@ -268,14 +311,17 @@ func normalizeURIParts(u *URI, pattern bool) bool {
 		}
 	case u.Scheme == "*":
 		if strings.Contains(u.Path, "//") {
-			return false
+			return noNormalForm
+		}
+		if p := winPathProblem(u.Scheme, u.Path, pattern); p != "" {
+			return p
 		}
 	default:
 		if strings.Contains(u.Path, "//") {
-			return false
+			return noNormalForm
 		}
 	}
-	return !hasDotSegment(u.Path) && !hasDotSegment(u.Query) && !hasDotSegment(u.Fragment)
+	return ""
 }
 
 // splitHostPort splits an authority (no userinfo allowed) into host and

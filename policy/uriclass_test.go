@@ -13,12 +13,11 @@ func TestNormalizeURISchemes(t *testing.T) {
 		want string
 	}{
 		// file: empty segments, local host spellings.
-		{"file:////etc/passwd", "file:///etc/passwd"},
 		{"file:///etc//passwd", "file:///etc/passwd"},
 		{"file:/etc/passwd", "file:///etc/passwd"},
 		{"file://localhost/etc/passwd", "file:///etc/passwd"},
 		{"file://LOCALHOST/etc/passwd", "file:///etc/passwd"},
-		{"file://localhost.//etc", "file:///etc"},
+		{"file://localhost./etc", "file:///etc"},
 		{"file://", "file:///"},
 		{"file://server/share/x", "file://server/share/x"},
 		// http(s): default ports, empty path, empty segments, case.
@@ -166,7 +165,7 @@ func TestResourcePatternComponents(t *testing.T) {
 		want outcome
 	}{
 		// D05: spellings of /etc and of the metadata address.
-		{"file:////etc/passwd", byRule(Deny, "no-etc")},
+		{"file:////etc/passwd", unsafeURI}, // UNC on Windows (E04)
 		{"file://localhost/etc/passwd", byRule(Deny, "no-etc")},
 		{"file:/etc//passwd", byRule(Deny, "no-etc")},
 		{"file:///ETC/passwd", byRule(Deny, "no-etc")}, // deny folds case
@@ -283,6 +282,71 @@ func TestSubscriptionsListen(t *testing.T) {
 	for _, tt := range tests {
 		if got := outcomeOf(p.Evaluate(tt.give)); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestResourceGlobstar: in deny and ask rules a '**' segment matches zero
+// or more segments (labels in a host, pairs in a query), so "dir/**"
+// covers dir itself; in allow rules it stands for one or more (E03).
+func TestResourceGlobstar(t *testing.T) {
+	p := mustCompile(t, lines(
+		"default: deny",
+		"deny:",
+		"  - id: no-keys-anywhere",
+		"    match: \"resource:s/file:///data/**/keys/**\"",
+		"  - id: no-secret-file",
+		"    match: \"resource:s/file:///data/secret.txt\"",
+		"  - id: no-evil",
+		"    match: \"resource:s/https://**.evil.test/**\"",
+		"  - id: no-debug",
+		"    match: \"resource:s/https://api.test/v1?**&debug=1&**\"",
+		"ask:",
+		"  - id: ask-hr",
+		"    match: \"resource:s/file:///data/hr/**\"",
+		"allow:",
+		"  - id: any-data",
+		"    match: \"resource:s/file:///data/**\"",
+		"  - id: public-anywhere",
+		"    match: \"resource:s/file:///pub/**/public/*\"",
+		"  - id: web",
+		"    match: \"resource:s/https://**\"",
+	))
+	tests := []struct {
+		give string
+		want outcome
+	}{
+		{"file:///data/keys/id_rsa", byRule(Deny, "no-keys-anywhere")}, // E03
+		{"file:///data/keys", byRule(Deny, "no-keys-anywhere")},
+		{"file:///data/keys/", byRule(Deny, "no-keys-anywhere")},
+		{"file:///data/a/keys/id_rsa", byRule(Deny, "no-keys-anywhere")},
+		{"file:///data/a/b/keys", byRule(Deny, "no-keys-anywhere")},
+		{"file:///data/KEYS/id_rsa", byRule(Deny, "no-keys-anywhere")},
+		{"file:///data//keys//id_rsa", byRule(Deny, "no-keys-anywhere")},
+		{"file:///data/monkeys/x", byRule(Allow, "any-data")},
+		{"file:///data/keysafe", byRule(Allow, "any-data")},
+		{"file:///data/secret.txt", byRule(Deny, "no-secret-file")},
+		{"file:///data/hr", byRule(Ask, "ask-hr")}, // "dir/**" covers dir
+		{"file:///data/hr/", byRule(Ask, "ask-hr")},
+		{"file:///data/hr/x/y", byRule(Ask, "ask-hr")},
+		{"file:///data/hrx", byRule(Allow, "any-data")},
+		{"https://evil.test/x", byRule(Deny, "no-evil")}, // zero labels
+		{"https://a.b.evil.test/x", byRule(Deny, "no-evil")},
+		{"https://evil.test", byRule(Deny, "no-evil")},
+		{"https://notevil.test/x", byRule(Allow, "web")},
+		{"https://api.test/v1?debug=1", byRule(Deny, "no-debug")}, // zero pairs either side
+		{"https://api.test/v1?a=1&debug=1&b=2", byRule(Deny, "no-debug")},
+		{"https://api.test/v1?xdebug=1", byRule(Allow, "web")},
+		// allow: one or more segments, never none.
+		{"file:///data", byDefault},
+		{"file:///data/", byRule(Allow, "any-data")},
+		{"file:///data/x", byRule(Allow, "any-data")},
+		{"file:///pub/a/public/x", byRule(Allow, "public-anywhere")},
+		{"file:///pub/public/x", byDefault},
+	}
+	for _, tt := range tests {
+		if got := outcomeOf(p.Evaluate(resRead("s", tt.give))); got != tt.want {
+			t.Errorf("%q = %v, want %v", tt.give, got, tt.want)
 		}
 	}
 }

@@ -87,6 +87,9 @@ func WriteTrace(w io.Writer, d *extauthz.Decision, policyFile string) {
 		if r.PatternHeld {
 			held = "held"
 		}
+		if r.PatternNote != "" {
+			held += " (" + r.PatternNote + ")"
+		}
 		fmt.Fprintf(w, "      pattern %q: %s\n", r.Pattern, held)
 		if r.PatternHeld && r.When != "" {
 			expr := strings.Join(strings.Fields(r.When), " ")
@@ -137,6 +140,9 @@ func stepText(tr *policy.Trace) string {
 	case "default":
 		return "no rule matched: the default decides (" + tr.Result.Decision.String() + ")"
 	case "unsafe_uri":
+		if tr.URIProblem != "" {
+			return "the resource URI has no safe normal form (" + tr.URIProblem + "): deny before any rule"
+		}
 		return "the resource URI has no safe normal form: deny before any rule"
 	case "invalid_input":
 		return "the request lacks the name or URI its method needs: deny before any rule"
