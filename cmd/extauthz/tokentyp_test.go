@@ -24,7 +24,7 @@ import (
 // is not a media type, or is the type of another kind of JWT in any
 // spelling, is a start-up error.
 func TestTokenTypFlag(t *testing.T) {
-	base := []string{"--policy", "examples/policy.yaml", "--issuer", "https://idp.example.com", "--audience", "https://mcp.example.com/mcp"}
+	base := []string{"--policy", "examples/policy.yaml", "--issuer", "https://idp.example.com", "--audience", "https://mcp.example.com/mcp", "--state-store-memory-per-replica-ok"}
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
 	c, err := parseServeConfig(append(base, "--token-typ", "application/okta-internal-at+jwt", "--token-typ", "vnd.example+jwt"), getenv, io.Discard)
@@ -120,7 +120,7 @@ func readJWK(t *testing.T, file string) *jose.JSONWebKey {
 // static files with no key in common, and a --jwks-file rotation that
 // brings an approver key in is refused, keeping the last good keys.
 func TestApproverIssuerIsTokenIssuer(t *testing.T) {
-	base := []string{"--policy", "examples/policy.yaml", "--audience", "https://mcp.example.com/mcp"}
+	base := []string{"--policy", "examples/policy.yaml", "--audience", "https://mcp.example.com/mcp", "--state-store-memory-per-replica-ok"}
 	noEnv := func(string) string { return "" }
 	for _, give := range [][]string{
 		{"--issuer", "https://idp.example.com", "--approver-issuer", "https://idp.example.com"},
