@@ -64,3 +64,55 @@ func TestCaseSensitiveKeysPerServer(t *testing.T) {
 		})
 	}
 }
+
+// audVerifier accepts any token as its principal and is configured with
+// the audiences aud.
+type audVerifier struct {
+	staticVerifier
+	aud []string
+}
+
+func (v audVerifier) Audiences() []string { return v.aud }
+
+// TestRouteAudienceNeedsConfiguredAudience: a route's mcp_audience is
+// checked against the verifier's configured audiences for every verifier
+// (it was skipped for one without an Audiences method): a verifier
+// configured without it, or with none, refuses it even when the token
+// carries it.
+func TestRouteAudienceNeedsConfiguredAudience(t *testing.T) {
+	const routeAud = "https://other.example.com/mcp"
+	p := staticRig(t, nil).Decider.Verifier.(staticVerifier).p
+	p.Audiences = []string{routeAud}
+	tests := []struct {
+		name string
+		aud  []string
+		want Reason
+	}{
+		{"configured", []string{testAudience, routeAud}, ReasonAllowed},
+		{"not configured", []string{testAudience}, ReasonTokenWrongAudience},
+		{"no audiences", nil, ReasonTokenWrongAudience},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := staticRig(t, nil)
+			srv.Decider.Verifier = audVerifier{staticVerifier{p}, tt.aud}
+			req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`).CheckRequest(true)
+			req.Attributes.ContextExtensions = map[string]string{ContextExtensionAudience: routeAud}
+			resp, err := srv.Check(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == ReasonAllowed {
+				if resp.GetOkResponse() == nil {
+					d, _ := parseDenial(t, resp)
+					t.Fatalf("denied %s", d.Error.Data.Reason)
+				}
+				return
+			}
+			d, _ := parseDenial(t, resp)
+			if Reason(d.Error.Data.Reason) != tt.want {
+				t.Fatalf("reason %s, want %s", d.Error.Data.Reason, tt.want)
+			}
+		})
+	}
+}

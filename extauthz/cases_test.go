@@ -298,6 +298,8 @@ func cloneCapture(c *capture.Request) *capture.Request {
 // decision path alone.
 type staticVerifier struct{ p bearer.Principal }
 
+func (v staticVerifier) Audiences() []string { return []string{v.p.Audience} }
+
 func (v staticVerifier) Verify(context.Context, string) (*bearer.Principal, error) {
 	p := v.p
 	return &p, nil

@@ -481,12 +481,10 @@ func (d *Decider) authenticate(ctx context.Context, r *Request) (*bearer.Princip
 	return p, "", ""
 }
 
-// audienceConfigured reports whether aud is one the verifier accepts.
+// audienceConfigured reports whether aud is one the verifier accepts (a
+// verifier with no audiences accepts none: fail closed).
 func (d *Decider) audienceConfigured(aud string) bool {
-	if a, ok := d.Verifier.(interface{ Audiences() []string }); ok {
-		return slices.Contains(a.Audiences(), aud)
-	}
-	return true
+	return slices.Contains(d.Verifier.Audiences(), aud)
 }
 
 // checkContentLength compares a Content-Length header with the body Envoy

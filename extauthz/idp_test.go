@@ -45,6 +45,8 @@ func (c *countingVerifier) Verify(ctx context.Context, raw string) (*bearer.Prin
 	return c.next.Verify(ctx, raw)
 }
 
+func (c *countingVerifier) Audiences() []string { return c.next.Audiences() }
+
 func (c *countingVerifier) KeyGeneration() uint64 {
 	return c.next.(bearer.KeyGenerationer).KeyGeneration()
 }

@@ -395,6 +395,8 @@ func newBlockingVerifier() *blockingVerifier {
 	return &blockingVerifier{signal: make(chan struct{}, 1), release: make(chan struct{})}
 }
 
+func (v *blockingVerifier) Audiences() []string { return []string{testAudience} }
+
 func (v *blockingVerifier) Verify(ctx context.Context, _ string) (*bearer.Principal, error) {
 	v.entered.Add(1)
 	notify(v.signal)

@@ -174,6 +174,7 @@ func TestDenialBody(t *testing.T) {
 type panicVerifier struct{}
 
 func (panicVerifier) Verify(context.Context, string) (*bearer.Principal, error) { panic("boom") }
+func (panicVerifier) Audiences() []string                                       { return nil }
 
 func TestFailClosed(t *testing.T) {
 	t.Run("panic", func(t *testing.T) {

@@ -50,6 +50,14 @@ type Principal struct {
 // its principal: offline decisions need no token.
 type Verifier struct{ P Principal }
 
+// Audiences returns the principal's audience (DefaultAudience when unset).
+func (v Verifier) Audiences() []string {
+	if v.P.Audience == "" {
+		return []string{DefaultAudience}
+	}
+	return []string{v.P.Audience}
+}
+
 // Verify returns v's principal, with iss, sub and aud among its claims.
 func (v Verifier) Verify(context.Context, string) (*bearer.Principal, error) {
 	p := v.P

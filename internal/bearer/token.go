@@ -103,6 +103,10 @@ func (e *TokenError) Unwrap() error { return e.Err }
 // Errors are always *TokenError.
 type TokenVerifier interface {
 	Verify(ctx context.Context, rawToken string) (*Principal, error)
+	// Audiences returns the audiences (RFC 8707 resource URIs) the verifier
+	// accepts; a route's mcp_audience outside them is refused. A verifier
+	// that returns none accepts no route audience.
+	Audiences() []string
 }
 
 // OIDCConfig configures NewOIDCVerifier.

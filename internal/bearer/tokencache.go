@@ -92,12 +92,7 @@ func (c *CachingVerifier) Verify(ctx context.Context, rawToken string) (*Princip
 }
 
 // Audiences passes the next verifier's configured audiences through.
-func (c *CachingVerifier) Audiences() []string {
-	if a, ok := c.next.(interface{ Audiences() []string }); ok {
-		return a.Audiences()
-	}
-	return nil
-}
+func (c *CachingVerifier) Audiences() []string { return c.next.Audiences() }
 
 // Close closes the next verifier if it has a Close method.
 func (c *CachingVerifier) Close() {
