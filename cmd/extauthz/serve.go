@@ -130,7 +130,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if cfg.TLS.cert != "" {
 		tr, err := newTLSReloader(cfg.TLS)
 		if err != nil {
-			return err
+			lis.Close()
+			if httpLis != nil {
+				httpLis.Close()
+			}
+			return fail("cannot start", err)
 		}
 		creds = credentials.NewTLS(tr.config())
 		files := []string{cfg.TLS.cert, cfg.TLS.key, cfg.TLS.clientCA}

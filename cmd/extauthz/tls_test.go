@@ -8,7 +8,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
+	"errors"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -185,5 +188,31 @@ func TestTLSFlagsGoTogether(t *testing.T) {
 	_, err := parseServeConfig([]string{"--policy", "p", "--issuer", "https://i", "--audience", "a", "--tls-cert-file", "c"}, func(string) string { return "" }, &out)
 	if err == nil || !strings.Contains(err.Error(), "go together") {
 		t.Errorf("cert without key and CA: %v", err)
+	}
+}
+
+// TestBadTLSFileLogsJSON: a TLS file that cannot be read stops serve with
+// exit 1 and one JSON error line on stderr, like every other start-up
+// failure, never a plain-text line among the JSON ones.
+func TestBadTLSFileLogsJSON(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	var stderr syncBuffer
+	err := run(t.Context(), []string{"serve", "--config", "examples/config.yaml", "--grpc-addr", "127.0.0.1:0", "--http-addr", "",
+		"--tls-cert-file", missing, "--tls-key-file", missing, "--client-ca-file", missing}, io.Discard, &stderr)
+	if code := exitCode(err); code != 1 {
+		t.Fatalf("exit %d (%v), want 1", code, err)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("stderr line is not JSON: %q", l)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"level":"error"`) || !strings.Contains(last, "missing.pem") {
+		t.Errorf("last line %q, want the JSON error naming the file", last)
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) || !ee.logged {
+		t.Errorf("error %v is not marked logged: main would print it again as plain text", err)
 	}
 }
