@@ -8,8 +8,8 @@ import (
 	"math"
 	"strconv"
 
-	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"go.opentelemetry.io/contrib/propagators/b3"
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
