@@ -64,7 +64,7 @@ func newCounts() *counts {
 	return &counts{errors: map[string]int{}, dropped: map[string]int{}, blocks: map[string]int{}, blocked: make(chan struct{}, 100)}
 }
 
-func (c *counts) DecisionLogWriteError(s string) { c.mu.Lock(); c.errors[s]++; c.mu.Unlock() }
+func (c *counts) DecisionLogWriteError(s string)  { c.mu.Lock(); c.errors[s]++; c.mu.Unlock() }
 func (c *counts) DecisionLogDrop(s string, n int) { c.mu.Lock(); c.dropped[s] += n; c.mu.Unlock() }
 func (c *counts) DecisionLogBlock(s string) {
 	c.mu.Lock()
@@ -106,7 +106,12 @@ func (s *stalledSink) Write(ctx context.Context, b []byte) error {
 	s.lines = append(s.lines, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")...)
 	return nil
 }
-func (s *stalledSink) Close(context.Context) error { s.mu.Lock(); s.closed = true; s.mu.Unlock(); return nil }
+func (s *stalledSink) Close(context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	return nil
+}
 func (s *stalledSink) got() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
