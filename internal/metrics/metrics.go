@@ -225,6 +225,14 @@ func (m *Metrics) PolicyPublished(version string) {
 	m.PolicyInfo.WithLabelValues(version).Set(1)
 }
 
+// PolicyUnchanged records a load that found the live policy's file:
+// policy_last_reload_successful is 1 again.
+func (m *Metrics) PolicyUnchanged() {
+	if m != nil {
+		m.PolicyReloadOK.Set(1)
+	}
+}
+
 // PolicyRefused counts a policy change refused; policy_last_reload_successful
 // is 0 until the next one is published.
 func (m *Metrics) PolicyRefused() {
