@@ -65,7 +65,7 @@ type Status struct {
 	Approvals        *bearer.VerifierStatus `json:"approver_identity_provider,omitempty"`
 
 	StateStore struct {
-		Kind      string `json:"kind"`           // memory, redis, rediss
+		Kind      string `json:"kind"`              // memory, redis, rediss
 		Address   string `json:"address,omitempty"` // host:port, never the credentials
 		Reachable bool   `json:"reachable"`
 		Error     string `json:"error,omitempty"`
