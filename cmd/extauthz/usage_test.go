@@ -153,7 +153,7 @@ func TestREADMEFlagTable(t *testing.T) {
 // TestHelpListsEveryCommand: help names every command completion knows.
 func TestHelpListsEveryCommand(t *testing.T) {
 	for _, c := range commands {
-		if !regexp.MustCompile(`(?m)^  ` + c.name + ` `).MatchString(usage) && c.name != "help" {
+		if !regexp.MustCompile(`(?m)^  `+c.name+` `).MatchString(usage) && c.name != "help" {
 			t.Errorf("help does not list %s", c.name)
 		}
 	}
