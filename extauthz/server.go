@@ -96,6 +96,9 @@ func (s *Server) observe(d *Decision, latency time.Duration) {
 	for _, sm := range d.Shadow {
 		m.ShadowMatched(sm.Decision.String())
 	}
+	if d.RuleID != "" {
+		m.RuleDecided(d.RuleID, d.Decision.String())
+	}
 	for _, we := range d.WhenErrors {
 		m.CELError(we.RuleID)
 	}

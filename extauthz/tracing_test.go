@@ -305,6 +305,9 @@ func TestWhenErrorsCountedAndLogged(t *testing.T) {
 	if got := testutil.ToFloat64(srv.Metrics.CELEvaluationErrors.WithLabelValues("bad-refund-amounts")); got != 1 {
 		t.Errorf("cel_evaluation_errors_total{rule_id=bad-refund-amounts} = %v, want 1", got)
 	}
+	if got := testutil.ToFloat64(srv.Metrics.RuleDecisions.WithLabelValues("bad-refund-amounts", "deny")); got != 1 {
+		t.Errorf("rule_decisions_total{rule_id=bad-refund-amounts,decision=deny} = %v, want 1", got)
+	}
 	m := logs.All()[0].ContextMap()
 	if d, _ := m["detail"].(string); !strings.Contains(d, `rule "bad-refund-amounts": when:`) || !strings.Contains(d, "amountMinor") {
 		t.Errorf("detail %q, want the rule and its error", d)

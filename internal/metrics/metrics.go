@@ -39,6 +39,7 @@ type Metrics struct {
 	DecisionLogBlocked  *prometheus.CounterVec   // decision_log_blocked_total{sink}
 	DecisionLogSampled  prometheus.Counter       // decision_log_sampled_out_total
 	CELEvaluationErrors *prometheus.CounterVec   // cel_evaluation_errors_total{rule_id}
+	RuleDecisions       *prometheus.CounterVec   // rule_decisions_total{rule_id,decision}
 
 	reg prometheus.Registerer
 	now func() time.Time // nil means time.Now
@@ -126,13 +127,15 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 			Help: "Allowed decisions not logged by --decision-log-sample-allowed."}),
 		CELEvaluationErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cel_evaluation_errors_total",
 			Help: "`when` expressions that failed at run time (a missing args member, a wrong type, the cost limit), by rule id; deny and ask rules then match, allow rules do not."}, []string{"rule_id"}),
+		RuleDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rule_decisions_total",
+			Help: "Checks decided by a rule, by its id (from the policy file) and decision (allow, deny, ask): which rules deny most."}, []string{"rule_id", "decision"}),
 		reg: reg,
 	}
 	reg.MustRegister(m.Decisions, m.ShadowMatches, m.CheckDuration, m.InFlight, m.TokenFailures, m.TokenCache,
 		m.KeySetRefreshes, m.OIDCDiscovery, m.PolicyReloads, m.PolicyReloadError, m.PolicyInfo, m.Ready,
 		m.BuildInfo, m.DryRun, m.PolicyReloadOK, m.PolicyReloadTime, m.KeySetRefreshTime, m.StateStoreRequests,
 		m.StateStoreDuration, m.DecisionLogErrors, m.DecisionLogDropped, m.DecisionLogBlocked, m.DecisionLogSampled,
-		m.CELEvaluationErrors)
+		m.CELEvaluationErrors, m.RuleDecisions)
 	for _, r := range reasons {
 		for _, dry := range []string{"false", "true"} {
 			m.Decisions.WithLabelValues(r.Decision, r.Reason, "none", "none", dry)
@@ -335,6 +338,14 @@ func (m *Metrics) DecisionLogBlock(sink string) {
 func (m *Metrics) DecisionLogSampledOut() {
 	if m != nil {
 		m.DecisionLogSampled.Inc()
+	}
+}
+
+// RuleDecided counts a Check decided by rule ruleID (bounded by the
+// policies loaded).
+func (m *Metrics) RuleDecided(ruleID, decision string) {
+	if m != nil {
+		m.RuleDecisions.WithLabelValues(ruleID, decision).Inc()
 	}
 }
 
