@@ -38,9 +38,6 @@ import (
 // Envoy's own tracing, when on, replaces them with its router span.
 type Tracing struct {
 	Tracer trace.Tracer
-	// Propagator extracts the HTTP request's trace context
-	// (tracing.Propagator: W3C Trace Context, Baggage, B3).
-	Propagator propagation.TextMapPropagator
 }
 
 // Attribute keys of the service's own span attributes.
@@ -74,7 +71,7 @@ func (h headerCarrier) Keys() []string {
 // start starts the Check span of r (see Tracing for its parent).
 func (t *Tracing) start(ctx context.Context, r *Request) (context.Context, trace.Span) {
 	grpcSpan := trace.SpanContextFromContext(ctx)
-	remote := trace.SpanContextFromContext(t.Propagator.Extract(context.Background(), headerCarrier(r.Headers)))
+	remote := requestTraceContext(r.Headers)
 	opts := make([]trace.SpanStartOption, 0, 2)
 	switch {
 	case grpcSpan.IsValid():
@@ -89,6 +86,22 @@ func (t *Tracing) start(ctx context.Context, r *Request) (context.Context, trace
 		opts = append(opts, trace.WithSpanKind(trace.SpanKindServer))
 	}
 	return t.Tracer.Start(ctx, "Check", opts...)
+}
+
+// requestTraceContext is the trace context of the HTTP request: W3C Trace
+// Context (traceparent, tracestate) if it has a traceparent, else B3 (b3,
+// then x-b3-*); each format is parsed only when its header is there.
+func requestTraceContext(h Headers) trace.SpanContext {
+	var ctx context.Context
+	switch {
+	case h["traceparent"] != nil:
+		ctx = injectW3C.Extract(context.Background(), headerCarrier(h))
+	case h["b3"] != nil || h["x-b3-traceid"] != nil:
+		ctx = injectB3.Extract(context.Background(), headerCarrier(h))
+	default:
+		return trace.SpanContext{}
+	}
+	return trace.SpanContextFromContext(ctx)
 }
 
 // end names and attributes span after d, passes a sampled span of an

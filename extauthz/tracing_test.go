@@ -33,7 +33,7 @@ func tracedRig(t *testing.T) (*Server, *tracetest.SpanRecorder, *observer.Observ
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	core, logs := observer.New(zap.InfoLevel)
 	srv := staticRig(t, zap.New(core))
-	srv.Tracing = &Tracing{Tracer: tp.Tracer("test"), Propagator: tracing.Propagator()}
+	srv.Tracing = &Tracing{Tracer: tp.Tracer("test")}
 	return srv, rec, logs
 }
 
@@ -263,7 +263,7 @@ func TestLogSampling(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer func() { _ = tp.Shutdown(context.Background()) }()
-	srv.Tracing = &Tracing{Tracer: tp.Tracer("test"), Propagator: tracing.Propagator()}
+	srv.Tracing = &Tracing{Tracer: tp.Tracer("test")}
 	c := postReq(allow)
 	c.Headers["traceparent"] = "00-" + clientTraceID + "-" + clientSpanID + "-01"
 	if _, err := srv.Check(t.Context(), c.CheckRequest(true)); err != nil {
@@ -334,5 +334,53 @@ func TestServerLabel(t *testing.T) {
 		if got := testutil.ToFloat64(srv.Metrics.Decisions.WithLabelValues("allow", "allowed", "ping", label, "false")); got != want {
 			t.Errorf("decisions_total{server=%q} = %v, want %v", label, got, want)
 		}
+	}
+}
+
+// discardExporter drops spans: the cost measured is the SDK's, not an
+// exporter's.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
+// BenchmarkCheckTracing is BenchmarkCheck's small allowed call (warm token
+// cache) with tracing off, on with an unsampled parent (the sparse
+// default's usual case), and on with a sampled parent: the span recorded,
+// attributed, passed to the upstream and batched to a discarding exporter.
+func BenchmarkCheckTracing(b *testing.B) {
+	for _, tt := range []struct {
+		name        string
+		tracing     bool
+		traceparent string
+	}{
+		{"off", false, ""},
+		{"unsampled", true, "00-" + clientTraceID + "-" + clientSpanID + "-00"},
+		{"sampled", true, "00-" + clientTraceID + "-" + clientSpanID + "-01"},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			srv, req := benchRequest(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"EUR"}`, true)
+			if tt.traceparent != "" {
+				h := req.GetAttributes().GetRequest().GetHttp().GetHeaders()
+				h["traceparent"] = tt.traceparent
+			}
+			if tt.tracing {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}),
+					sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(tracing.DefaultSampleRatio))))
+				defer func() { _ = tp.Shutdown(context.Background()) }()
+				srv.Tracing = &Tracing{Tracer: tp.Tracer("bench")}
+			}
+			resp, _ := srv.Check(context.Background(), req)
+			if resp.GetOkResponse() == nil {
+				b.Fatal("not allowed")
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			measureCPU(b, func() {
+				for b.Loop() {
+					_, _ = srv.Check(context.Background(), req)
+				}
+			})
+		})
 	}
 }

@@ -202,7 +202,7 @@ func startTelemetry(ctx context.Context, cfg *Config, level zapcore.LevelEnabler
 		}
 		// The SDK's own errors (an export that failed) as JSON lines.
 		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("OpenTelemetry", zap.Error(err)) }))
-		t.tracing = &extauthz.Tracing{Tracer: t.tp.Tracer("github.com/mcp-extauthz/mcp-extauthz/extauthz"), Propagator: tracing.Propagator()}
+		t.tracing = &extauthz.Tracing{Tracer: t.tp.Tracer("github.com/mcp-extauthz/mcp-extauthz/extauthz")}
 		ep, _, _ := tc.Tracing.Resolve(tracing.Traces)
 		ratio := "OTEL_TRACES_SAMPLER"
 		if s := tc.Tracing.Sampler(); s != nil {
