@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite the kustomize monitoring compon
 const (
 	rulesFile          = chartDir + "/files/prometheus-rules.yaml"
 	dashboardFile      = chartDir + "/files/grafana-dashboard.json"
-	rulesTestFile      = "monitoring/rules_test.yaml"
+	rulesTestFile      = "monitoring/promtool-tests.yaml"
 	componentDir       = "kustomize/components/monitoring"
 	componentRules     = componentDir + "/prometheusrule.yaml"
 	componentDashboard = componentDir + "/grafana-dashboard.json"
@@ -88,7 +88,7 @@ func TestMonitoringCopies(t *testing.T) {
 
 // TestPrometheusRules runs promtool (Debian's prometheus package, which
 // .ci/run installs): the rules check, and every alert fires on the
-// synthetic series of monitoring/rules_test.yaml that should page and stays
+// synthetic series of monitoring/promtool-tests.yaml that should page and stays
 // quiet on the others. Without promtool it skips, except under CI.
 func TestPrometheusRules(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
