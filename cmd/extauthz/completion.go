@@ -118,10 +118,19 @@ func sortedKeys(m map[string]string) []string {
 	return k
 }
 
-func writeBash(w io.Writer) {
-	flags := completionFlags()
-	files, sets, other := valueCases(flags, "|")
-	fmt.Fprintf(w, `# bash completion for extauthz (extauthz completion bash).
+// shellDialect is what bash and zsh scripts differ in; the script's logic
+// (writeCaseScript) is one.
+type shellDialect struct {
+	head   string              // up to and including the opening of case "$cmd:$prev"; %s: the commands
+	offer  func(string) string // offer these space-separated words
+	files  string              // offer file names
+	none   string              // offer nothing
+	footer string              // after the function
+}
+
+var (
+	bashDialect = shellDialect{
+		head: `# bash completion for extauthz (extauthz completion bash).
 #   source <(extauthz completion bash)
 _extauthz() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
@@ -132,36 +141,14 @@ _extauthz() {
     local cmd="${COMP_WORDS[1]}"
     [[ "$cmd" == -* ]] && cmd=serve
     case "$cmd:$prev" in
-`, commandNames())
-	for _, v := range sortedKeys(sets) {
-		fmt.Fprintf(w, "        %s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", sets[v], v)
+`,
+		offer:  func(words string) string { return fmt.Sprintf(`COMPREPLY=($(compgen -W %q -- "$cur"))`, words) },
+		files:  `COMPREPLY=($(compgen -f -- "$cur"))`,
+		none:   `COMPREPLY=()`,
+		footer: "complete -o filenames -F _extauthz extauthz\n",
 	}
-	if files != "" {
-		fmt.Fprintf(w, "        %s) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n", files)
-	}
-	if other != "" {
-		fmt.Fprintf(w, "        %s) COMPREPLY=(); return ;;\n", other)
-	}
-	fmt.Fprint(w, "    esac\n    case \"$cmd\" in\n")
-	for _, c := range commands {
-		switch {
-		case c.name == "completion":
-			fmt.Fprint(w, "        completion) COMPREPLY=($(compgen -W \"bash zsh fish\" -- \"$cur\")) ;;\n")
-		case flags[c.name] != nil:
-			fmt.Fprintf(w, "        %s)\n            if [[ \"$cur\" == -* ]]; then COMPREPLY=($(compgen -W %q -- \"$cur\"))", c.name, flagWords(flags[c.name]))
-			if fileArgs[c.name] {
-				fmt.Fprint(w, "\n            else COMPREPLY=($(compgen -f -- \"$cur\"))")
-			}
-			fmt.Fprint(w, "; fi ;;\n")
-		}
-	}
-	fmt.Fprint(w, "    esac\n}\ncomplete -o filenames -F _extauthz extauthz\n")
-}
-
-func writeZsh(w io.Writer) {
-	flags := completionFlags()
-	files, sets, other := valueCases(flags, "|")
-	fmt.Fprintf(w, `#compdef extauthz
+	zshDialect = shellDialect{
+		head: `#compdef extauthz
 # zsh completion for extauthz (extauthz completion zsh).
 #   source <(extauthz completion zsh)   or save as _extauthz in $fpath
 _extauthz() {
@@ -173,30 +160,48 @@ _extauthz() {
     local cmd="${words[2]}"
     [[ "$cmd" == -* ]] && cmd=serve
     case "$cmd:$prev" in
-`, commandNames())
+`,
+		offer:  func(words string) string { return "compadd -- " + words },
+		files:  "_files",
+		none:   ":",
+		footer: "if (( $+functions[compdef] )); then compdef _extauthz extauthz; fi\n",
+	}
+)
+
+func writeBash(w io.Writer) { writeCaseScript(w, bashDialect) }
+func writeZsh(w io.Writer)  { writeCaseScript(w, zshDialect) }
+
+// writeCaseScript writes a completion function in d's dialect: commands
+// first; after a flag with a closed set, its values; after a file flag,
+// files; after another value flag, nothing; else the command's flags, or
+// files for commands that take files.
+func writeCaseScript(w io.Writer, d shellDialect) {
+	flags := completionFlags()
+	files, sets, other := valueCases(flags, "|")
+	fmt.Fprintf(w, d.head, commandNames())
 	for _, v := range sortedKeys(sets) {
-		fmt.Fprintf(w, "        %s) compadd -- %s; return ;;\n", sets[v], v)
+		fmt.Fprintf(w, "        %s) %s; return ;;\n", sets[v], d.offer(v))
 	}
 	if files != "" {
-		fmt.Fprintf(w, "        %s) _files; return ;;\n", files)
+		fmt.Fprintf(w, "        %s) %s; return ;;\n", files, d.files)
 	}
 	if other != "" {
-		fmt.Fprintf(w, "        %s) return ;;\n", other)
+		fmt.Fprintf(w, "        %s) %s; return ;;\n", other, d.none)
 	}
 	fmt.Fprint(w, "    esac\n    case \"$cmd\" in\n")
 	for _, c := range commands {
 		switch {
 		case c.name == "completion":
-			fmt.Fprint(w, "        completion) compadd -- bash zsh fish ;;\n")
+			fmt.Fprintf(w, "        completion) %s ;;\n", d.offer("bash zsh fish"))
 		case flags[c.name] != nil:
-			fmt.Fprintf(w, "        %s)\n            if [[ \"$cur\" == -* ]]; then compadd -- %s", c.name, flagWords(flags[c.name]))
+			fmt.Fprintf(w, "        %s)\n            if [[ \"$cur\" == -* ]]; then %s", c.name, d.offer(flagWords(flags[c.name])))
 			if fileArgs[c.name] {
-				fmt.Fprint(w, "\n            else _files")
+				fmt.Fprintf(w, "\n            else %s", d.files)
 			}
 			fmt.Fprint(w, "; fi ;;\n")
 		}
 	}
-	fmt.Fprint(w, "    esac\n}\nif (( $+functions[compdef] )); then compdef _extauthz extauthz; fi\n")
+	fmt.Fprint(w, "    esac\n}\n"+d.footer)
 }
 
 // fishQuote quotes s for fish, in single quotes.
