@@ -389,28 +389,3 @@ func Propagator() propagation.TextMapPropagator {
 		b3.New(b3.WithInjectEncoding(b3.B3MultipleHeader)),
 	)
 }
-
-// HeaderCarrier adapts lower-cased HTTP headers with every value (an
-// extauthz.Headers, a CheckRequest's headers) to a propagator's carrier.
-// Get returns the first value; Set replaces.
-type HeaderCarrier map[string][]string
-
-// Get returns the first value of key (lower-cased).
-func (h HeaderCarrier) Get(key string) string {
-	if v := h[strings.ToLower(key)]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-// Set replaces the values of key (lower-cased).
-func (h HeaderCarrier) Set(key, value string) { h[strings.ToLower(key)] = []string{value} }
-
-// Keys returns the header names.
-func (h HeaderCarrier) Keys() []string {
-	out := make([]string, 0, len(h))
-	for k := range h {
-		out = append(out, k)
-	}
-	return out
-}
