@@ -209,7 +209,9 @@ func TestExtAuthzSettings(t *testing.T) {
 				// chunked bodies are decided.
 				for _, h := range []string{"authorization", "dpop", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "x-mcp-principal",
 					"content-type", "content-length", "content-encoding", "transfer-encoding", "x-envoy-auth-partial-body",
-					"x_mcp_principal", "x-mcp_tool", "x.mcp.approved", "x-mcp-approval", "idempotency-key"} {
+					"x_mcp_principal", "x-mcp_tool", "x.mcp.approved", "x-mcp-approval", "idempotency-key",
+					// The request's trace context, which the Check span continues.
+					"traceparent", "tracestate", "b3", "x-b3-traceid", "x-b3-spanid", "x-b3-parentspanid", "x-b3-sampled", "x-b3-flags"} {
 					if !AllowsHeader(ea, h) {
 						t.Errorf("allowed_headers drops %q", h)
 					}

@@ -67,6 +67,10 @@ type Decision struct {
 	Detail        string               // internal detail for the log (a parse error's message); never argument values
 	PolicyVersion string               // sha256:<hex> of the policy file
 	Shadow        []policy.ShadowMatch // shadow rules that matched; they never decide
+	// WhenErrors are the `when` expressions that failed at run time while
+	// deciding (policy.Result.WhenErrors): counted by rule id and named in
+	// the decision line's detail.
+	WhenErrors []policy.WhenError
 	// Trace is how the policy reached its decision, when the Decider's
 	// Explain is set and the policy was evaluated; nil otherwise.
 	Trace *policy.Trace
@@ -326,7 +330,7 @@ func copyDecision(dst, src *Decision) {
 	dst.Decision, dst.RuleID = src.Decision, src.RuleID
 	dst.Method, dst.Tool, dst.Target = src.Method, src.Tool, src.Target
 	dst.ArgsDigest, dst.RequestDigest, dst.RPCID = src.ArgsDigest, src.RequestDigest, src.RPCID
-	dst.Shadow, dst.Trace = src.Shadow, src.Trace
+	dst.Shadow, dst.Trace, dst.WhenErrors = src.Shadow, src.Trace, src.WhenErrors
 	dst.RequiredScopes, dst.Conceal, dst.params = src.RequiredScopes, src.Conceal, src.params
 }
 
@@ -381,7 +385,7 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input, m *
 	} else {
 		res = lp.Policy.Evaluate(in)
 	}
-	el.Decision, el.RuleID, el.Shadow = res.Decision, res.RuleID, res.Shadow
+	el.Decision, el.RuleID, el.Shadow, el.WhenErrors = res.Decision, res.RuleID, res.Shadow, res.WhenErrors
 	el.Conceal = res.Refusal == policy.RefusalConceal
 	switch {
 	case res.Cause == policy.CauseUnsafeURI:

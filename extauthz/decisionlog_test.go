@@ -111,7 +111,7 @@ func BenchmarkDecisionLog(b *testing.B) {
 			b.ReportAllocs()
 			measureCPU(b, func() {
 				for b.Loop() {
-					s.logDecision(d, r, time.Millisecond)
+					s.logDecision(d, r, time.Millisecond, nil)
 				}
 			})
 		})

@@ -224,8 +224,12 @@ func TestMetricsEndpoint(t *testing.T) {
 	if n := len(mfs["mcp_extauthz_token_verification_failures_total"].GetMetric()); n != tokenReasons {
 		t.Errorf("token_verification_failures_total has %d series, want one per token reason (%d)", n, tokenReasons)
 	}
-	if h := mfs["mcp_extauthz_check_duration_seconds"].GetMetric(); len(h) != 1 || h[0].GetHistogram().GetSampleCount() != 2 {
-		t.Errorf("check_duration_seconds = %v, want one histogram with 2 samples", h)
+	durations := map[string]uint64{}
+	for _, m := range mfs["mcp_extauthz_check_duration_seconds"].GetMetric() {
+		durations[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
+	}
+	if len(durations) != 3 || durations["deny"] != 2 || durations["allow"] != 0 || durations["ask"] != 0 {
+		t.Errorf("check_duration_seconds samples by decision = %v, want deny 2 and allow, ask at 0", durations)
 	}
 	if g := mfs["mcp_extauthz_checks_in_flight"].GetMetric(); len(g) != 1 || g[0].GetGauge().GetValue() != 0 {
 		t.Errorf("checks_in_flight = %v, want 0 once the Checks returned", g)

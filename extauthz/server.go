@@ -3,9 +3,11 @@ package extauthz
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
@@ -26,6 +28,16 @@ type Server struct {
 	// DryRun admits every request, logging, counting and passing upstream
 	// (x-mcp-dry-run-decision) the decision it would have enforced.
 	DryRun bool
+	// Tracing, when set, starts a span per Check (tracing.go); nil traces
+	// nothing and costs nothing.
+	Tracing *Tracing
+	// ServerLabels are the MCP server ids counted by name in the metrics'
+	// server label (from configuration); any other id is "other", none
+	// "none".
+	ServerLabels map[string]bool
+	// LogSampling keeps a fraction of the allowed decisions' log lines
+	// (SampleAllowed); the zero value keeps all.
+	LogSampling LogSampling
 }
 
 var _ authv3.AuthorizationServer = (*Server)(nil)
@@ -38,6 +50,7 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 		now = s.Now
 	}
 	start := now()
+	var span trace.Span // nil unless s.Tracing
 	defer func() {
 		if p := recover(); p != nil {
 			d := &Decision{ID: newDecisionID(), Reason: ReasonInternalError, BatchIndex: -1}
@@ -45,21 +58,30 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 			if s.Log != nil {
 				s.Log.Error("check panicked", zap.String("decision_id", d.ID), zap.String("panic", fmt.Sprint(p)))
 			}
+			if span != nil {
+				endPanicked(span, d)
+			}
 		}
 	}()
 	defer s.Metrics.CheckStarted()()
 	ctx, cancel := answerBeforeDeadline(ctx, start)
 	defer cancel()
 	r := RequestFromCheck(req)
+	if s.Tracing != nil {
+		ctx, span = s.Tracing.start(ctx, r)
+	}
 	d := s.Decider.Decide(ctx, r)
 	if s.DryRun {
 		resp = s.Responder.DryRunResponse(d, r.Headers)
 	} else {
 		resp = s.Responder.ResponseFor(d, r)
 	}
+	if span != nil {
+		s.Tracing.end(span, d, r, resp, s.DryRun)
+	}
 	latency := now().Sub(start)
 	s.observe(d, latency)
-	s.logDecision(d, r, latency)
+	s.logDecision(d, r, latency, span)
 	return resp, nil
 }
 
@@ -69,11 +91,29 @@ func (s *Server) observe(d *Decision, latency time.Duration) {
 	if m == nil {
 		return
 	}
-	m.Decided(latency, d.Decision.String(), string(d.Reason), methodLabel(d.Method), s.DryRun,
+	m.Decided(latency, d.Decision.String(), string(d.Reason), methodLabel(d.Method), s.serverLabel(d.Server), s.DryRun,
 		d.Reason.isTokenReason() || d.Reason == ReasonIdPUnavailable)
 	for _, sm := range d.Shadow {
 		m.ShadowMatched(sm.Decision.String())
 	}
+	if d.RuleID != "" {
+		m.RuleDecided(d.RuleID, d.Decision.String())
+	}
+	for _, we := range d.WhenErrors {
+		m.CELError(we.RuleID)
+	}
+}
+
+// serverLabel bounds the server label to the configured ids
+// (ServerLabels): any other is "other", none "none".
+func (s *Server) serverLabel(id string) string {
+	switch {
+	case id == "":
+		return "none"
+	case s.ServerLabels[id]:
+		return id
+	}
+	return "other"
 }
 
 // Metric returns r as a value of internal/metrics' reason label: with its
@@ -104,13 +144,23 @@ func methodLabel(m string) string {
 }
 
 // logDecision writes the one decision line: never the token, never raw
-// arguments (digests only).
-func (s *Server) logDecision(d *Decision, r *Request, latency time.Duration) {
+// arguments (digests only). An allowed decision is left out when
+// LogSampling says so, unless its span is sampled; span is nil without
+// tracing.
+func (s *Server) logDecision(d *Decision, r *Request, latency time.Duration, span trace.Span) {
 	if s.Log == nil {
 		return
 	}
+	var sc trace.SpanContext
+	if span != nil {
+		sc = span.SpanContext()
+	}
+	if d.Allowed() && !s.LogSampling.keep(d.ID) && !sc.IsSampled() {
+		s.Metrics.DecisionLogSampledOut()
+		return
+	}
 	// Room for every field a line can carry: one allocation.
-	fields := make([]zap.Field, 0, 24)
+	fields := make([]zap.Field, 0, 26)
 	fields = append(fields,
 		zap.String("decision_id", d.ID),
 		zap.String("decision", d.Decision.String()),
@@ -134,8 +184,8 @@ func (s *Server) logDecision(d *Decision, r *Request, latency time.Duration) {
 	if d.BatchIndex >= 0 {
 		fields = append(fields, zap.Int("batch_index", d.BatchIndex))
 	}
-	if d.Detail != "" {
-		fields = append(fields, zap.String("detail", d.Detail))
+	if d.Detail != "" || len(d.WhenErrors) > 0 {
+		fields = append(fields, zap.String("detail", detail(d)))
 	}
 	if s.DryRun {
 		fields = append(fields, zap.Bool("dry_run", true))
@@ -148,7 +198,26 @@ func (s *Server) logDecision(d *Decision, r *Request, latency time.Duration) {
 		}
 		fields = append(fields, zap.Strings("shadow", sh))
 	}
+	if sc.IsValid() {
+		fields = append(fields, zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String()))
+	}
 	s.Log.Info("decision", fields...)
+}
+
+// detail is the decision line's detail: d.Detail, then every failed `when`
+// expression (rule "id": when: error), "; "-separated.
+func detail(d *Decision) string {
+	if len(d.WhenErrors) == 0 {
+		return d.Detail
+	}
+	parts := make([]string, 0, len(d.WhenErrors)+1)
+	if d.Detail != "" {
+		parts = append(parts, d.Detail)
+	}
+	for _, we := range d.WhenErrors {
+		parts = append(parts, we.Error())
+	}
+	return strings.Join(parts, "; ")
 }
 
 // answerBeforeDeadline shortens ctx's deadline by a tenth of the time left

@@ -406,7 +406,7 @@ func TestDryRun(t *testing.T) {
 		if md["dry_run"].GetStringValue() != "true" || md["reason"].GetStringValue() != string(tt.wantReason) {
 			t.Errorf("metadata %v", md)
 		}
-		if got := testutil.ToFloat64(srv.Metrics.Decisions.WithLabelValues(tt.wantDecision, string(tt.wantReason), tt.wantMethod, "true")); got != 1 {
+		if got := testutil.ToFloat64(srv.Metrics.Decisions.WithLabelValues(tt.wantDecision, string(tt.wantReason), tt.wantMethod, "other", "true")); got != 1 {
 			t.Errorf("%s: decisions_total{dry_run=true} = %v, want 1", tt.wantReason, got)
 		}
 	}

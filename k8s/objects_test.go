@@ -29,6 +29,8 @@ type Objects struct {
 	PDBs            []*policyv1.PodDisruptionBudget
 	NetworkPolicies []*networkingv1.NetworkPolicy
 	ServiceMonitors []*ServiceMonitor
+	PodMonitors     []*PodMonitor
+	PrometheusRules []*PrometheusRule
 	AuthzPolicies   []*AuthorizationPolicy
 	EnvoyFilters    []*EnvoyFilter
 	ServiceEntries  []*ServiceEntry
@@ -41,16 +43,65 @@ type ServiceMonitor struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
+		JobLabel  string                   `json:"jobLabel"`
 		Selector  metav1.LabelSelector     `json:"selector"`
 		Endpoints []ServiceMonitorEndpoint `json:"endpoints"`
 	} `json:"spec"`
 }
 
-// ServiceMonitorEndpoint is one scrape endpoint of a ServiceMonitor.
+// ServiceMonitorEndpoint is one scrape endpoint of a ServiceMonitor or
+// PodMonitor.
 type ServiceMonitorEndpoint struct {
-	Port     string `json:"port"`
-	Path     string `json:"path"`
-	Interval string `json:"interval"`
+	Port              string           `json:"port"`
+	Path              string           `json:"path"`
+	Interval          string           `json:"interval"`
+	ScrapeTimeout     string           `json:"scrapeTimeout"`
+	Relabelings       []map[string]any `json:"relabelings,omitempty"`
+	MetricRelabelings []map[string]any `json:"metricRelabelings,omitempty"`
+}
+
+// PodMonitor is the part of monitoring.coreos.com/v1 PodMonitor the chart
+// renders.
+// https://prometheus-operator.dev/docs/api-reference/api/#monitoring.coreos.com/v1.PodMonitor
+type PodMonitor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		JobLabel          string               `json:"jobLabel"`
+		Selector          metav1.LabelSelector `json:"selector"`
+		NamespaceSelector struct {
+			Any        bool     `json:"any,omitempty"`
+			MatchNames []string `json:"matchNames,omitempty"`
+		} `json:"namespaceSelector"`
+		PodMetricsEndpoints []ServiceMonitorEndpoint `json:"podMetricsEndpoints"`
+	} `json:"spec"`
+}
+
+// PrometheusRule is monitoring.coreos.com/v1 PrometheusRule: rule groups
+// as in a Prometheus rule file.
+// https://prometheus-operator.dev/docs/api-reference/api/#monitoring.coreos.com/v1.PrometheusRule
+type PrometheusRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              RuleFile `json:"spec"`
+}
+
+// RuleFile is a Prometheus rule file (and a PrometheusRule's spec).
+type RuleFile struct {
+	Groups []struct {
+		Name  string `json:"name"`
+		Rules []Rule `json:"rules"`
+	} `json:"groups"`
+}
+
+// Rule is one recording or alerting rule.
+type Rule struct {
+	Record      string            `json:"record,omitempty"`
+	Alert       string            `json:"alert,omitempty"`
+	Expr        string            `json:"expr"`
+	For         string            `json:"for,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 var docSep = regexp.MustCompile(`(?m)^---[ \t]*$`)
@@ -89,6 +140,10 @@ func decodeObjects(stream []byte) (*Objects, error) {
 			into = appendNew(&o.NetworkPolicies)
 		case "monitoring.coreos.com/v1/ServiceMonitor":
 			into = appendNew(&o.ServiceMonitors)
+		case "monitoring.coreos.com/v1/PodMonitor":
+			into = appendNew(&o.PodMonitors)
+		case "monitoring.coreos.com/v1/PrometheusRule":
+			into = appendNew(&o.PrometheusRules)
 		case "security.istio.io/v1/AuthorizationPolicy":
 			into = appendNew(&o.AuthzPolicies)
 		case "networking.istio.io/v1alpha3/EnvoyFilter":
@@ -312,6 +367,8 @@ func (o *Objects) all() []object {
 	out = appendObjects(out, "PodDisruptionBudget", o.PDBs)
 	out = appendObjects(out, "NetworkPolicy", o.NetworkPolicies)
 	out = appendObjects(out, "ServiceMonitor", o.ServiceMonitors)
+	out = appendObjects(out, "PodMonitor", o.PodMonitors)
+	out = appendObjects(out, "PrometheusRule", o.PrometheusRules)
 	out = appendObjects(out, "AuthorizationPolicy", o.AuthzPolicies)
 	out = appendObjects(out, "EnvoyFilter", o.EnvoyFilters)
 	out = appendObjects(out, "ServiceEntry", o.ServiceEntries)

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"path"
 	"strings"
 	"sync"
@@ -164,15 +165,16 @@ func (a activation) ResolveName(name string) (any, bool) {
 func (activation) Parent() interpreter.Activation { return nil }
 
 // evalWhen runs prg and reports whether it matched, failing closed: an
-// error or a non-bool result is a match unless failMatch is false.
-func evalWhen(prg cel.Program, r *request, failMatch bool) bool {
+// error or a non-bool result is a match unless failMatch is false. err says
+// why the expression failed (nil when it yielded a bool).
+func evalWhen(prg cel.Program, r *request, failMatch bool) (matched bool, err error) {
 	out, _, err := prg.Eval(activation{r})
 	if err != nil {
-		return failMatch
+		return failMatch, err
 	}
 	b, ok := out.(types.Bool)
 	if !ok {
-		return failMatch
+		return failMatch, fmt.Errorf("yields %s, not a bool", out.Type().TypeName())
 	}
-	return bool(b)
+	return bool(b), nil
 }

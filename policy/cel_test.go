@@ -287,3 +287,53 @@ func TestLazyArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestWhenErrors: a `when` that fails at run time is reported in
+// Result.WhenErrors with its rule id, whatever its decision, shadow rules
+// included; one that yields a bool is not.
+func TestWhenErrors(t *testing.T) {
+	p := mustCompile(t, `
+default: deny
+deny:
+  - {id: typo, match: "s/pay", when: "args.amuont > 10"}
+  - {id: fine, match: "s/pay", when: "args.amount > 100"}
+  - {id: shadowed, match: "s/pay", when: "args.nope == 1", shadow: true}
+allow:
+  - {id: not-bool, match: "s/pay", when: "args.amount"}
+  - {id: pay, match: "s/pay", when: "args.amount <= 100"}
+`)
+	tests := []struct {
+		give     map[string]any
+		want     []string // rule ids
+		wantRule string
+	}{
+		// typo fails (matches: deny), shadowed fails; allow rules not reached.
+		{map[string]any{"amount": 5}, []string{"typo", "shadowed"}, "typo"},
+	}
+	for _, tt := range tests {
+		res := p.Evaluate(toolCall("s", "pay", tt.give))
+		var got []string
+		for _, we := range res.WhenErrors {
+			got = append(got, we.RuleID)
+			if !strings.Contains(we.Error(), `rule "`+we.RuleID+`": when: `) || we.Err == nil {
+				t.Errorf("WhenError %q", we.Error())
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(tt.want, ",") || res.RuleID != tt.wantRule {
+			t.Errorf("WhenErrors %v rule %q, want %v %q", got, res.RuleID, tt.want, tt.wantRule)
+		}
+	}
+	q := mustCompile(t, `
+default: deny
+allow:
+  - {id: not-bool, match: "s/pay", when: "args.amount"}
+  - {id: pay, match: "s/pay", when: "args.amount <= 100"}
+`)
+	res := q.Evaluate(toolCall("s", "pay", map[string]any{"amount": 5}))
+	if len(res.WhenErrors) != 1 || res.WhenErrors[0].RuleID != "not-bool" || !strings.Contains(res.WhenErrors[0].Error(), "not a bool") || res.RuleID != "pay" {
+		t.Errorf("non-bool when: %+v", res)
+	}
+	if res := q.Evaluate(toolCall("s", "pay", map[string]any{"amount": 500})); len(res.WhenErrors) != 1 {
+		t.Errorf("WhenErrors %v, want only not-bool's", res.WhenErrors)
+	}
+}

@@ -42,6 +42,8 @@ type request struct {
 
 	args    *lazyArgs // CEL's `args` from in.LazyArgs: &argsVal once first used
 	argsVal lazyArgs
+
+	whenErrs []WhenError // `when` expressions that failed, in evaluation order
 }
 
 func (r *request) loose() (server, name string) {
@@ -63,7 +65,11 @@ func (ru *rule) matches(r *request) bool {
 	if ru.when == nil {
 		return true
 	}
-	return evalWhen(ru.when, r, ru.decision != Allow)
+	ok, err := evalWhen(ru.when, r, ru.decision != Allow)
+	if err != nil {
+		r.whenErrs = append(r.whenErrs, WhenError{RuleID: ru.id, Err: err})
+	}
+	return ok
 }
 
 // patternMatches reports whether ru's kind and pattern match r, `when` aside.

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strconv"
 )
 
@@ -141,7 +142,21 @@ type Result struct {
 	// deciding rule's `refusal`, else the policy's. Always RefusalExplain
 	// for operations other than tools/call, prompts/get and resources/read.
 	Refusal Refusal
+	// WhenErrors are the `when` expressions evaluated for this decision
+	// that failed at run time (a missing args member, a wrong type, the
+	// cost limit), shadow rules' included, in evaluation order; nil when
+	// none failed. A failed expression matched a deny or ask rule and did
+	// not match an allow rule.
+	WhenErrors []WhenError
 }
+
+// WhenError is one `when` expression that failed at run time.
+type WhenError struct {
+	RuleID string
+	Err    error
+}
+
+func (e WhenError) Error() string { return fmt.Sprintf("rule %q: when: %v", e.RuleID, e.Err) }
 
 // Refusal is how a refused operation is answered.
 type Refusal int
@@ -304,6 +319,7 @@ func (p *Policy) evaluate(in *Input) Result {
 			res.Shadow = append(res.Shadow, ShadowMatch{RuleID: ru.id, Decision: ru.decision})
 		}
 	}
+	res.WhenErrors = r.whenErrs
 	return res
 }
 

@@ -80,6 +80,8 @@ type Config struct {
 	// CaseSensitiveKeys are the MCP server ids whose SDK matches argument
 	// names case-sensitively (--case-sensitive-keys).
 	CaseSensitiveKeys []string
+	// Telemetry is the observability flags (telemetry.go).
+	Telemetry telemetryConfig
 }
 
 // listFlag is a repeatable string flag; the environment form is comma-separated.
@@ -333,6 +335,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.TLS.cert, "tls-cert-file", "", "gRPC port: server certificate chain (PEM); with --tls-key-file and --client-ca-file, mTLS, reloaded on change")
 	fs.StringVar(&c.TLS.key, "tls-key-file", "", "gRPC port: private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.TLS.clientCA, "client-ca-file", "", "gRPC port: CA bundle (PEM) that callers' client certificates must chain to")
+	c.Telemetry.register(fs)
+	fs.Usage = func() { printServeUsage(fs.Output(), fs) }
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -417,6 +421,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return nil, err
 	}
 	if err := checkBinding(c); err != nil {
+		return nil, err
+	}
+	if err := c.Telemetry.check(); err != nil {
 		return nil, err
 	}
 	switch {

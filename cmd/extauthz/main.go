@@ -11,6 +11,8 @@
 //	                           sign an approval of one request digest
 //	extauthz healthcheck       gRPC health probe for exec probes
 //	extauthz envoy-drain       preStop: drain the Envoy sidecar gracefully
+//	extauthz completion bash|zsh|fish
+//	                           print a shell completion script
 //	extauthz version           print the build's version
 //
 // Every serve flag can also be set as EXTAUTHZ_<FLAG> (upper snake case) or
@@ -116,6 +118,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runHealthcheck(ctx, args, stdout, stderr)
 	case "envoy-drain":
 		return runEnvoyDrain(ctx, args, stdout, stderr)
+	case "completion":
+		return runCompletion(args, stdout)
 	case "version":
 		fmt.Fprintln(stdout, "extauthz", version())
 		return nil
@@ -123,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, test, token, approve, healthcheck, envoy-drain or version)", cmd)}
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, test, token, approve, healthcheck, envoy-drain, completion or version)", cmd)}
 }
 
 const usage = `usage: extauthz <command> [flags]
@@ -136,6 +140,7 @@ commands:
   approve      sign an approval of one request digest (from an ask denial) for a principal
   healthcheck  probe a running service's gRPC health (exit 0 when SERVING)
   envoy-drain  preStop hook: fail Envoy's readiness, drain its listeners, wait
+  completion   print a shell completion script: extauthz completion bash|zsh|fish
   version      print the build's version
 
 Run "extauthz <command> -h" for its flags.
@@ -178,6 +183,10 @@ func version() string {
 // parseFlags parses args into fs: -h exits 0 after the usage, a bad flag 2.
 // A bad flag is one line naming it; -h prints the flags.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	if fc, ok := fs.Output().(*flagCollector); ok { // completion, the README check: the flags, not a run
+		fc.fs = fs
+		return &exitError{code: 0}
+	}
 	out, usage := fs.Output(), fs.Usage
 	fs.SetOutput(io.Discard) // the flag package would print the whole usage on any error
 	fs.Usage = func() {}

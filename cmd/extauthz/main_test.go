@@ -405,17 +405,24 @@ func TestServeIdentityProviderDown(t *testing.T) {
 	// the identity provider are counted before any Check.
 	early := scrape(t, httpAddr)
 	for _, want := range []string{
-		`mcp_extauthz_decisions_total{decision="deny",dry_run="false",method="none",reason="token_expired"} 0`,
-		`mcp_extauthz_decisions_total{decision="ask",dry_run="false",method="none",reason="authorization_required"} 0`,
+		`mcp_extauthz_decisions_total{decision="deny",dry_run="false",method="none",reason="token_expired",server="none"} 0`,
+		`mcp_extauthz_decisions_total{decision="ask",dry_run="false",method="none",reason="authorization_required",server="none"} 0`,
 		`mcp_extauthz_token_verification_failures_total{reason="token_wrong_audience"} 0`,
 		`mcp_extauthz_shadow_matches_total{decision="deny"} 0`,
 		`mcp_extauthz_token_cache_total{result="hit"} 0`,
 		`mcp_extauthz_keyset_refreshes_total{result="error"} 0`,
 		`mcp_extauthz_policy_reload_errors_total 0`,
 		`mcp_extauthz_checks_in_flight 0`,
-		`mcp_extauthz_check_duration_seconds_count 0`,
+		`mcp_extauthz_check_duration_seconds_count{decision="allow"} 0`,
 		`mcp_extauthz_ready 0`,
 		`mcp_extauthz_oidc_discovery_total{result="ok"} 0`,
+		`mcp_extauthz_dry_run 0`,
+		`mcp_extauthz_policy_last_reload_successful 1`,
+		`mcp_extauthz_state_store_requests_total{op="claim",result="error"} 0`,
+		`mcp_extauthz_decision_log_dropped_total{sink="stdout"} 0`,
+		`mcp_extauthz_decision_log_write_errors_total{sink="stdout"} 0`,
+		`mcp_extauthz_dpop_replay_cache_entries 0`,
+		`mcp_extauthz_build_info{commit=`,
 	} {
 		if !strings.Contains(early, want) {
 			t.Errorf("/metrics at start lacks %s", want)
@@ -452,8 +459,8 @@ func TestServeIdentityProviderDown(t *testing.T) {
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{
-		`mcp_extauthz_decisions_total{decision="deny",dry_run="false",method="tools/call",reason="idp_unavailable"} 1`,
-		`mcp_extauthz_decisions_total{decision="allow",dry_run="false",method="tools/call",reason="allowed"} 1`,
+		`mcp_extauthz_decisions_total{decision="deny",dry_run="false",method="tools/call",reason="idp_unavailable",server="payments"} 1`,
+		`mcp_extauthz_decisions_total{decision="allow",dry_run="false",method="tools/call",reason="allowed",server="payments"} 1`,
 		`mcp_extauthz_keyset_refreshes_total{result="ok"}`,
 		`mcp_extauthz_ready 1`,
 	} {

@@ -20,6 +20,8 @@ type policyReload struct {
 	store *extauthz.PolicyStore
 	m     *metrics.Metrics
 	log   *zap.Logger // nil: counted, not logged (serve's first load fails the start instead)
+
+	status policyStatus // for /statusz (statusz.go)
 }
 
 // newPolicyLoader returns the loader of file into store, reporting through
@@ -39,17 +41,21 @@ func newPolicyLoader(file string, p *policyReload) *reload.Loader {
 
 func (p *policyReload) loaded(file string, changed bool, err error) {
 	if err == nil {
-		if !changed {
+		if !changed { // the live policy's file again: a refusal before no longer stands
+			p.m.PolicyUnchanged()
+			p.status.unchanged()
 			return
 		}
 		lp := p.store.Load()
 		p.m.PolicyPublished(lp.Version)
+		p.status.published()
 		if p.log != nil {
 			p.log.Info("policy loaded", zap.String("file", file), zap.String("policy_version", lp.Version))
 		}
 		return
 	}
 	p.m.PolicyRefused()
+	p.status.refused(err)
 	if p.log == nil {
 		return
 	}

@@ -28,7 +28,6 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/decisionlog"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
@@ -87,8 +86,6 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fail("invalid configuration", fmt.Errorf("--log-level: %w", err))
 	}
-	decisionLog, stopDecisionLog := decisionlog.New(os.Stdout, lvl, 0)
-	defer func() { _ = stopDecisionLog() }()
 	gogc := setGCPercent(os.Getenv)
 	if limit, source := setMemoryLimit(os.Getenv, readCgroupMemoryLimit); limit > 0 {
 		log.Info("Go GC settings", zap.String("gogc", gogc), zap.Int64("memory_limit_bytes", limit), zap.String("from", source))
@@ -99,11 +96,19 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := newMetrics(reg)
-
-	svc, err := newService(cfg, log, decisionLog, metrics)
+	// The decision log's sinks (stdout by default) and tracing; flushed
+	// when serve returns, after the gRPC server has stopped.
+	tel, err := startTelemetry(ctx, cfg, lvl, log, metrics)
 	if err != nil {
 		return fail("cannot start", err)
 	}
+	defer tel.shutdown()
+
+	svc, err := newService(cfg, log, tel.decisionLog, metrics)
+	if err != nil {
+		return fail("cannot start", err)
+	}
+	tel.instrument(cfg, svc, metrics)
 	defer svc.store.Close()
 	defer svc.oidc.Close() // stops background discovery
 	if svc.approvals != nil {
@@ -193,10 +198,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			defer scancel()
 			_ = hsrv.Shutdown(sctx)
 		}()
-		log.Info("serving /metrics, /healthz, /readyz and "+resourcemeta.WellKnownPath, zap.String("http_addr", httpLis.Addr().String()))
+		log.Info("serving /metrics, /healthz, /readyz, /statusz and "+resourcemeta.WellKnownPath, zap.String("http_addr", httpLis.Addr().String()))
 	}
 
-	gs, hs := newGRPCServer(cfg, svc.server, creds)
+	gs, hs := newGRPCServer(cfg, svc.server, creds, tel.serverOptions()...)
 	lc := &lifecycle.Lifecycle{
 		GRPC: gs, Health: hs, Readiness: svc.readiness, Services: []string{extauthz.HealthService},
 		DrainPeriod: cfg.DrainPeriod, ShutdownTimeout: cfg.ShutdownTimeout,
@@ -237,6 +242,7 @@ func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handle
 	mux := http.NewServeMux()
 	mux.Handle(resourcemeta.WellKnownPath, prm)
 	mux.Handle(resourcemeta.WellKnownPath+"/", prm)
+	mux.Handle("GET /statusz", statusHandler(cfg, svc))
 	mux.Handle("/", lifecycle.HTTPHandler(svc.readiness, reg))
 	return mux
 }
@@ -252,6 +258,7 @@ type service struct {
 	approvals *bearer.OIDCVerifier // nil without --approver-issuer
 	store     state.Store
 	log       *zap.Logger
+	reload    *policyReload // the policy loads, for /statusz
 }
 
 // scopes returns the live policy's scopes list (RFC 9728 scopes_supported).
@@ -354,6 +361,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 		loader:    loader,
 		readiness: &lifecycle.Readiness{Checks: []func() error{store.Ready, keysReady(ov)}, OnReady: metrics.SetReady},
 		policies:  store,
+		reload:    reporter,
 		oidc:      ov,
 		jwks:      jwks,
 		log:       log,
@@ -527,7 +535,7 @@ func reloadOnSIGHUP(ctx context.Context, l *reload.Loader, log *zap.Logger) {
 
 // newGRPCServer returns the gRPC server with Check and health registered;
 // creds nil means plaintext (loopback, or a mesh's mTLS).
-func newGRPCServer(cfg *Config, srv *extauthz.Server, creds credentials.TransportCredentials) (*grpc.Server, *health.Server) {
+func newGRPCServer(cfg *Config, srv *extauthz.Server, creds credentials.TransportCredentials, extra ...grpc.ServerOption) (*grpc.Server, *health.Server) {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxBodyBytes + grpcRecvHeadroom),
 		// Decodes only what Check reads and accepts any bytes in strings,
@@ -540,6 +548,7 @@ func newGRPCServer(cfg *Config, srv *extauthz.Server, creds credentials.Transpor
 	if creds != nil {
 		opts = append(opts, grpc.Creds(creds))
 	}
+	opts = append(opts, extra...)
 	gs := grpc.NewServer(opts...)
 	authv3.RegisterAuthorizationServer(gs, srv)
 	hs := health.NewServer() // statuses follow readiness (lifecycle.Lifecycle)

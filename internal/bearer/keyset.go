@@ -52,6 +52,7 @@ type KeySet struct {
 	gen       uint64       // incremented when the keys change
 	fetched   bool
 	lastFetch time.Time
+	lastOK    time.Time // the last fetch or load that brought keys
 	lastErr   error
 	inflight  chan struct{}
 }
@@ -63,7 +64,7 @@ var ErrNoKeys = errors.New("no signing keys available")
 
 // NewStaticKeySet returns a KeySet that never fetches.
 func NewStaticKeySet(keys []jose.JSONWebKey) *KeySet {
-	return &KeySet{keys: keys, fetched: true, print: thumbprints(keys)}
+	return &KeySet{keys: keys, fetched: true, print: thumbprints(keys), lastOK: time.Now()}
 }
 
 func (s *KeySet) now() time.Time {
@@ -217,7 +218,7 @@ func (s *KeySet) store(keys []jose.JSONWebKey, ignored []IgnoredKey, err error) 
 		s.gen++
 	}
 	changed := !slices.Equal(ignored, s.ignored)
-	s.keys, s.ignored, s.fetched = keys, ignored, true
+	s.keys, s.ignored, s.fetched, s.lastOK = keys, ignored, true, s.now()
 	return changed
 }
 

@@ -6,6 +6,7 @@
 package metrics
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,19 +14,51 @@ import (
 
 // Metrics are the service's Prometheus metrics.
 type Metrics struct {
-	Decisions         *prometheus.CounterVec // decisions_total{decision,reason,method,dry_run}
-	ShadowMatches     *prometheus.CounterVec // shadow_matches_total{decision}
-	CheckDuration     prometheus.Histogram   // check_duration_seconds
-	InFlight          prometheus.Gauge       // checks_in_flight
-	TokenFailures     *prometheus.CounterVec // token_verification_failures_total{reason}
-	TokenCache        *prometheus.CounterVec // token_cache_total{result="hit|miss|expired|stale"}
-	KeySetRefreshes   *prometheus.CounterVec // keyset_refreshes_total{result="ok|error"}
-	OIDCDiscovery     *prometheus.CounterVec // oidc_discovery_total{result="ok|error"}
-	PolicyReloads     prometheus.Counter     // policy_reloads_total
-	PolicyReloadError prometheus.Counter     // policy_reload_errors_total
-	PolicyInfo        *prometheus.GaugeVec   // policy_info{version} 1
-	Ready             prometheus.Gauge       // ready
+	Decisions         *prometheus.CounterVec   // decisions_total{decision,reason,method,server,dry_run}
+	ShadowMatches     *prometheus.CounterVec   // shadow_matches_total{decision}
+	CheckDuration     *prometheus.HistogramVec // check_duration_seconds{decision}
+	InFlight          prometheus.Gauge         // checks_in_flight
+	TokenFailures     *prometheus.CounterVec   // token_verification_failures_total{reason}
+	TokenCache        *prometheus.CounterVec   // token_cache_total{result="hit|miss|expired|stale"}
+	KeySetRefreshes   *prometheus.CounterVec   // keyset_refreshes_total{result="ok|error"}
+	OIDCDiscovery     *prometheus.CounterVec   // oidc_discovery_total{result="ok|error"}
+	PolicyReloads     prometheus.Counter       // policy_reloads_total
+	PolicyReloadError prometheus.Counter       // policy_reload_errors_total
+	PolicyInfo        *prometheus.GaugeVec     // policy_info{version} 1
+	Ready             prometheus.Gauge         // ready
+
+	BuildInfo           *prometheus.GaugeVec     // build_info{version,commit,goversion} 1
+	DryRun              prometheus.Gauge         // dry_run: 1 under --dry-run
+	PolicyReloadOK      prometheus.Gauge         // policy_last_reload_successful: 1 when the last load compiled
+	PolicyReloadTime    prometheus.Gauge         // policy_last_reload_success_timestamp_seconds
+	KeySetRefreshTime   prometheus.Gauge         // keyset_last_refresh_success_timestamp_seconds
+	StateStoreRequests  *prometheus.CounterVec   // state_store_requests_total{op,result}
+	StateStoreDuration  *prometheus.HistogramVec // state_store_request_duration_seconds{op}
+	DecisionLogErrors   *prometheus.CounterVec   // decision_log_write_errors_total{sink}
+	DecisionLogDropped  *prometheus.CounterVec   // decision_log_dropped_total{sink}
+	DecisionLogBlocked  *prometheus.CounterVec   // decision_log_blocked_total{sink}
+	DecisionLogSampled  prometheus.Counter       // decision_log_sampled_out_total
+	CELEvaluationErrors *prometheus.CounterVec   // cel_evaluation_errors_total{rule_id}
+	RuleDecisions       *prometheus.CounterVec   // rule_decisions_total{rule_id,decision}
+
+	reg prometheus.Registerer
+	now func() time.Time // nil means time.Now
 }
+
+// unixNow is the time in Unix seconds, for the timestamp gauges.
+func (m *Metrics) unixNow() float64 {
+	now := time.Now
+	if m.now != nil {
+		now = m.now
+	}
+	return float64(now().UnixNano()) / 1e9
+}
+
+// Sinks are the values of the decision log's sink label, created at zero.
+var Sinks = []string{"stdout", "file", "otlp"}
+
+// StateStoreOps are the values of the state store's op label.
+var StateStoreOps = []string{"claim", "release", "ping"}
 
 // Reason is one value of the reason label, with the decision label it goes
 // with and whether it is a token failure (token_verification_failures_total).
@@ -44,13 +77,13 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 	const ns = "mcp_extauthz"
 	m := &Metrics{
 		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "decisions_total",
-			Help: "Check decisions by decision (allow, deny, ask), reason, MCP method and whether dry-run admitted them anyway."},
-			[]string{"decision", "reason", "method", "dry_run"}),
+			Help: "Check decisions by decision (allow, deny, ask), reason, MCP method, MCP server (configured ids; other; none) and whether dry-run admitted them anyway."},
+			[]string{"decision", "reason", "method", "server", "dry_run"}),
 		ShadowMatches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "shadow_matches_total",
 			Help: "Shadow rules that matched, by the decision they would have given."}, []string{"decision"}),
-		CheckDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "check_duration_seconds",
-			Help:    "Time spent in Check, from receipt to response.",
-			Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}}),
+		CheckDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "check_duration_seconds",
+			Help:    "Time spent in Check, from receipt to response, by decision (allow, deny, ask).",
+			Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}}, []string{"decision"}),
 		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "checks_in_flight",
 			Help: "Checks being decided now."}),
 		TokenFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "token_verification_failures_total",
@@ -69,12 +102,43 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 			Help: "1 for the live policy's version (sha256 of the file)."}, []string{"version"}),
 		Ready: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "ready",
 			Help: "1 when a policy is compiled and signing keys are available."}),
+		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "build_info",
+			Help: "1, with the build's version, commit and Go version as labels."}, []string{"version", "commit", "goversion"}),
+		DryRun: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "dry_run",
+			Help: "1 when --dry-run admits every request."}),
+		PolicyReloadOK: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "policy_last_reload_successful",
+			Help: "1 when the last policy load compiled and was published; 0 while a refused change is on disk."}),
+		PolicyReloadTime: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "policy_last_reload_success_timestamp_seconds",
+			Help: "Unix time of the last policy published."}),
+		KeySetRefreshTime: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "keyset_last_refresh_success_timestamp_seconds",
+			Help: "Unix time of the last successful fetch of the identity provider's key set (or load of --jwks-file)."}),
+		StateStoreRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "state_store_requests_total",
+			Help: "Requests to the approval / idempotency state store, by operation (claim, release, ping) and result (ok, error)."}, []string{"op", "result"}),
+		StateStoreDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "state_store_request_duration_seconds",
+			Help:    "Latency of state store requests, by operation.",
+			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}}, []string{"op"}),
+		DecisionLogErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "decision_log_write_errors_total",
+			Help: "Failed writes (or exports) of decision log batches, by sink."}, []string{"sink"}),
+		DecisionLogDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "decision_log_dropped_total",
+			Help: "Decision log lines dropped, by sink: the buffer was full (--decision-log-overflow drop), a batch failed, or shutdown could not flush them."}, []string{"sink"}),
+		DecisionLogBlocked: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "decision_log_blocked_total",
+			Help: "Decision log lines that waited for buffer space, by sink (--decision-log-overflow block): each held a Check."}, []string{"sink"}),
+		DecisionLogSampled: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "decision_log_sampled_out_total",
+			Help: "Allowed decisions not logged by --decision-log-sample-allowed."}),
+		CELEvaluationErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cel_evaluation_errors_total",
+			Help: "`when` expressions that failed at run time (a missing args member, a wrong type, the cost limit), by rule id; deny and ask rules then match, allow rules do not."}, []string{"rule_id"}),
+		RuleDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rule_decisions_total",
+			Help: "Checks decided by a rule, by its id (from the policy file) and decision (allow, deny, ask): which rules deny most."}, []string{"rule_id", "decision"}),
+		reg: reg,
 	}
 	reg.MustRegister(m.Decisions, m.ShadowMatches, m.CheckDuration, m.InFlight, m.TokenFailures, m.TokenCache,
-		m.KeySetRefreshes, m.OIDCDiscovery, m.PolicyReloads, m.PolicyReloadError, m.PolicyInfo, m.Ready)
+		m.KeySetRefreshes, m.OIDCDiscovery, m.PolicyReloads, m.PolicyReloadError, m.PolicyInfo, m.Ready,
+		m.BuildInfo, m.DryRun, m.PolicyReloadOK, m.PolicyReloadTime, m.KeySetRefreshTime, m.StateStoreRequests,
+		m.StateStoreDuration, m.DecisionLogErrors, m.DecisionLogDropped, m.DecisionLogBlocked, m.DecisionLogSampled,
+		m.CELEvaluationErrors, m.RuleDecisions)
 	for _, r := range reasons {
 		for _, dry := range []string{"false", "true"} {
-			m.Decisions.WithLabelValues(r.Decision, r.Reason, "none", dry)
+			m.Decisions.WithLabelValues(r.Decision, r.Reason, "none", "none", dry)
 		}
 		if r.Token {
 			m.TokenFailures.WithLabelValues(r.Reason)
@@ -82,6 +146,18 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 	}
 	for _, d := range []string{"allow", "deny", "ask"} {
 		m.ShadowMatches.WithLabelValues(d)
+		m.CheckDuration.WithLabelValues(d)
+	}
+	for _, op := range StateStoreOps {
+		m.StateStoreDuration.WithLabelValues(op)
+		for _, r := range []string{"ok", "error"} {
+			m.StateStoreRequests.WithLabelValues(op, r)
+		}
+	}
+	for _, s := range Sinks {
+		m.DecisionLogErrors.WithLabelValues(s)
+		m.DecisionLogDropped.WithLabelValues(s)
+		m.DecisionLogBlocked.WithLabelValues(s)
 	}
 	for _, r := range []string{"hit", "miss", "expired", "stale"} {
 		m.TokenCache.WithLabelValues(r)
@@ -93,19 +169,19 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 	return m
 }
 
-// Decided counts one Check: its latency and its decision, reason and method
-// labels, and the reason again in token_verification_failures_total when
-// tokenFailure.
-func (m *Metrics) Decided(latency time.Duration, decision, reason, method string, dryRun, tokenFailure bool) {
+// Decided counts one Check: its latency and its decision, reason, method
+// and server labels, and the reason again in
+// token_verification_failures_total when tokenFailure.
+func (m *Metrics) Decided(latency time.Duration, decision, reason, method, server string, dryRun, tokenFailure bool) {
 	if m == nil {
 		return
 	}
-	m.CheckDuration.Observe(latency.Seconds())
+	m.CheckDuration.WithLabelValues(decision).Observe(latency.Seconds())
 	dry := "false"
 	if dryRun {
 		dry = "true"
 	}
-	m.Decisions.WithLabelValues(decision, reason, method, dry).Inc()
+	m.Decisions.WithLabelValues(decision, reason, method, server, dry).Inc()
 	if tokenFailure {
 		m.TokenFailures.WithLabelValues(reason).Inc()
 	}
@@ -146,14 +222,26 @@ func (m *Metrics) PolicyPublished(version string) {
 		return
 	}
 	m.PolicyReloads.Inc()
+	m.PolicyReloadOK.Set(1)
+	m.PolicyReloadTime.Set(m.unixNow())
 	m.PolicyInfo.Reset()
 	m.PolicyInfo.WithLabelValues(version).Set(1)
 }
 
-// PolicyRefused counts a policy change refused.
+// PolicyUnchanged records a load that found the live policy's file:
+// policy_last_reload_successful is 1 again.
+func (m *Metrics) PolicyUnchanged() {
+	if m != nil {
+		m.PolicyReloadOK.Set(1)
+	}
+}
+
+// PolicyRefused counts a policy change refused; policy_last_reload_successful
+// is 0 until the next one is published.
 func (m *Metrics) PolicyRefused() {
 	if m != nil {
 		m.PolicyReloadError.Inc()
+		m.PolicyReloadOK.Set(0)
 	}
 }
 
@@ -178,6 +266,7 @@ func (m *Metrics) KeySetRefreshed(err error) {
 		m.KeySetRefreshes.WithLabelValues("error").Inc()
 	} else {
 		m.KeySetRefreshes.WithLabelValues("ok").Inc()
+		m.KeySetRefreshTime.Set(m.unixNow())
 	}
 }
 
@@ -187,4 +276,95 @@ func (m *Metrics) TokenCacheResult(result string) {
 	if m != nil {
 		m.TokenCache.WithLabelValues(result).Inc()
 	}
+}
+
+// SetBuildInfo sets build_info{version,commit,goversion} (the Go version
+// of this binary) to 1.
+func (m *Metrics) SetBuildInfo(version, commit string) {
+	if m != nil {
+		m.BuildInfo.Reset()
+		m.BuildInfo.WithLabelValues(version, commit, runtime.Version()).Set(1)
+	}
+}
+
+// SetDryRun sets the dry_run gauge.
+func (m *Metrics) SetDryRun(on bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if on {
+		v = 1
+	}
+	m.DryRun.Set(v)
+}
+
+// StateStoreCall counts one state store request: op (one of
+// StateStoreOps), its latency and whether it failed.
+func (m *Metrics) StateStoreCall(op string, latency time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.StateStoreRequests.WithLabelValues(op, result).Inc()
+	m.StateStoreDuration.WithLabelValues(op).Observe(latency.Seconds())
+}
+
+// DecisionLogWriteError counts a failed write of a batch to sink.
+func (m *Metrics) DecisionLogWriteError(sink string) {
+	if m != nil {
+		m.DecisionLogErrors.WithLabelValues(sink).Inc()
+	}
+}
+
+// DecisionLogDrop counts n lines lost by sink.
+func (m *Metrics) DecisionLogDrop(sink string, n int) {
+	if m != nil {
+		m.DecisionLogDropped.WithLabelValues(sink).Add(float64(n))
+	}
+}
+
+// DecisionLogBlock counts a line that waited for sink's buffer.
+func (m *Metrics) DecisionLogBlock(sink string) {
+	if m != nil {
+		m.DecisionLogBlocked.WithLabelValues(sink).Inc()
+	}
+}
+
+// DecisionLogSampledOut counts an allowed decision left out of the log.
+func (m *Metrics) DecisionLogSampledOut() {
+	if m != nil {
+		m.DecisionLogSampled.Inc()
+	}
+}
+
+// RuleDecided counts a Check decided by rule ruleID (bounded by the
+// policies loaded).
+func (m *Metrics) RuleDecided(ruleID, decision string) {
+	if m != nil {
+		m.RuleDecisions.WithLabelValues(ruleID, decision).Inc()
+	}
+}
+
+// CELError counts a `when` expression of rule ruleID that failed at run
+// time. Rule ids come from the policy file, so the label set is bounded
+// by the policies loaded.
+func (m *Metrics) CELError(ruleID string) {
+	if m != nil {
+		m.CELEvaluationErrors.WithLabelValues(ruleID).Inc()
+	}
+}
+
+// ObserveDPoPReplayCache registers dpop_replay_cache_entries, read from
+// size at every scrape: the DPoP proof ids (jti) remembered to refuse
+// replays.
+func (m *Metrics) ObserveDPoPReplayCache(size func() int) {
+	if m == nil || size == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "mcp_extauthz", Name: "dpop_replay_cache_entries",
+		Help: "DPoP proof ids (jti) remembered to refuse replays, in this replica."}, func() float64 { return float64(size()) }))
 }

@@ -19,8 +19,8 @@ func TestNewSeriesAtZero(t *testing.T) {
 	if n := testutil.CollectAndCount(m.TokenFailures); n != 1 {
 		t.Errorf("%d token failure series, want 1", n)
 	}
-	m.Decided(time.Millisecond, "deny", "token_expired", "tools/call", true, true)
-	if got := testutil.ToFloat64(m.Decisions.WithLabelValues("deny", "token_expired", "tools/call", "true")); got != 1 {
+	m.Decided(time.Millisecond, "deny", "token_expired", "tools/call", "payments", true, true)
+	if got := testutil.ToFloat64(m.Decisions.WithLabelValues("deny", "token_expired", "tools/call", "payments", "true")); got != 1 {
 		t.Errorf("decisions = %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(m.TokenFailures.WithLabelValues("token_expired")); got != 1 {
@@ -40,7 +40,7 @@ func TestNewSeriesAtZero(t *testing.T) {
 // TestNilCountsNothing: every method is safe on a nil *Metrics.
 func TestNilCountsNothing(t *testing.T) {
 	var m *Metrics
-	m.Decided(time.Second, "allow", "allowed", "ping", false, false)
+	m.Decided(time.Second, "allow", "allowed", "ping", "none", false, false)
 	m.ShadowMatched("deny")
 	m.CheckStarted()()
 	m.SetReady(true)

@@ -153,7 +153,10 @@ static_resources:
                 - { exact: origin }
                 - { exact: user-agent }
                 - { exact: x-request-id }
-                - { exact: traceparent }
+                - { exact: traceparent }               # W3C Trace Context: the Check span continues the request's trace
+                - { exact: tracestate }
+                - { exact: b3 }                        # B3, single header (Zipkin)
+                - { prefix: x-b3- }                    # B3, multiple headers
                 - { exact: content-length }           # body_truncated: fewer bytes than announced
                 - { exact: x-envoy-auth-partial-body } # set by Envoy when it buffered a body
                 - { exact: content-encoding }  # only identity is decided
