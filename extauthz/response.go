@@ -135,6 +135,11 @@ type Responder struct {
 	// ConcealAs is the SDK whose unknown-target answer a concealed refusal
 	// reproduces; "" means ConcealGoSDK.
 	ConcealAs ConcealStyle
+	// ConcealJSONResponse says the MCP server answers POSTs with
+	// application/json rather than an SSE stream (go-sdk
+	// StreamableHTTPOptions.JSONResponse, TypeScript enableJsonResponse), so
+	// a concealed refusal does too. See concealAnswer.
+	ConcealJSONResponse bool
 	// DecidedHeaders are further request headers (lower-case) the service
 	// decides on, such as a configured idempotency key header: client
 	// spellings that fold onto one of them are removed like those of the
@@ -210,8 +215,10 @@ func (rs *Responder) Response(d *Decision, reqHeaders Headers) *authv3.CheckResp
 // and whose body is the JSON-RPC 2.0 error response (application/json); 401
 // adds WWW-Authenticate (RFC 6750 section 3, RFC 9728 resource_metadata: the
 // route's mcp_audience metadata URL, else rs.ResourceMetadataURL), 503 adds
-// Retry-After. Both carry d as dynamic metadata (namespace
-// envoy.filters.http.ext_authz in Envoy's access log).
+// Retry-After. A concealed refusal (concealable) is instead the MCP server's
+// own answer to an unknown target, status, headers and body (concealAnswer).
+// Both carry d as dynamic metadata (namespace envoy.filters.http.ext_authz
+// in Envoy's access log).
 func (rs *Responder) ResponseFor(d *Decision, r *Request) *authv3.CheckResponse {
 	rm := rs.ResourceMetadataURL
 	if aud := r.ContextExtensions[ContextExtensionAudience]; aud != "" {
@@ -228,16 +235,23 @@ func (rs *Responder) respond(d *Decision, reqHeaders Headers, resourceMetadata s
 	}
 	b := new(deniedBlock)
 	o := d.Reason.outcome()
-	b.add("content-type", "application/json")
 	var status int
 	var body []byte
 	switch {
 	case concealable(d): // the MCP server's own answer to an unknown target
-		status, body = http.StatusOK, concealedBody(rs.ConcealAs, d)
+		a := concealAnswer(rs.ConcealAs, rs.ConcealJSONResponse, d, reqHeaders)
+		for _, h := range a.headers[:a.n] {
+			b.add(h.k, h.v)
+		}
+		status, body = a.status, a.body
 	case o.class == classToken:
+		b.add("content-type", "application/json")
 		b.add("www-authenticate", wwwAuthenticate(d.Reason, reqHeaders, resourceMetadata))
 	case d.Reason == ReasonInsufficientScope:
+		b.add("content-type", "application/json")
 		b.add("www-authenticate", insufficientScopeChallenge(d.RequiredScopes, resourceMetadata))
+	default:
+		b.add("content-type", "application/json")
 	}
 	if body == nil {
 		status, body = rs.Status(d, reqHeaders), errorBody(d)
@@ -261,9 +275,9 @@ type deniedBlock struct {
 	hr   authv3.CheckResponse_DeniedResponse
 	dr   authv3.DeniedHttpResponse
 	hs   typev3.HttpStatus
-	ptrs [3]*corev3.HeaderValueOption
-	opts [3]corev3.HeaderValueOption
-	vals [3]corev3.HeaderValue
+	ptrs [5]*corev3.HeaderValueOption // content-type, www-authenticate, retry-after; or a concealed answer's (4) and retry-after
+	opts [5]corev3.HeaderValueOption
+	vals [5]corev3.HeaderValue
 	n    int
 	mb   metadataBlock
 }

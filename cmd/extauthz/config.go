@@ -72,6 +72,7 @@ type Config struct {
 	IdempotencyMeta              string
 	IdempotencyTTL               time.Duration
 	ConcealAs                    string
+	ConcealJSONResponse          bool
 
 	TLS tlsFiles // all empty: plaintext gRPC
 	// ServersByPrincipal maps destination principals (SPIFFE ids) to MCP
@@ -329,6 +330,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.IdempotencyMeta, "idempotency-meta", "", "params._meta member with the request's idempotency key (e.g. io.mcp-extauthz/idempotency-key); empty ignores _meta")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", extauthz.DefaultIdempotencyTTL, "how long an idempotency key stays bound to its request digest")
 	fs.StringVar(&c.ConcealAs, "conceal-as", string(extauthz.ConcealGoSDK), "SDK of the MCP server whose unknown-tool answer refusal: conceal reproduces: go-sdk, typescript-sdk (1.x) or typescript-sdk-v2")
+	fs.BoolVar(&c.ConcealJSONResponse, "conceal-json-response", false, "the MCP server answers POSTs with application/json, not an SSE stream (go-sdk JSONResponse, TypeScript enableJsonResponse): so does a concealed refusal")
 	c.ServersByPrincipal = map[string]string{}
 	fs.Var(principalFlag(c.ServersByPrincipal), "server-id-by-principal", "PRINCIPAL=ID: the MCP server id for requests to the workload with this destination principal (Istio SPIFFE id), when the route names none (repeatable)")
 	fs.Var((*listFlag)(&c.CaseSensitiveKeys), "case-sensitive-keys", "SERVER-ID: an MCP server whose SDK matches argument names case-sensitively (TypeScript, Python), so arguments that differ only by case are two members, not a case_variant_key refusal (repeatable; default: refused for every server)")

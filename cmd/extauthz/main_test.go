@@ -615,8 +615,21 @@ func TestServeBindingFlags(t *testing.T) {
 	}
 	c, err := parseServeConfig(append(base, "--state-store", "redis://127.0.0.1:6379/0", "--approver-issuer", "https://approvals.example.com",
 		"--approver-jwks-file", "examples/approver-jwks.json", "--conceal-as", "typescript-sdk"), func(string) string { return "" }, io.Discard)
-	if err != nil || c.StateStore != "redis://127.0.0.1:6379/0" || c.IdempotencyHeader != "Idempotency-Key" {
+	if err != nil || c.StateStore != "redis://127.0.0.1:6379/0" || c.IdempotencyHeader != "Idempotency-Key" || c.ConcealJSONResponse {
 		t.Errorf("valid flags: %v %+v", err, c)
+	}
+	// --conceal-json-response, as a flag and as EXTAUTHZ_CONCEAL_JSON_RESPONSE.
+	if c, err = parseServeConfig(append(base, "--state-store-memory-per-replica-ok", "--conceal-json-response"), func(string) string { return "" }, io.Discard); err != nil || !c.ConcealJSONResponse {
+		t.Errorf("--conceal-json-response: %v %+v", err, c)
+	}
+	env := func(k string) string {
+		if k == "EXTAUTHZ_CONCEAL_JSON_RESPONSE" {
+			return "true"
+		}
+		return ""
+	}
+	if c, err = parseServeConfig(append(base, "--state-store-memory-per-replica-ok"), env, io.Discard); err != nil || !c.ConcealJSONResponse {
+		t.Errorf("EXTAUTHZ_CONCEAL_JSON_RESPONSE=true: %v %+v", err, c)
 	}
 }
 

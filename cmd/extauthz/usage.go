@@ -59,7 +59,7 @@ func serveFlagGroup(name string) string {
 		return "listen"
 	case "issuer", "audience", "resource-metadata-url", "resource-documentation":
 		return "tokens"
-	case "policy", "server-id", "server-id-by-principal", "denial-status", "dry-run", "conceal-as", "case-sensitive-keys":
+	case "policy", "server-id", "server-id-by-principal", "denial-status", "dry-run", "conceal-as", "conceal-json-response", "case-sensitive-keys":
 		return "policy"
 	case "approval-url":
 		return "approvals"
