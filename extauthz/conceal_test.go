@@ -448,3 +448,20 @@ func TestConcealSessionID(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkConcealAnswer: building a concealed answer (SSE, TypeScript
+// style, a string id), off the gRPC path.
+func BenchmarkConcealAnswer(b *testing.B) {
+	d := &Decision{Method: "tools/call", Target: "delete_repo", RPCID: []byte(`"a-1"`)}
+	h := Headers{"accept": {"application/json, text/event-stream"}, "mcp-session-id": {"sess-1"}, "mcp-protocol-version": {"2025-11-25"}}
+	for _, style := range []ConcealStyle{ConcealGoSDK, ConcealTypeScriptSDK} {
+		b.Run(string(style), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if a := concealAnswer(style, false, d, h); a.status != 200 {
+					b.Fatal(a.status)
+				}
+			}
+		})
+	}
+}
