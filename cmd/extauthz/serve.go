@@ -313,8 +313,8 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	}, OnIgnoredKeys: func(ignored []bearer.IgnoredKey) { logIgnoredKeys(log, ignored) }, OnDiscovery: metrics.OIDCDiscovered,
 		Types: tokenTypes(cfg.TokenTypes)}
 	if cfg.JWKSFile != "" {
-		ks, err := bearer.LoadJWKS(cfg.JWKSFile)
-		if err != nil {
+		ks := &bearer.KeySet{Accept: publishedKeysRefusal("jwks-file", cfg.AllowTestKeys, log)}
+		if err := ks.LoadFile(cfg.JWKSFile); err != nil {
 			return nil, fmt.Errorf("--jwks-file: %w", err)
 		}
 		logIgnoredKeys(log, ks.Ignored())
@@ -342,7 +342,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	if rm == "" {
 		rm = resourcemeta.URL(cfg.Audiences[0])
 	}
-	binding, approvals, err := newBinding(cfg, jwks)
+	binding, approvals, err := newBinding(cfg, jwks, log)
 	if err != nil {
 		return nil, err
 	}
@@ -430,8 +430,9 @@ func tokenTypes(extra []string) []string {
 // mcp-approval+jwt only; keys from --approver-jwks-file or discovery;
 // audiences are the MCP server's). When the approver issuer is the token
 // issuer, the two static key sets (tokenKeys is --jwks-file's) must share
-// no key, now and after every reload of --jwks-file.
-func newBinding(cfg *Config, tokenKeys *bearer.KeySet) (*extauthz.Binding, *bearer.OIDCVerifier, error) {
+// no key, now and after every reload of --jwks-file. --approver-jwks-file
+// may not hold a published test key unless --allow-test-keys.
+func newBinding(cfg *Config, tokenKeys *bearer.KeySet, log *zap.Logger) (*extauthz.Binding, *bearer.OIDCVerifier, error) {
 	st, err := state.OpenWithOptions(cfg.StateStore, cfg.StateStoreRedis)
 	if err != nil {
 		return nil, nil, err
@@ -449,8 +450,8 @@ func newBinding(cfg *Config, tokenKeys *bearer.KeySet) (*extauthz.Binding, *bear
 	}
 	oc := bearer.OIDCConfig{Issuer: cfg.ApproverIssuer, Audiences: cfg.Audiences, Types: []string{extauthz.ApprovalType}}
 	if cfg.ApproverJWKSFile != "" {
-		ks, err := bearer.LoadJWKS(cfg.ApproverJWKSFile)
-		if err != nil {
+		ks := &bearer.KeySet{Accept: publishedKeysRefusal("approver-jwks-file", cfg.AllowTestKeys, log)}
+		if err := ks.LoadFile(cfg.ApproverJWKSFile); err != nil {
 			st.Close()
 			return nil, nil, fmt.Errorf("--approver-jwks-file: %w", err)
 		}
@@ -470,7 +471,17 @@ func newBinding(cfg *Config, tokenKeys *bearer.KeySet) (*extauthz.Binding, *bear
 				st.Close()
 				return nil, nil, err
 			}
-			tokenKeys.Accept = shared // a rotated --jwks-file may not bring one in
+			// A rotated --jwks-file may not bring one in, nor a published
+			// test key (the Accept it has already).
+			vet := tokenKeys.Accept
+			tokenKeys.Accept = func(keys []jose.JSONWebKey) error {
+				if vet != nil {
+					if err := vet(keys); err != nil {
+						return err
+					}
+				}
+				return shared(keys)
+			}
 		}
 	}
 	v, err := bearer.NewOIDCVerifier(oc)

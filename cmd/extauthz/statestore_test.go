@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
 )
 
@@ -106,7 +108,7 @@ func TestServeStateStoreReachesRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := newBinding(cfg, nil)
+	b, _, err := newBinding(cfg, nil, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,8 @@ func TestApproverIssuerIsTokenIssuer(t *testing.T) {
 	dir := t.TempDir()
 	tokenJWKS := filepath.Join(dir, "jwks.json")
 	copyFile(t, "examples/jwks.json", tokenJWKS)
-	same := append(append([]string{}, base...), "--issuer", "https://idp.example.com", "--approver-issuer", "https://idp.example.com", "--jwks-file", tokenJWKS)
+	// The published test keys are what this test needs: --allow-test-keys.
+	same := append(append([]string{}, base...), "--allow-test-keys", "--issuer", "https://idp.example.com", "--approver-issuer", "https://idp.example.com", "--jwks-file", tokenJWKS)
 	build := func(approverJWKS string) (*service, error) {
 		cfg, err := parseServeConfig(append(append([]string{}, same...), "--approver-jwks-file", approverJWKS), noEnv, io.Discard)
 		if err != nil {

@@ -57,7 +57,7 @@ func serveFlagGroup(name string) string {
 	switch name {
 	case "config", "grpc-addr", "http-addr", "client-ca-file", "drain-period", "shutdown-timeout", "max-body-bytes", "max-string-bytes":
 		return "listen"
-	case "issuer", "audience", "resource-metadata-url", "resource-documentation":
+	case "issuer", "audience", "resource-metadata-url", "resource-documentation", "allow-test-keys":
 		return "tokens"
 	case "policy", "server-id", "server-id-by-principal", "denial-status", "dry-run", "conceal-as", "conceal-json-response", "case-sensitive-keys":
 		return "policy"

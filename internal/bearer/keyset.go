@@ -42,7 +42,9 @@ type KeySet struct {
 	// they are logged once rather than on every refresh.
 	OnIgnoredKeys func([]IgnoredKey)
 	// Accept, if set, vets the keys of every LoadFile; an error refuses
-	// them and the last good keys stay in use.
+	// them and the last good keys stay in use (the published test keys,
+	// package testkeys; a key shared with the approver set). Fetches from
+	// URL are not vetted.
 	Accept func([]jose.JSONWebKey) error
 
 	mu        sync.Mutex
@@ -384,9 +386,10 @@ func usableKey(raw json.RawMessage) (jose.JSONWebKey, string) {
 
 // LoadFile replaces the keys of a fixed set with the JSON Web Key Set in
 // path (RFC 7517 section 5; public signing keys only), for a rotated
-// --jwks-file. On any error the last good keys stay in use and the error
-// is returned. OnRefresh, if set, is called with the result. A changed set
-// moves Generation, so cached token verifications are dropped.
+// --jwks-file; on a zero KeySet it loads the first keys. On any error the
+// last good keys stay in use and the error is returned. OnRefresh, if set,
+// is called with the result. A changed set moves Generation, so cached
+// token verifications are dropped.
 //
 // Members that cannot verify signatures are left out as in ParseJWKS, and
 // reported through OnIgnoredKeys when they differ from the last set's.

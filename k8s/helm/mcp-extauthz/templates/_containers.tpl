@@ -106,6 +106,11 @@
     - name: EXTAUTHZ_JWKS_FILE
       value: {{ printf "/etc/mcp-extauthz/jwks/%s" .auth.jwks.key | quote }}
     {{- end }}
+    {{- if .testOnly.allowPublishedTestKeys }}
+    # TEST ONLY: the key sets may hold the keys this repository publishes.
+    - name: EXTAUTHZ_ALLOW_TEST_KEYS
+      value: "true"
+    {{- end }}
     {{- if $tls }}
     - name: EXTAUTHZ_TLS_CERT_FILE
       value: /etc/mcp-extauthz/tls/tls.crt

@@ -51,6 +51,47 @@ app.kubernetes.io/component: {{ .Values.mode }}
 {{- end }}
 {{- end }}
 
+{{/*
+The keys this repository publishes for demos and tests
+(examples/TEST-ONLY-*.jwk.json): one line each, the hex RFC 7638 SHA-256
+thumbprint of the public key and the file of its private half. Anyone can
+sign with them. k8s/chart_test.go keeps this list equal to
+internal/testkeys/published.txt, the one serve refuses.
+*/}}
+{{- define "mcp-extauthz.publishedTestKeys" -}}
+846e7334b02cd9470b9c460074edba977ab91c24c0ce79d31f0d4bed708582fe examples/TEST-ONLY-signing-key.jwk.json
+5d0305197278ccab1672c07e143fffaea9713f6e47e5a55f72dd1a4d866cdbec examples/TEST-ONLY-approver-key.jwk.json
+{{- end }}
+
+{{/*
+Fails the render when a key of the JWKS auth.jwks.inline is a published test
+key (compared by RFC 7638 thumbprint: the required public members in
+lexicographic order, no whitespace, SHA-256), unless
+testOnly.allowPublishedTestKeys. A Secret the chart does not render
+(auth.jwks.existingSecret) is vetted by the service at start-up.
+*/}}
+{{- define "mcp-extauthz.refusePublishedTestKeys" -}}
+{{- if not .Values.testOnly.allowPublishedTestKeys }}
+{{- $set := fromJson .Values.auth.jwks.inline }}
+{{- range $k := (get $set "keys" | default list) }}
+{{- $canon := "" }}
+{{- if eq (get $k "kty") "RSA" }}{{ $canon = printf `{"e":"%s","kty":"RSA","n":"%s"}` (get $k "e") (get $k "n") }}
+{{- else if eq (get $k "kty") "EC" }}{{ $canon = printf `{"crv":"%s","kty":"EC","x":"%s","y":"%s"}` (get $k "crv") (get $k "x") (get $k "y") }}
+{{- else if eq (get $k "kty") "OKP" }}{{ $canon = printf `{"crv":"%s","kty":"OKP","x":"%s"}` (get $k "crv") (get $k "x") }}
+{{- end }}
+{{- if $canon }}
+{{- $tp := sha256sum $canon }}
+{{- range $line := splitList "\n" (include "mcp-extauthz.publishedTestKeys" $) }}
+{{- $known := splitList " " $line }}
+{{- if eq (first $known) $tp }}
+{{- fail (printf "auth.jwks.inline holds the published test key %q (RFC 7638 thumbprint %s; its private half is %s in the mcp-extauthz repository, so anyone can sign tokens with it): set your identity provider's keys, or testOnly.allowPublishedTestKeys=true for a demo or a test" (get $k "kid") $tp (last $known)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* A container securityContext: the chart-wide hardening merged under an override. */}}
 {{- define "mcp-extauthz.securityContext" -}}
 {{- $override := index . 0 }}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"go.uber.org/zap"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkeys"
+)
+
+// publishedKeysRefusal is the Accept of the --jwks-file and
+// --approver-jwks-file key sets: a set that holds a key this repository
+// publishes (examples/TEST-ONLY-*.jwk.json, found by RFC 7638 thumbprint)
+// is refused, since anyone can sign tokens or approvals with it, unless
+// --allow-test-keys is on; then it is accepted with a warning.
+func publishedKeysRefusal(flag string, allow bool, log *zap.Logger) func([]jose.JSONWebKey) error {
+	return func(keys []jose.JSONWebKey) error {
+		found := testkeys.Find(keys)
+		if len(found) == 0 {
+			return nil
+		}
+		what := make([]string, len(found))
+		for i, k := range found {
+			what[i] = fmt.Sprintf("thumbprint %s (private half published as %s)", k.Thumbprint, k.File)
+		}
+		if allow {
+			log.Warn("--"+flag+" trusts published test keys (--allow-test-keys): anyone can sign with them; demos and tests only",
+				zap.Strings("keys", what))
+			return nil
+		}
+		return fmt.Errorf("the key set holds a published test key, %s: anyone can sign with it, so it is refused unless --allow-test-keys (EXTAUTHZ_ALLOW_TEST_KEYS=true; Helm testOnly.allowPublishedTestKeys) says this is a demo or a test",
+			strings.Join(what, ", "))
+	}
+}

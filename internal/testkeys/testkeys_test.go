@@ -1,0 +1,114 @@
+package testkeys
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+const repo = "../.."
+
+// TestPublishedAreTheExamples: published.txt lists exactly the keys of
+// examples/TEST-ONLY-*.jwk.json, each with its own thumbprint, so a test
+// key added there is refused by serve too.
+func TestPublishedAreTheExamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(repo, "examples", "TEST-ONLY-*.jwk.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples/TEST-ONLY-*.jwk.json: %v", err)
+	}
+	var want []Key
+	for _, f := range files {
+		k := readKey(t, f)
+		if k.IsPublic() {
+			t.Errorf("%s: not a private key", f)
+		}
+		rel, _ := filepath.Rel(repo, f)
+		want = append(want, Key{Thumbprint: Thumbprint(k), File: filepath.ToSlash(rel)})
+	}
+	got := Published()
+	sortKeys(got)
+	sortKeys(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("published.txt lists %v, want %v", got, want)
+	}
+}
+
+func TestFind(t *testing.T) {
+	signingKey := readKey(t, filepath.Join(repo, "examples", "TEST-ONLY-signing-key.jwk.json"))
+	approverKey := readKey(t, filepath.Join(repo, "examples", "TEST-ONLY-approver-key.jwk.json"))
+	signing, approver := signingKey.Public(), approverKey.Public()
+	renamed := signing
+	renamed.KeyID, renamed.Algorithm, renamed.Use = "prod-key-2026", "", ""
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := []jose.JSONWebKey{{Key: rsaKey.Public(), KeyID: "example-test-key-1", Algorithm: "RS256"}, {Key: ecKey.Public(), KeyID: "example-approver-key-1"}}
+	tests := []struct {
+		name string
+		give []jose.JSONWebKey
+		want []string
+	}{
+		{"examples/jwks.json", readSet(t, "jwks.json"), []string{"examples/TEST-ONLY-signing-key.jwk.json"}},
+		{"examples/approver-jwks.json", readSet(t, "approver-jwks.json"), []string{"examples/TEST-ONLY-approver-key.jwk.json"}},
+		{"the test key under another kid, without alg and use", []jose.JSONWebKey{renamed}, []string{"examples/TEST-ONLY-signing-key.jwk.json"}},
+		{"fresh keys under the test keys' kids", fresh, nil},
+		{"fresh keys and both test keys", append(slices.Clone(fresh), approver, signing), []string{"examples/TEST-ONLY-approver-key.jwk.json", "examples/TEST-ONLY-signing-key.jwk.json"}},
+		{"the private key itself", []jose.JSONWebKey{signingKey}, []string{"examples/TEST-ONLY-signing-key.jwk.json"}},
+		{"no keys", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, k := range Find(tt.give) {
+				got = append(got, k.File)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Find = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func readKey(t *testing.T, path string) jose.JSONWebKey {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k jose.JSONWebKey
+	if err := json.Unmarshal(b, &k); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return k
+}
+
+func readSet(t *testing.T, name string) []jose.JSONWebKey {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repo, "examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s jose.JSONWebKeySet
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s.Keys
+}
+
+func sortKeys(k []Key) {
+	slices.SortFunc(k, func(a, b Key) int { return strings.Compare(a.File, b.File) })
+}
