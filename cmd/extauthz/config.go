@@ -451,5 +451,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	if err := checkMemoryStore(c); err != nil {
 		return nil, err
 	}
+	if err := checkAudiences(c.Audiences); err != nil {
+		return nil, err
+	}
 	return c, nil
 }

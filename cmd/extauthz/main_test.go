@@ -184,7 +184,7 @@ func TestServeStartFailures(t *testing.T) {
 		{filepath.Join(dir, "missing.yaml"), "no such file"},
 		{badPolicy, badPolicy + ":4:"},
 	} {
-		err := run(t.Context(), []string{"serve", "--policy", tt.policy, "--issuer", "https://i", "--audience", "a", "--grpc-addr", "127.0.0.1:0", "--state-store-memory-per-replica-ok"}, io.Discard, io.Discard)
+		err := run(t.Context(), []string{"serve", "--policy", tt.policy, "--issuer", "https://i", "--audience", "https://mcp.example.com/mcp", "--grpc-addr", "127.0.0.1:0", "--state-store-memory-per-replica-ok"}, io.Discard, io.Discard)
 		if err == nil || exitCode(err) == 0 || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("policy %s: err = %v, want one line containing %q", tt.policy, err, tt.want)
 		}
@@ -593,7 +593,7 @@ func TestApproveCommandErrors(t *testing.T) {
 // TestServeBindingFlags: approval, idempotency and concealment flags are
 // validated at start-up, one line each.
 func TestServeBindingFlags(t *testing.T) {
-	base := []string{"--policy", "examples/policy.yaml", "--issuer", "https://i", "--audience", "a"}
+	base := []string{"--policy", "examples/policy.yaml", "--issuer", "https://i", "--audience", "https://mcp.example.com/mcp"}
 	tests := []struct {
 		give []string
 		want string
@@ -642,17 +642,17 @@ func TestServeStderrIsJSON(t *testing.T) {
 	if err := os.WriteFile(badPolicy, []byte("default: deny\nallow: [{match: x, shadow: yes}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base := []string{"--issuer", "https://idp.example.com", "--audience", "a", "--grpc-addr", "127.0.0.1:0", "--http-addr", "", "--state-store-memory-per-replica-ok"}
+	base := []string{"--issuer", "https://idp.example.com", "--audience", "https://mcp.example.com/mcp", "--grpc-addr", "127.0.0.1:0", "--http-addr", "", "--state-store-memory-per-replica-ok"}
 	tests := []struct {
 		name string
 		give []string
 		want string // in the error line
 	}{
 		{name: "unknown flag", give: []string{"--bogus"}, want: "flag provided but not defined"},
-		{name: "missing issuer", give: []string{"--policy", "examples/policy.yaml", "--audience", "a"}, want: "--issuer is required"},
+		{name: "missing issuer", give: []string{"--policy", "examples/policy.yaml", "--audience", "https://mcp.example.com/mcp"}, want: "--issuer is required"},
 		{name: "bad log level", give: append([]string{"--policy", "examples/policy.yaml", "--log-level", "loud"}, base...), want: "--log-level"},
 		{name: "bad policy", give: append([]string{"--policy", badPolicy}, base...), want: badPolicy + ":2:"},
-		{name: "port in use", give: []string{"--policy", "examples/policy.yaml", "--issuer", "https://idp.example.com", "--audience", "a", "--grpc-addr", "256.0.0.1:1", "--state-store-memory-per-replica-ok"}, want: "256.0.0.1"},
+		{name: "port in use", give: []string{"--policy", "examples/policy.yaml", "--issuer", "https://idp.example.com", "--audience", "https://mcp.example.com/mcp", "--grpc-addr", "256.0.0.1:1", "--state-store-memory-per-replica-ok"}, want: "256.0.0.1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,7 +24,7 @@ func TestServeStateStoreFlags(t *testing.T) {
 	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := []string{"--policy", "examples/policy.yaml", "--issuer", "https://i", "--audience", "a"}
+	base := []string{"--policy", "examples/policy.yaml", "--issuer", "https://i", "--audience", "https://mcp.example.com/mcp"}
 	tests := []struct {
 		name    string
 		give    []string
@@ -74,7 +74,7 @@ func TestServeStateStoreFlags(t *testing.T) {
 func TestServeStateStorePasswordVariableIsNoUnknownFlag(t *testing.T) {
 	t.Setenv(envStateStorePassword, "s3cret")
 	var warn bytes.Buffer
-	c, err := parseServeConfig([]string{"--policy", "examples/policy.yaml", "--issuer", "https://i", "--audience", "a", "--state-store", "redis://extauthz@h"}, os.Getenv, &warn)
+	c, err := parseServeConfig([]string{"--policy", "examples/policy.yaml", "--issuer", "https://i", "--audience", "https://mcp.example.com/mcp", "--state-store", "redis://extauthz@h"}, os.Getenv, &warn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestServeStateStoreReachesRedis(t *testing.T) {
 	}
 	abs, _ := filepath.Abs("examples/policy.yaml")
 	conf := filepath.Join(dir, "config.yaml")
-	body := "policy: " + abs + "\nissuer: https://i\naudience: [a]\nstate-store: redis://extauthz@" + srv.Addr + "/0\nstate-store-password-file: redis-password\n"
+	body := "policy: " + abs + "\nissuer: https://i\naudience: [https://mcp.example.com/mcp]\nstate-store: redis://extauthz@" + srv.Addr + "/0\nstate-store-password-file: redis-password\n"
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

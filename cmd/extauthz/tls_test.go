@@ -185,7 +185,7 @@ func TestGRPCMutualTLS(t *testing.T) {
 
 func TestTLSFlagsGoTogether(t *testing.T) {
 	var out syncBuffer
-	_, err := parseServeConfig([]string{"--policy", "p", "--issuer", "https://i", "--audience", "a", "--tls-cert-file", "c"}, func(string) string { return "" }, &out)
+	_, err := parseServeConfig([]string{"--policy", "p", "--issuer", "https://i", "--audience", "https://mcp.example.com/mcp", "--tls-cert-file", "c"}, func(string) string { return "" }, &out)
 	if err == nil || !strings.Contains(err.Error(), "go together") {
 		t.Errorf("cert without key and CA: %v", err)
 	}
