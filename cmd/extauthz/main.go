@@ -6,6 +6,8 @@
 //	                           decide one request offline, or by a running service
 //	extauthz test [flags] [DIR|FILE...]
 //	                           run policy unit tests
+//	extauthz validate POLICY.yaml...
+//	                           compile policies without running tests
 //	extauthz token [flags]     mint a test bearer token (quick-start only)
 //	extauthz approve [flags] DENIAL.json
 //	                           sign an approval of one request digest
@@ -49,10 +51,7 @@ func (e *exitError) Error() string {
 }
 
 func main() {
-	// gRPC's own warnings and errors, as JSON lines like everything else.
-	if l, err := newLogger("warn", os.Stderr); err == nil {
-		grpclog.SetLoggerV2(zapgrpc.NewLogger(l))
-	}
+	setGRPCLogger(os.Args[1:], os.Stderr)
 	ctx, stop := shutdownContext()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -92,17 +91,39 @@ func shutdownContext() (context.Context, context.CancelFunc) {
 	return ctx, func() { signal.Stop(sigs); cancel() }
 }
 
-// run dispatches to a subcommand; serve is the default.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cmd := "serve"
+// setGRPCLogger routes gRPC's own log (grpclog) for the command in args:
+// serve's warnings and errors become JSON lines (zap) like everything else
+// it writes; the other commands print nothing of it, since their own error
+// line says what failed and a "[core] … connection refused" warning before
+// it only hides it. grpclog is process-wide and must be set before any
+// gRPC use, hence here, once, from main.
+func setGRPCLogger(args []string, stderr io.Writer) {
+	if cmd, _ := command(args); cmd != "serve" {
+		grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
+		return
+	}
+	if l, err := newLogger("warn", stderr); err == nil {
+		grpclog.SetLoggerV2(zapgrpc.NewLogger(l))
+	}
+}
+
+// command splits args into the subcommand and its arguments; serve is the
+// default.
+func command(args []string) (string, []string) {
 	switch {
 	case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
-		cmd, args = "help", nil
+		return "help", nil
 	case len(args) > 0 && (args[0] == "-version" || args[0] == "--version"):
-		cmd, args = "version", nil
+		return "version", nil
 	case len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-':
-		cmd, args = args[0], args[1:]
+		return args[0], args[1:]
 	}
+	return "serve", args
+}
+
+// run dispatches to a subcommand; serve is the default.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cmd, args := command(args)
 	switch cmd {
 	case "serve":
 		return runServe(ctx, args, stderr)
@@ -110,6 +131,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCheck(ctx, args, stdout, stderr)
 	case "test":
 		return runTest(ctx, args, stdout, stderr)
+	case "validate":
+		return runValidate(args, stdout, stderr)
 	case "token":
 		return runToken(args, stdout, stderr)
 	case "approve":
@@ -127,7 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, test, token, approve, healthcheck, envoy-drain, completion or version)", cmd)}
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, test, validate, token, approve, healthcheck, envoy-drain, completion or version)", cmd)}
 }
 
 const usage = `usage: extauthz <command> [flags]
@@ -135,7 +158,8 @@ const usage = `usage: extauthz <command> [flags]
 commands:
   serve        run the ext_authz gRPC service (the default)
   check        decide one request (a JSON-RPC body or a captured HTTP request): offline, or by a running service (--addr)
-  test         run policy unit tests (*_test.yaml next to the policy)
+  test         run policy unit tests (*_test.yaml next to the policy; a policy file finds its own)
+  validate     compile policies as serve would, without running tests
   token        mint a test bearer token with the quick-start key
   approve      sign an approval of one request digest (from an ask denial) for a principal
   healthcheck  probe a running service's gRPC health (exit 0 when SERVING)

@@ -486,7 +486,7 @@ func scrape(t *testing.T, httpAddr string) string {
 }
 
 func TestHelpAndVersion(t *testing.T) {
-	for _, args := range [][]string{{"-h"}, {"help"}, {"--version"}, {"version"}, {"check", "-h"}, {"serve", "-h"}, {"token", "-h"}, {"healthcheck", "-h"}, {"envoy-drain", "-h"}} {
+	for _, args := range [][]string{{"-h"}, {"help"}, {"--version"}, {"version"}, {"check", "-h"}, {"serve", "-h"}, {"token", "-h"}, {"approve", "-h"}, {"validate", "-h"}, {"test", "-h"}, {"healthcheck", "-h"}, {"envoy-drain", "-h"}} {
 		var out bytes.Buffer
 		if err := run(t.Context(), args, &out, io.Discard); exitCode(err) != 0 {
 			t.Errorf("%v: exit %d (%v)", args, exitCode(err), err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -22,7 +23,7 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: extauthz test [flags] [DIR|FILE...]   (default .; runs every *_test.yaml below a DIR)")
+		fmt.Fprintln(stderr, "usage: extauthz test [flags] [DIR|FILE...]   (default .; runs every *_test.yaml below a DIR; POLICY.yaml runs POLICY_test.yaml beside it)")
 		fs.PrintDefaults()
 	}
 	verbose := fs.Bool("v", false, "print every test, and the policy trace of a failing one")
@@ -38,7 +39,11 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return &exitError{code: 2, err: fmt.Errorf("test: -run: %w", err)}
 		}
 	}
-	files, err := policytest.Find(fs.Args())
+	paths, forPolicy, err := testFilesOfPolicies(fs.Args())
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("test: %w", err)}
+	}
+	files, err := policytest.Find(paths)
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("test: %w", err)}
 	}
@@ -51,6 +56,11 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		f, err := policytest.LoadFile(name)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
+			broken = true
+			continue
+		}
+		if p, ok := forPolicy[name]; ok && filepath.Clean(f.PolicyPath) != filepath.Clean(p) {
+			fmt.Fprintf(stderr, "test: %s, found for the policy %s, tests %s (its policy: key)\n", name, p, f.PolicyPath)
 			broken = true
 			continue
 		}
@@ -122,4 +132,35 @@ func writeJUnitFile(path string, suites []policytest.Suite) error {
 		return err
 	}
 	return f.Close()
+}
+
+// testFilesOfPolicies returns args with each policy file (a regular file
+// not named *_test.yaml or *_test.yml) replaced by the test file beside
+// it, POLICY_test.yaml (or .yml), and which policy each such test file was
+// found for. A policy without a test file beside it is an error.
+func testFilesOfPolicies(args []string) ([]string, map[string]string, error) {
+	out := make([]string, 0, len(args))
+	forPolicy := map[string]string{}
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if err != nil || st.IsDir() || strings.HasSuffix(a, "_test.yaml") || strings.HasSuffix(a, "_test.yml") {
+			out = append(out, a) // Find reports what is missing
+			continue
+		}
+		ext := filepath.Ext(a)
+		base := strings.TrimSuffix(a, ext)
+		found := ""
+		for _, cand := range []string{base + "_test" + ext, base + "_test.yaml", base + "_test.yml"} {
+			if st, err := os.Stat(cand); err == nil && !st.IsDir() {
+				found = cand
+				break
+			}
+		}
+		if found == "" {
+			return nil, nil, fmt.Errorf("%s is not a test file (*_test.yaml), and there is no %s_test.yaml beside it; extauthz validate %s only compiles the policy", a, base, a)
+		}
+		out = append(out, found)
+		forPolicy[found] = a
+	}
+	return out, forPolicy, nil
 }

@@ -22,6 +22,7 @@ var commands = []struct{ name, what string }{
 	{"serve", "run the ext_authz gRPC service"},
 	{"check", "decide one request, offline or by a running service"},
 	{"test", "run policy unit tests"},
+	{"validate", "compile policies without running tests"},
 	{"token", "mint a test bearer token"},
 	{"approve", "sign an approval of one request digest"},
 	{"healthcheck", "probe a running service's gRPC health"},

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
+)
+
+// runValidate compiles each policy file as serve loads it, without running
+// any test. It prints one line per policy that compiles ("ok FILE
+// policy_version sha256:…") and every file:line:col problem of one that
+// does not. Exit 0 when all compile, 1 when one does not, 2 on bad usage or
+// a file that cannot be read (1 wins over 2, as in extauthz test).
+func runValidate(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: extauthz validate POLICY.yaml...   (compile policies as serve would, without running their tests)")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return &exitError{code: 2}
+	}
+	failed, broken := false, false
+	for _, name := range fs.Args() {
+		if err := validatePolicy(name, stdout); err != nil {
+			var ce *policy.CompileError
+			if errors.As(err, &ce) {
+				fmt.Fprintf(stdout, "FAIL %s: the policy does not compile:\n%s\n", name, strings.TrimRight(ce.Error(), "\n"))
+				failed = true
+				continue
+			}
+			fmt.Fprintln(stderr, "validate:", err)
+			broken = true
+		}
+	}
+	switch {
+	case failed:
+		return &exitError{code: 1}
+	case broken:
+		return &exitError{code: 2}
+	}
+	return nil
+}
+
+// validatePolicy compiles the policy in name and prints its ok line; a
+// *policy.CompileError when it does not compile, another error when it
+// cannot be read or is a test file.
+func validatePolicy(name string, stdout io.Writer) error {
+	if strings.HasSuffix(name, "_test.yaml") || strings.HasSuffix(name, "_test.yml") {
+		return fmt.Errorf("%s is a policy test file: extauthz test %s runs it", name, name)
+	}
+	src, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	if _, err := policy.Compile(name, src); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "ok %s policy_version %s\n", name, mcpparse.Digest(src))
+	return nil
+}
