@@ -50,7 +50,7 @@ if ! GOBIN=$bin go install "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION" 2>"$work
   GOBIN=$bin go install github.com/bojand/ghz/cmd/ghz@latest
 fi
 
-token=$("$bin/extauthz" token --sub alice --ttl 2h)
+token=$("$bin/extauthz" token --config examples/config.yaml --sub alice --ttl 2h)
 "$bin/bench" gen --token "$token" --out "$work" --examples examples/requests
 
 echo "== servers (CPU $SERVER_CPU)" >&2

@@ -36,21 +36,47 @@ func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stderr, "Prints an approval of the request digest for --sub, to send in x-mcp-approval.")
 		fs.PrintDefaults()
 	}
+	configFile := fs.String("config", "", configFlagUsage+" (--issuer: its approver-issuer, --audience: its first audience, --token-issuer: its issuer, --server-id: its server-id)")
 	keyFile := fs.String("key", "examples/TEST-ONLY-approver-key.jwk.json", "private JWK of the approver")
-	iss := fs.String("issuer", "https://approvals.example.com", "iss of the approval: serve's --approver-issuer")
-	aud := fs.String("audience", "https://mcp.example.com/mcp", "aud: the MCP server's resource URI the request was sent to")
+	iss := fs.String("issuer", "", "iss of the approval: serve's --approver-issuer (default: the --config one)")
+	aud := fs.String("audience", "", "aud: the MCP server's resource URI the request was sent to (default: the --config first audience)")
 	sub := fs.String("sub", "", "the principal (token sub) the request is approved for (required)")
 	digest := fs.String("digest", "", "the request digest (sha256:…); otherwise read from the input")
 	approver := fs.String("approver", "", "who approves (the approver claim; default $USER)")
 	ttl := fs.Duration("ttl", 10*time.Minute, "lifetime of the approval (serve refuses more than its --approval-max-lifetime)")
-	tokenIssuer := fs.String("token-issuer", "https://idp.example.com", "for a captured request: the iss of the requester's token")
-	serverID := fs.String("server-id", "payments", "for a captured request: the MCP server id")
+	tokenIssuer := fs.String("token-issuer", "", "for a captured request: the iss of the requester's token (default: the --config issuer)")
+	serverID := fs.String("server-id", "", "for a captured request: the MCP server id (default: the --config server-id)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	bad := func(err error) error { return &exitError{code: 2, err: err} }
-	if *sub == "" {
+	cfg, cfgFile, err := toolConfig(*configFile, os.Getenv)
+	if err != nil {
+		return bad(fmt.Errorf("approve: %w", err))
+	}
+	if set := setFlags(fs); cfg != nil {
+		if !set["issuer"] {
+			*iss = cfg.ApproverIssuer
+		}
+		if !set["audience"] {
+			*aud = cfg.Audiences[0]
+		}
+		if !set["token-issuer"] {
+			*tokenIssuer = cfg.Issuer
+		}
+		if !set["server-id"] {
+			*serverID = cfg.ServerID
+		}
+	}
+	switch {
+	case *sub == "":
 		return bad(errors.New("approve: --sub is required (the principal the request is approved for)"))
+	case *iss == "" && cfg != nil:
+		return bad(fmt.Errorf("approve: --config %s has no approver-issuer, so that service takes no approvals; give --issuer", cfgFile))
+	case *iss == "":
+		return bad(errors.New("approve: --issuer is required (serve's --approver-issuer), or --config FILE: serve's config"))
+	case *aud == "":
+		return bad(errors.New("approve: --audience is required (the MCP server's resource URI), or --config FILE: serve's config"))
 	}
 	if *approver == "" {
 		*approver = os.Getenv("USER")
@@ -64,7 +90,6 @@ func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return &exitError{code: 2}
 		}
 		var in []byte
-		var err error
 		if name := fs.Arg(0); name == "-" {
 			in, err = io.ReadAll(stdin)
 		} else {
@@ -127,6 +152,8 @@ func digestOf(ctx context.Context, in []byte, iss, sub, aud, serverID string) (s
 		return v.Error.Data.RequestDigest, nil
 	case v.RequestDigest != "":
 		return v.RequestDigest, nil
+	case iss == "" || serverID == "":
+		return "", errors.New("approve: the input holds no request_digest, so it is decided as a captured request, which needs --token-issuer and --server-id (or --config FILE: serve's config)")
 	}
 	capt, err := capture.Parse(in)
 	if err != nil {

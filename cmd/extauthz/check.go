@@ -96,19 +96,20 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: extauthz check [flags] FILE   (a JSON-RPC body or a captured request; - for stdin)")
-		fmt.Fprintln(stderr, "Offline by default: this policy, no token needed (the principal is --sub and --claim) unless --jwks-file; with --addr the running service decides.")
+		fmt.Fprintln(stderr, "Offline by default: the --config policy (or --policy), no token needed (the principal is --sub and --claim) unless --jwks-file; with --addr the running service decides.")
 		fs.PrintDefaults()
 	}
-	policyFile := fs.String("policy", "examples/policy.yaml", "policy YAML file (offline)")
-	serverID := fs.String("server-id", "payments", "MCP server id (offline)")
+	configFile := fs.String("config", "", configFlagUsage+" (offline: its policy, server-id, issuer, audience, token-typ, server-id-by-principal, case-sensitive-keys, denial-status, conceal-as; not its jwks-file)")
+	policyFile := fs.String("policy", "", "policy YAML file (offline; default: the --config policy)")
+	serverID := fs.String("server-id", "", "MCP server id (offline; default: the --config server-id)")
 	addr := fs.String("addr", "", "send the request to the ext_authz service at this gRPC address instead of deciding offline")
 	token := fs.String("token", "", "bearer token to put in the request's Authorization header (e.g. from `extauthz token`)")
 	httpMethod := fs.String("X", "POST", "HTTP method of a plain body (GET and DELETE take an empty FILE, e.g. /dev/null)")
 	headers := headerFlag{}
 	fs.Var(headers, "H", `request header "Name: value" (repeatable), over the captured request's`)
-	issuer := fs.String("issuer", policytest.DefaultIssuer, "issuer")
+	issuer := fs.String("issuer", "", "issuer (default: the --config issuer, else "+policytest.DefaultIssuer+", as in policy tests)")
 	var aud listFlag
-	fs.Var(&aud, "audience", "accepted audience (repeatable; default "+policytest.DefaultAudience+")")
+	fs.Var(&aud, "audience", "accepted audience (repeatable; default: the --config audiences, else "+policytest.DefaultAudience+", as in policy tests)")
 	var tokenTyps listFlag
 	fs.Var(&tokenTyps, "token-typ", "with --jwks-file: a JOSE typ access tokens may carry besides none, JWT and at+jwt (repeatable), as serve's")
 	jwks := fs.String("jwks-file", "", "verify the request's bearer token against this JWKS; without it no token is needed and the principal is --sub with --claim")
@@ -125,13 +126,54 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return &exitError{code: 2}
 	}
+	bad := func(err error) error { return &exitError{code: 2, err: fmt.Errorf("check: %w", err)} }
+	cfg, _, err := toolConfig(*configFile, os.Getenv)
+	if err != nil {
+		return bad(err)
+	}
+	set := setFlags(fs)
+	if cfg != nil {
+		if !set["policy"] {
+			*policyFile = cfg.PolicyFile
+		}
+		if !set["server-id"] {
+			*serverID = cfg.ServerID
+		}
+		if !set["issuer"] {
+			*issuer = cfg.Issuer
+		}
+		if !set["audience"] {
+			aud = cfg.Audiences
+		}
+		if !set["token-typ"] {
+			tokenTyps = cfg.TokenTypes
+		}
+	}
+	if *issuer == "" {
+		*issuer = policytest.DefaultIssuer
+	}
 	if len(aud) == 0 {
 		aud = listFlag{policytest.DefaultAudience}
 	}
-	bad := func(err error) error { return &exitError{code: 2, err: fmt.Errorf("check: %w", err)} }
+	// An empty --token or --approval is a failed $(extauthz token) or
+	// $(extauthz approve), not a request without one.
+	for _, name := range []string{"token", "approval"} {
+		if set[name] && strings.TrimSpace(fs.Lookup(name).Value.String()) == "" {
+			return bad(fmt.Errorf("--%s is empty (did the command that made it fail?); leave the flag out to send none", name))
+		}
+	}
+	if *addr == "" {
+		switch {
+		case *policyFile == "":
+			return bad(errors.New("no policy to decide by: give --policy FILE and --server-id ID, or --config FILE (serve's config), or --addr of a running service"))
+		case *serverID == "" && cfg != nil:
+			return bad(errors.New("no MCP server id: the config names none (its routes set mcp_server), so give --server-id"))
+		case *serverID == "":
+			return bad(errors.New("no MCP server id: give --server-id ID, or --config FILE (serve's config)"))
+		}
+	}
 
 	var in []byte
-	var err error
 	if name := fs.Arg(0); name == "-" {
 		in, err = io.ReadAll(os.Stdin)
 	} else {
@@ -211,9 +253,17 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	store := &extauthz.PolicyStore{}
 	store.Store(lp)
 	req := extauthz.RequestFromCheck(capt.CheckRequest(true))
-	d := (&extauthz.Decider{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: *explain,
-		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{})}).
-		Decide(ctx, req)
+	decider := &extauthz.Decider{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: *explain,
+		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{})}
+	responder := &extauthz.Responder{ResourceMetadataURL: resourcemeta.URL(aud[0])}
+	if cfg != nil { // as serve decides and answers
+		decider.ServersByPrincipal, decider.CaseSensitiveKeys = cfg.ServersByPrincipal, setOf(cfg.CaseSensitiveKeys)
+		responder.DenialStatus, responder.ConcealAs = cfg.DenialStatus, extauthz.ConcealStyle(cfg.ConcealAs)
+		if cfg.ResourceMetadataURL != "" {
+			responder.ResourceMetadataURL = cfg.ResourceMetadataURL
+		}
+	}
+	d := decider.Decide(ctx, req)
 	names := policytest.Fields
 	if *explain {
 		names = append([]string{"decision_id"}, names...)
@@ -228,7 +278,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "%-15s %s\n", "detail:", d.Detail)
 		}
 		fmt.Fprintln(stdout, "\n# response, as Envoy would send it")
-		policytest.WriteResponse(stdout, (&extauthz.Responder{ResourceMetadataURL: resourcemeta.URL(aud[0])}).Response(d, req.Headers))
+		policytest.WriteResponse(stdout, responder.Response(d, req.Headers))
 		fmt.Fprintln(stdout, "\n# policy")
 		policytest.WriteTrace(stdout, d, lp.File)
 	}

@@ -21,7 +21,7 @@ func TestCheckExplainPatternsGolden(t *testing.T) {
 	for _, in := range inputs {
 		t.Run(filepath.Base(in), func(t *testing.T) {
 			var out bytes.Buffer
-			err := run(t.Context(), []string{"check", "--explain", "--policy", dir + "/policy.yaml", "--sub", "alice", in}, &out, io.Discard)
+			err := run(t.Context(), []string{"check", "--explain", "--policy", dir + "/policy.yaml", "--server-id", "payments", "--sub", "alice", in}, &out, io.Discard)
 			if c := exitCode(err); c != 0 && c != 1 {
 				t.Fatalf("exit %d: %v", c, err)
 			}

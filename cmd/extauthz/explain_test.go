@@ -48,7 +48,7 @@ func TestCheckExplainGolden(t *testing.T) {
 	for _, in := range inputs {
 		t.Run(filepath.Base(in), func(t *testing.T) {
 			var out bytes.Buffer
-			err := run(t.Context(), []string{"check", "--explain", "--policy", "cmd/extauthz/testdata/explain/policy.yaml", "--sub", "alice", "--claim", `groups=["payments"]`, in}, &out, io.Discard)
+			err := run(t.Context(), []string{"check", "--explain", "--policy", "cmd/extauthz/testdata/explain/policy.yaml", "--server-id", "payments", "--sub", "alice", "--claim", `groups=["payments"]`, in}, &out, io.Discard)
 			if c := exitCode(err); c != 0 && c != 1 {
 				t.Fatalf("exit %d: %v", c, err)
 			}
@@ -62,7 +62,7 @@ func TestCheckExplainGolden(t *testing.T) {
 // admits the request, and check still exits by the decision.
 func TestCheckExplainRemote(t *testing.T) {
 	var tok bytes.Buffer
-	if err := run(t.Context(), []string{"token", "--sub", "alice"}, &tok, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"token", "--config", "examples/config.yaml", "--sub", "alice"}, &tok, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	addr, _, _ := startServe(t, "--config", "examples/config.yaml", "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--drain-period", "0s")
@@ -142,7 +142,7 @@ methods:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := run(t.Context(), append([]string{"check", "--policy", pol}, tt.give...), &out, io.Discard)
+			err := run(t.Context(), append([]string{"check", "--policy", pol, "--server-id", "payments"}, tt.give...), &out, io.Discard)
 			if got := exitCode(err); got != tt.wantCode {
 				t.Fatalf("exit %d (%v), want %d\n%s", got, err, tt.wantCode, out.String())
 			}
@@ -156,7 +156,7 @@ methods:
 // token --claim takes JSON values.
 func TestTokenClaimJSON(t *testing.T) {
 	var out bytes.Buffer
-	err := run(t.Context(), []string{"token", "--claim", `groups=["a","b"]`, "--claim", "n=3", "--claim", "ok=true",
+	err := run(t.Context(), []string{"token", "--config", "examples/config.yaml", "--claim", `groups=["a","b"]`, "--claim", "n=3", "--claim", "ok=true",
 		"--claim", `o={"k":1}`, "--claim", "s=hello", "--claim", "q=\"3\"", "--claim", "t=[1,"}, &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestTokenClaimJSON(t *testing.T) {
 	}
 }
 
-// TestReadmeCheckExplainExample keeps README's offline `check --explain -`
+// TestReadmeCheckExplainExample keeps README's offline `check --config examples/config.yaml --explain -`
 // example true: its output block is what the binary prints for the body
 // README pipes in (decision ids and the elided denial body aside), so rule
 // line numbers cannot go stale when examples/policy.yaml changes.
@@ -190,16 +190,16 @@ func TestReadmeCheckExplainExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)echo '([^']*)' \\|\n  go run ./cmd/extauthz check --explain -\n```\n.*?```\n(.*?)```").FindSubmatch(b)
+	m := regexp.MustCompile("(?s)echo '([^']*)' \\|\n  go run ./cmd/extauthz check --config examples/config.yaml --explain -\n```\n.*?```\n(.*?)```").FindSubmatch(b)
 	if m == nil {
-		t.Fatal("README: no `echo '…' | go run ./cmd/extauthz check --explain -` example followed by its output")
+		t.Fatal("README: no `echo '…' | go run ./cmd/extauthz check --config examples/config.yaml --explain -` example followed by its output")
 	}
 	in := filepath.Join(t.TempDir(), "body.json")
 	if err := os.WriteFile(in, m[1], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := run(t.Context(), []string{"check", "--explain", in}, &out, io.Discard); exitCode(err) > 1 {
+	if err := run(t.Context(), []string{"check", "--config", "examples/config.yaml", "--explain", in}, &out, io.Discard); exitCode(err) > 1 {
 		t.Fatal(err)
 	}
 	norm := func(s string) string {

@@ -62,7 +62,7 @@ func TestCheckCommand(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.give, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer
-			err := run(t.Context(), append([]string{"check"}, tt.give...), &out, &errb)
+			err := run(t.Context(), append([]string{"check", "--config", "examples/config.yaml"}, tt.give...), &out, &errb)
 			if got := exitCode(err); got != tt.wantCode {
 				t.Fatalf("exit %d, want %d (err %v, stderr %s)", got, tt.wantCode, err, errb.String())
 			}
@@ -77,7 +77,7 @@ func TestCheckCommand(t *testing.T) {
 // the corpus placeholder token is refused, a minted one accepted.
 func TestCheckVerifiesWithJWKS(t *testing.T) {
 	var tok bytes.Buffer
-	if err := run(t.Context(), []string{"token"}, &tok, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"token", "--config", "examples/config.yaml"}, &tok, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	src, err := os.ReadFile("examples/requests/search-allowed.json")
@@ -90,11 +90,11 @@ func TestCheckVerifiesWithJWKS(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := run(t.Context(), []string{"check", "--jwks-file", "examples/jwks.json", f}, &out, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"check", "--config", "examples/config.yaml", "--jwks-file", "examples/jwks.json", f}, &out, io.Discard); err != nil {
 		t.Fatalf("minted token: %v\n%s", err, out.String())
 	}
 	out.Reset()
-	err = run(t.Context(), []string{"check", "--jwks-file", "examples/jwks.json", "examples/requests/search-allowed.json"}, &out, io.Discard)
+	err = run(t.Context(), []string{"check", "--config", "examples/config.yaml", "--jwks-file", "examples/jwks.json", "examples/requests/search-allowed.json"}, &out, io.Discard)
 	if exitCode(err) != 1 || !strings.Contains(out.String(), "token_malformed") {
 		t.Fatalf("placeholder token: exit %d\n%s", exitCode(err), out.String())
 	}
@@ -266,7 +266,7 @@ func TestServeQuickStart(t *testing.T) {
 		t.Fatalf("healthcheck: %v", err)
 	}
 	var tok bytes.Buffer
-	if err := run(t.Context(), []string{"token", "--sub", "alice"}, &tok, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"token", "--config", "examples/config.yaml", "--sub", "alice"}, &tok, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -375,7 +375,7 @@ func TestServeIdentityProviderDown(t *testing.T) {
 		"--audience", "https://mcp.example.com/mcp", "--server-id", "payments",
 		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--drain-period", "0s", "--state-store-memory-per-replica-ok")
 	var tok bytes.Buffer
-	if err := run(t.Context(), []string{"token", "--issuer", idp.URL}, &tok, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"token", "--issuer", idp.URL, "--audience", "https://mcp.example.com/mcp"}, &tok, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile("examples/requests/search-allowed.json")
@@ -515,7 +515,7 @@ func TestVersionFromLinker(t *testing.T) {
 func TestApprovalLoop(t *testing.T) {
 	addr, _, _ := startServe(t, "--config", "examples/config.yaml", "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--drain-period", "0s")
 	var tok bytes.Buffer
-	if err := run(t.Context(), []string{"token", "--sub", "alice"}, &tok, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"token", "--config", "examples/config.yaml", "--sub", "alice"}, &tok, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	token := strings.TrimSpace(tok.String())
@@ -544,12 +544,12 @@ func TestApprovalLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	var appr bytes.Buffer
-	if err := run(t.Context(), []string{"approve", "--sub", "alice", "--approver", "bob", askFile}, &appr, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"approve", "--config", "examples/config.yaml", "--sub", "alice", "--approver", "bob", askFile}, &appr, io.Discard); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
 	// The same digest computed by approve from the captured request itself.
 	var appr2 bytes.Buffer
-	if err := run(t.Context(), []string{"approve", "--sub", "alice", req}, &appr2, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"approve", "--config", "examples/config.yaml", "--sub", "alice", req}, &appr2, io.Discard); err != nil {
 		t.Fatalf("approve from the request: %v", err)
 	}
 	payload := func(jws string) map[string]any {
@@ -577,11 +577,11 @@ func TestApproveCommandErrors(t *testing.T) {
 	tests := []struct {
 		give []string
 	}{
-		{[]string{"approve", "examples/requests/big-refund-ask.json"}},                                                                   // no --sub
-		{[]string{"approve", "--sub", "alice"}},                                                                                          // no input
-		{[]string{"approve", "--sub", "alice", "--digest", "md5:abc"}},                                                                   // bad digest
-		{[]string{"approve", "--sub", "alice", "--key", "examples/approver-jwks.json", "--digest", "sha256:" + strings.Repeat("0", 64)}}, // public key
-		{[]string{"check", "--approval", "x", "examples/requests/big-refund-ask.json"}},                                                  // offline approval
+		{[]string{"approve", "examples/requests/big-refund-ask.json"}},                                                                                                       // no --sub
+		{[]string{"approve", "--config", "examples/config.yaml", "--sub", "alice"}},                                                                                          // no input
+		{[]string{"approve", "--config", "examples/config.yaml", "--sub", "alice", "--digest", "md5:abc"}},                                                                   // bad digest
+		{[]string{"approve", "--config", "examples/config.yaml", "--sub", "alice", "--key", "examples/approver-jwks.json", "--digest", "sha256:" + strings.Repeat("0", 64)}}, // public key
+		{[]string{"check", "--config", "examples/config.yaml", "--approval", "x", "examples/requests/big-refund-ask.json"}},                                                  // offline approval
 	}
 	for _, tt := range tests {
 		if err := run(t.Context(), tt.give, io.Discard, io.Discard); exitCode(err) != 2 {

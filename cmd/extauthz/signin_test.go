@@ -47,7 +47,7 @@ func serveForTest(t *testing.T, extra ...string) (grpcAddr, httpAddr string) {
 // example request is Streamable HTTP) and 403 under http-error.
 func TestSignInDiscoveryAndDenialAsClientSees(t *testing.T) {
 	var tok bytes.Buffer
-	if err := run(t.Context(), []string{"token", "--sub", "alice"}, &tok, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"token", "--config", "examples/config.yaml", "--sub", "alice"}, &tok, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	for mode, wantStatus := range map[string]string{"auto": "200", "http-error": "403"} {

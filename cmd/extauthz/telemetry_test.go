@@ -65,7 +65,7 @@ func serveRun(t *testing.T, args ...string) (grpcAddr, httpAddr string, stderr *
 func quickStartToken(t *testing.T) string {
 	t.Helper()
 	var tok bytes.Buffer
-	if err := run(t.Context(), []string{"token", "--sub", "alice"}, &tok, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"token", "--config", "examples/config.yaml", "--sub", "alice"}, &tok, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(tok.String())

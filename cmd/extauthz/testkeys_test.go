@@ -112,7 +112,7 @@ func TestServeRefusesPublishedTestKeysOnReload(t *testing.T) {
 		t.Errorf("the refusal does not say why:\n%s", stderr.String())
 	}
 	var tok bytes.Buffer
-	if err := run(t.Context(), []string{"token", "--sub", "mallory"}, &tok, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"token", "--config", "examples/config.yaml", "--sub", "mallory"}, &tok, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

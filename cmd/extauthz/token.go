@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,13 +15,16 @@ import (
 
 // runToken mints a signed JWT access token from a private JWK. It exists for
 // the quick-start and tests, with the example key that is public knowledge;
-// real tokens come from the identity provider.
+// real tokens come from the identity provider. iss and aud are the flags',
+// else those of --config (serve's config file: its issuer and first
+// audience); neither is an error, never a guess.
 func runToken(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	configFile := fs.String("config", "", configFlagUsage+" (--issuer: its issuer, --audience: its first audience)")
 	keyFile := fs.String("key", "examples/TEST-ONLY-signing-key.jwk.json", "private JWK to sign with (RS256/ES256)")
-	iss := fs.String("issuer", "https://idp.example.com", "iss claim")
-	aud := fs.String("audience", "https://mcp.example.com/mcp", "aud claim (comma-separated for several)")
+	iss := fs.String("issuer", "", "iss claim (default: the --config issuer)")
+	aud := fs.String("audience", "", "aud claim, comma-separated for several (default: the --config first audience)")
 	sub := fs.String("sub", "alice", "sub claim")
 	ttl := fs.Duration("ttl", time.Hour, "lifetime; negative mints an expired token")
 	extra := claimFlag{}
@@ -28,20 +32,47 @@ func runToken(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	bad := func(err error) error { return &exitError{code: 2, err: fmt.Errorf("token: %w", err)} }
+	if fs.NArg() > 0 {
+		return bad(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	cfg, _, err := toolConfig(*configFile, os.Getenv)
+	if err != nil {
+		return bad(err)
+	}
+	set := setFlags(fs)
+	if cfg != nil && !set["issuer"] {
+		*iss = cfg.Issuer
+	}
+	if cfg != nil && !set["audience"] {
+		*aud = cfg.Audiences[0]
+	}
+	var auds []string
+	for _, a := range strings.Split(*aud, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			auds = append(auds, a)
+		}
+	}
+	switch {
+	case *iss == "":
+		return bad(errors.New("--issuer is required (or --config FILE: serve's config, whose issuer is used)"))
+	case len(auds) == 0:
+		return bad(errors.New("--audience is required (or --config FILE: serve's config, whose first audience is used)"))
+	}
 	b, err := os.ReadFile(*keyFile)
 	if err != nil {
-		return err
+		return bad(err)
 	}
 	var key jose.JSONWebKey
 	if err := json.Unmarshal(b, &key); err != nil {
-		return fmt.Errorf("%s: %w", *keyFile, err)
+		return bad(fmt.Errorf("%s: %w", *keyFile, err))
 	}
 	if key.IsPublic() {
-		return fmt.Errorf("%s: a public key cannot sign", *keyFile)
+		return bad(fmt.Errorf("%s: a public key cannot sign", *keyFile))
 	}
 	now := time.Now()
 	claims := map[string]any{
-		"iss": *iss, "sub": *sub, "aud": strings.Split(*aud, ","),
+		"iss": *iss, "sub": *sub, "aud": auds,
 		"iat": now.Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(*ttl).Unix(),
 	}
 	for k, v := range extra {

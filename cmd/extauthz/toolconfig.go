@@ -1,0 +1,36 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+)
+
+// configFlagUsage is the --config flag of the check, token and approve tools.
+const configFlagUsage = "serve's config file (default $EXTAUTHZ_CONFIG), read as serve reads it: flags not given default to its values"
+
+// toolConfig returns serve's configuration for the check, token and approve
+// tools, read as serve reads it (EXTAUTHZ_* variables over the file, paths
+// relative to it, every key checked), from file or else $EXTAUTHZ_CONFIG;
+// nil when neither names a file. It also returns the file's name. A config
+// serve would refuse is an error.
+func toolConfig(file string, getenv func(string) string) (*Config, string, error) {
+	if file == "" {
+		file = getenv("EXTAUTHZ_CONFIG")
+	}
+	if file == "" {
+		return nil, "", nil
+	}
+	c, err := parseServeConfig([]string{"--config", file}, getenv, io.Discard)
+	if err != nil {
+		return nil, file, fmt.Errorf("--config %s: %w", file, err)
+	}
+	return c, file, nil
+}
+
+// setFlags returns the names of the flags given on fs's command line.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
