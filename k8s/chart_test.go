@@ -32,7 +32,7 @@ import (
 
 const chartDir = "helm/mcp-extauthz"
 
-// kubeVersion is what the renders and lint assume: the chart's floor is 1.27.
+// kubeVersion is what the renders and lint assume (the chart needs 1.30 or later).
 var kubeVersion = chartutil.KubeVersion{Version: "v1.33.0", Major: "1", Minor: "33"}
 
 func loadChart(t *testing.T) *chart.Chart {
