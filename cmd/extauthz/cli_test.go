@@ -71,6 +71,8 @@ func TestTokenDefaultsFromConfig(t *testing.T) {
 			wantIss: "https://x.example", wantAud: []any{"https://a.example/mcp", "https://b.example/mcp"}},
 		{name: "flags alone", give: []string{"--issuer", "https://x.example", "--audience", "https://a.example/mcp"}, wantIss: "https://x.example", wantAud: []any{"https://a.example/mcp"}},
 		{name: "no issuer", give: []string{"--audience", "https://a.example/mcp"}, wantCode: 2, wantErrContains: "token: --issuer is required (or --config FILE"},
+		{name: "nothing: the quick start, said", give: []string{"--sub", "alice"}, wantIss: "https://idp.example.com", wantAud: []any{"https://mcp.example.com/mcp"},
+			wantErrContains: "using the quick start's examples/config.yaml"},
 		{name: "no audience", give: []string{"--issuer", "https://x.example", "--audience", " , "}, wantCode: 2, wantErrContains: "token: --audience is required"},
 		{name: "a config serve refuses", give: []string{"--config", "examples/README.md"}, wantCode: 2, wantErrContains: "token: --config examples/README.md:"},
 		{name: "an argument", give: []string{"--config", cfg, "alice"}, wantCode: 2, wantErrContains: `unexpected argument "alice"`},

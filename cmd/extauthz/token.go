@@ -17,7 +17,9 @@ import (
 // the quick-start and tests, with the example key that is public knowledge;
 // real tokens come from the identity provider. iss and aud are the flags',
 // else those of --config (serve's config file: its issuer and first
-// audience); neither is an error, never a guess.
+// audience); with none of --config, $EXTAUTHZ_CONFIG, --issuer and
+// --audience, those of the quick start's examples/config.yaml when it is
+// there (said on stderr); otherwise an error.
 func runToken(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -36,11 +38,20 @@ func runToken(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return bad(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
+	set := setFlags(fs)
+	if *configFile == "" && os.Getenv("EXTAUTHZ_CONFIG") == "" && !set["issuer"] && !set["audience"] {
+		// The token signs with the published test key by default: with
+		// nothing to go on, mint one for the quick start (as the e2e rig
+		// and README's first commands do), and say so.
+		if _, err := os.Stat(quickStartConfig); err == nil {
+			*configFile = quickStartConfig
+			fmt.Fprintf(stderr, "extauthz token: no --config, --issuer or --audience: using the quick start's %s\n", quickStartConfig)
+		}
+	}
 	cfg, _, err := toolConfig(*configFile, os.Getenv)
 	if err != nil {
 		return bad(err)
 	}
-	set := setFlags(fs)
 	if cfg != nil && !set["issuer"] {
 		*iss = cfg.Issuer
 	}

@@ -6,6 +6,10 @@ import (
 	"io"
 )
 
+// quickStartConfig is README's quick-start configuration, relative to the
+// repository root; token falls back to it when given nothing else.
+const quickStartConfig = "examples/config.yaml"
+
 // configFlagUsage is the --config flag of the check, token and approve tools.
 const configFlagUsage = "serve's config file (default $EXTAUTHZ_CONFIG), read as serve reads it: flags not given default to its values"
 
