@@ -144,11 +144,14 @@ func TestReloadIsAtomic(t *testing.T) {
 		})
 	}
 
+	// The swaps are counted, not timed: a loaded machine makes them slower,
+	// never fewer. The deadline only bounds the wait for Checks under both
+	// policies once the swaps are done.
 	deadline := time.Now().Add(waitTimeout)
 	swaps := 0
 	for swaps < minSwaps || seen[0].Load() == 0 || seen[1].Load() == 0 {
 		// Past the deadline the assertions below report what was missed.
-		if time.Now().After(deadline) {
+		if swaps >= minSwaps && time.Now().After(deadline) {
 			break
 		}
 		src := a
@@ -170,9 +173,6 @@ func TestReloadIsAtomic(t *testing.T) {
 	}
 	if seen[0].Load() == 0 || seen[1].Load() == 0 {
 		t.Errorf("Checks saw A %d times and B %d times; the test needs both", seen[0].Load(), seen[1].Load())
-	}
-	if swaps < minSwaps {
-		t.Errorf("%d policy swaps within %v, want at least %d", swaps, waitTimeout, minSwaps)
 	}
 	if got := published.Load(); got != int64(swaps+1) {
 		t.Errorf("%d policies published after %d swaps, want %d", got, swaps, swaps+1)
