@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
 
@@ -35,14 +37,14 @@ func BenchmarkApproval(b *testing.B) {
 		b.Fatal(err)
 	}
 	rsaKey := newTestKey(b, "approver-key").priv
-	approvals, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: apprIss, Audiences: []string{testAudience}, Types: []string{ApprovalType},
+	approvals, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: apprIss, Audiences: []string{testAudience}, Types: []string{decision.ApprovalType},
 		KeySet: &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{&ecKey.PublicKey, &rsaKey.PublicKey}}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	signers := map[string]jose.Signer{}
 	for alg, k := range map[jose.SignatureAlgorithm]any{jose.ES256: ecKey, jose.RS256: rsaKey} {
-		s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: k}, (&jose.SignerOptions{}).WithType(ApprovalType))
+		s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: k}, (&jose.SignerOptions{}).WithType(decision.ApprovalType))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -64,13 +66,15 @@ func BenchmarkApproval(b *testing.B) {
 			Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience, Audiences: []string{testAudience},
 			Claims: map[string]any{"sub": testSubject},
 		}}, nil)
-		srv.Decider.Binding = &Binding{Approvals: approvals, Store: st, IdempotencyHeader: DefaultIdempotencyHeader}
+		configure(b, srv, func(c *decision.Config) {
+			c.Binding = &decision.Binding{Approvals: approvals, Store: st, IdempotencyHeader: decision.DefaultIdempotencyHeader}
+		})
 		return srv
 	}
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"issue_refund","arguments":` + bigArgs + `}}`
 	digest := func(b *testing.B, srv *Server) string {
 		d := srv.Decider.Decide(context.Background(), RequestFromCheck(postReq(body).CheckRequest(true)))
-		if d.Reason != ReasonAuthorizationRequired {
+		if d.Reason != decision.ReasonAuthorizationRequired {
 			b.Fatalf("setup: %s", d.Reason)
 		}
 		return d.RequestDigest
@@ -90,7 +94,7 @@ func BenchmarkApproval(b *testing.B) {
 				srv := server(b, stores[name](b))
 				dg := digest(b, srv)
 				now := time.Now()
-				reqs := make([]*Request, b.N) // single use: one approval per Check
+				reqs := make([]*decision.Request, b.N) // single use: one approval per Check
 				for i := range reqs {
 					payload, _ := json.Marshal(map[string]any{"iss": apprIss, "aud": testAudience, "sub": testSubject, "digest": dg,
 						"iat": now.Unix(), "exp": now.Add(10 * time.Minute).Unix(), "jti": strconv.Itoa(i) + "-" + newDecisionID(), "approver": "bob"})
@@ -100,13 +104,13 @@ func BenchmarkApproval(b *testing.B) {
 					}
 					tok, _ := jws.CompactSerialize()
 					c := postReq(body)
-					c.Headers[HeaderApproval] = tok
+					c.Headers[decision.HeaderApproval] = tok
 					reqs[i] = RequestFromCheck(c.CheckRequest(true))
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if d := srv.Decider.Decide(context.Background(), reqs[i]); d.Reason != ReasonAllowed {
+					if d := srv.Decider.Decide(context.Background(), reqs[i]); d.Reason != decision.ReasonAllowed {
 						b.Fatalf("approved Check: %s %s", d.Reason, d.Detail)
 					}
 				}
@@ -120,8 +124,8 @@ func BenchmarkApproval(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				c := postReq(small)
-				c.Headers[DefaultIdempotencyHeader] = prefix + strconv.Itoa(i)
-				if d := srv.Decider.Decide(context.Background(), RequestFromCheck(c.CheckRequest(true))); d.Reason != ReasonAllowed {
+				c.Headers[decision.DefaultIdempotencyHeader] = prefix + strconv.Itoa(i)
+				if d := srv.Decider.Decide(context.Background(), RequestFromCheck(c.CheckRequest(true))); d.Reason != decision.ReasonAllowed {
 					b.Fatalf("keyed Check: %s", d.Reason)
 				}
 				i++

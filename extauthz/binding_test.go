@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/gowebpki/jcs"
@@ -36,8 +38,8 @@ type bindingRig struct {
 	userKey  *testKey
 	approver *testIdP
 	apprKey  *testKey
-	policies *PolicyStore
-	binding  *Binding
+	policies *decision.PolicyStore
+	binding  *decision.Binding
 	upstream atomic.Int64 // allowed requests that are not retries: the upstream runs them
 }
 
@@ -48,16 +50,16 @@ func newBindingRig(t *testing.T, store state.Store, opts ...func(*Server)) *bind
 	rig.approver = newTestIdP(t, rig.apprKey)
 	auds := []string{testAudience, gatewayAudience}
 	users := warmVerifier(t, rig.idp.issuer(), auds, nil)
-	rig.binding = &Binding{
-		Approvals:         warmVerifier(t, rig.approver.issuer(), auds, []string{ApprovalType}),
+	rig.binding = &decision.Binding{
+		Approvals:         warmVerifier(t, rig.approver.issuer(), auds, []string{decision.ApprovalType}),
 		Store:             store,
-		IdempotencyHeader: DefaultIdempotencyHeader,
+		IdempotencyHeader: decision.DefaultIdempotencyHeader,
 		IdempotencyMeta:   "io.mcp-extauthz/idempotency-key",
 		ApprovalURL:       approvalURL,
 	}
 	rig.policies = compileStore(t, filepath.Join("testdata", "binding-policy.yaml"))
 	srv := newTestServer(rig.policies, users, nil)
-	srv.Decider.Binding = rig.binding
+	configure(t, srv, func(c *decision.Config) { c.Binding = rig.binding })
 	for _, o := range opts {
 		o(srv)
 	}
@@ -116,7 +118,7 @@ func (c call) body() string {
 		meta["io.mcp-extauthz/idempotency-key"] = c.metaKey
 	}
 	if c.metaAppr != "" {
-		meta[MetaApproval] = c.metaAppr
+		meta[decision.MetaApproval] = c.metaAppr
 	}
 	m := ""
 	if len(meta) > 0 {
@@ -169,7 +171,7 @@ func (rig *bindingRig) approve(t testing.TB, c call, edit func(map[string]any)) 
 	if edit != nil {
 		edit(claims)
 	}
-	return signApproval(t, rig.apprKey, ApprovalType, claims)
+	return signApproval(t, rig.apprKey, decision.ApprovalType, claims)
 }
 
 func signApproval(t testing.TB, k *testKey, typ string, claims map[string]any) string {
@@ -197,7 +199,7 @@ func (rig *bindingRig) send(t testing.TB, c call) bindingOutcome {
 		capt.Headers["idempotency-key"] = c.key
 	}
 	if c.approval != "" {
-		capt.Headers[HeaderApproval] = c.approval
+		capt.Headers[decision.HeaderApproval] = c.approval
 	}
 	req := capt.CheckRequest(true)
 	if c.routeAud != "" {
@@ -333,7 +335,7 @@ func TestApprovalConformance(t *testing.T) {
 		{name: "approval signed by an untrusted key", approved: &big, edit: func(c map[string]any) { c["untrusted"] = true },
 			calls: []call{big}, want: [3]string{"ask", "approval_untrusted"}},
 		{name: "store down: approved request", approved: &big, storeDown: true, calls: []call{big},
-			want: [3]string{"ask", "state_store_unavailable"}},
+			want: [3]string{"deny", "state_store_unavailable"}}, // a fault: the verdict is the reason's (deny)
 		{name: "store down: allowed request with an idempotency key", storeDown: true,
 			calls: []call{with(small, func(c *call) { c.key = "k-4" })}, want: [3]string{"deny", "state_store_unavailable"}},
 	}
@@ -356,11 +358,11 @@ func TestApprovalConformance(t *testing.T) {
 						delete(c, "untrusted")
 					})
 					if untrusted {
-						appr = signApproval(t, newTestKey(t, "approver-key"+"-rogue"), ApprovalType, claimsOf(t, appr))
+						appr = signApproval(t, newTestKey(t, "approver-key"+"-rogue"), decision.ApprovalType, claimsOf(t, appr))
 					}
 				}
 				if tt.policy != "" {
-					lp, err := CompilePolicy("deny.yaml", []byte(tt.policy))
+					lp, err := decision.CompilePolicy("deny.yaml", []byte(tt.policy))
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -3,6 +3,8 @@ package extauthz
 import (
 	"testing"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
 )
 
@@ -13,29 +15,29 @@ import (
 // variants are refused for both, and names only full case folding joins
 // (Maße/Masse) are two members everywhere.
 func TestCaseSensitiveKeysPerServer(t *testing.T) {
-	lp, err := CompilePolicy("p.yaml", []byte("default: deny\nallow:\n  - id: search\n    match: \"*/search\"\n"))
+	lp, err := decision.CompilePolicy("p.yaml", []byte("default: deny\nallow:\n  - id: search\n    match: \"*/search\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &PolicyStore{}
+	store := &decision.PolicyStore{}
 	store.Store(lp)
 	srv := staticRig(t, nil)
-	srv.Decider.Policies = store
-	srv.Decider.CaseSensitiveKeys = map[string]bool{"files": true}
+	configure(t, srv, func(c *decision.Config) { c.Policies = store })
+	configure(t, srv, func(c *decision.Config) { c.CaseSensitiveKeys = map[string]bool{"files": true} })
 	client := startGRPC(t, srv)
 
 	tests := []struct {
 		name, server, args string
-		want               Reason
+		want               decision.Reason
 	}{
-		{"variant, default server", "payments", `{"q":"a","Q":"b"}`, ReasonCaseVariantKey},
-		{"variant, case-sensitive server", "files", `{"q":"a","Q":"b"}`, ReasonAllowed},
-		{"Kelvin, default server", "payments", `{"k":1,"\u212a":2}`, ReasonCaseVariantKey},
-		{"Kelvin, case-sensitive server", "files", `{"k":1,"\u212a":2}`, ReasonAllowed},
-		{"nested variant, case-sensitive server", "files", `{"q":{"a":1,"A":2}}`, ReasonAllowed},
-		{"full folding only, default server", "payments", `{"Masse":1,"Maße":2,"file":3,"ﬁle":4}`, ReasonAllowed},
-		{"duplicate, case-sensitive server", "files", `{"q":"a","q":"b"}`, ReasonDuplicateKey},
-		{"protocol variant, case-sensitive server", "files", `{"q":"a"},"Name":"delete_repo"`, ReasonCaseVariantKey},
+		{"variant, default server", "payments", `{"q":"a","Q":"b"}`, decision.ReasonCaseVariantKey},
+		{"variant, case-sensitive server", "files", `{"q":"a","Q":"b"}`, decision.ReasonAllowed},
+		{"Kelvin, default server", "payments", `{"k":1,"\u212a":2}`, decision.ReasonCaseVariantKey},
+		{"Kelvin, case-sensitive server", "files", `{"k":1,"\u212a":2}`, decision.ReasonAllowed},
+		{"nested variant, case-sensitive server", "files", `{"q":{"a":1,"A":2}}`, decision.ReasonAllowed},
+		{"full folding only, default server", "payments", `{"Masse":1,"Maße":2,"file":3,"ﬁle":4}`, decision.ReasonAllowed},
+		{"duplicate, case-sensitive server", "files", `{"q":"a","q":"b"}`, decision.ReasonDuplicateKey},
+		{"protocol variant, case-sensitive server", "files", `{"q":"a"},"Name":"delete_repo"`, decision.ReasonCaseVariantKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,9 +45,9 @@ func TestCaseSensitiveKeysPerServer(t *testing.T) {
 			req := c.CheckRequest(true)
 			req.Attributes.ContextExtensions = map[string]string{ContextExtensionServer: tt.server}
 			resp := check(t, client, req)
-			if tt.want != ReasonAllowed {
+			if tt.want != decision.ReasonAllowed {
 				d, _ := parseDenial(t, resp)
-				if Reason(d.Error.Data.Reason) != tt.want {
+				if decision.Reason(d.Error.Data.Reason) != tt.want {
 					t.Fatalf("reason %s, want %s", d.Error.Data.Reason, tt.want)
 				}
 				return
@@ -81,28 +83,28 @@ func (v audVerifier) Audiences() []string { return v.aud }
 // carries it.
 func TestRouteAudienceNeedsConfiguredAudience(t *testing.T) {
 	const routeAud = "https://other.example.com/mcp"
-	p := staticRig(t, nil).Decider.Verifier.(staticVerifier).p
+	p := staticRig(t, nil).Decider.Config().Verifier.(staticVerifier).p
 	p.Audiences = []string{routeAud}
 	tests := []struct {
 		name string
 		aud  []string
-		want Reason
+		want decision.Reason
 	}{
-		{"configured", []string{testAudience, routeAud}, ReasonAllowed},
-		{"not configured", []string{testAudience}, ReasonTokenWrongAudience},
-		{"no audiences", nil, ReasonTokenWrongAudience},
+		{"configured", []string{testAudience, routeAud}, decision.ReasonAllowed},
+		{"not configured", []string{testAudience}, decision.ReasonTokenWrongAudience},
+		{"no audiences", nil, decision.ReasonTokenWrongAudience},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := staticRig(t, nil)
-			srv.Decider.Verifier = audVerifier{staticVerifier{p}, tt.aud}
+			configure(t, srv, func(c *decision.Config) { c.Verifier = audVerifier{staticVerifier{p}, tt.aud} })
 			req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`).CheckRequest(true)
 			req.Attributes.ContextExtensions = map[string]string{ContextExtensionAudience: routeAud}
 			resp, err := srv.Check(t.Context(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tt.want == ReasonAllowed {
+			if tt.want == decision.ReasonAllowed {
 				if resp.GetOkResponse() == nil {
 					d, _ := parseDenial(t, resp)
 					t.Fatalf("denied %s", d.Error.Data.Reason)
@@ -110,7 +112,7 @@ func TestRouteAudienceNeedsConfiguredAudience(t *testing.T) {
 				return
 			}
 			d, _ := parseDenial(t, resp)
-			if Reason(d.Error.Data.Reason) != tt.want {
+			if decision.Reason(d.Error.Data.Reason) != tt.want {
 				t.Fatalf("reason %s, want %s", d.Error.Data.Reason, tt.want)
 			}
 		})

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
@@ -32,10 +34,10 @@ type case2Line struct {
 
 // case2Want is a line's machine-checkable expectation.
 type case2Want struct {
-	Allow                *bool    `json:"allow"`
-	Status               int      `json:"status"`
-	Reason               Reason   `json:"reason"`
-	UpstreamMustNotCarry []string `json:"upstream_must_not_carry"`
+	Allow                *bool           `json:"allow"`
+	Status               int             `json:"status"`
+	Reason               decision.Reason `json:"reason"`
+	UpstreamMustNotCarry []string        `json:"upstream_must_not_carry"`
 }
 
 func loadCases2(t *testing.T) []case2Line { return loadCaseLines(t, "cases-2.jsonl") }
@@ -204,11 +206,11 @@ func runCase2(t *testing.T, k *testKey, c case2Line) string {
 
 	store := referencePolicy(t)
 	if c.PolicyYAML != nil {
-		lp, err := CompilePolicy(c.ID+".yaml", []byte(*c.PolicyYAML))
+		lp, err := decision.CompilePolicy(c.ID+".yaml", []byte(*c.PolicyYAML))
 		if err != nil {
 			return "policy_yaml: " + err.Error()
 		}
-		store = &PolicyStore{}
+		store = &decision.PolicyStore{}
 		store.Store(lp)
 	}
 	issuer := rawJWKSIdP(t, k, c.Setup.JWKSExtraKeys)
@@ -258,7 +260,7 @@ func runCase2(t *testing.T, k *testKey, c case2Line) string {
 	if *w.Allow {
 		return "denied " + d.Error.Data.Reason + "; want allowed"
 	}
-	if status != w.Status || (w.Reason != "" && Reason(d.Error.Data.Reason) != w.Reason) {
+	if status != w.Status || (w.Reason != "" && decision.Reason(d.Error.Data.Reason) != w.Reason) {
 		return fmt.Sprintf("got %s %d; want %s %d", d.Error.Data.Reason, status, w.Reason, w.Status)
 	}
 	return ""

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
@@ -22,7 +24,6 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
-	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
 // fullCheckResponse sets every field marshalCheckResponse encodes, with
@@ -160,9 +161,9 @@ func FuzzMarshalCheckResponse(f *testing.F) {
 // TestOkResponseHeaderOrder: the headers of an allowed request come in name
 // order, every one the service can set present once.
 func TestOkResponseHeaderOrder(t *testing.T) {
-	d := &Decision{ID: "0123", Decision: policy.Allow, Reason: ReasonAllowed, Method: "tools/call", Tool: "t",
+	d := &decision.Decision{ID: "0123", Reason: decision.ReasonAllowed, Method: "tools/call", Tool: "t",
 		ArgsDigest: "sha256:a", RequestDigest: "sha256:r", Retry: true, Principal: &bearer.Principal{Subject: "s"}}
-	ok := (&Responder{}).okResponse(d, Headers{"x_mcp_tool": {"x"}, HeaderTool: {"y"}}, true)
+	ok := (&Responder{}).fillOkResponse(new(headerBlock), d, decision.Headers{"x_mcp_tool": {"x"}, HeaderTool: {"y"}}, true)
 	var names []string
 	for _, h := range ok.GetHeaders() {
 		names = append(names, h.GetHeader().GetKey())

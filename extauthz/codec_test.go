@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/grpc"
@@ -230,13 +232,13 @@ func TestCheckDecidesInvalidUTF8(t *testing.T) {
 	tests := []struct {
 		name       string
 		give       []byte
-		wantReason Reason
+		wantReason decision.Reason
 	}{
-		{"body field", withBytes(t, body.CheckRequest(false), ph, "PLACEHOLDER-\xff\xfe\xc0\x80"), ReasonInvalidUTF8},
-		{"raw_body", withBytes(t, body.CheckRequest(true), ph, "PLACEHOLDER-\xff\xfe\xc0\x80"), ReasonInvalidUTF8},
+		{"body field", withBytes(t, body.CheckRequest(false), ph, "PLACEHOLDER-\xff\xfe\xc0\x80"), decision.ReasonInvalidUTF8},
+		{"raw_body", withBytes(t, body.CheckRequest(true), ph, "PLACEHOLDER-\xff\xfe\xc0\x80"), decision.ReasonInvalidUTF8},
 		// Decided as in process: the header is not one the decision reads.
 		{"header value", withBytes(t, header.CheckRequest(true), ph, "PLACEHOLDER-\xff\xfe\xc0\x80"), ""},
-		{"malformed wire", []byte{0x0a, 0x7f, 0x01}, ReasonMethodNotAllowed},
+		{"malformed wire", []byte{0x0a, 0x7f, 0x01}, decision.ReasonMethodNotAllowed},
 	}
 	srv := staticRig(t, nil)
 	send := serveRaw(t, srv, grpc.ForceServerCodecV2(CheckCodec{}))
@@ -256,7 +258,7 @@ func TestCheckDecidesInvalidUTF8(t *testing.T) {
 			if got := resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue(); got != want || got == "" {
 				t.Fatalf("reason %q, want %q", got, want)
 			}
-			if want != string(ReasonAllowed) {
+			if want != string(decision.ReasonAllowed) {
 				parseDenial(t, resp)
 			}
 		})

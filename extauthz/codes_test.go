@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 )
 
 // claimedCode is a JSON-RPC error code that a specification or an official
@@ -127,16 +129,16 @@ func TestJSONRPCCodesUnclaimed(t *testing.T) {
 	}
 	// Standard codes keep their standard meaning.
 	standard := map[int]bool{CodeParseError: true, CodeInvalidRequest: true, CodeMethodNotFound: true, CodeInvalidParams: true}
-	for _, r := range Reasons() {
-		o := r.outcome()
+	for _, r := range decision.Reasons() {
+		o := outcomeOf(r)
 		_, ours := seen[o.code]
 		switch {
-		case r == ReasonAllowed:
-		case r == ReasonHeaderMismatch:
+		case r == decision.ReasonAllowed:
+		case r == decision.ReasonHeaderMismatch:
 			if o.code != -32020 {
 				t.Errorf("%s: code %d, want MCP HEADER_MISMATCH -32020", r, o.code)
 			}
-		case r == ReasonUnknownMethod:
+		case r == decision.ReasonUnknownMethod:
 			if o.code != -32601 {
 				t.Errorf("%s: code %d, want Method not found", r, o.code)
 			}
@@ -149,9 +151,9 @@ func TestJSONRPCCodesUnclaimed(t *testing.T) {
 		}
 	}
 	// The codes the e2e clients check for the policy and token denials.
-	for r, want := range map[Reason]int{ReasonPolicyDenied: CodeForbidden, ReasonDefaultDeny: CodeForbidden,
-		ReasonAuthorizationRequired: CodeAuthorizationRequired, ReasonTokenMissing: CodeUnauthenticated, ReasonTokenExpired: CodeUnauthenticated} {
-		if got := r.outcome().code; got != want {
+	for r, want := range map[decision.Reason]int{decision.ReasonPolicyDenied: CodeForbidden, decision.ReasonDefaultDeny: CodeForbidden,
+		decision.ReasonAuthorizationRequired: CodeAuthorizationRequired, decision.ReasonTokenMissing: CodeUnauthenticated, decision.ReasonTokenExpired: CodeUnauthenticated} {
+		if got := outcomeOf(r).code; got != want {
 			t.Errorf("%s: code %d, want %d", r, got, want)
 		}
 	}

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
+
 	"github.com/gowebpki/jcs"
 )
 
@@ -55,20 +58,12 @@ func ParseConcealStyle(s string) (ConcealStyle, error) {
 // outcome about the target (not a fault, a bad request or a bad token, which
 // the client must be able to act on) of tools/call, prompts/get or
 // resources/read under `refusal: conceal`.
-func concealable(d *Decision) bool {
-	if !d.Conceal || d.Allowed() || len(d.RPCID) == 0 {
+func concealable(d *decision.Decision) bool {
+	if !d.Conceal || d.Allowed() || len(d.RPCID) == 0 || !outcomeOf(d.Reason).concealable {
 		return false
 	}
 	switch d.Method {
-	case "tools/call", "prompts/get", "resources/read":
-	default:
-		return false
-	}
-	switch d.Reason {
-	case ReasonPolicyDenied, ReasonDefaultDeny, ReasonAuthorizationRequired, ReasonInsufficientScope,
-		ReasonApprovalUntrusted, ReasonApprovalExpired, ReasonApprovalAudienceMismatch,
-		ReasonApprovalPrincipalMismatch, ReasonApprovalDigestMismatch, ReasonApprovalReplayed,
-		ReasonReplaySubstitution:
+	case mcpmethod.ToolsCall, mcpmethod.PromptsGet, mcpmethod.ResourcesRead:
 		return true
 	}
 	return false
@@ -131,7 +126,7 @@ const protocolSEP2575 = "2026-07-28"
 //
 // TypeScript answers echo the request's Mcp-Session-Id (a stateful server
 // sets its session id on every answer); go-sdk sets it only on initialize.
-func concealAnswer(style ConcealStyle, jsonResponse bool, d *Decision, h Headers) concealedAnswer {
+func concealAnswer(style ConcealStyle, jsonResponse bool, d *decision.Decision, h decision.Headers) concealedAnswer {
 	var a concealedAnswer
 	modern := protocolVersion(h) >= protocolSEP2575
 	ts := style == ConcealTypeScriptSDK || style == ConcealTypeScriptSDKV2
@@ -193,7 +188,7 @@ func sseMessage(msg []byte) []byte {
 
 // protocolVersion is the request's Mcp-Protocol-Version, "" when absent or
 // given more than once.
-func protocolVersion(h Headers) string {
+func protocolVersion(h decision.Headers) string {
 	v, n := h.Get("mcp-protocol-version")
 	if n != 1 {
 		return ""
@@ -207,7 +202,7 @@ func protocolVersion(h Headers) string {
 // any case; TypeScript when the Accept values joined with ", " contain
 // "text/event-stream" (a case-sensitive substring test, as the SDK does).
 // Neither SDK reads q, so "text/event-stream;q=0" admits it.
-func acceptsEventStream(style ConcealStyle, h Headers) bool {
+func acceptsEventStream(style ConcealStyle, h decision.Headers) bool {
 	vals := h["accept"]
 	if style == ConcealGoSDK {
 		for _, v := range vals {
@@ -330,35 +325,35 @@ func refusedID(style ConcealStyle, modern bool, raw []byte) concealedAnswer {
 // writes it, sdkID). Strings are escaped as each SDK's encoder does:
 // go-sdk's encoding/json without HTML escaping (jsonText), TypeScript's
 // JSON.stringify (appendJSStringify).
-func concealedBody(style ConcealStyle, d *Decision, idJSON []byte) []byte {
+func concealedBody(style ConcealStyle, d *decision.Decision, idJSON []byte) []byte {
 	const invalidParams = CodeInvalidParams
 	target := d.Target
 	switch style {
 	case ConcealTypeScriptSDK:
 		prefix := "MCP error -32602: "
 		switch d.Method {
-		case "tools/call":
+		case mcpmethod.ToolsCall:
 			text := appendJSStringify(nil, prefix+"Tool "+target+" not found")
 			return jsonrpcEnvelope(idJSON, "result", []byte(`{"content":[{"type":"text","text":`+string(text)+`}],"isError":true}`), true)
-		case "prompts/get":
+		case mcpmethod.PromptsGet:
 			return rpcErrorJS(idJSON, invalidParams, prefix+"Prompt "+target+" not found", nil)
 		default:
 			return rpcErrorJS(idJSON, invalidParams, prefix+"Resource "+target+" not found", nil)
 		}
 	case ConcealTypeScriptSDKV2:
 		switch d.Method {
-		case "tools/call":
+		case mcpmethod.ToolsCall:
 			return rpcErrorJS(idJSON, invalidParams, "Tool "+target+" not found", nil)
-		case "prompts/get":
+		case mcpmethod.PromptsGet:
 			return rpcErrorJS(idJSON, invalidParams, "Prompt "+target+" not found", nil)
 		default:
 			return rpcErrorJS(idJSON, invalidParams, "Resource not found: "+target, []byte(`{"uri":`+string(appendJSStringify(nil, target))+`}`))
 		}
 	default: // ConcealGoSDK
 		switch d.Method {
-		case "tools/call":
+		case mcpmethod.ToolsCall:
 			return rpcErrorGo(idJSON, invalidParams, "unknown tool "+strconv.Quote(target), nil)
-		case "prompts/get":
+		case mcpmethod.PromptsGet:
 			return rpcErrorGo(idJSON, invalidParams, "unknown prompt "+strconv.Quote(target), nil)
 		default:
 			data := []byte(fmt.Sprintf(`{"uri":%q}`, target)) // as go-sdk writes it

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
@@ -71,7 +73,7 @@ func (rig *concealRig) do(t *testing.T, style ConcealStyle, jsonResponse bool, h
 	if dr == nil || resp.GetStatus().GetCode() == 0 {
 		t.Fatalf("want a denial, got %v", resp)
 	}
-	if r := resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue(); r != string(ReasonDefaultDeny) {
+	if r := resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue(); r != string(decision.ReasonDefaultDeny) {
 		t.Fatalf("reason %q, want default_deny (body %s)", r, dr.GetBody())
 	}
 	out := concealedHTTP{status: int(dr.GetStatus().GetCode()), headers: map[string]string{}, body: dr.GetBody()}
@@ -452,8 +454,8 @@ func TestConcealSessionID(t *testing.T) {
 // BenchmarkConcealAnswer: building a concealed answer (SSE, TypeScript
 // style, a string id), off the gRPC path.
 func BenchmarkConcealAnswer(b *testing.B) {
-	d := &Decision{Method: "tools/call", Target: "delete_repo", RPCID: []byte(`"a-1"`)}
-	h := Headers{"accept": {"application/json, text/event-stream"}, "mcp-session-id": {"sess-1"}, "mcp-protocol-version": {"2025-11-25"}}
+	d := &decision.Decision{Method: "tools/call", Target: "delete_repo", RPCID: []byte(`"a-1"`)}
+	h := decision.Headers{"accept": {"application/json, text/event-stream"}, "mcp-session-id": {"sess-1"}, "mcp-protocol-version": {"2025-11-25"}}
 	for _, style := range []ConcealStyle{ConcealGoSDK, ConcealTypeScriptSDK} {
 		b.Run(string(style), func(b *testing.B) {
 			b.ReportAllocs()

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
 )
@@ -60,23 +62,23 @@ func loadCorpus(t testing.TB) []corpusRecord {
 
 // wantForCorpus is what the reference policy (examples/policy.yaml) decides
 // for each request the SDK clients sent.
-func wantForCorpus(r corpusRecord, body []byte) Reason {
+func wantForCorpus(r corpusRecord, body []byte) decision.Reason {
 	if r.JSONRPC == nil || r.JSONRPC.Method != "tools/call" {
-		return ReasonAllowed // lifecycle, lists, reports/*, summarize, completion, GET, DELETE
+		return decision.ReasonAllowed // lifecycle, lists, reports/*, summarize, completion, GET, DELETE
 	}
 	switch tool := *r.JSONRPC.ToolOrURI; {
 	case tool == "issue_refund" && bytes.Contains(body, []byte("9007199254740993")):
-		return ReasonNonCanonicalNumber // 2^53+1 from the Go clients: would share a digest with 2^53
+		return decision.ReasonNonCanonicalNumber // 2^53+1 from the Go clients: would share a digest with 2^53
 	case tool == "issue_refund" && bytes.Contains(body, []byte("9007199254740992")):
-		return ReasonAuthorizationRequired // ask: amountMinor > 2500
+		return decision.ReasonAuthorizationRequired // ask: amountMinor > 2500
 	case tool == "issue_refund":
-		return ReasonDefaultDeny // CHF 1250: the allow rule wants EUR
+		return decision.ReasonDefaultDeny // CHF 1250: the allow rule wants EUR
 	case tool == "read_file":
-		return ReasonDefaultDeny // /reports/… and ../../etc/passwd are not inside /data
+		return decision.ReasonDefaultDeny // /reports/… and ../../etc/passwd are not inside /data
 	case tool == "delete_repo":
-		return ReasonPolicyDenied
+		return decision.ReasonPolicyDenied
 	case tool == "search":
-		return ReasonAllowed
+		return decision.ReasonAllowed
 	}
 	return "unexpected tool"
 }
@@ -194,7 +196,7 @@ func TestCorpusReplay(t *testing.T) {
 	token := key.sign(t, idp.claims())
 
 	var golden []corpusGolden
-	seen := map[Reason]int{}
+	seen := map[decision.Reason]int{}
 	for _, r := range loadCorpus(t) {
 		capt, err := capture.Parse(r.line)
 		if err != nil {
@@ -220,7 +222,7 @@ func TestCorpusReplay(t *testing.T) {
 					target = independentListenTarget(t, capt.Body)
 				}
 				wantRD := independentRequestDigest(t, testAudience, idp.issuer(), testServerID, method, target, capt.Body)
-				if want == ReasonAllowed {
+				if want == decision.ReasonAllowed {
 					h := okHeaders(t, resp)
 					wantDigest := independentArgsDigest(t, capt.Body)
 					if h[HeaderArgsDigest] != wantDigest {
@@ -238,17 +240,17 @@ func TestCorpusReplay(t *testing.T) {
 					if h[HeaderPrincipal] != testSubject || len(h[HeaderDecisionID]) != 32 {
 						t.Errorf("principal %q, decision id %q", h[HeaderPrincipal], h[HeaderDecisionID])
 					}
-					g.Decision, g.Reason, g.HTTPStatus, g.ArgsDigest = "allow", string(ReasonAllowed), 200, h[HeaderArgsDigest]
+					g.Decision, g.Reason, g.HTTPStatus, g.ArgsDigest = "allow", string(decision.ReasonAllowed), 200, h[HeaderArgsDigest]
 					g.RuleID = resp.GetDynamicMetadata().GetFields()["rule_id"].GetStringValue()
 				} else {
 					d, status := parseDenial(t, resp)
-					if Reason(d.Error.Data.Reason) != want {
+					if decision.Reason(d.Error.Data.Reason) != want {
 						t.Fatalf("reason = %s, want %s", d.Error.Data.Reason, want)
 					}
-					if want != ReasonNonCanonicalNumber && !bytes.Equal(d.ID, r.JSONRPC.ID) {
+					if want != decision.ReasonNonCanonicalNumber && !bytes.Equal(d.ID, r.JSONRPC.ID) {
 						t.Errorf("error id = %s, want the request's id %s byte for byte", d.ID, r.JSONRPC.ID)
 					}
-					if want == ReasonAuthorizationRequired && d.Error.Data.Decision != "ask" {
+					if want == decision.ReasonAuthorizationRequired && d.Error.Data.Decision != "ask" {
 						t.Errorf("decision = %s, want ask", d.Error.Data.Decision)
 					}
 					g.Decision, g.Reason, g.RuleID, g.HTTPStatus = d.Error.Data.Decision, d.Error.Data.Reason, d.Error.Data.RuleID, status
@@ -257,7 +259,7 @@ func TestCorpusReplay(t *testing.T) {
 					// A number refused before hashing has none.
 					argsDigest := resp.GetDynamicMetadata().GetFields()["args_digest"].GetStringValue()
 					switch {
-					case want == ReasonNonCanonicalNumber:
+					case want == decision.ReasonNonCanonicalNumber:
 						if d.Error.Data.RequestDigest != "" || argsDigest != "" {
 							t.Errorf("digests %q %q for a body refused before hashing", d.Error.Data.RequestDigest, argsDigest)
 						}
@@ -273,7 +275,7 @@ func TestCorpusReplay(t *testing.T) {
 			})
 		}
 	}
-	for _, r := range []Reason{ReasonAllowed, ReasonPolicyDenied, ReasonDefaultDeny, ReasonAuthorizationRequired, ReasonNonCanonicalNumber} {
+	for _, r := range []decision.Reason{decision.ReasonAllowed, decision.ReasonPolicyDenied, decision.ReasonDefaultDeny, decision.ReasonAuthorizationRequired, decision.ReasonNonCanonicalNumber} {
 		if seen[r] == 0 {
 			t.Errorf("the corpus replay never produced %s", r)
 		}

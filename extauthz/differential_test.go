@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
@@ -22,49 +24,49 @@ func TestBodyEncoding(t *testing.T) {
 		name    string
 		give    map[string]string // headers set on top of postReq's
 		wantOK  bool
-		wantRsn Reason
+		wantRsn decision.Reason
 	}{
-		{"plain", map[string]string{"content-type": "application/json"}, true, ReasonAllowed},
-		{"type in upper case", map[string]string{"content-type": "Application/JSON"}, true, ReasonAllowed},
-		{"charset utf-8", map[string]string{"content-type": "application/json; charset=utf-8"}, true, ReasonAllowed},
-		{"charset UTF-8 quoted", map[string]string{"content-type": `application/json;charset="UTF-8"`}, true, ReasonAllowed},
-		{"charset quoted-pair", map[string]string{"content-type": `application/json; charset="utf\-8"`}, true, ReasonAllowed},
-		{"CHARSET name", map[string]string{"content-type": "application/json; CHARSET=Utf-8"}, true, ReasonAllowed},
-		{"empty parameter", map[string]string{"content-type": "application/json;"}, true, ReasonAllowed},
-		{"tab before parameter", map[string]string{"content-type": "application/json\t; charset=utf-8"}, true, ReasonAllowed},
-		{"identity encoding", map[string]string{"content-encoding": "identity"}, true, ReasonAllowed},
-		{"chunked", map[string]string{"transfer-encoding": "chunked"}, true, ReasonAllowed},
+		{"plain", map[string]string{"content-type": "application/json"}, true, decision.ReasonAllowed},
+		{"type in upper case", map[string]string{"content-type": "Application/JSON"}, true, decision.ReasonAllowed},
+		{"charset utf-8", map[string]string{"content-type": "application/json; charset=utf-8"}, true, decision.ReasonAllowed},
+		{"charset UTF-8 quoted", map[string]string{"content-type": `application/json;charset="UTF-8"`}, true, decision.ReasonAllowed},
+		{"charset quoted-pair", map[string]string{"content-type": `application/json; charset="utf\-8"`}, true, decision.ReasonAllowed},
+		{"CHARSET name", map[string]string{"content-type": "application/json; CHARSET=Utf-8"}, true, decision.ReasonAllowed},
+		{"empty parameter", map[string]string{"content-type": "application/json;"}, true, decision.ReasonAllowed},
+		{"tab before parameter", map[string]string{"content-type": "application/json\t; charset=utf-8"}, true, decision.ReasonAllowed},
+		{"identity encoding", map[string]string{"content-encoding": "identity"}, true, decision.ReasonAllowed},
+		{"chunked", map[string]string{"transfer-encoding": "chunked"}, true, decision.ReasonAllowed},
 
-		{"utf-7", map[string]string{"content-type": "application/json; charset=utf-7"}, false, ReasonUnsupportedMediaType},
-		{"UTF-7 quoted", map[string]string{"content-type": `application/json; charset="UTF-7"`}, false, ReasonUnsupportedMediaType},
-		{"iso-8859-1", map[string]string{"content-type": "application/json; charset=iso-8859-1"}, false, ReasonUnsupportedMediaType},
-		{"latin1", map[string]string{"content-type": "application/json; charset=latin1"}, false, ReasonUnsupportedMediaType},
-		{"utf-16", map[string]string{"content-type": "application/json; charset=utf-16"}, false, ReasonUnsupportedMediaType},
-		{"utf-16le", map[string]string{"content-type": "application/json; charset=utf-16le"}, false, ReasonUnsupportedMediaType},
-		{"utf-32", map[string]string{"content-type": "application/json; charset=utf-32"}, false, ReasonUnsupportedMediaType},
-		{"cesu-8", map[string]string{"content-type": "application/json; charset=cesu-8"}, false, ReasonUnsupportedMediaType},
-		{"empty charset", map[string]string{"content-type": "application/json; charset="}, false, ReasonUnsupportedMediaType},
-		{"empty quoted charset", map[string]string{"content-type": `application/json; charset=""`}, false, ReasonUnsupportedMediaType},
-		{"charset twice, same", map[string]string{"content-type": "application/json; charset=utf-8; charset=utf-8"}, false, ReasonUnsupportedMediaType},
-		{"charset twice, second utf-7", map[string]string{"content-type": "application/json; charset=utf-8; charset=utf-7"}, false, ReasonUnsupportedMediaType},
-		{"RFC 2231 charset*", map[string]string{"content-type": "application/json; charset*=utf-8''utf-7"}, false, ReasonUnsupportedMediaType},
-		{"space around =", map[string]string{"content-type": "application/json; charset = utf-8"}, false, ReasonUnsupportedMediaType},
-		{"quoted ; inside value", map[string]string{"content-type": `application/json; charset="utf-8;x"`}, false, ReasonUnsupportedMediaType},
-		{"unterminated quote", map[string]string{"content-type": `application/json; charset="utf-8`}, false, ReasonUnsupportedMediaType},
-		{"other parameter", map[string]string{"content-type": "application/json; profile=x"}, false, ReasonUnsupportedMediaType},
-		{"bare word parameter", map[string]string{"content-type": "application/json; utf-8"}, false, ReasonUnsupportedMediaType},
-		{"+json suffix", map[string]string{"content-type": "application/vnd.api+json"}, false, ReasonUnsupportedMediaType},
-		{"json-seq", map[string]string{"content-type": "application/json-seq"}, false, ReasonUnsupportedMediaType},
-		{"json5", map[string]string{"content-type": "application/json5"}, false, ReasonUnsupportedMediaType},
-		{"text/json", map[string]string{"content-type": "text/json"}, false, ReasonUnsupportedMediaType},
-		{"form", map[string]string{"content-type": "application/x-www-form-urlencoded"}, false, ReasonUnsupportedMediaType},
-		{"two types joined", map[string]string{"content-type": "application/json, text/plain"}, false, ReasonUnsupportedMediaType},
-		{"gzip", map[string]string{"content-encoding": "gzip"}, false, ReasonUnsupportedMediaType},
-		{"br", map[string]string{"content-encoding": "br"}, false, ReasonUnsupportedMediaType},
-		{"deflate", map[string]string{"content-encoding": "deflate"}, false, ReasonUnsupportedMediaType},
-		{"identity then gzip", map[string]string{"content-encoding": "identity, gzip"}, false, ReasonUnsupportedMediaType},
-		{"empty content-encoding", map[string]string{"content-encoding": ""}, false, ReasonUnsupportedMediaType},
-		{"gzip transfer coding", map[string]string{"transfer-encoding": "gzip, chunked"}, false, ReasonUnsupportedMediaType},
+		{"utf-7", map[string]string{"content-type": "application/json; charset=utf-7"}, false, decision.ReasonUnsupportedMediaType},
+		{"UTF-7 quoted", map[string]string{"content-type": `application/json; charset="UTF-7"`}, false, decision.ReasonUnsupportedMediaType},
+		{"iso-8859-1", map[string]string{"content-type": "application/json; charset=iso-8859-1"}, false, decision.ReasonUnsupportedMediaType},
+		{"latin1", map[string]string{"content-type": "application/json; charset=latin1"}, false, decision.ReasonUnsupportedMediaType},
+		{"utf-16", map[string]string{"content-type": "application/json; charset=utf-16"}, false, decision.ReasonUnsupportedMediaType},
+		{"utf-16le", map[string]string{"content-type": "application/json; charset=utf-16le"}, false, decision.ReasonUnsupportedMediaType},
+		{"utf-32", map[string]string{"content-type": "application/json; charset=utf-32"}, false, decision.ReasonUnsupportedMediaType},
+		{"cesu-8", map[string]string{"content-type": "application/json; charset=cesu-8"}, false, decision.ReasonUnsupportedMediaType},
+		{"empty charset", map[string]string{"content-type": "application/json; charset="}, false, decision.ReasonUnsupportedMediaType},
+		{"empty quoted charset", map[string]string{"content-type": `application/json; charset=""`}, false, decision.ReasonUnsupportedMediaType},
+		{"charset twice, same", map[string]string{"content-type": "application/json; charset=utf-8; charset=utf-8"}, false, decision.ReasonUnsupportedMediaType},
+		{"charset twice, second utf-7", map[string]string{"content-type": "application/json; charset=utf-8; charset=utf-7"}, false, decision.ReasonUnsupportedMediaType},
+		{"RFC 2231 charset*", map[string]string{"content-type": "application/json; charset*=utf-8''utf-7"}, false, decision.ReasonUnsupportedMediaType},
+		{"space around =", map[string]string{"content-type": "application/json; charset = utf-8"}, false, decision.ReasonUnsupportedMediaType},
+		{"quoted ; inside value", map[string]string{"content-type": `application/json; charset="utf-8;x"`}, false, decision.ReasonUnsupportedMediaType},
+		{"unterminated quote", map[string]string{"content-type": `application/json; charset="utf-8`}, false, decision.ReasonUnsupportedMediaType},
+		{"other parameter", map[string]string{"content-type": "application/json; profile=x"}, false, decision.ReasonUnsupportedMediaType},
+		{"bare word parameter", map[string]string{"content-type": "application/json; utf-8"}, false, decision.ReasonUnsupportedMediaType},
+		{"+json suffix", map[string]string{"content-type": "application/vnd.api+json"}, false, decision.ReasonUnsupportedMediaType},
+		{"json-seq", map[string]string{"content-type": "application/json-seq"}, false, decision.ReasonUnsupportedMediaType},
+		{"json5", map[string]string{"content-type": "application/json5"}, false, decision.ReasonUnsupportedMediaType},
+		{"text/json", map[string]string{"content-type": "text/json"}, false, decision.ReasonUnsupportedMediaType},
+		{"form", map[string]string{"content-type": "application/x-www-form-urlencoded"}, false, decision.ReasonUnsupportedMediaType},
+		{"two types joined", map[string]string{"content-type": "application/json, text/plain"}, false, decision.ReasonUnsupportedMediaType},
+		{"gzip", map[string]string{"content-encoding": "gzip"}, false, decision.ReasonUnsupportedMediaType},
+		{"br", map[string]string{"content-encoding": "br"}, false, decision.ReasonUnsupportedMediaType},
+		{"deflate", map[string]string{"content-encoding": "deflate"}, false, decision.ReasonUnsupportedMediaType},
+		{"identity then gzip", map[string]string{"content-encoding": "identity, gzip"}, false, decision.ReasonUnsupportedMediaType},
+		{"empty content-encoding", map[string]string{"content-encoding": ""}, false, decision.ReasonUnsupportedMediaType},
+		{"gzip transfer coding", map[string]string{"transfer-encoding": "gzip, chunked"}, false, decision.ReasonUnsupportedMediaType},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,7 +83,7 @@ func TestBodyEncoding(t *testing.T) {
 				return
 			}
 			d, status := parseDenial(t, resp)
-			if Reason(d.Error.Data.Reason) != tt.wantRsn || status != 415 {
+			if decision.Reason(d.Error.Data.Reason) != tt.wantRsn || status != 415 {
 				t.Errorf("got %s %d, want %s 415", d.Error.Data.Reason, status, tt.wantRsn)
 			}
 			if string(d.ID) != "1" {
@@ -106,16 +108,16 @@ func TestBodyDecidedText(t *testing.T) {
 	tests := []struct {
 		name string
 		give string
-		want Reason
+		want decision.Reason
 	}{
-		{"BOM", "\xef\xbb\xbf" + searchCall, ReasonParseError},
-		{"UTF-16 BOM", "\xff\xfe{}", ReasonInvalidUTF8},
-		{"line comment", "// c\n" + searchCall, ReasonParseError},
-		{"block comment", `{"jsonrpc":"2.0",/*x*/"id":1,"method":"tools/list"}`, ReasonParseError},
-		{"JSON5 unquoted key", `{jsonrpc:"2.0","id":1,"method":"tools/list"}`, ReasonParseError},
-		{"JSON5 single quotes", `{'jsonrpc':'2.0','id':1,'method':'tools/list'}`, ReasonParseError},
-		{"JSON5 trailing comma", `{"jsonrpc":"2.0","id":1,"method":"tools/list",}`, ReasonParseError},
-		{"json-seq record separator", "\x1e" + searchCall, ReasonParseError},
+		{"BOM", "\xef\xbb\xbf" + searchCall, decision.ReasonParseError},
+		{"UTF-16 BOM", "\xff\xfe{}", decision.ReasonInvalidUTF8},
+		{"line comment", "// c\n" + searchCall, decision.ReasonParseError},
+		{"block comment", `{"jsonrpc":"2.0",/*x*/"id":1,"method":"tools/list"}`, decision.ReasonParseError},
+		{"JSON5 unquoted key", `{jsonrpc:"2.0","id":1,"method":"tools/list"}`, decision.ReasonParseError},
+		{"JSON5 single quotes", `{'jsonrpc':'2.0','id':1,'method':'tools/list'}`, decision.ReasonParseError},
+		{"JSON5 trailing comma", `{"jsonrpc":"2.0","id":1,"method":"tools/list",}`, decision.ReasonParseError},
+		{"json-seq record separator", "\x1e" + searchCall, decision.ReasonParseError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,7 +125,7 @@ func TestBodyDecidedText(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d, _ := parseDenial(t, resp); Reason(d.Error.Data.Reason) != tt.want {
+			if d, _ := parseDenial(t, resp); decision.Reason(d.Error.Data.Reason) != tt.want {
 				t.Errorf("got %s, want %s", d.Error.Data.Reason, tt.want)
 			}
 		})
@@ -201,19 +203,19 @@ func TestBodilessRequests(t *testing.T) {
 		method string
 		give   map[string]string
 		body   string
-		want   Reason
+		want   decision.Reason
 	}{
-		{"GET", "GET", nil, "", ReasonAllowed},
-		{"DELETE", "DELETE", nil, "", ReasonAllowed},
-		{"GET partial false", "GET", map[string]string{"x-envoy-auth-partial-body": "false"}, "", ReasonAllowed},
-		{"DELETE partial false", "DELETE", map[string]string{"x-envoy-auth-partial-body": "false"}, "", ReasonAllowed},
-		{"DELETE partial FALSE", "DELETE", map[string]string{"x-envoy-auth-partial-body": "FALSE"}, "", ReasonAllowed},
-		{"DELETE content-length 0", "DELETE", map[string]string{"content-length": "0", "x-envoy-auth-partial-body": "false"}, "", ReasonAllowed},
-		{"DELETE partial true", "DELETE", map[string]string{"x-envoy-auth-partial-body": "true"}, "", ReasonInvalidRequest},
-		{"DELETE partial garbage", "DELETE", map[string]string{"x-envoy-auth-partial-body": "no"}, "", ReasonInvalidRequest},
-		{"DELETE partial false with a body", "DELETE", map[string]string{"x-envoy-auth-partial-body": "false"}, "{}", ReasonInvalidRequest},
-		{"GET announcing a body", "GET", map[string]string{"content-length": "2", "x-envoy-auth-partial-body": "false"}, "", ReasonInvalidRequest},
-		{"GET with a body", "GET", nil, "x", ReasonInvalidRequest},
+		{"GET", "GET", nil, "", decision.ReasonAllowed},
+		{"DELETE", "DELETE", nil, "", decision.ReasonAllowed},
+		{"GET partial false", "GET", map[string]string{"x-envoy-auth-partial-body": "false"}, "", decision.ReasonAllowed},
+		{"DELETE partial false", "DELETE", map[string]string{"x-envoy-auth-partial-body": "false"}, "", decision.ReasonAllowed},
+		{"DELETE partial FALSE", "DELETE", map[string]string{"x-envoy-auth-partial-body": "FALSE"}, "", decision.ReasonAllowed},
+		{"DELETE content-length 0", "DELETE", map[string]string{"content-length": "0", "x-envoy-auth-partial-body": "false"}, "", decision.ReasonAllowed},
+		{"DELETE partial true", "DELETE", map[string]string{"x-envoy-auth-partial-body": "true"}, "", decision.ReasonInvalidRequest},
+		{"DELETE partial garbage", "DELETE", map[string]string{"x-envoy-auth-partial-body": "no"}, "", decision.ReasonInvalidRequest},
+		{"DELETE partial false with a body", "DELETE", map[string]string{"x-envoy-auth-partial-body": "false"}, "{}", decision.ReasonInvalidRequest},
+		{"GET announcing a body", "GET", map[string]string{"content-length": "2", "x-envoy-auth-partial-body": "false"}, "", decision.ReasonInvalidRequest},
+		{"GET with a body", "GET", nil, "x", decision.ReasonInvalidRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,11 +229,11 @@ func TestBodilessRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tt.want == ReasonAllowed {
+			if tt.want == decision.ReasonAllowed {
 				okHeaders(t, resp)
 				return
 			}
-			if d, _ := parseDenial(t, resp); Reason(d.Error.Data.Reason) != tt.want {
+			if d, _ := parseDenial(t, resp); decision.Reason(d.Error.Data.Reason) != tt.want {
 				t.Errorf("got %s, want %s", d.Error.Data.Reason, tt.want)
 			}
 		})
@@ -253,29 +255,29 @@ func TestTargetsDecided(t *testing.T) {
 		name    string
 		give    string
 		version string
-		want    Reason
+		want    decision.Reason
 	}{
-		{"listen, no subscriptions", `{"jsonrpc":"2.0","id":17,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`, "2026-07-28", ReasonAllowed},
-		{"listen to a report", listen(`"file:///reports/q1.csv"`), "2026-07-28", ReasonAllowed},
-		{"listen to a secret", listen(`"file:///secret/payroll.csv"`), "2026-07-28", ReasonDefaultDeny},
-		{"listen to a report and a secret", listen(`"file:///reports/q1.csv","file:///secret/payroll.csv"`), "2026-07-28", ReasonDefaultDeny},
-		{"listen through a dot segment", listen(`"file:///reports/../secret/payroll.csv"`), "2026-07-28", ReasonUnsafeURI},
-		{"listen, case-variant member", `{"jsonrpc":"2.0","id":17,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[],"ResourceSubscriptions":["file:///secret/x"]}}}`, "2026-07-28", ReasonCaseVariantKey},
-		{"listen, URI not a string", listen(`1`), "2026-07-28", ReasonInvalidParams},
-		{"read a report", read("file:///reports/q1.csv"), "2025-11-25", ReasonAllowed},
-		{"read a report, empty segment", read("file:///reports//q1.csv"), "2025-11-25", ReasonAllowed},
-		{"read a report, UNC on Windows", read("file:////reports/q1.csv"), "2025-11-25", ReasonUnsafeURI},
-		{"read a report's NTFS stream", read("file:///reports/q1.csv::$DATA"), "2025-11-25", ReasonUnsafeURI},
-		{"read a Windows device", read("file:///reports/nul.csv"), "2025-11-25", ReasonUnsafeURI},
-		{"read an 8.3 short name", read("file:///reports/Q1~1.CSV"), "2025-11-25", ReasonUnsafeURI},
-		{"read a report, a trailing dot", read("file:///reports/q1.csv."), "2025-11-25", ReasonAllowed},
-		{"read a report, localhost", read("file://localhost/reports/q1.csv"), "2025-11-25", ReasonAllowed},
-		{"read below reports through //", read("file:///reports//sub/x"), "2025-11-25", ReasonDefaultDeny},
-		{"fullwidth solidus", read(`file:///reports/a\uff0f..\uff0fetc`), "2025-11-25", ReasonUnsafeURI},
-		{"fullwidth solidus, no dots", read(`file:///reports/a\uff0fb`), "2025-11-25", ReasonUnsafeURI},
-		{"userinfo", read("https://user@example.com/"), "2025-11-25", ReasonUnsafeURI},
-		{"tool name of 128", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + strings.Repeat("s", 128) + `"}}`, "2025-11-25", ReasonDefaultDeny},
-		{"tool name of 129", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + strings.Repeat("s", 129) + `"}}`, "2025-11-25", ReasonInvalidParams},
+		{"listen, no subscriptions", `{"jsonrpc":"2.0","id":17,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`, "2026-07-28", decision.ReasonAllowed},
+		{"listen to a report", listen(`"file:///reports/q1.csv"`), "2026-07-28", decision.ReasonAllowed},
+		{"listen to a secret", listen(`"file:///secret/payroll.csv"`), "2026-07-28", decision.ReasonDefaultDeny},
+		{"listen to a report and a secret", listen(`"file:///reports/q1.csv","file:///secret/payroll.csv"`), "2026-07-28", decision.ReasonDefaultDeny},
+		{"listen through a dot segment", listen(`"file:///reports/../secret/payroll.csv"`), "2026-07-28", decision.ReasonUnsafeURI},
+		{"listen, case-variant member", `{"jsonrpc":"2.0","id":17,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[],"ResourceSubscriptions":["file:///secret/x"]}}}`, "2026-07-28", decision.ReasonCaseVariantKey},
+		{"listen, URI not a string", listen(`1`), "2026-07-28", decision.ReasonInvalidParams},
+		{"read a report", read("file:///reports/q1.csv"), "2025-11-25", decision.ReasonAllowed},
+		{"read a report, empty segment", read("file:///reports//q1.csv"), "2025-11-25", decision.ReasonAllowed},
+		{"read a report, UNC on Windows", read("file:////reports/q1.csv"), "2025-11-25", decision.ReasonUnsafeURI},
+		{"read a report's NTFS stream", read("file:///reports/q1.csv::$DATA"), "2025-11-25", decision.ReasonUnsafeURI},
+		{"read a Windows device", read("file:///reports/nul.csv"), "2025-11-25", decision.ReasonUnsafeURI},
+		{"read an 8.3 short name", read("file:///reports/Q1~1.CSV"), "2025-11-25", decision.ReasonUnsafeURI},
+		{"read a report, a trailing dot", read("file:///reports/q1.csv."), "2025-11-25", decision.ReasonAllowed},
+		{"read a report, localhost", read("file://localhost/reports/q1.csv"), "2025-11-25", decision.ReasonAllowed},
+		{"read below reports through //", read("file:///reports//sub/x"), "2025-11-25", decision.ReasonDefaultDeny},
+		{"fullwidth solidus", read(`file:///reports/a\uff0f..\uff0fetc`), "2025-11-25", decision.ReasonUnsafeURI},
+		{"fullwidth solidus, no dots", read(`file:///reports/a\uff0fb`), "2025-11-25", decision.ReasonUnsafeURI},
+		{"userinfo", read("https://user@example.com/"), "2025-11-25", decision.ReasonUnsafeURI},
+		{"tool name of 128", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + strings.Repeat("s", 128) + `"}}`, "2025-11-25", decision.ReasonDefaultDeny},
+		{"tool name of 129", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + strings.Repeat("s", 129) + `"}}`, "2025-11-25", decision.ReasonInvalidParams},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,11 +287,11 @@ func TestTargetsDecided(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tt.want == ReasonAllowed {
+			if tt.want == decision.ReasonAllowed {
 				okHeaders(t, resp)
 				return
 			}
-			if d, _ := parseDenial(t, resp); Reason(d.Error.Data.Reason) != tt.want {
+			if d, _ := parseDenial(t, resp); decision.Reason(d.Error.Data.Reason) != tt.want {
 				t.Errorf("got %s, want %s", d.Error.Data.Reason, tt.want)
 			}
 		})
@@ -327,8 +329,5 @@ func TestListenDigestNamesEveryURI(t *testing.T) {
 	}
 	if got := digest(`"file:///reports/q1.csv"`); got != a {
 		t.Errorf("the same listen gives %s, then %s", a, got)
-	}
-	if got := listenTarget([]string{"file:///a", `file:///b"c`}); got != `["file:///a","file:///b\"c"]` {
-		t.Errorf("listenTarget = %s", got)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	jose "github.com/go-jose/go-jose/v4"
@@ -104,7 +106,7 @@ func newDPoPRigLog(t *testing.T, log *zap.Logger) *dpopRig {
 	idp := newTestIdP(t, key)
 	srv := newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), log)
 	clock := newFakeClock()
-	srv.Decider.DPoP = bearer.NewDPoPVerifier(bearer.DPoPConfig{Now: clock.Now})
+	configure(t, srv, func(c *decision.Config) { c.DPoP = bearer.NewDPoPVerifier(bearer.DPoPConfig{Now: clock.Now}) })
 	ck, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -154,18 +156,18 @@ func dpopRequest(headers ...string) *authv3.CheckRequest {
 }
 
 // outcome sends req and returns the reason, HTTP status and WWW-Authenticate.
-func (r *dpopRig) outcome(t *testing.T, req *authv3.CheckRequest) (Reason, int, string) {
+func (r *dpopRig) outcome(t *testing.T, req *authv3.CheckRequest) (decision.Reason, int, string) {
 	t.Helper()
 	resp := check(t, r.client, req)
 	if resp.GetOkResponse() != nil {
 		okHeaders(t, resp)
-		return ReasonAllowed, http.StatusOK, ""
+		return decision.ReasonAllowed, http.StatusOK, ""
 	}
 	d, status := parseDenial(t, resp)
 	if status == http.StatusUnauthorized && d.Error.Code != CodeUnauthenticated {
 		t.Errorf("401 with JSON-RPC code %d", d.Error.Code)
 	}
-	return Reason(d.Error.Data.Reason), status, responseHeader(resp.GetDeniedResponse().GetHeaders(), "www-authenticate")
+	return decision.Reason(d.Error.Data.Reason), status, responseHeader(resp.GetDeniedResponse().GetHeaders(), "www-authenticate")
 }
 
 // TestDPoP: one table per class of outcome, with real tokens from the
@@ -235,7 +237,7 @@ func TestDPoP(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				if got, status, _ := r.outcome(t, dpopRequest(tt.give()...)); got != ReasonAllowed {
+				if got, status, _ := r.outcome(t, dpopRequest(tt.give()...)); got != decision.ReasonAllowed {
 					t.Fatalf("got %s %d, want allowed", got, status)
 				}
 			})
@@ -245,92 +247,92 @@ func TestDPoP(t *testing.T) {
 	refused := []struct {
 		name       string
 		give       func() []string
-		wantReason Reason
+		wantReason decision.Reason
 	}{
 		// cnf bindings that cannot be checked here.
 		{"x5t#S256 as Bearer", func() []string {
 			return []string{"authorization", "Bearer " + r.token(t, map[string]any{"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"})}
-		}, ReasonTokenBindingUnsupported},
+		}, decision.ReasonTokenBindingUnsupported},
 		{"x5t#S256 under DPoP", func() []string {
 			tok := r.token(t, map[string]any{"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"})
 			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
-		}, ReasonTokenBindingUnsupported},
+		}, decision.ReasonTokenBindingUnsupported},
 		{"jkt and x5t#S256", func() []string {
 			tok := r.token(t, map[string]any{"jkt": jkt(t, &r.client2.PublicKey), "x5t#S256": "x"})
 			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
-		}, ReasonTokenBindingUnsupported},
+		}, decision.ReasonTokenBindingUnsupported},
 		{"cnf jwk", func() []string {
 			return []string{"authorization", "Bearer " + r.token(t, map[string]any{"jwk": pubJWK})}
-		}, ReasonTokenBindingUnsupported},
-		{"cnf is a string", func() []string { return []string{"authorization", "Bearer " + r.token(t, "jkt")} }, ReasonTokenBindingUnsupported},
-		{"cnf is empty", func() []string { return []string{"authorization", "Bearer " + r.token(t, map[string]any{})} }, ReasonTokenBindingUnsupported},
-		{"cnf.jkt empty", func() []string { return []string{"authorization", "Bearer " + r.token(t, map[string]any{"jkt": ""})} }, ReasonTokenBindingUnsupported},
+		}, decision.ReasonTokenBindingUnsupported},
+		{"cnf is a string", func() []string { return []string{"authorization", "Bearer " + r.token(t, "jkt")} }, decision.ReasonTokenBindingUnsupported},
+		{"cnf is empty", func() []string { return []string{"authorization", "Bearer " + r.token(t, map[string]any{})} }, decision.ReasonTokenBindingUnsupported},
+		{"cnf.jkt empty", func() []string { return []string{"authorization", "Bearer " + r.token(t, map[string]any{"jkt": ""})} }, decision.ReasonTokenBindingUnsupported},
 		// Missing proofs.
-		{"bound token as Bearer", func() []string { return []string{"authorization", "Bearer " + bound()} }, ReasonDPoPProofMissing},
+		{"bound token as Bearer", func() []string { return []string{"authorization", "Bearer " + bound()} }, decision.ReasonDPoPProofMissing},
 		{"bound token as Bearer with a valid proof", func() []string {
 			h := withProof(nil)()
 			h[1] = "Bearer " + strings.TrimPrefix(h[1], "DPoP ")
 			return h
-		}, ReasonDPoPProofMissing},
-		{"DPoP scheme without DPoP header", func() []string { return []string{"authorization", "DPoP " + bound()} }, ReasonDPoPProofMissing},
+		}, decision.ReasonDPoPProofMissing},
+		{"DPoP scheme without DPoP header", func() []string { return []string{"authorization", "DPoP " + bound()} }, decision.ReasonDPoPProofMissing},
 		// Invalid proofs.
-		{"two DPoP headers", func() []string { return append(withProof(nil)(), "dpop", r.proof(t, r.claims(bound()))) }, ReasonDPoPProofInvalid},
-		{"proof not a JWS", func() []string { return []string{"authorization", "DPoP " + bound(), "dpop", "not-a-jwt"} }, ReasonDPoPProofInvalid},
-		{"typ JWT", withHeader(map[string]any{"typ": "JWT", "alg": "ES256", "jwk": pubJWK}), ReasonDPoPProofInvalid},
-		{"no typ", withHeader(map[string]any{"alg": "ES256", "jwk": pubJWK}), ReasonDPoPProofInvalid},
-		{"no jwk", withHeader(map[string]any{"typ": "dpop+jwt", "alg": "ES256"}), ReasonDPoPProofInvalid},
-		{"private jwk", withHeader(map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": ecJWK(r.client2, true)}), ReasonDPoPProofInvalid},
-		{"alg HS256", withHeader(map[string]any{"typ": "dpop+jwt", "alg": "HS256", "jwk": pubJWK}), ReasonDPoPProofInvalid},
+		{"two DPoP headers", func() []string { return append(withProof(nil)(), "dpop", r.proof(t, r.claims(bound()))) }, decision.ReasonDPoPProofInvalid},
+		{"proof not a JWS", func() []string { return []string{"authorization", "DPoP " + bound(), "dpop", "not-a-jwt"} }, decision.ReasonDPoPProofInvalid},
+		{"typ JWT", withHeader(map[string]any{"typ": "JWT", "alg": "ES256", "jwk": pubJWK}), decision.ReasonDPoPProofInvalid},
+		{"no typ", withHeader(map[string]any{"alg": "ES256", "jwk": pubJWK}), decision.ReasonDPoPProofInvalid},
+		{"no jwk", withHeader(map[string]any{"typ": "dpop+jwt", "alg": "ES256"}), decision.ReasonDPoPProofInvalid},
+		{"private jwk", withHeader(map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": ecJWK(r.client2, true)}), decision.ReasonDPoPProofInvalid},
+		{"alg HS256", withHeader(map[string]any{"typ": "dpop+jwt", "alg": "HS256", "jwk": pubJWK}), decision.ReasonDPoPProofInvalid},
 		{"alg none", func() []string {
 			tok := bound()
 			h, _ := json.Marshal(map[string]any{"typ": "dpop+jwt", "alg": "none", "jwk": pubJWK})
 			c, _ := json.Marshal(r.claims(tok))
 			return []string{"authorization", "DPoP " + tok, "dpop", b64(h) + "." + b64(c) + "."}
-		}, ReasonDPoPProofInvalid},
+		}, decision.ReasonDPoPProofInvalid},
 		{"signed by another key than its jwk", func() []string {
 			tok := bound()
 			return []string{"authorization", "DPoP " + tok, "dpop", signES256(t, map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": pubJWK}, r.claims(tok), other)}
-		}, ReasonDPoPProofInvalid},
-		{"no jti", withProof(func(c map[string]any) { delete(c, "jti") }), ReasonDPoPProofInvalid},
-		{"empty jti", withProof(func(c map[string]any) { c["jti"] = "" }), ReasonDPoPProofInvalid},
-		{"jti of 257 bytes", withProof(func(c map[string]any) { c["jti"] = strings.Repeat("j", 257) }), ReasonDPoPProofInvalid},
-		{"no ath", withProof(func(c map[string]any) { delete(c, "ath") }), ReasonDPoPProofInvalid},
-		{"no htm", withProof(func(c map[string]any) { delete(c, "htm") }), ReasonDPoPProofInvalid},
-		{"no htu", withProof(func(c map[string]any) { delete(c, "htu") }), ReasonDPoPProofInvalid},
-		{"no iat", withProof(func(c map[string]any) { delete(c, "iat") }), ReasonDPoPProofInvalid},
-		{"iat is a string", withProof(func(c map[string]any) { c["iat"] = "now" }), ReasonDPoPProofInvalid},
-		{"iat is a string of digits", withProof(func(c map[string]any) { c["iat"] = strconv.FormatInt(r.clock.Now().Unix(), 10) }), ReasonDPoPProofInvalid},
-		{"iat is null", withProof(func(c map[string]any) { c["iat"] = nil }), ReasonDPoPProofInvalid},
-		{"iat is true", withProof(func(c map[string]any) { c["iat"] = true }), ReasonDPoPProofInvalid},
-		{"htu relative", withProof(func(c map[string]any) { c["htu"] = "/mcp" }), ReasonDPoPProofInvalid},
-		{"htu with userinfo", withProof(func(c map[string]any) { c["htu"] = "https://u@mcp.example.com/mcp" }), ReasonDPoPProofInvalid},
-		{"htu of another scheme", withProof(func(c map[string]any) { c["htu"] = "wss://mcp.example.com/mcp" }), ReasonDPoPProofInvalid},
+		}, decision.ReasonDPoPProofInvalid},
+		{"no jti", withProof(func(c map[string]any) { delete(c, "jti") }), decision.ReasonDPoPProofInvalid},
+		{"empty jti", withProof(func(c map[string]any) { c["jti"] = "" }), decision.ReasonDPoPProofInvalid},
+		{"jti of 257 bytes", withProof(func(c map[string]any) { c["jti"] = strings.Repeat("j", 257) }), decision.ReasonDPoPProofInvalid},
+		{"no ath", withProof(func(c map[string]any) { delete(c, "ath") }), decision.ReasonDPoPProofInvalid},
+		{"no htm", withProof(func(c map[string]any) { delete(c, "htm") }), decision.ReasonDPoPProofInvalid},
+		{"no htu", withProof(func(c map[string]any) { delete(c, "htu") }), decision.ReasonDPoPProofInvalid},
+		{"no iat", withProof(func(c map[string]any) { delete(c, "iat") }), decision.ReasonDPoPProofInvalid},
+		{"iat is a string", withProof(func(c map[string]any) { c["iat"] = "now" }), decision.ReasonDPoPProofInvalid},
+		{"iat is a string of digits", withProof(func(c map[string]any) { c["iat"] = strconv.FormatInt(r.clock.Now().Unix(), 10) }), decision.ReasonDPoPProofInvalid},
+		{"iat is null", withProof(func(c map[string]any) { c["iat"] = nil }), decision.ReasonDPoPProofInvalid},
+		{"iat is true", withProof(func(c map[string]any) { c["iat"] = true }), decision.ReasonDPoPProofInvalid},
+		{"htu relative", withProof(func(c map[string]any) { c["htu"] = "/mcp" }), decision.ReasonDPoPProofInvalid},
+		{"htu with userinfo", withProof(func(c map[string]any) { c["htu"] = "https://u@mcp.example.com/mcp" }), decision.ReasonDPoPProofInvalid},
+		{"htu of another scheme", withProof(func(c map[string]any) { c["htu"] = "wss://mcp.example.com/mcp" }), decision.ReasonDPoPProofInvalid},
 		// Mismatches.
-		{"htm GET", withProof(func(c map[string]any) { c["htm"] = "GET" }), ReasonDPoPProofMismatch},
-		{"htm in lower case", withProof(func(c map[string]any) { c["htm"] = "post" }), ReasonDPoPProofMismatch},
-		{"htu of another host", withProof(func(c map[string]any) { c["htu"] = "https://evil.example.com/mcp" }), ReasonDPoPProofMismatch},
-		{"htu of another path", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/admin" }), ReasonDPoPProofMismatch},
-		{"htu with a trailing slash", withProof(func(c map[string]any) { c["htu"] = dpopHTU + "/" }), ReasonDPoPProofMismatch},
-		{"htu over http", withProof(func(c map[string]any) { c["htu"] = "http://mcp.example.com/mcp" }), ReasonDPoPProofMismatch},
-		{"htu on another port", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com:8443/mcp" }), ReasonDPoPProofMismatch},
-		{"htu with an encoded slash", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/%2Fmcp" }), ReasonDPoPProofMismatch},
-		{"htu whose dot segment climbs out", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/mcp/.." }), ReasonDPoPProofMismatch},
-		{"htu with a trailing dot segment", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/mcp/." }), ReasonDPoPProofMismatch},
-		{"htu whose dots hide behind an encoded slash", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/x/..%2Fmcp" }), ReasonDPoPProofMismatch},
-		{"htu with three dots", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/x/.../mcp" }), ReasonDPoPProofMismatch},
-		{"ath of another token", withProof(func(c map[string]any) { c["ath"] = athOf("another token") }), ReasonDPoPProofMismatch},
+		{"htm GET", withProof(func(c map[string]any) { c["htm"] = "GET" }), decision.ReasonDPoPProofMismatch},
+		{"htm in lower case", withProof(func(c map[string]any) { c["htm"] = "post" }), decision.ReasonDPoPProofMismatch},
+		{"htu of another host", withProof(func(c map[string]any) { c["htu"] = "https://evil.example.com/mcp" }), decision.ReasonDPoPProofMismatch},
+		{"htu of another path", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/admin" }), decision.ReasonDPoPProofMismatch},
+		{"htu with a trailing slash", withProof(func(c map[string]any) { c["htu"] = dpopHTU + "/" }), decision.ReasonDPoPProofMismatch},
+		{"htu over http", withProof(func(c map[string]any) { c["htu"] = "http://mcp.example.com/mcp" }), decision.ReasonDPoPProofMismatch},
+		{"htu on another port", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com:8443/mcp" }), decision.ReasonDPoPProofMismatch},
+		{"htu with an encoded slash", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/%2Fmcp" }), decision.ReasonDPoPProofMismatch},
+		{"htu whose dot segment climbs out", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/mcp/.." }), decision.ReasonDPoPProofMismatch},
+		{"htu with a trailing dot segment", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/mcp/." }), decision.ReasonDPoPProofMismatch},
+		{"htu whose dots hide behind an encoded slash", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/x/..%2Fmcp" }), decision.ReasonDPoPProofMismatch},
+		{"htu with three dots", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/x/.../mcp" }), decision.ReasonDPoPProofMismatch},
+		{"ath of another token", withProof(func(c map[string]any) { c["ath"] = athOf("another token") }), decision.ReasonDPoPProofMismatch},
 		{"proof key is not cnf.jkt", func() []string {
 			tok := r.token(t, map[string]any{"jkt": jkt(t, &other.PublicKey)})
 			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
-		}, ReasonDPoPProofMismatch},
+		}, decision.ReasonDPoPProofMismatch},
 		{"unbound token under DPoP", func() []string {
 			tok := r.token(t, nil)
 			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
-		}, ReasonDPoPProofMismatch},
+		}, decision.ReasonDPoPProofMismatch},
 		// Window.
-		{"iat 61s old", withProof(func(c map[string]any) { c["iat"] = r.clock.Now().Add(-61 * time.Second).Unix() }), ReasonDPoPProofStale},
-		{"iat 11s ahead", withProof(func(c map[string]any) { c["iat"] = r.clock.Now().Add(11 * time.Second).Unix() }), ReasonDPoPProofStale},
-		{"iat 1e300", withProof(func(c map[string]any) { c["iat"] = 1e300 }), ReasonDPoPProofStale},
+		{"iat 61s old", withProof(func(c map[string]any) { c["iat"] = r.clock.Now().Add(-61 * time.Second).Unix() }), decision.ReasonDPoPProofStale},
+		{"iat 11s ahead", withProof(func(c map[string]any) { c["iat"] = r.clock.Now().Add(11 * time.Second).Unix() }), decision.ReasonDPoPProofStale},
+		{"iat 1e300", withProof(func(c map[string]any) { c["iat"] = 1e300 }), decision.ReasonDPoPProofStale},
 		// A token fault under the DPoP scheme is still the token's reason.
 		{"expired bound token", func() []string {
 			c := r.idp.claims()
@@ -338,8 +340,8 @@ func TestDPoP(t *testing.T) {
 			c["cnf"] = map[string]any{"jkt": jkt(t, &r.client2.PublicKey)}
 			tok := r.key.sign(t, c)
 			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
-		}, ReasonTokenExpired},
-		{"DPoP scheme with two tokens", func() []string { return []string{"authorization", "DPoP " + bound() + " " + bound()} }, ReasonTokenMalformed},
+		}, decision.ReasonTokenExpired},
+		{"DPoP scheme with two tokens", func() []string { return []string{"authorization", "DPoP " + bound() + " " + bound()} }, decision.ReasonTokenMalformed},
 	}
 	t.Run("refused", func(t *testing.T) {
 		for _, tt := range refused {
@@ -353,7 +355,7 @@ func TestDPoP(t *testing.T) {
 				if strings.HasPrefix(give[1], "DPoP ") || strings.HasPrefix(string(got), "dpop_") {
 					wantScheme = "DPoP "
 				}
-				if strings.HasPrefix(string(got), "dpop_") && got != ReasonDPoPProofMissing {
+				if strings.HasPrefix(string(got), "dpop_") && got != decision.ReasonDPoPProofMissing {
 					wantErr = `error="invalid_dpop_proof"`
 				}
 				if !strings.HasPrefix(www, wantScheme) || !strings.Contains(www, wantErr) ||
@@ -367,10 +369,10 @@ func TestDPoP(t *testing.T) {
 
 	t.Run("replayed", func(t *testing.T) {
 		h := withProof(nil)()
-		if got, _, _ := r.outcome(t, dpopRequest(h...)); got != ReasonAllowed {
+		if got, _, _ := r.outcome(t, dpopRequest(h...)); got != decision.ReasonAllowed {
 			t.Fatalf("first use: %s", got)
 		}
-		if got, status, www := r.outcome(t, dpopRequest(h...)); got != ReasonDPoPProofReplayed || status != 401 || !strings.HasPrefix(www, `DPoP error="invalid_dpop_proof"`) {
+		if got, status, www := r.outcome(t, dpopRequest(h...)); got != decision.ReasonDPoPProofReplayed || status != 401 || !strings.HasPrefix(www, `DPoP error="invalid_dpop_proof"`) {
 			t.Fatalf("second use: %s %d %q, want dpop_proof_replayed 401", got, status, www)
 		}
 		// A refused proof does not burn its jti: fixed, the same jti passes
@@ -378,11 +380,11 @@ func TestDPoP(t *testing.T) {
 		tok := bound()
 		c := r.claims(tok)
 		c["htm"] = "GET"
-		if got, _, _ := r.outcome(t, dpopRequest("authorization", "DPoP "+tok, "dpop", r.proof(t, c))); got != ReasonDPoPProofMismatch {
+		if got, _, _ := r.outcome(t, dpopRequest("authorization", "DPoP "+tok, "dpop", r.proof(t, c))); got != decision.ReasonDPoPProofMismatch {
 			t.Fatalf("GET proof on POST: %s", got)
 		}
 		c["htm"] = "POST"
-		if got, _, _ := r.outcome(t, dpopRequest("authorization", "DPoP "+tok, "dpop", r.proof(t, c))); got != ReasonAllowed {
+		if got, _, _ := r.outcome(t, dpopRequest("authorization", "DPoP "+tok, "dpop", r.proof(t, c))); got != decision.ReasonAllowed {
 			t.Fatalf("same jti after a refused proof: %s", got)
 		}
 	})
@@ -397,7 +399,7 @@ func TestDPoPLog(t *testing.T) {
 	c := r.claims(tok)
 	c["htm"] = "DELETE"
 	proof := r.proof(t, c)
-	if got, _, _ := r.outcome(t, dpopRequest("authorization", "DPoP "+tok, "dpop", proof)); got != ReasonDPoPProofMismatch {
+	if got, _, _ := r.outcome(t, dpopRequest("authorization", "DPoP "+tok, "dpop", proof)); got != decision.ReasonDPoPProofMismatch {
 		t.Fatalf("reason %s", got)
 	}
 	entries := logs.FilterMessage("decision").All()
@@ -405,7 +407,7 @@ func TestDPoPLog(t *testing.T) {
 		t.Fatalf("%d decision lines", len(entries))
 	}
 	m := entries[0].ContextMap()
-	if m["reason"] != string(ReasonDPoPProofMismatch) || !strings.Contains(fmt.Sprint(m["detail"]), `htm "DELETE"`) {
+	if m["reason"] != string(decision.ReasonDPoPProofMismatch) || !strings.Contains(fmt.Sprint(m["detail"]), `htm "DELETE"`) {
 		t.Errorf("decision line %v", m)
 	}
 	for k, v := range m {
@@ -423,7 +425,7 @@ func TestTokenCases2(t *testing.T) {
 	r := newDPoPRig(t)
 	plain := r.token(t, nil)
 	cnfJKT := r.token(t, map[string]any{"jkt": jkt(t, &r.client2.PublicKey)})
-	replay := func(id string, tokens map[string]string) (Reason, int) {
+	replay := func(id string, tokens map[string]string) (decision.Reason, int) {
 		c := loadTokenCase2(t, id)
 		capt, err := capture.Parse(c.Request)
 		if err != nil {
@@ -433,29 +435,29 @@ func TestTokenCases2(t *testing.T) {
 			capt.Headers["authorization"] = strings.ReplaceAll(capt.Headers["authorization"], ph, tok)
 		}
 		got, status, _ := r.outcome(t, capt.CheckRequest(true))
-		if *c.Want.Allow != (got == ReasonAllowed) || !*c.Want.Allow && status != c.Want.Status {
+		if *c.Want.Allow != (got == decision.ReasonAllowed) || !*c.Want.Allow && status != c.Want.Status {
 			t.Errorf("%s: got %s %d; want allow=%v status %d", id, got, status, *c.Want.Allow, c.Want.Status)
 		}
 		return got, status
 	}
 	replay("D11", map[string]string{"{{TOKEN_OK}}": plain})
-	if got, _ := replay("D12", map[string]string{"{{TOKEN_OK_WITH_CNF_JKT}}": cnfJKT}); got != ReasonDPoPProofMissing {
+	if got, _ := replay("D12", map[string]string{"{{TOKEN_OK_WITH_CNF_JKT}}": cnfJKT}); got != decision.ReasonDPoPProofMissing {
 		t.Errorf("D12: reason %s, want dpop_proof_missing", got)
 	}
 	tests := []struct {
 		name       string
 		give       []string
-		wantReason Reason
+		wantReason decision.Reason
 	}{
-		{"one space", []string{"authorization", "Bearer " + plain}, ReasonAllowed},
-		{"three spaces", []string{"authorization", "Bearer   " + plain}, ReasonAllowed},
-		{"tab", []string{"authorization", "Bearer\t" + plain}, ReasonTokenMalformed},
-		{"inner space", []string{"authorization", "Bearer " + strings.Replace(plain, ".", ". ", 1)}, ReasonTokenMalformed},
-		{"two tokens", []string{"authorization", "Bearer " + plain + " " + plain}, ReasonTokenMalformed},
-		{"two Authorization headers", []string{"authorization", "Bearer " + plain, "authorization", "Bearer " + plain}, ReasonTokenMalformed},
-		{"joined Authorization headers", []string{"authorization", "Bearer " + plain + ",Bearer " + plain}, ReasonTokenMalformed},
-		{"D12 token as Bearer", []string{"authorization", "Bearer " + cnfJKT}, ReasonDPoPProofMissing},
-		{"D12 token as DPoP with its proof", []string{"authorization", "DPoP  " + cnfJKT, "dpop", r.proof(t, r.claims(cnfJKT))}, ReasonAllowed},
+		{"one space", []string{"authorization", "Bearer " + plain}, decision.ReasonAllowed},
+		{"three spaces", []string{"authorization", "Bearer   " + plain}, decision.ReasonAllowed},
+		{"tab", []string{"authorization", "Bearer\t" + plain}, decision.ReasonTokenMalformed},
+		{"inner space", []string{"authorization", "Bearer " + strings.Replace(plain, ".", ". ", 1)}, decision.ReasonTokenMalformed},
+		{"two tokens", []string{"authorization", "Bearer " + plain + " " + plain}, decision.ReasonTokenMalformed},
+		{"two Authorization headers", []string{"authorization", "Bearer " + plain, "authorization", "Bearer " + plain}, decision.ReasonTokenMalformed},
+		{"joined Authorization headers", []string{"authorization", "Bearer " + plain + ",Bearer " + plain}, decision.ReasonTokenMalformed},
+		{"D12 token as Bearer", []string{"authorization", "Bearer " + cnfJKT}, decision.ReasonDPoPProofMissing},
+		{"D12 token as DPoP with its proof", []string{"authorization", "DPoP  " + cnfJKT, "dpop", r.proof(t, r.claims(cnfJKT))}, decision.ReasonAllowed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

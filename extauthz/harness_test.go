@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	jose "github.com/go-jose/go-jose/v4"
@@ -212,22 +214,22 @@ func (idp *testIdP) claims() map[string]any {
 }
 
 // referencePolicy compiles examples/policy.yaml.
-func referencePolicy(t testing.TB) *PolicyStore {
+func referencePolicy(t testing.TB) *decision.PolicyStore {
 	t.Helper()
 	return compileStore(t, filepath.Join("..", "examples", "policy.yaml"))
 }
 
-func compileStore(t testing.TB, file string) *PolicyStore {
+func compileStore(t testing.TB, file string) *decision.PolicyStore {
 	t.Helper()
 	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lp, err := CompilePolicy(file, src)
+	lp, err := decision.CompilePolicy(file, src)
 	if err != nil {
 		t.Fatalf("compile %s: %v", file, err)
 	}
-	s := &PolicyStore{}
+	s := &decision.PolicyStore{}
 	s.Store(lp)
 	return s
 }
@@ -246,12 +248,12 @@ func newDiscoveryVerifier(t testing.TB, idp *testIdP) *bearer.OIDCVerifier {
 }
 
 // newTestServer returns a Check server with the given pieces.
-func newTestServer(store *PolicyStore, v bearer.TokenVerifier, log *zap.Logger) *Server {
+func newTestServer(store *decision.PolicyStore, v bearer.TokenVerifier, log *zap.Logger) *Server {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	return &Server{
-		Decider:   &Decider{ServerID: testServerID, Verifier: v, Policies: store, Limits: mcpparse.DefaultLimits()},
+		Decider:   mustDecider(decision.Config{ServerID: testServerID, Verifier: v, Policies: store, Limits: mcpparse.DefaultLimits()}),
 		Responder: &Responder{ResourceMetadataURL: resourcemeta.URL(testAudience)},
 		Log:       log,
 	}
@@ -365,9 +367,31 @@ func responseHeader(hs []*corev3.HeaderValueOption, name string) string {
 
 // newMetrics is serve's metrics: every reason's series created at zero.
 func newMetrics(reg prometheus.Registerer) *metrics.Metrics {
-	labels := make([]metrics.Reason, 0, len(Reasons()))
-	for _, r := range Reasons() {
-		labels = append(labels, r.Metric())
+	return metrics.New(reg, MetricReasons())
+}
+
+// configure replaces srv's Decider by one whose configuration f changed
+// (decision.NewDecider validates it). Call it before srv decides in
+// parallel.
+func configure(t testing.TB, srv *Server, f func(*decision.Config)) {
+	t.Helper()
+	c := srv.Decider.Config()
+	f(&c)
+	d, err := decision.NewDecider(c)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return metrics.New(reg, labels)
+	srv.Decider = d
+}
+
+// newDecisionID returns a fresh decision id, for Decisions built by tests.
+func newDecisionID() string { return decision.Internal("").ID }
+
+// mustDecider is decision.NewDecider for a configuration known to be valid.
+func mustDecider(c decision.Config) *decision.Decider {
+	d, err := decision.NewDecider(c)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

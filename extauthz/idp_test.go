@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -51,16 +53,16 @@ func (c *countingVerifier) KeyGeneration() uint64 {
 	return c.next.(bearer.KeyGenerationer).KeyGeneration()
 }
 
-func reasonOf(t *testing.T, err error) Reason {
+func reasonOf(t *testing.T, err error) decision.Reason {
 	t.Helper()
 	if err == nil {
-		return ReasonAllowed
+		return decision.ReasonAllowed
 	}
 	var te *bearer.TokenError
 	if !errors.As(err, &te) {
 		t.Fatalf("error %v is not a *bearer.TokenError", err)
 	}
-	return bearerReason(te.Kind)
+	return decision.Reason(te.Kind.String())
 }
 
 func TestTokenCache(t *testing.T) {
@@ -110,7 +112,7 @@ func TestTokenCache(t *testing.T) {
 
 	// Expired while cached: refused without asking the verifier.
 	clock.Advance(11 * time.Minute)
-	if r := reasonOf(t, verifyErr(cv.Verify(ctx, tok1))); r != ReasonTokenExpired {
+	if r := reasonOf(t, verifyErr(cv.Verify(ctx, tok1))); r != decision.ReasonTokenExpired {
 		t.Fatalf("cached token after exp: %s, want token_expired", r)
 	}
 	if got := inner.calls.Load(); got != 4 {
@@ -126,7 +128,7 @@ func TestTokenCache(t *testing.T) {
 	if err := ov.RefreshKeys(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r := reasonOf(t, verifyErr(cv.Verify(ctx, tokC))); r != ReasonTokenInvalid {
+	if r := reasonOf(t, verifyErr(cv.Verify(ctx, tokC))); r != decision.ReasonTokenInvalid {
 		t.Fatalf("k2 token after k2 left the key set: %s, want token_invalid", r)
 	}
 	if stale := testutil.ToFloat64(m.TokenCache.WithLabelValues("stale")); stale != 1 {
@@ -151,7 +153,7 @@ func TestIdPFaults(t *testing.T) {
 		if err := v.Warm(t.Context()); err == nil || v.Ready() {
 			t.Fatalf("Warm on garbage: %v, ready %v", err, v.Ready())
 		}
-		if r := reasonOf(t, verifyErr(v.Verify(t.Context(), newTestKey(t, "k1").sign(t, idp.claims())))); r != ReasonIdPUnavailable {
+		if r := reasonOf(t, verifyErr(v.Verify(t.Context(), newTestKey(t, "k1").sign(t, idp.claims())))); r != decision.ReasonIdPUnavailable {
 			t.Fatalf("reason %s, want idp_unavailable", r)
 		}
 	})
@@ -175,7 +177,7 @@ func TestIdPFaults(t *testing.T) {
 		if _, err := v.Verify(t.Context(), k1.sign(t, idp.claims())); err != nil {
 			t.Fatalf("k1 token after a failed refresh: %v", err)
 		}
-		if r := reasonOf(t, verifyErr(v.Verify(t.Context(), k2.sign(t, idp.claims())))); r != ReasonTokenInvalid {
+		if r := reasonOf(t, verifyErr(v.Verify(t.Context(), k2.sign(t, idp.claims())))); r != decision.ReasonTokenInvalid {
 			t.Fatalf("unknown key while the provider answers garbage: %s", r)
 		}
 		if refreshErrs.Load() == 0 {
@@ -204,7 +206,7 @@ func TestIdPFaults(t *testing.T) {
 			t.Fatalf("Check with a slow provider: RPC error %v", err)
 		}
 		d, status := parseDenial(t, resp)
-		if Reason(d.Error.Data.Reason) != ReasonDeadlineExceeded || status != 503 {
+		if decision.Reason(d.Error.Data.Reason) != decision.ReasonDeadlineExceeded || status != 503 {
 			t.Fatalf("slow provider: %d %s, want 503 deadline_exceeded", status, d.Error.Data.Reason)
 		}
 		// The fetch goes on in the background; a Verify within the rate

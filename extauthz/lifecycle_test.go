@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -31,7 +33,7 @@ import (
 
 // readiness is serve's readiness: a policy compiled and, when v is not
 // nil, signing keys available; m's ready gauge follows it.
-func readiness(store *PolicyStore, v interface{ Ready() bool }, m *metrics.Metrics) *lifecycle.Readiness {
+func readiness(store *decision.PolicyStore, v interface{ Ready() bool }, m *metrics.Metrics) *lifecycle.Readiness {
 	r := &lifecycle.Readiness{Checks: []func() error{store.Ready}, OnReady: m.SetReady}
 	if v != nil {
 		r.Checks = append(r.Checks, func() error {
@@ -80,7 +82,7 @@ func get(t testing.TB, url string) (int, string) {
 // TestHTTPHandlerProbes: /healthz is 200 while the process runs; /readyz
 // follows the policy store and the verifier, and says why it is not ready.
 func TestHTTPHandlerProbes(t *testing.T) {
-	store := &PolicyStore{}
+	store := &decision.PolicyStore{}
 	v := &toggleVerifier{}
 	m := newMetrics(prometheus.NewRegistry())
 	url := startHTTP(t, lifecycle.HTTPHandler(readiness(store, v, m), prometheus.NewRegistry()))
@@ -172,7 +174,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	srv := staticRig(t, nil)
 	srv.Metrics = newMetrics(reg)
-	url := startHTTP(t, lifecycle.HTTPHandler(readiness(srv.Decider.Policies, nil, srv.Metrics), reg))
+	url := startHTTP(t, lifecycle.HTTPHandler(readiness(srv.Decider.Config().Policies, nil, srv.Metrics), reg))
 
 	denied := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_repo","arguments":{"repo":"r"}}}`)
 	noToken := postReq(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`)
@@ -216,8 +218,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 	}
 	tokenReasons := 0
-	for _, r := range Reasons() {
-		if r.isTokenReason() || r == ReasonIdPUnavailable {
+	for _, r := range decision.Reasons() {
+		if o := outcomeOf(r); o.class == classToken || r == decision.ReasonIdPUnavailable {
 			tokenReasons++
 		}
 	}
@@ -366,7 +368,7 @@ func (r *lifecycleRig) waitHealth(t testing.TB, want healthpb.HealthCheckRespons
 func TestLifecycleHealthFollowsReadiness(t *testing.T) {
 	v := &toggleVerifier{}
 	srv := staticRig(t, nil)
-	rig := startLifecycle(t, srv, readiness(srv.Decider.Policies, v, nil),
+	rig := startLifecycle(t, srv, readiness(srv.Decider.Config().Policies, v, nil),
 		lifecycle.Lifecycle{PollInterval: 20 * time.Millisecond, ShutdownTimeout: 10 * time.Second})
 
 	// Health is synced before the first RPC can arrive: not a poll.
@@ -425,7 +427,7 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 	t.Cleanup(release)
 
 	srv := newTestServer(referencePolicy(t), v, nil)
-	rig := startLifecycle(t, srv, readiness(srv.Decider.Policies, nil, nil),
+	rig := startLifecycle(t, srv, readiness(srv.Decider.Config().Policies, nil, nil),
 		lifecycle.Lifecycle{PollInterval: 20 * time.Millisecond, DrainPeriod: 200 * time.Millisecond, ShutdownTimeout: 10 * time.Second})
 	rig.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
 
@@ -522,7 +524,7 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 func TestLifecycleShutdownTimeout(t *testing.T) {
 	v := newBlockingVerifier() // never released
 	srv := newTestServer(referencePolicy(t), v, nil)
-	rig := startLifecycle(t, srv, readiness(srv.Decider.Policies, nil, nil),
+	rig := startLifecycle(t, srv, readiness(srv.Decider.Config().Policies, nil, nil),
 		lifecycle.Lifecycle{PollInterval: 20 * time.Millisecond, ShutdownTimeout: 100 * time.Millisecond})
 
 	req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`).CheckRequest(true)

@@ -1,9 +1,6 @@
 package extauthz
 
-import "time"
-
-// The service's names as Envoy, the upstream MCP server and clients see
-// them, and Binding's defaults.
+// The service's names as Envoy and the upstream MCP server see them.
 const (
 	// HealthService is the grpc.health.v1 service name of the Authorization
 	// API; the server also answers for "" (the whole server).
@@ -39,26 +36,4 @@ const (
 	// key was already bound to this very request digest: an idempotent
 	// upstream can answer with the recorded result.
 	HeaderRetry = "x-mcp-retry"
-
-	// Where approvals and idempotency keys travel (Binding).
-
-	// HeaderApproval carries an approval (compact JWS). Like every
-	// client-sent x-mcp-* header it is removed before the upstream.
-	HeaderApproval = "x-mcp-approval"
-	// MetaApproval is the params._meta member that carries an approval for
-	// clients that cannot set headers. It is outside params.arguments, so it
-	// is not part of the request digest; ext_authz cannot change the body,
-	// so the upstream sees it.
-	MetaApproval = "io.mcp-extauthz/approval"
-	// ApprovalType is the JWS typ an approval must carry (RFC 8725 section
-	// 3.11 explicit typing), so no other JWT can pass for one.
-	ApprovalType = "mcp-approval+jwt"
-	// DefaultIdempotencyHeader is the idempotency key header
-	// (draft-ietf-httpapi-idempotency-key-header).
-	DefaultIdempotencyHeader = "idempotency-key"
-
-	// Defaults of Binding's zero fields (and of serve's flags).
-
-	DefaultIdempotencyTTL      = 24 * time.Hour
-	DefaultApprovalMaxLifetime = time.Hour
 )

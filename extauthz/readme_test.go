@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 )
 
 // TestReadmeReasons keeps README's reason table true: every reason listed
@@ -16,23 +18,23 @@ func TestReadmeReasons(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := regexp.MustCompile("(?m)^\\| `([a-z_0-9]+)` \\| ([0-9–]+) \\| (-?[0-9]+|–) \\|")
-	listed := map[Reason]bool{}
+	listed := map[decision.Reason]bool{}
 	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
-		r := Reason(m[1])
+		r := decision.Reason(m[1])
 		o, ok := outcomes[r]
 		if !ok {
 			t.Errorf("README lists %s, which is not a reason", r)
 			continue
 		}
 		listed[r] = true
-		if r == ReasonAllowed {
+		if r == decision.ReasonAllowed {
 			continue
 		}
 		if m[2] != strconv.Itoa(o.http) || m[3] != strconv.Itoa(o.code) {
 			t.Errorf("README: %s %s %s; the service answers %d %d", r, m[2], m[3], o.http, o.code)
 		}
 	}
-	for _, r := range Reasons() {
+	for _, r := range decision.Reasons() {
 		if !listed[r] {
 			t.Errorf("README does not list reason %s", r)
 		}

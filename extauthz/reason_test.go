@@ -12,10 +12,9 @@ import (
 	"strconv"
 	"testing"
 
-	"google.golang.org/grpc/codes"
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 
-	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
-	"github.com/mcp-extauthz/mcp-extauthz/policy"
+	"google.golang.org/grpc/codes"
 )
 
 // wantOutcome is how a reason must be answered, written here from the
@@ -37,7 +36,7 @@ var (
 	// No valid token, or its binding not proven: 401, RFC 6750 section 3.
 	wantUnauthenticated = wantOutcome{"deny", codes.Unauthenticated, 401, -32012}
 	// An approval that does not lift the ask: 403 with the ask's code.
-	wantApprovalRefused = wantOutcome{"deny", codes.PermissionDenied, 403, -32011}
+	wantApprovalRefused = wantOutcome{"ask", codes.PermissionDenied, 403, -32011} // the policy asked; no valid approval answered
 	// A dependency of ours is unavailable: 503, retryable.
 	wantUnavailable = wantOutcome{"deny", codes.Unavailable, 503, -32014}
 )
@@ -100,11 +99,11 @@ var wantOutcomes = map[string]wantOutcome{
 	"internal_error":     {"deny", codes.Internal, 500, -32015},
 }
 
-// declaredReasons parses reason.go and returns every constant of type
+// declaredReasons parses decision/reason.go and returns every constant of type
 // Reason: name → value.
 func declaredReasons(t *testing.T) map[string]string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "reason.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "decision", "reason.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,9 +171,12 @@ func sortedKeys[V any](m map[string]V) []string {
 func TestReasonTable(t *testing.T) {
 	declared := declaredReasons(t)
 	readme := readmeReasons(t)
-	inOutcomes := map[string]bool{}
-	for _, r := range Reasons() {
+	inOutcomes, inReasons := map[string]bool{}, map[string]bool{}
+	for r := range outcomes {
 		inOutcomes[string(r)] = true
+	}
+	for _, r := range decision.Reasons() {
+		inReasons[string(r)] = true
 	}
 	for _, r := range sortedKeys(declared) {
 		if _, ok := wantOutcomes[r]; !ok {
@@ -186,11 +188,14 @@ func TestReasonTable(t *testing.T) {
 		if !inOutcomes[r] {
 			t.Errorf("reason %s has no entry in outcomes (it would answer as internal_error)", r)
 		}
+		if !inReasons[r] {
+			t.Errorf("reason %s is missing from decision.Reasons()", r)
+		}
 	}
 	for _, set := range []struct {
 		name string
 		keys []string
-	}{{"wantOutcomes", sortedKeys(wantOutcomes)}, {"README", sortedKeys(readme)}, {"outcomes", sortedKeys(inOutcomes)}} {
+	}{{"wantOutcomes", sortedKeys(wantOutcomes)}, {"README", sortedKeys(readme)}, {"outcomes", sortedKeys(inOutcomes)}, {"decision.Reasons", sortedKeys(inReasons)}} {
 		for _, r := range set.keys {
 			if _, ok := declared[r]; !ok {
 				t.Errorf("%s lists %s, which reason.go does not declare", set.name, r)
@@ -208,15 +213,8 @@ func TestReasonTable(t *testing.T) {
 			if got := readme[r]; got != [2]string{httpCell(want), codeCell(want)} {
 				t.Errorf("README says %s %s; want %s %s", got[0], got[1], httpCell(want), codeCell(want))
 			}
-			dec := policy.Deny
-			switch want.decision {
-			case "allow":
-				dec = policy.Allow
-			case "ask":
-				dec = policy.Ask
-			}
-			d := &Decision{ID: "0123456789abcdef0123456789abcdef", Reason: Reason(r), Decision: dec, BatchIndex: -1}
-			resp := rs.Response(d, Headers{"authorization": {"Bearer x"}})
+			d := &decision.Decision{ID: "0123456789abcdef0123456789abcdef", Reason: decision.Reason(r), BatchIndex: -1}
+			resp := rs.Response(d, decision.Headers{"authorization": {"Bearer x"}})
 			if got := codes.Code(resp.GetStatus().GetCode()); got != want.grpc {
 				t.Errorf("gRPC status %v, want %v", got, want.grpc)
 			}
@@ -252,11 +250,8 @@ func TestReasonTable(t *testing.T) {
 			if www := responseHeader(dr.GetHeaders(), "www-authenticate"); (want.http == 401 || r == "insufficient_scope") != (www != "") {
 				t.Errorf("WWW-Authenticate %q on a %d", www, want.http)
 			}
-			// Fail closed: a denial reason with an allow decision is still
-			// a denial.
-			d.Decision = policy.Allow
-			if rs.Response(d, nil).GetOkResponse() != nil {
-				t.Error("reason with decision allow was admitted")
+			if got := d.Reason.Verdict().String(); got != want.decision {
+				t.Errorf("verdict %s, want %s", got, want.decision)
 			}
 		})
 	}
@@ -274,21 +269,4 @@ func codeCell(w wantOutcome) string {
 		return "–"
 	}
 	return strconv.Itoa(w.code)
-}
-
-// TestBearerReasons: every failure kind of the token verifier maps to the
-// reason of the same word, and that reason is in the closed set.
-func TestBearerReasons(t *testing.T) {
-	for _, k := range bearer.Kinds() {
-		r := bearerReason(k)
-		if string(r) != k.String() {
-			t.Errorf("kind %v answers %s", k, r)
-		}
-		if _, ok := outcomes[r]; !ok {
-			t.Errorf("kind %v: reason %s is not in the outcome table", k, r)
-		}
-	}
-	if r := bearerReason(bearer.Kind(0)); r != ReasonInternalError {
-		t.Errorf("an unknown kind answers %s, want internal_error", r)
-	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	"github.com/mcp-extauthz/mcp-extauthz/internal/reload"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
@@ -91,7 +93,7 @@ func TestReloadIsAtomic(t *testing.T) {
 	want := map[string]string{versionOf(a): "a-search", versionOf(b): "b-search"}
 	file := filepath.Join(t.TempDir(), "policy.yaml")
 	writePolicyFile(t, file, a)
-	store := &PolicyStore{}
+	store := &decision.PolicyStore{}
 	var published atomic.Int64
 	loader := &reload.Loader{File: file, Publish: store.Publish, Loaded: func(changed bool, _ error) {
 		if changed {
@@ -102,7 +104,7 @@ func TestReloadIsAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := staticRig(t, nil)
-	srv.Decider.Policies = store
+	configure(t, srv, func(c *decision.Config) { c.Policies = store })
 	req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`).CheckRequest(true)
 
 	const (

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -20,7 +22,7 @@ import (
 type Server struct {
 	authv3.UnimplementedAuthorizationServer
 
-	Decider   *Decider
+	Decider   *decision.Decider
 	Responder *Responder
 	Log       *zap.Logger      // one line per decision
 	Metrics   *metrics.Metrics // nil disables metrics (NewMetrics)
@@ -53,7 +55,7 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 	var span trace.Span // nil unless s.Tracing
 	defer func() {
 		if p := recover(); p != nil {
-			d := &Decision{ID: newDecisionID(), Reason: ReasonInternalError, BatchIndex: -1}
+			d := decision.Internal(fmt.Sprint("panic: ", p))
 			resp, err = s.Responder.Response(d, nil), nil
 			if s.Log != nil {
 				s.Log.Error("check panicked", zap.String("decision_id", d.ID), zap.String("panic", fmt.Sprint(p)))
@@ -86,18 +88,19 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 }
 
 // observe counts d in the metrics.
-func (s *Server) observe(d *Decision, latency time.Duration) {
+func (s *Server) observe(d *decision.Decision, latency time.Duration) {
 	m := s.Metrics
 	if m == nil {
 		return
 	}
-	m.Decided(latency, d.Decision.String(), string(d.Reason), methodLabel(d.Method), s.serverLabel(d.Server), s.DryRun,
-		d.Reason.isTokenReason() || d.Reason == ReasonIdPUnavailable)
+	verdict := d.Reason.Verdict().String()
+	m.Decided(latency, verdict, string(d.Reason), mcpmethod.Label(d.Method), s.serverLabel(d.Server), s.DryRun,
+		outcomeOf(d.Reason).tokenFailure)
 	for _, sm := range d.Shadow {
 		m.ShadowMatched(sm.Decision.String())
 	}
 	if d.RuleID != "" {
-		m.RuleDecided(d.RuleID, d.Decision.String())
+		m.RuleDecided(d.RuleID, verdict)
 	}
 	for _, we := range d.WhenErrors {
 		m.CELError(we.RuleID)
@@ -116,38 +119,24 @@ func (s *Server) serverLabel(id string) string {
 	return "other"
 }
 
-// Metric returns r as a value of internal/metrics' reason label: with its
-// decision label (allow, deny, ask) and whether it counts as a token failure
-// (token_verification_failures_total). metrics.New takes these for every
-// reason of Reasons, so each series exists from start.
-func (r Reason) Metric() metrics.Reason {
-	d := "deny"
-	switch r {
-	case ReasonAllowed:
-		d = "allow"
-	case ReasonAuthorizationRequired:
-		d = "ask"
+// MetricReasons returns every reason of decision.Reasons as a value of
+// internal/metrics' reason label: with its decision label (allow, deny,
+// ask) and whether it counts as a token failure
+// (token_verification_failures_total), so each series exists from start.
+func MetricReasons() []metrics.Reason {
+	rs := decision.Reasons()
+	out := make([]metrics.Reason, len(rs))
+	for i, r := range rs {
+		out[i] = metrics.Reason{Reason: string(r), Decision: r.Verdict().String(), Token: outcomeOf(r).tokenFailure}
 	}
-	return metrics.Reason{Reason: string(r), Decision: d, Token: r.isTokenReason() || r == ReasonIdPUnavailable}
-}
-
-// methodLabel bounds the method label to the methods MCP defines for clients
-// (internal/mcpmethod) and the service's own names; any other is "other".
-func methodLabel(m string) string {
-	switch {
-	case mcpmethod.FromClient(m), m == "GET", m == "DELETE", m == "response", m == "batch":
-		return m
-	case m == "":
-		return "none"
-	}
-	return "other"
+	return out
 }
 
 // logDecision writes the one decision line: never the token, never raw
 // arguments (digests only). An allowed decision is left out when
 // LogSampling says so, unless its span is sampled; span is nil without
 // tracing.
-func (s *Server) logDecision(d *Decision, r *Request, latency time.Duration, span trace.Span) {
+func (s *Server) logDecision(d *decision.Decision, r *decision.Request, latency time.Duration, span trace.Span) {
 	if s.Log == nil {
 		return
 	}
@@ -163,7 +152,7 @@ func (s *Server) logDecision(d *Decision, r *Request, latency time.Duration, spa
 	fields := make([]zap.Field, 0, 26)
 	fields = append(fields,
 		zap.String("decision_id", d.ID),
-		zap.String("decision", d.Decision.String()),
+		zap.String("decision", d.Reason.Verdict().String()),
 		zap.String("reason", string(d.Reason)),
 		zap.String("rule_id", d.RuleID),
 		zap.String("http_method", r.Method),
@@ -206,7 +195,7 @@ func (s *Server) logDecision(d *Decision, r *Request, latency time.Duration, spa
 
 // detail is the decision line's detail: d.Detail, then every failed `when`
 // expression (rule "id": when: error), "; "-separated.
-func detail(d *Decision) string {
+func detail(d *decision.Decision) string {
 	if len(d.WhenErrors) == 0 {
 		return d.Detail
 	}
@@ -230,4 +219,22 @@ func answerBeforeDeadline(ctx context.Context, now time.Time) (context.Context, 
 	}
 	margin := min(dl.Sub(now)/10, 50*time.Millisecond)
 	return context.WithDeadline(ctx, dl.Add(-margin))
+}
+
+// appendBindingFields adds the decision log fields of approvals,
+// idempotency and concealment (no token, no argument values).
+func appendBindingFields(fields []zap.Field, d *decision.Decision) []zap.Field {
+	if d.Retry {
+		fields = append(fields, zap.Bool("retry", true))
+	}
+	if d.Approver != "" {
+		fields = append(fields, zap.String("approver", d.Approver), zap.String("approval_jti", d.ApprovalID))
+	}
+	if concealable(d) {
+		fields = append(fields, zap.Bool("concealed", true))
+	}
+	if len(d.RequiredScopes) > 0 {
+		fields = append(fields, zap.Strings("required_scopes", d.RequiredScopes))
+	}
+	return fields
 }

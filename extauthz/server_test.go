@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	jose "github.com/go-jose/go-jose/v4"
@@ -93,11 +95,11 @@ func TestHeaderMap(t *testing.T) {
 	resp, _ := srv.Check(t.Context(), mk(ct, auth))
 	okHeaders(t, resp)
 	resp, _ = srv.Check(t.Context(), mk(ct, auth, [2]string{"authorization", "Bearer u"}))
-	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonTokenMalformed) {
+	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(decision.ReasonTokenMalformed) {
 		t.Errorf("two Authorization headers: %s", d.Error.Data.Reason)
 	}
 	resp, _ = srv.Check(t.Context(), mk(ct, auth, [2]string{"mcp-method", "tools/list"}, [2]string{"mcp-method", "tools/call"}))
-	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonHeaderMismatch) {
+	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(decision.ReasonHeaderMismatch) {
 		t.Errorf("two Mcp-Method headers: %s", d.Error.Data.Reason)
 	}
 }
@@ -115,7 +117,7 @@ func TestBodilessAndServer(t *testing.T) {
 	okHeaders(t, resp)
 	delete(get.Headers, "authorization")
 	resp, _ = srv.Check(t.Context(), get.CheckRequest(true))
-	if d, status := parseDenial(t, resp); status != 401 || d.Error.Data.Reason != string(ReasonTokenMissing) {
+	if d, status := parseDenial(t, resp); status != 401 || d.Error.Data.Reason != string(decision.ReasonTokenMissing) {
 		t.Errorf("GET without token: %d %s", status, d.Error.Data.Reason)
 	}
 
@@ -127,13 +129,13 @@ func TestBodilessAndServer(t *testing.T) {
 	okHeaders(t, resp)
 	req.Attributes.ContextExtensions = map[string]string{ContextExtensionServer: "billing"}
 	resp, _ = srv.Check(t.Context(), req)
-	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonDefaultDeny) {
+	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(decision.ReasonDefaultDeny) {
 		t.Errorf("billing/issue_refund: %s", d.Error.Data.Reason)
 	}
-	srv.Decider.ServerID = ""
+	configure(t, srv, func(c *decision.Config) { c.ServerID = "" })
 	req.Attributes.ContextExtensions = nil
 	resp, _ = srv.Check(t.Context(), req)
-	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonUnknownServer) {
+	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(decision.ReasonUnknownServer) {
 		t.Errorf("no server id: %s", d.Error.Data.Reason)
 	}
 }
@@ -146,12 +148,12 @@ func TestDenialBody(t *testing.T) {
 		give         string
 		wantID       string
 		wantDecision string
-		wantReason   Reason
+		wantReason   decision.Reason
 		wantCode     int
 	}{
-		{`{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call","params":{"name":"delete_repo"}}`, "123456789012345678901234567890", "deny", ReasonPolicyDenied, CodeForbidden},
-		{`{"jsonrpc":"2.0","id":"a\"b\\u00e9","method":"tools/call","params":{"name":"delete_repo"}}`, `"a\"b\\u00e9"`, "deny", ReasonPolicyDenied, CodeForbidden},
-		{`{"jsonrpc":"2.0","id":-7,"method":"tools/call","params":{"name":"issue_refund","arguments":{"currency":"EUR","amountMinor":3000}}}`, "-7", "ask", ReasonAuthorizationRequired, CodeAuthorizationRequired},
+		{`{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call","params":{"name":"delete_repo"}}`, "123456789012345678901234567890", "deny", decision.ReasonPolicyDenied, CodeForbidden},
+		{`{"jsonrpc":"2.0","id":"a\"b\\u00e9","method":"tools/call","params":{"name":"delete_repo"}}`, `"a\"b\\u00e9"`, "deny", decision.ReasonPolicyDenied, CodeForbidden},
+		{`{"jsonrpc":"2.0","id":-7,"method":"tools/call","params":{"name":"issue_refund","arguments":{"currency":"EUR","amountMinor":3000}}}`, "-7", "ask", decision.ReasonAuthorizationRequired, CodeAuthorizationRequired},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.wantReason)+tt.wantID, func(t *testing.T) {
@@ -160,7 +162,7 @@ func TestDenialBody(t *testing.T) {
 				t.Fatal(err)
 			}
 			d, status := parseDenial(t, resp)
-			if string(d.ID) != tt.wantID || d.Error.Data.Decision != tt.wantDecision || Reason(d.Error.Data.Reason) != tt.wantReason || d.Error.Code != tt.wantCode || status != 403 {
+			if string(d.ID) != tt.wantID || d.Error.Data.Decision != tt.wantDecision || decision.Reason(d.Error.Data.Reason) != tt.wantReason || d.Error.Code != tt.wantCode || status != 403 {
 				t.Errorf("got id %s %s %s code %d status %d", d.ID, d.Error.Data.Decision, d.Error.Data.Reason, d.Error.Code, status)
 			}
 			if !strings.HasPrefix(d.Error.Data.RequestDigest, "sha256:") || d.Error.Data.RuleID == "" || !strings.HasPrefix(d.Error.Data.PolicyVersion, "sha256:") {
@@ -183,7 +185,7 @@ func TestFailClosed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d, status := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonInternalError) || status != 500 {
+		if d, status := parseDenial(t, resp); d.Error.Data.Reason != string(decision.ReasonInternalError) || status != 500 {
 			t.Errorf("%d %s", status, d.Error.Data.Reason)
 		}
 	})
@@ -195,14 +197,14 @@ func TestFailClosed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonDeadlineExceeded) {
+		if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(decision.ReasonDeadlineExceeded) {
 			t.Errorf("%s", d.Error.Data.Reason)
 		}
 	})
 	t.Run("no policy", func(t *testing.T) {
-		srv := newTestServer(&PolicyStore{}, staticVerifier{}, nil)
+		srv := newTestServer(&decision.PolicyStore{}, staticVerifier{}, nil)
 		resp, _ := srv.Check(t.Context(), postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`).CheckRequest(true))
-		if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonPolicyUnavailable) {
+		if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(decision.ReasonPolicyUnavailable) {
 			t.Errorf("%s", d.Error.Data.Reason)
 		}
 	})
@@ -275,10 +277,10 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("Check = %v, %v", resp, err)
 		}
 		reason := resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue()
-		if (resp.GetOkResponse() != nil) != (reason == string(ReasonAllowed)) || (resp.GetStatus().GetCode() == 0) != (reason == string(ReasonAllowed)) {
+		if (resp.GetOkResponse() != nil) != (reason == string(decision.ReasonAllowed)) || (resp.GetStatus().GetCode() == 0) != (reason == string(decision.ReasonAllowed)) {
 			t.Fatalf("status %v with reason %q", resp.GetStatus(), reason)
 		}
-		if _, ok := outcomes[Reason(reason)]; !ok {
+		if _, ok := outcomes[decision.Reason(reason)]; !ok {
 			t.Fatalf("reason %q outside the closed set", reason)
 		}
 	})
@@ -308,7 +310,7 @@ func benchRequest(b *testing.B, args string, cache bool) (*Server, *authv3.Check
 	return srv, c.CheckRequest(true)
 }
 
-func runBench(b *testing.B, args string, want Reason) {
+func runBench(b *testing.B, args string, want decision.Reason) {
 	for _, cache := range []bool{false, true} {
 		name := "cache=off"
 		if cache {
@@ -351,16 +353,16 @@ func largeArgs(n int) string {
 // cache off (every Check verifies the signature) and on (warm).
 func BenchmarkCheck(b *testing.B) {
 	b.Run("allow", func(b *testing.B) {
-		runBench(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"EUR"}`, ReasonAllowed)
+		runBench(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"EUR"}`, decision.ReasonAllowed)
 	})
 	b.Run("ask", func(b *testing.B) {
-		runBench(b, `{"orderId":"ord-1","amountMinor":4000,"currency":"EUR"}`, ReasonAuthorizationRequired)
+		runBench(b, `{"orderId":"ord-1","amountMinor":4000,"currency":"EUR"}`, decision.ReasonAuthorizationRequired)
 	})
 	b.Run("deny", func(b *testing.B) {
-		runBench(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"CHF"}`, ReasonDefaultDeny)
+		runBench(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"CHF"}`, decision.ReasonDefaultDeny)
 	})
 	b.Run("args=64KiB", func(b *testing.B) {
-		runBench(b, largeArgs(64<<10), ReasonAllowed)
+		runBench(b, largeArgs(64<<10), decision.ReasonAllowed)
 	})
 }
 
@@ -384,14 +386,14 @@ func TestDryRun(t *testing.T) {
 	tests := []struct {
 		give         string
 		wantDecision string
-		wantReason   Reason
+		wantReason   decision.Reason
 		wantMethod   string // metric label
 	}{
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_repo"}}`, "deny", ReasonPolicyDenied, "tools/call"},
-		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"issue_refund","arguments":{"currency":"EUR","amountMinor":9000}}}`, "ask", ReasonAuthorizationRequired, "tools/call"},
-		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{}}}`, "allow", ReasonAllowed, "tools/call"},
-		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","name":"y"}}`, "deny", ReasonDuplicateKey, "none"},
-		{`{"jsonrpc":"2.0","id":5,"method":"Tools/Call","params":{"name":"x"}}`, "deny", ReasonUnknownMethod, "other"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_repo"}}`, "deny", decision.ReasonPolicyDenied, "tools/call"},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"issue_refund","arguments":{"currency":"EUR","amountMinor":9000}}}`, "ask", decision.ReasonAuthorizationRequired, "tools/call"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{}}}`, "allow", decision.ReasonAllowed, "tools/call"},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","name":"y"}}`, "deny", decision.ReasonDuplicateKey, "none"},
+		{`{"jsonrpc":"2.0","id":5,"method":"Tools/Call","params":{"name":"x"}}`, "deny", decision.ReasonUnknownMethod, "other"},
 	}
 	for _, tt := range tests {
 		resp, err := srv.Check(t.Context(), postReq(tt.give).CheckRequest(true))
@@ -436,7 +438,7 @@ func TestShadowRule(t *testing.T) {
 // while allocating a small fraction of their size.
 func TestLimitsBoundMemory(t *testing.T) {
 	srv := staticRig(t, nil)
-	srv.Decider.Limits.MaxBytes = 64 << 20 // let the bodies reach the parser
+	configure(t, srv, func(c *decision.Config) { c.Limits.MaxBytes = 64 << 20 }) // let the bodies reach the parser
 	var keys strings.Builder
 	keys.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{`)
 	for i := range 1_000_000 {
@@ -449,11 +451,11 @@ func TestLimitsBoundMemory(t *testing.T) {
 	tests := []struct {
 		name string
 		give []byte
-		want Reason
+		want decision.Reason
 	}{
-		{"deep nesting", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}}}`), ReasonLimitExceeded},
-		{"a million keys", []byte(keys.String()), ReasonLimitExceeded},
-		{"a 50 MB string", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":"` + strings.Repeat("x", 50<<20) + `"}}}`), ReasonLimitExceeded},
+		{"deep nesting", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}}}`), decision.ReasonLimitExceeded},
+		{"a million keys", []byte(keys.String()), decision.ReasonLimitExceeded},
+		{"a 50 MB string", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":"` + strings.Repeat("x", 50<<20) + `"}}}`), decision.ReasonLimitExceeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -476,9 +478,9 @@ func TestLimitsBoundMemory(t *testing.T) {
 		})
 	}
 	// Past the body limit nothing is parsed at all.
-	srv.Decider.Limits.MaxBytes = 1 << 20
+	configure(t, srv, func(c *decision.Config) { c.Limits.MaxBytes = 1 << 20 })
 	c := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":"` + strings.Repeat("x", 2<<20) + `"}}}`)
-	if d := srv.Decider.Decide(t.Context(), RequestFromCheck(c.CheckRequest(true))); d.Reason != ReasonBodyTooLarge {
+	if d := srv.Decider.Decide(t.Context(), RequestFromCheck(c.CheckRequest(true))); d.Reason != decision.ReasonBodyTooLarge {
 		t.Fatalf("2 MiB body: %s", d.Reason)
 	}
 }
@@ -521,7 +523,7 @@ func TestPanicOutsideDecide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(ReasonInternalError) {
+	if d, _ := parseDenial(t, resp); d.Error.Data.Reason != string(decision.ReasonInternalError) {
 		t.Fatalf("reason %s", d.Error.Data.Reason)
 	}
 }
@@ -531,10 +533,12 @@ func TestPanicOutsideDecide(t *testing.T) {
 // id) names the server, after the route's mcp_server and before ServerID.
 func TestServerByDestinationPrincipal(t *testing.T) {
 	srv := staticRig(t, nil)
-	srv.Decider.ServersByPrincipal = map[string]string{
-		"spiffe://cluster.local/ns/billing/sa/billing-mcp":   "billing",
-		"spiffe://cluster.local/ns/payments/sa/payments-mcp": "payments",
-	}
+	configure(t, srv, func(c *decision.Config) {
+		c.ServersByPrincipal = map[string]string{
+			"spiffe://cluster.local/ns/billing/sa/billing-mcp":   "billing",
+			"spiffe://cluster.local/ns/payments/sa/payments-mcp": "payments",
+		}
+	})
 	tests := []struct {
 		name      string
 		principal string
@@ -549,7 +553,7 @@ func TestServerByDestinationPrincipal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv.Decider.ServerID = tt.serverID
+			configure(t, srv, func(c *decision.Config) { c.ServerID = tt.serverID })
 			req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`).CheckRequest(true)
 			req.Attributes.ContextExtensions = tt.route
 			req.Attributes.Destination = &authv3.AttributeContext_Peer{Principal: tt.principal}
@@ -559,8 +563,8 @@ func TestServerByDestinationPrincipal(t *testing.T) {
 			}
 			md := resp.GetDynamicMetadata().GetFields()
 			if tt.want == "" {
-				if got := md["reason"].GetStringValue(); got != string(ReasonUnknownServer) {
-					t.Errorf("reason %q, want %s", got, ReasonUnknownServer)
+				if got := md["reason"].GetStringValue(); got != string(decision.ReasonUnknownServer) {
+					t.Errorf("reason %q, want %s", got, decision.ReasonUnknownServer)
 				}
 				return
 			}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -104,11 +106,11 @@ func testDeniedCallKeepsSession(t *testing.T, mode DenialStatus) {
 		name       string
 		args       map[string]any
 		wantCode   int64
-		wantReason Reason
+		wantReason decision.Reason
 		wantDec    string
 	}{
-		{"delete_repo", map[string]any{"name": "payments"}, CodeForbidden, ReasonPolicyDenied, "deny"},
-		{"issue_refund", map[string]any{"orderId": "o-2", "amountMinor": 4000, "currency": "EUR"}, CodeAuthorizationRequired, ReasonAuthorizationRequired, "ask"},
+		{"delete_repo", map[string]any{"name": "payments"}, CodeForbidden, decision.ReasonPolicyDenied, "deny"},
+		{"issue_refund", map[string]any{"orderId": "o-2", "amountMinor": 4000, "currency": "EUR"}, CodeAuthorizationRequired, decision.ReasonAuthorizationRequired, "ask"},
 	}
 	for _, d := range denied {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: d.name, Arguments: d.args})
@@ -129,7 +131,7 @@ func testDeniedCallKeepsSession(t *testing.T, mode DenialStatus) {
 			DecisionID    *string `json:"decision_id"`
 			RequestDigest *string `json:"request_digest"`
 		}{&data.Decision, &data.Reason, &data.DecisionID, &data.RequestDigest})
-		if je.Code != d.wantCode || Reason(data.Reason) != d.wantReason || data.Decision != d.wantDec || data.DecisionID == "" || !strings.HasPrefix(data.RequestDigest, "sha256:") {
+		if je.Code != d.wantCode || decision.Reason(data.Reason) != d.wantReason || data.Decision != d.wantDec || data.DecisionID == "" || !strings.HasPrefix(data.RequestDigest, "sha256:") {
 			t.Errorf("%s: code %d data %+v; want %d %s %s", d.name, je.Code, data, d.wantCode, d.wantReason, d.wantDec)
 		}
 		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{"query": "after " + d.name}})

@@ -4,45 +4,45 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/codes"
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 
-	"github.com/mcp-extauthz/mcp-extauthz/policy"
+	"google.golang.org/grpc/codes"
 )
 
 // httpErrorStatus is every reason's HTTP error status, written out here
 // independently of the outcomes table (README "Status by reason and
 // transport"). A reason missing here fails TestDenialStatusTable.
-var httpErrorStatus = map[Reason]int{
-	ReasonPolicyDenied: 403, ReasonDefaultDeny: 403, ReasonAuthorizationRequired: 403,
-	ReasonUnknownMethod: 403, ReasonUnsafeURI: 403, ReasonUnknownServer: 403,
-	ReasonTokenMissing: 401, ReasonTokenMalformed: 401, ReasonTokenInvalid: 401, ReasonTokenExpired: 401,
-	ReasonTokenWrongIssuer: 401, ReasonTokenWrongAudience: 401,
-	ReasonTokenBindingUnsupported: 401, ReasonDPoPProofMissing: 401, ReasonDPoPProofInvalid: 401,
-	ReasonDPoPProofMismatch: 401, ReasonDPoPProofStale: 401, ReasonDPoPProofReplayed: 401,
-	ReasonIdPUnavailable: 503, ReasonDeadlineExceeded: 503, ReasonPolicyUnavailable: 503,
-	ReasonBodyTruncated: 413, ReasonBodyTooLarge: 413, ReasonBodyMissing: 400, ReasonUnsupportedMediaType: 415,
-	ReasonMethodNotAllowed: 405, ReasonHeaderMismatch: 400,
-	ReasonParseError: 400, ReasonInvalidUTF8: 400, ReasonDuplicateKey: 400, ReasonCaseVariantKey: 400,
-	ReasonTrailingData: 400, ReasonLimitExceeded: 400, ReasonInvalidRequest: 400, ReasonInvalidParams: 400,
-	ReasonNonCanonicalNumber: 400, ReasonBatchNotSupported: 400, ReasonReservedKey: 400,
-	ReasonInternalError:     500,
-	ReasonInsufficientScope: 403, ReasonApprovalUntrusted: 403, ReasonApprovalExpired: 403,
-	ReasonApprovalAudienceMismatch: 403, ReasonApprovalPrincipalMismatch: 403, ReasonApprovalDigestMismatch: 403,
-	ReasonApprovalReplayed: 403, ReasonReplaySubstitution: 422, ReasonStateStoreUnavailable: 503,
+var httpErrorStatus = map[decision.Reason]int{
+	decision.ReasonPolicyDenied: 403, decision.ReasonDefaultDeny: 403, decision.ReasonAuthorizationRequired: 403,
+	decision.ReasonUnknownMethod: 403, decision.ReasonUnsafeURI: 403, decision.ReasonUnknownServer: 403,
+	decision.ReasonTokenMissing: 401, decision.ReasonTokenMalformed: 401, decision.ReasonTokenInvalid: 401, decision.ReasonTokenExpired: 401,
+	decision.ReasonTokenWrongIssuer: 401, decision.ReasonTokenWrongAudience: 401,
+	decision.ReasonTokenBindingUnsupported: 401, decision.ReasonDPoPProofMissing: 401, decision.ReasonDPoPProofInvalid: 401,
+	decision.ReasonDPoPProofMismatch: 401, decision.ReasonDPoPProofStale: 401, decision.ReasonDPoPProofReplayed: 401,
+	decision.ReasonIdPUnavailable: 503, decision.ReasonDeadlineExceeded: 503, decision.ReasonPolicyUnavailable: 503,
+	decision.ReasonBodyTruncated: 413, decision.ReasonBodyTooLarge: 413, decision.ReasonBodyMissing: 400, decision.ReasonUnsupportedMediaType: 415,
+	decision.ReasonMethodNotAllowed: 405, decision.ReasonHeaderMismatch: 400,
+	decision.ReasonParseError: 400, decision.ReasonInvalidUTF8: 400, decision.ReasonDuplicateKey: 400, decision.ReasonCaseVariantKey: 400,
+	decision.ReasonTrailingData: 400, decision.ReasonLimitExceeded: 400, decision.ReasonInvalidRequest: 400, decision.ReasonInvalidParams: 400,
+	decision.ReasonNonCanonicalNumber: 400, decision.ReasonBatchNotSupported: 400, decision.ReasonReservedKey: 400,
+	decision.ReasonInternalError:     500,
+	decision.ReasonInsufficientScope: 403, decision.ReasonApprovalUntrusted: 403, decision.ReasonApprovalExpired: 403,
+	decision.ReasonApprovalAudienceMismatch: 403, decision.ReasonApprovalPrincipalMismatch: 403, decision.ReasonApprovalDigestMismatch: 403,
+	decision.ReasonApprovalReplayed: 403, decision.ReasonReplaySubstitution: 422, decision.ReasonStateStoreUnavailable: 503,
 }
 
 // policyReasons are the policy outcomes: the only reasons answered HTTP 200
 // (with the JSON-RPC error) on Streamable HTTP under DenialStatusAuto.
-var policyReasons = map[Reason]bool{
-	ReasonPolicyDenied: true, ReasonDefaultDeny: true, ReasonAuthorizationRequired: true,
-	ReasonUnknownMethod: true, ReasonUnsafeURI: true, ReasonUnknownServer: true,
-	ReasonApprovalUntrusted: true, ReasonApprovalExpired: true, ReasonApprovalAudienceMismatch: true,
-	ReasonApprovalPrincipalMismatch: true, ReasonApprovalDigestMismatch: true, ReasonApprovalReplayed: true,
-	ReasonReplaySubstitution: true,
+var policyReasons = map[decision.Reason]bool{
+	decision.ReasonPolicyDenied: true, decision.ReasonDefaultDeny: true, decision.ReasonAuthorizationRequired: true,
+	decision.ReasonUnknownMethod: true, decision.ReasonUnsafeURI: true, decision.ReasonUnknownServer: true,
+	decision.ReasonApprovalUntrusted: true, decision.ReasonApprovalExpired: true, decision.ReasonApprovalAudienceMismatch: true,
+	decision.ReasonApprovalPrincipalMismatch: true, decision.ReasonApprovalDigestMismatch: true, decision.ReasonApprovalReplayed: true,
+	decision.ReasonReplaySubstitution: true,
 }
 
 // retryAfter: the reasons a client should retry, and after how long.
-var retryAfter = map[Reason]string{ReasonIdPUnavailable: "5", ReasonDeadlineExceeded: "1", ReasonStateStoreUnavailable: "1"}
+var retryAfter = map[decision.Reason]string{decision.ReasonIdPUnavailable: "5", decision.ReasonDeadlineExceeded: "1", decision.ReasonStateStoreUnavailable: "1"}
 
 // transport is one way a request arrives.
 type transport struct {
@@ -73,8 +73,8 @@ func (tr transport) streamableReq() bool {
 // TestDenialStatusTable: the HTTP status of every reason on every
 // transport in both --denial-status modes, and the headers that go with it.
 func TestDenialStatusTable(t *testing.T) {
-	for _, r := range Reasons() {
-		if r == ReasonAllowed {
+	for _, r := range decision.Reasons() {
+		if r == decision.ReasonAllowed {
 			continue
 		}
 		wantErr, ok := httpErrorStatus[r]
@@ -85,15 +85,12 @@ func TestDenialStatusTable(t *testing.T) {
 		for _, mode := range []DenialStatus{DenialStatusAuto, DenialStatusHTTPError} {
 			rs := &Responder{ResourceMetadataURL: "https://mcp.example.com/.well-known/oauth-protected-resource/mcp", DenialStatus: mode}
 			for _, tr := range transports {
-				d := &Decision{ID: "d1", Decision: policy.Deny, Reason: r, Method: tr.method, RPCID: tr.id, BatchIndex: tr.batch}
-				if r == ReasonAuthorizationRequired {
-					d.Decision = policy.Ask
-				}
+				d := &decision.Decision{ID: "d1", Reason: r, Method: tr.method, RPCID: tr.id, BatchIndex: tr.batch}
 				want := wantErr
 				if mode == DenialStatusAuto && policyReasons[r] && tr.streamableReq() {
 					want = 200
 				}
-				resp := rs.ResponseFor(d, &Request{Headers: Headers{"accept": tr.accept}})
+				resp := rs.ResponseFor(d, &decision.Request{Headers: decision.Headers{"accept": tr.accept}})
 				dr := resp.GetDeniedResponse()
 				if got := int(dr.GetStatus().GetCode()); got != want {
 					t.Errorf("%s, %s, %s: HTTP %d, want %d", r, tr.name, mode, got, want)
@@ -106,7 +103,7 @@ func TestDenialStatusTable(t *testing.T) {
 					t.Errorf("%s: metadata reason %q", r, got)
 				}
 				www := responseHeader(dr.GetHeaders(), "www-authenticate")
-				if (wantErr == 401 || r == ReasonInsufficientScope) != (www != "") {
+				if (wantErr == 401 || r == decision.ReasonInsufficientScope) != (www != "") {
 					t.Errorf("%s, %s: WWW-Authenticate %q", r, tr.name, www)
 				}
 				if got := responseHeader(dr.GetHeaders(), "retry-after"); got != retryAfter[r] {
@@ -131,17 +128,17 @@ func TestDenialStatusOnCheck(t *testing.T) {
 		body       string
 		accept     string
 		wantStatus int
-		wantReason Reason
+		wantReason decision.Reason
 		wantDec    string
 		wantCode   int
 	}{
-		{"deny, Streamable HTTP", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"delete_repo","arguments":{}}}`, "application/json, text/event-stream", 200, ReasonPolicyDenied, "deny", CodeForbidden},
-		{"ask, Streamable HTTP", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"issue_refund","arguments":{"orderId":"o","amountMinor":4000,"currency":"EUR"}}}`, "application/json, text/event-stream", 200, ReasonAuthorizationRequired, "ask", CodeAuthorizationRequired},
-		{"ask, task-augmented call", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"issue_refund","arguments":{"orderId":"o","amountMinor":4000,"currency":"EUR"},"task":{"ttl":60000}}}`, "application/json, text/event-stream", 200, ReasonAuthorizationRequired, "ask", CodeAuthorizationRequired},
-		{"default deny, Streamable HTTP", `{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"read_file","arguments":{"path":"/etc/passwd"}}}`, "application/json, text/event-stream", 200, ReasonDefaultDeny, "deny", CodeForbidden},
-		{"deny, legacy HTTP+SSE", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"delete_repo","arguments":{}}}`, "application/json", 403, ReasonPolicyDenied, "deny", CodeForbidden},
-		{"deny notification", `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`, "application/json, text/event-stream", 403, ReasonUnknownMethod, "deny", CodeMethodNotFound},
-		{"malformed stays 400", `{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}`, "application/json, text/event-stream", 400, ReasonDuplicateKey, "deny", CodeInvalidRequest},
+		{"deny, Streamable HTTP", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"delete_repo","arguments":{}}}`, "application/json, text/event-stream", 200, decision.ReasonPolicyDenied, "deny", CodeForbidden},
+		{"ask, Streamable HTTP", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"issue_refund","arguments":{"orderId":"o","amountMinor":4000,"currency":"EUR"}}}`, "application/json, text/event-stream", 200, decision.ReasonAuthorizationRequired, "ask", CodeAuthorizationRequired},
+		{"ask, task-augmented call", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"issue_refund","arguments":{"orderId":"o","amountMinor":4000,"currency":"EUR"},"task":{"ttl":60000}}}`, "application/json, text/event-stream", 200, decision.ReasonAuthorizationRequired, "ask", CodeAuthorizationRequired},
+		{"default deny, Streamable HTTP", `{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"read_file","arguments":{"path":"/etc/passwd"}}}`, "application/json, text/event-stream", 200, decision.ReasonDefaultDeny, "deny", CodeForbidden},
+		{"deny, legacy HTTP+SSE", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"delete_repo","arguments":{}}}`, "application/json", 403, decision.ReasonPolicyDenied, "deny", CodeForbidden},
+		{"deny notification", `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`, "application/json, text/event-stream", 403, decision.ReasonUnknownMethod, "deny", CodeMethodNotFound},
+		{"malformed stays 400", `{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}`, "application/json, text/event-stream", 400, decision.ReasonDuplicateKey, "deny", CodeInvalidRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,7 +149,7 @@ func TestDenialStatusOnCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			d, status := parseDenial(t, resp)
-			if status != tt.wantStatus || Reason(d.Error.Data.Reason) != tt.wantReason || d.Error.Data.Decision != tt.wantDec || d.Error.Code != tt.wantCode {
+			if status != tt.wantStatus || decision.Reason(d.Error.Data.Reason) != tt.wantReason || d.Error.Data.Decision != tt.wantDec || d.Error.Code != tt.wantCode {
 				t.Errorf("HTTP %d %s %s code %d; want %d %s %s %d", status, d.Error.Data.Reason, d.Error.Data.Decision, d.Error.Code,
 					tt.wantStatus, tt.wantReason, tt.wantDec, tt.wantCode)
 			}
@@ -205,20 +202,20 @@ func TestWWWAuthenticateNamesRouteAudience(t *testing.T) {
 	rs := &Responder{ResourceMetadataURL: "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"}
 	tests := []struct {
 		give   map[string]string
-		reason Reason
+		reason decision.Reason
 		want   string
 	}{
-		{nil, ReasonTokenMissing, `Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`},
-		{map[string]string{ContextExtensionAudience: "https://mcp.example.com/payments/mcp"}, ReasonTokenMissing,
+		{nil, decision.ReasonTokenMissing, `Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`},
+		{map[string]string{ContextExtensionAudience: "https://mcp.example.com/payments/mcp"}, decision.ReasonTokenMissing,
 			`Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/payments/mcp"`},
-		{map[string]string{ContextExtensionAudience: "https://mcp.example.com/github/mcp"}, ReasonTokenExpired,
+		{map[string]string{ContextExtensionAudience: "https://mcp.example.com/github/mcp"}, decision.ReasonTokenExpired,
 			`Bearer error="invalid_token", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/github/mcp"`},
-		{map[string]string{ContextExtensionAudience: "not a URI"}, ReasonTokenInvalid,
+		{map[string]string{ContextExtensionAudience: "not a URI"}, decision.ReasonTokenInvalid,
 			`Bearer error="invalid_token", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`},
 	}
 	for _, tt := range tests {
-		d := &Decision{ID: "d", Decision: policy.Deny, Reason: tt.reason, BatchIndex: -1}
-		resp := rs.ResponseFor(d, &Request{ContextExtensions: tt.give})
+		d := &decision.Decision{ID: "d", Reason: tt.reason, BatchIndex: -1}
+		resp := rs.ResponseFor(d, &decision.Request{RouteAudience: tt.give[ContextExtensionAudience]})
 		if got := responseHeader(resp.GetDeniedResponse().GetHeaders(), "www-authenticate"); got != tt.want {
 			t.Errorf("%v %s: %q, want %q", tt.give, tt.reason, got, tt.want)
 		}
@@ -232,8 +229,8 @@ func FuzzAcceptEventStream(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, accept string) {
-		d := &Decision{RPCID: []byte("1"), Method: "tools/call", BatchIndex: -1}
-		got := streamableRequest(d, Headers{"accept": {accept}})
+		d := &decision.Decision{RPCID: []byte("1"), Method: "tools/call", BatchIndex: -1}
+		got := streamableRequest(d, decision.Headers{"accept": {accept}})
 		if got && !strings.Contains(strings.ToLower(accept), "text/event-stream") {
 			t.Fatalf("%q counted as Streamable HTTP", accept)
 		}

@@ -2,8 +2,9 @@ package extauthz
 
 import (
 	"encoding/json"
-	"slices"
 	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -108,7 +109,7 @@ func TestConceal(t *testing.T) {
 				s.Responder.ConcealAs = tt.style
 				s.Log = zap.New(core)
 			})
-			lp, err := CompilePolicy("conceal.yaml", []byte(policy))
+			lp, err := decision.CompilePolicy("conceal.yaml", []byte(policy))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +136,7 @@ func TestConceal(t *testing.T) {
 	}
 	t.Run("explained", func(t *testing.T) {
 		rig := newBindingRig(t, state.NewMemory(0, nil))
-		lp, _ := CompilePolicy("conceal.yaml", []byte(policy))
+		lp, _ := decision.CompilePolicy("conceal.yaml", []byte(policy))
 		rig.policies.Store(lp)
 		for _, body := range []string{
 			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wipe","arguments":{}}}`,         // the rule says explain
@@ -157,48 +158,6 @@ func TestConceal(t *testing.T) {
 	})
 }
 
-// TestTokenScopes: the scope claim is split on U+0020 only (RFC 6749
-// section 3.3); no other whitespace separates, and a piece that is not a
-// scope-token grants nothing.
-func TestTokenScopes(t *testing.T) {
-	tests := []struct {
-		name string
-		give map[string]any
-		want []string
-	}{
-		{"space separated", map[string]any{"scope": "openid mcp:search"}, []string{"openid", "mcp:search"}},
-		{"double and edge spaces", map[string]any{"scope": " openid  mcp:search "}, []string{"openid", "mcp:search"}},
-		{"tab", map[string]any{"scope": "openid\tmcp:search"}, nil},
-		{"line feed", map[string]any{"scope": "openid\nmcp:search"}, nil},
-		{"carriage return", map[string]any{"scope": "openid\rmcp:search"}, nil},
-		{"vertical tab", map[string]any{"scope": "openid\vmcp:search"}, nil},
-		{"form feed", map[string]any{"scope": "openid\fmcp:search"}, nil},
-		{"NBSP", map[string]any{"scope": "openid\u00a0mcp:search"}, nil},
-		{"em space", map[string]any{"scope": "openid\u2003mcp:search"}, nil},
-		{"ideographic space", map[string]any{"scope": "openid\u3000mcp:search"}, nil},
-		{"NEL", map[string]any{"scope": "openid\u0085mcp:search"}, nil},
-		{"tab then space", map[string]any{"scope": "openid\t mcp:search"}, []string{"mcp:search"}},
-		{"tab-joined piece between good ones", map[string]any{"scope": "a b\tc d"}, []string{"a", "d"}},
-		{"quote and backslash are not scope characters", map[string]any{"scope": `a"b c\d e`}, []string{"e"}},
-		{"non-ASCII piece", map[string]any{"scope": "mcp:séarch mcp:search"}, []string{"mcp:search"}},
-		{"empty", map[string]any{"scope": ""}, nil},
-		{"scp string", map[string]any{"scp": "a b\tc"}, []string{"a"}},
-		{"scp list", map[string]any{"scp": []any{"a", "b c", "d\te", 7, "f"}}, []string{"a", "f"}},
-		{"scope list", map[string]any{"scope": []any{"a", "b"}}, []string{"a", "b"}},
-		{"scope wins over scp", map[string]any{"scope": "a", "scp": []any{"b"}}, []string{"a"}},
-		{"scope of another type grants none, even with scp", map[string]any{"scope": 7, "scp": []any{"b"}}, nil},
-		{"scope null grants none", map[string]any{"scope": nil, "scp": "b"}, nil},
-		{"neither", map[string]any{}, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tokenScopes(tt.give); !slices.Equal(got, tt.want) {
-				t.Errorf("tokenScopes(%v) = %q, want %q", tt.give, got, tt.want)
-			}
-		})
-	}
-}
-
 // TestScopeSeparators is case E06 and its class, through gRPC with real
 // tokens: a rule's `scopes:` and a CEL condition reading claims.scope the
 // way README shows (split(" ")) agree on every separator, and neither
@@ -207,12 +166,12 @@ func TestScopeSeparators(t *testing.T) {
 	key := newTestKey(t, "k1")
 	idp := newTestIdP(t, key)
 	v := newDiscoveryVerifier(t, idp)
-	compile := func(yaml string) *PolicyStore {
-		lp, err := CompilePolicy("p.yaml", []byte(yaml))
+	compile := func(yaml string) *decision.PolicyStore {
+		lp, err := decision.CompilePolicy("p.yaml", []byte(yaml))
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &PolicyStore{}
+		s := &decision.PolicyStore{}
 		s.Store(lp)
 		return s
 	}
@@ -235,7 +194,7 @@ func TestScopeSeparators(t *testing.T) {
 				t.Errorf("CEL split, scope %q: allowed %v, want %v", scope, got, want)
 			}
 			if !want {
-				if d, status := parseDenial(t, field); status != 403 || Reason(d.Error.Data.Reason) != ReasonInsufficientScope {
+				if d, status := parseDenial(t, field); status != 403 || decision.Reason(d.Error.Data.Reason) != decision.ReasonInsufficientScope {
 					t.Errorf("scope %q: %d %s, want 403 insufficient_scope (E06)", scope, status, d.Error.Data.Reason)
 				}
 			}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	jose "github.com/go-jose/go-jose/v4"
 	"go.uber.org/zap"
@@ -63,21 +65,21 @@ func TestTokenRejections(t *testing.T) {
 	tests := []struct {
 		name       string
 		give       string // Authorization header value; "" means absent
-		wantReason Reason
+		wantReason decision.Reason
 	}{
-		{"none", "", ReasonTokenMissing},
-		{"basic scheme", "Basic YWxpY2U6cHc=", ReasonTokenMalformed},
-		{"not a jwt", "Bearer abc", ReasonTokenMalformed},
-		{"expired", "Bearer " + key.sign(t, with(func(c map[string]any) { c["exp"] = now.Add(-time.Hour).Unix() })), ReasonTokenExpired},
-		{"not yet valid", "Bearer " + key.sign(t, with(func(c map[string]any) { c["nbf"] = now.Add(time.Hour).Unix() })), ReasonTokenInvalid},
-		{"wrong issuer", "Bearer " + key.sign(t, with(func(c map[string]any) { c["iss"] = "https://evil.example.com" })), ReasonTokenWrongIssuer},
-		{"wrong audience", "Bearer " + key.sign(t, with(func(c map[string]any) { c["aud"] = []string{"some-other-client"} })), ReasonTokenWrongAudience},
-		{"no audience", "Bearer " + key.sign(t, with(func(c map[string]any) { delete(c, "aud") })), ReasonTokenWrongAudience},
-		{"alg none", "Bearer " + unsignedToken(idp.claims()), ReasonTokenInvalid},
-		{"hmac with public key", "Bearer " + hmacWithPublicKey(t, key, idp.claims()), ReasonTokenInvalid},
-		{"unknown key", "Bearer " + other.sign(t, idp.claims()), ReasonTokenInvalid},
-		{"tampered payload", "Bearer " + tamper(key.sign(t, idp.claims())), ReasonTokenInvalid},
-		{"two tokens", "Bearer " + key.sign(t, idp.claims()) + ", Bearer x.y.z", ReasonTokenMalformed},
+		{"none", "", decision.ReasonTokenMissing},
+		{"basic scheme", "Basic YWxpY2U6cHc=", decision.ReasonTokenMalformed},
+		{"not a jwt", "Bearer abc", decision.ReasonTokenMalformed},
+		{"expired", "Bearer " + key.sign(t, with(func(c map[string]any) { c["exp"] = now.Add(-time.Hour).Unix() })), decision.ReasonTokenExpired},
+		{"not yet valid", "Bearer " + key.sign(t, with(func(c map[string]any) { c["nbf"] = now.Add(time.Hour).Unix() })), decision.ReasonTokenInvalid},
+		{"wrong issuer", "Bearer " + key.sign(t, with(func(c map[string]any) { c["iss"] = "https://evil.example.com" })), decision.ReasonTokenWrongIssuer},
+		{"wrong audience", "Bearer " + key.sign(t, with(func(c map[string]any) { c["aud"] = []string{"some-other-client"} })), decision.ReasonTokenWrongAudience},
+		{"no audience", "Bearer " + key.sign(t, with(func(c map[string]any) { delete(c, "aud") })), decision.ReasonTokenWrongAudience},
+		{"alg none", "Bearer " + unsignedToken(idp.claims()), decision.ReasonTokenInvalid},
+		{"hmac with public key", "Bearer " + hmacWithPublicKey(t, key, idp.claims()), decision.ReasonTokenInvalid},
+		{"unknown key", "Bearer " + other.sign(t, idp.claims()), decision.ReasonTokenInvalid},
+		{"tampered payload", "Bearer " + tamper(key.sign(t, idp.claims())), decision.ReasonTokenInvalid},
+		{"two tokens", "Bearer " + key.sign(t, idp.claims()) + ", Bearer x.y.z", decision.ReasonTokenMalformed},
 	}
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}`
 	for _, tt := range tests {
@@ -89,7 +91,7 @@ func TestTokenRejections(t *testing.T) {
 			}
 			resp := check(t, client, capt.CheckRequest(true))
 			d, status := parseDenial(t, resp)
-			if status != http.StatusUnauthorized || Reason(d.Error.Data.Reason) != tt.wantReason {
+			if status != http.StatusUnauthorized || decision.Reason(d.Error.Data.Reason) != tt.wantReason {
 				t.Fatalf("got %d %s, want 401 %s", status, d.Error.Data.Reason, tt.wantReason)
 			}
 			if d.Error.Code != CodeUnauthenticated {
@@ -143,7 +145,7 @@ func TestIdPUnavailable(t *testing.T) {
 	wantUnavailable := func(when string) {
 		t.Helper()
 		d, status := parseDenial(t, check(t, client, capt.CheckRequest(true)))
-		if status != http.StatusServiceUnavailable || Reason(d.Error.Data.Reason) != ReasonIdPUnavailable {
+		if status != http.StatusServiceUnavailable || decision.Reason(d.Error.Data.Reason) != decision.ReasonIdPUnavailable {
 			t.Fatalf("%s: got %d %s, want 503 idp_unavailable", when, status, d.Error.Data.Reason)
 		}
 	}
@@ -212,7 +214,7 @@ func TestKeyRotation(t *testing.T) {
 	for i := range 50 {
 		_, err := v.Verify(ctx, rogue.signAs(t, fmt.Sprintf("random-%d", i), idp.claims()))
 		var te *bearer.TokenError
-		if err == nil || !errors.As(err, &te) || bearerReason(te.Kind) != ReasonTokenInvalid {
+		if err == nil || !errors.As(err, &te) || decision.Reason(te.Kind.String()) != decision.ReasonTokenInvalid {
 			t.Fatalf("rogue kid %d: %v", i, err)
 		}
 	}
@@ -249,13 +251,13 @@ func TestRouteAudience(t *testing.T) {
 		name       string
 		token      string
 		route      map[string]string
-		wantReason Reason
+		wantReason decision.Reason
 	}{
-		{"payments token on payments route", tokenFor(payments), map[string]string{"mcp_server": "payments", "mcp_audience": payments}, ReasonAllowed},
-		{"payments token on github route", tokenFor(payments), map[string]string{"mcp_server": "github", "mcp_audience": github}, ReasonTokenWrongAudience},
-		{"token for both on github route", tokenFor(payments, github), map[string]string{"mcp_server": "github", "mcp_audience": github}, ReasonAllowed},
-		{"route audience not configured", tokenFor("https://other.example.com/mcp", payments), map[string]string{"mcp_server": "payments", "mcp_audience": "https://other.example.com/mcp"}, ReasonTokenWrongAudience},
-		{"no route audience: any configured one", tokenFor(github), map[string]string{"mcp_server": "payments"}, ReasonAllowed},
+		{"payments token on payments route", tokenFor(payments), map[string]string{"mcp_server": "payments", "mcp_audience": payments}, decision.ReasonAllowed},
+		{"payments token on github route", tokenFor(payments), map[string]string{"mcp_server": "github", "mcp_audience": github}, decision.ReasonTokenWrongAudience},
+		{"token for both on github route", tokenFor(payments, github), map[string]string{"mcp_server": "github", "mcp_audience": github}, decision.ReasonAllowed},
+		{"route audience not configured", tokenFor("https://other.example.com/mcp", payments), map[string]string{"mcp_server": "payments", "mcp_audience": "https://other.example.com/mcp"}, decision.ReasonTokenWrongAudience},
+		{"no route audience: any configured one", tokenFor(github), map[string]string{"mcp_server": "payments"}, decision.ReasonAllowed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,11 +266,11 @@ func TestRouteAudience(t *testing.T) {
 			req := c.CheckRequest(true)
 			req.Attributes.ContextExtensions = tt.route
 			resp := check(t, client, req)
-			got := Reason(resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue())
+			got := decision.Reason(resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue())
 			if got != tt.wantReason {
 				t.Fatalf("reason %s, want %s", got, tt.wantReason)
 			}
-			if got == ReasonAllowed && tt.route["mcp_audience"] != "" {
+			if got == decision.ReasonAllowed && tt.route["mcp_audience"] != "" {
 				h := okHeaders(t, resp)
 				want := independentRequestDigest(t, tt.route["mcp_audience"], idp.issuer(), tt.route["mcp_server"], "tools/call", "search", []byte(`{}`))
 				if h[HeaderRequestDigest] != want {
@@ -386,7 +388,7 @@ func TestTokenType(t *testing.T) {
 			logs.TakeAll()
 			resp := send(client, signTyped(t, key, typ, idp.claims()))
 			d, status := parseDenial(t, resp)
-			if status != http.StatusUnauthorized || Reason(d.Error.Data.Reason) != ReasonTokenInvalid {
+			if status != http.StatusUnauthorized || decision.Reason(d.Error.Data.Reason) != decision.ReasonTokenInvalid {
 				t.Fatalf("typ %q: %d %s, want 401 token_invalid", typ, status, d.Error.Data.Reason)
 			}
 			if www := responseHeader(resp.GetDeniedResponse().GetHeaders(), "www-authenticate"); !strings.Contains(www, `error="invalid_token"`) {
@@ -408,7 +410,7 @@ func TestTokenType(t *testing.T) {
 			okHeaders(t, send(clientExtra, signTyped(t, key, typ, idp.claims())))
 		}
 		for _, typ := range []string{"mcp-approval+jwt", "dpop+jwt", "okta-at+jwt"} {
-			if d, status := parseDenial(t, send(clientExtra, signTyped(t, key, typ, idp.claims()))); status != 401 || Reason(d.Error.Data.Reason) != ReasonTokenInvalid {
+			if d, status := parseDenial(t, send(clientExtra, signTyped(t, key, typ, idp.claims()))); status != 401 || decision.Reason(d.Error.Data.Reason) != decision.ReasonTokenInvalid {
 				t.Errorf("typ %q with an operator list: %d %s", typ, status, d.Error.Data.Reason)
 			}
 		}
@@ -416,8 +418,8 @@ func TestTokenType(t *testing.T) {
 	t.Run("an approval is never a token", func(t *testing.T) {
 		c := idp.claims()
 		c["digest"], c["jti"], c["approver"] = "sha256:"+strings.Repeat("0", 64), "j1", "bob"
-		for _, typ := range []string{ApprovalType, "application/" + ApprovalType} {
-			if d, status := parseDenial(t, send(client, signTyped(t, key, typ, c))); status != 401 || Reason(d.Error.Data.Reason) != ReasonTokenInvalid {
+		for _, typ := range []string{decision.ApprovalType, "application/" + decision.ApprovalType} {
+			if d, status := parseDenial(t, send(client, signTyped(t, key, typ, c))); status != 401 || decision.Reason(d.Error.Data.Reason) != decision.ReasonTokenInvalid {
 				t.Errorf("approval typ %q as Bearer: %d %s", typ, status, d.Error.Data.Reason)
 			}
 		}

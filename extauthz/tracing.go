@@ -8,6 +8,9 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"go.opentelemetry.io/contrib/propagators/b3"
@@ -56,9 +59,9 @@ const (
 const maxSpanString = 256
 
 // headerCarrier reads a Request's lower-cased headers for a propagator.
-type headerCarrier Headers
+type headerCarrier decision.Headers
 
-func (h headerCarrier) Get(key string) string { v, _ := Headers(h).Get(key); return v }
+func (h headerCarrier) Get(key string) string { v, _ := decision.Headers(h).Get(key); return v }
 func (h headerCarrier) Set(string, string)    {}
 func (h headerCarrier) Keys() []string {
 	out := make([]string, 0, len(h))
@@ -69,7 +72,7 @@ func (h headerCarrier) Keys() []string {
 }
 
 // start starts the Check span of r (see Tracing for its parent).
-func (t *Tracing) start(ctx context.Context, r *Request) (context.Context, trace.Span) {
+func (t *Tracing) start(ctx context.Context, r *decision.Request) (context.Context, trace.Span) {
 	grpcSpan := trace.SpanContextFromContext(ctx)
 	remote := requestTraceContext(r.Headers)
 	opts := make([]trace.SpanStartOption, 0, 2)
@@ -91,7 +94,7 @@ func (t *Tracing) start(ctx context.Context, r *Request) (context.Context, trace
 // requestTraceContext is the trace context of the HTTP request: W3C Trace
 // Context (traceparent, tracestate) if it has a traceparent, else B3 (b3,
 // then x-b3-*); each format is parsed only when its header is there.
-func requestTraceContext(h Headers) trace.SpanContext {
+func requestTraceContext(h decision.Headers) trace.SpanContext {
 	var ctx context.Context
 	switch {
 	case h["traceparent"] != nil:
@@ -106,7 +109,7 @@ func requestTraceContext(h Headers) trace.SpanContext {
 
 // end names and attributes span after d, passes a sampled span of an
 // admitted request on to the upstream (resp's OK headers), and ends it.
-func (t *Tracing) end(span trace.Span, d *Decision, r *Request, resp *authv3.CheckResponse, dryRun bool) {
+func (t *Tracing) end(span trace.Span, d *decision.Decision, r *decision.Request, resp *authv3.CheckResponse, dryRun bool) {
 	if !span.IsRecording() {
 		span.End()
 		return
@@ -114,7 +117,7 @@ func (t *Tracing) end(span trace.Span, d *Decision, r *Request, resp *authv3.Che
 	span.SetName(spanName(d))
 	span.SetAttributes(spanAttributes(d, r, dryRun)...)
 	if !d.Allowed() {
-		o := d.Reason.outcome()
+		o := outcomeOf(d.Reason)
 		span.SetAttributes(semconv.ErrorTypeKey.String(string(d.Reason)))
 		if !concealable(d) {
 			span.SetAttributes(attribute.String("rpc.response.status_code", strconv.Itoa(o.code)))
@@ -130,7 +133,7 @@ func (t *Tracing) end(span trace.Span, d *Decision, r *Request, resp *authv3.Che
 }
 
 // endPanicked ends the span of a Check that panicked.
-func endPanicked(span trace.Span, d *Decision) {
+func endPanicked(span trace.Span, d *decision.Decision) {
 	span.SetAttributes(AttrDecision.String("deny"), AttrReason.String(string(d.Reason)), AttrDecisionID.String(d.ID),
 		semconv.ErrorTypeKey.String(string(d.Reason)))
 	span.SetStatus(otelcodes.Error, string(d.Reason))
@@ -140,26 +143,26 @@ func endPanicked(span trace.Span, d *Decision) {
 // spanName is "{mcp.method.name} {target}" (the tool or prompt name), the
 // method alone for other methods, the bounded metric label for methods MCP
 // does not define (other), GET and DELETE; "Check" when nothing was read.
-func spanName(d *Decision) string {
-	m := methodLabel(d.Method)
+func spanName(d *decision.Decision) string {
+	m := mcpmethod.Label(d.Method)
 	switch {
 	case m == "none":
 		return "Check"
-	case m == "tools/call" && d.Tool != "":
+	case m == mcpmethod.ToolsCall && d.Tool != "":
 		return m + " " + clip(d.Tool)
-	case m == "prompts/get" && d.Target != "":
+	case m == mcpmethod.PromptsGet && d.Target != "":
 		return m + " " + clip(d.Target)
 	}
 	return m
 }
 
 // spanAttributes are the span's attributes of d and r.
-func spanAttributes(d *Decision, r *Request, dryRun bool) []attribute.KeyValue {
+func spanAttributes(d *decision.Decision, r *decision.Request, dryRun bool) []attribute.KeyValue {
 	a := make([]attribute.KeyValue, 0, 20)
 	a = append(a,
 		semconv.NetworkTransportTCP, semconv.NetworkProtocolName("http"),
 		semconv.HTTPRequestMethodKey.String(r.Method),
-		AttrDecision.String(d.Decision.String()), AttrReason.String(string(d.Reason)), AttrDecisionID.String(d.ID),
+		AttrDecision.String(d.Reason.Verdict().String()), AttrReason.String(string(d.Reason)), AttrDecisionID.String(d.ID),
 	)
 	if d.RuleID != "" {
 		a = append(a, AttrRuleID.String(d.RuleID))
@@ -174,20 +177,20 @@ func spanAttributes(d *Decision, r *Request, dryRun bool) []attribute.KeyValue {
 		a = append(a, AttrDryRun.Bool(true))
 	}
 	switch d.Method {
-	case "", "GET", "DELETE", "response", "batch": // no single JSON-RPC method
+	case "", mcpmethod.HTTPGet, mcpmethod.HTTPDelete, mcpmethod.Response, mcpmethod.Batch: // no single JSON-RPC method
 	default:
 		a = append(a, semconv.McpMethodNameKey.String(clip(d.Method)))
 	}
 	switch d.Method {
-	case "tools/call":
+	case mcpmethod.ToolsCall:
 		if d.Tool != "" {
 			a = append(a, semconv.GenAIToolName(clip(d.Tool)), semconv.GenAIOperationNameExecuteTool)
 		}
-	case "prompts/get":
+	case mcpmethod.PromptsGet:
 		if d.Target != "" {
 			a = append(a, semconv.GenAIPromptName(clip(d.Target)))
 		}
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case mcpmethod.ResourcesRead, mcpmethod.ResourcesSubscribe, mcpmethod.ResourcesUnsubscribe:
 		if d.Target != "" {
 			a = append(a, semconv.McpResourceURIKey.String(clip(d.Target)))
 		}
@@ -253,7 +256,7 @@ var (
 // trace format the request used (W3C when none): traceparent and
 // tracestate, b3, or x-b3-traceid, -spanid and -sampled (x-b3-parentspanid,
 // which would name the wrong parent, is removed).
-func injectUpstream(ok *authv3.OkHttpResponse, sc trace.SpanContext, h Headers) {
+func injectUpstream(ok *authv3.OkHttpResponse, sc trace.SpanContext, h decision.Headers) {
 	ctx := trace.ContextWithSpanContext(context.Background(), sc)
 	c := upstreamCarrier{}
 	_, single := h["b3"]

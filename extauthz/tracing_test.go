@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	otelcodes "go.opentelemetry.io/otel/codes"
@@ -161,10 +163,10 @@ func TestCheckSpanOfADenial(t *testing.T) {
 	}
 	s := rec.Ended()[0]
 	a := attrs(s)
-	if a["error.type"] != string(ReasonPolicyDenied) || a["rpc.response.status_code"] != "-32010" || a["mcp_extauthz.rule_id"] != "no-deletes" {
+	if a["error.type"] != string(decision.ReasonPolicyDenied) || a["rpc.response.status_code"] != "-32010" || a["mcp_extauthz.rule_id"] != "no-deletes" {
 		t.Errorf("attributes %v", a)
 	}
-	if s.Status().Code != otelcodes.Error || s.Status().Description != string(ReasonPolicyDenied) {
+	if s.Status().Code != otelcodes.Error || s.Status().Description != string(decision.ReasonPolicyDenied) {
 		t.Errorf("status %v", s.Status())
 	}
 	if s.Parent().IsValid() {
@@ -205,16 +207,16 @@ func TestCheckSpanUnderTheGRPCSpan(t *testing.T) {
 // prompt, else the metric's method label.
 func TestSpanNames(t *testing.T) {
 	tests := []struct {
-		give *Decision
+		give *decision.Decision
 		want string
 	}{
-		{&Decision{Method: "tools/call", Tool: "search"}, "tools/call search"},
-		{&Decision{Method: "prompts/get", Target: "summarize"}, "prompts/get summarize"},
-		{&Decision{Method: "resources/read", Target: "file:///a"}, "resources/read"},
-		{&Decision{Method: "x/unknown-" + strings.Repeat("a", 100)}, "other"},
-		{&Decision{Method: "GET"}, "GET"},
-		{&Decision{}, "Check"},
-		{&Decision{Method: "tools/call", Tool: strings.Repeat("t", 1000)}, "tools/call " + strings.Repeat("t", maxSpanString)},
+		{&decision.Decision{Method: "tools/call", Tool: "search"}, "tools/call search"},
+		{&decision.Decision{Method: "prompts/get", Target: "summarize"}, "prompts/get summarize"},
+		{&decision.Decision{Method: "resources/read", Target: "file:///a"}, "resources/read"},
+		{&decision.Decision{Method: "x/unknown-" + strings.Repeat("a", 100)}, "other"},
+		{&decision.Decision{Method: "GET"}, "GET"},
+		{&decision.Decision{}, "Check"},
+		{&decision.Decision{Method: "tools/call", Tool: strings.Repeat("t", 1000)}, "tools/call " + strings.Repeat("t", maxSpanString)},
 	}
 	for _, tt := range tests {
 		if got := spanName(tt.give); got != tt.want {

@@ -14,11 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
-	"github.com/mcp-extauthz/mcp-extauthz/extauthz/policytest"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/policytest"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -123,7 +125,7 @@ func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		"iss": *iss, "aud": *aud, "sub": *sub, "digest": *digest, "approver": *approver,
 		"iat": now.Unix(), "exp": now.Add(*ttl).Unix(), "jti": hex.EncodeToString(jti[:]),
 	}
-	tok, err := signTyped(&key, extauthz.ApprovalType, claims)
+	tok, err := signTyped(&key, decision.ApprovalType, claims)
 	if err != nil {
 		return err
 	}
@@ -160,15 +162,18 @@ func digestOf(ctx context.Context, in []byte, iss, sub, aud, serverID string) (s
 		return "", fmt.Errorf("approve: input is neither a denial with request_digest nor a captured request: %w", err)
 	}
 	capt.Headers["authorization"] = "Bearer " + policytest.PlaceholderToken
-	lp, err := extauthz.CompilePolicy("approve", []byte("default: deny"))
+	lp, err := decision.CompilePolicy("approve", []byte("default: deny"))
 	if err != nil {
 		return "", err
 	}
-	store := &extauthz.PolicyStore{}
+	store := &decision.PolicyStore{}
 	store.Store(lp)
-	d := (&extauthz.Decider{ServerID: serverID, Policies: store, Limits: mcpparse.DefaultLimits(),
-		Verifier: policytest.Verifier{P: policytest.Principal{Issuer: iss, Subject: sub, Audience: aud}}}).
-		Decide(ctx, extauthz.RequestFromCheck(capt.CheckRequest(true)))
+	decider, err := decision.NewDecider(decision.Config{ServerID: serverID, Policies: store, Limits: mcpparse.DefaultLimits(),
+		Verifier: policytest.Verifier{P: policytest.Principal{Issuer: iss, Subject: sub, Audience: aud}}})
+	if err != nil {
+		return "", err
+	}
+	d := decider.Decide(ctx, extauthz.RequestFromCheck(capt.CheckRequest(true)))
 	if d.RequestDigest == "" || len(d.BatchDigests) > 0 {
 		return "", fmt.Errorf("approve: the request has no single request digest (%s)", d.Reason)
 	}

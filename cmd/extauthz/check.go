@@ -14,14 +14,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
-	"github.com/mcp-extauthz/mcp-extauthz/extauthz/policytest"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/policytest"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -213,7 +215,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *addr == "" {
 			return bad(errors.New("--approval needs --addr: approvals are single use, so only the running service can judge them"))
 		}
-		capt.Headers[extauthz.HeaderApproval] = strings.TrimSpace(*approval)
+		capt.Headers[decision.HeaderApproval] = strings.TrimSpace(*approval)
 	}
 	if *addr != "" {
 		return checkRemote(ctx, *addr, capt, stdout, *asJSON, *explain)
@@ -223,7 +225,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return bad(err)
 	}
-	lp, err := extauthz.CompilePolicy(*policyFile, src)
+	lp, err := decision.CompilePolicy(*policyFile, src)
 	if err != nil {
 		var ce *policy.CompileError
 		if errors.As(err, &ce) {
@@ -250,18 +252,22 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return bad(err)
 		}
 	}
-	store := &extauthz.PolicyStore{}
+	store := &decision.PolicyStore{}
 	store.Store(lp)
 	req := extauthz.RequestFromCheck(capt.CheckRequest(true))
-	decider := &extauthz.Decider{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: *explain,
+	dc := decision.Config{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: *explain,
 		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{})}
 	responder := &extauthz.Responder{ResourceMetadataURL: resourcemeta.URL(aud[0])}
 	if cfg != nil { // as serve decides and answers
-		decider.ServersByPrincipal, decider.CaseSensitiveKeys = cfg.ServersByPrincipal, setOf(cfg.CaseSensitiveKeys)
+		dc.ServersByPrincipal, dc.CaseSensitiveKeys = cfg.ServersByPrincipal, setOf(cfg.CaseSensitiveKeys)
 		responder.DenialStatus, responder.ConcealAs = cfg.DenialStatus, extauthz.ConcealStyle(cfg.ConcealAs)
 		if cfg.ResourceMetadataURL != "" {
 			responder.ResourceMetadataURL = cfg.ResourceMetadataURL
 		}
+	}
+	decider, err := decision.NewDecider(dc)
+	if err != nil {
+		return bad(err)
 	}
 	d := decider.Decide(ctx, req)
 	names := policytest.Fields
@@ -329,7 +335,7 @@ func checkRemote(ctx context.Context, addr string, capt *capture.Request, stdout
 		fmt.Fprintln(stdout, "\n# response, as Envoy sends it")
 		policytest.WriteResponse(stdout, resp)
 	}
-	if fields["decision"] != "allow" || fields["reason"] != string(extauthz.ReasonAllowed) {
+	if fields["decision"] != "allow" || fields["reason"] != string(decision.ReasonAllowed) {
 		return &exitError{code: 1}
 	}
 	return nil

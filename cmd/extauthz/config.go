@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
@@ -328,10 +330,10 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.ApproverIssuer, "approver-issuer", "", "iss of approvals; enables approvals; keys from OIDC discovery at it unless --approver-jwks-file")
 	fs.StringVar(&c.ApproverJWKSFile, "approver-jwks-file", "", "static JSON Web Key Set of the approver keys")
 	fs.StringVar(&c.ApprovalURL, "approval-url", "", "where to get an approval, named in ask denials (error.data.approval_url); {digest} is replaced by the request digest")
-	fs.DurationVar(&c.ApprovalMaxLifetime, "approval-max-lifetime", extauthz.DefaultApprovalMaxLifetime, "longest exp - iat accepted in an approval")
+	fs.DurationVar(&c.ApprovalMaxLifetime, "approval-max-lifetime", decision.DefaultApprovalMaxLifetime, "longest exp - iat accepted in an approval")
 	fs.StringVar(&c.IdempotencyHeader, "idempotency-header", "Idempotency-Key", "header with the request's idempotency key; empty ignores headers")
 	fs.StringVar(&c.IdempotencyMeta, "idempotency-meta", "", "params._meta member with the request's idempotency key (e.g. io.mcp-extauthz/idempotency-key); empty ignores _meta")
-	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", extauthz.DefaultIdempotencyTTL, "how long an idempotency key stays bound to its request digest")
+	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", decision.DefaultIdempotencyTTL, "how long an idempotency key stays bound to its request digest")
 	fs.StringVar(&c.ConcealAs, "conceal-as", string(extauthz.ConcealGoSDK), "SDK of the MCP server whose unknown-tool answer refusal: conceal reproduces: go-sdk, typescript-sdk (1.x) or typescript-sdk-v2")
 	fs.BoolVar(&c.ConcealJSONResponse, "conceal-json-response", false, "the MCP server answers POSTs with application/json, not an SSE stream (go-sdk JSONResponse, TypeScript enableJsonResponse): so does a concealed refusal")
 	c.ServersByPrincipal = map[string]string{}

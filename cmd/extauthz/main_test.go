@@ -19,11 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
@@ -437,7 +438,7 @@ func TestServeIdentityProviderDown(t *testing.T) {
 	if got := httpStatus(t, "http://"+httpAddr+"/healthz"); got != http.StatusOK {
 		t.Errorf("/healthz = %d, want 200", got)
 	}
-	if got := reason(); got != string(extauthz.ReasonIdPUnavailable) {
+	if got := reason(); got != string(decision.ReasonIdPUnavailable) {
 		t.Fatalf("provider down: reason %s, want idp_unavailable", got)
 	}
 	up.Store(true)
@@ -449,7 +450,7 @@ func TestServeIdentityProviderDown(t *testing.T) {
 	if got := httpStatus(t, "http://"+httpAddr+"/readyz"); got != http.StatusOK {
 		t.Errorf("/readyz once the provider is back = %d, want 200", got)
 	}
-	if got := reason(); got != string(extauthz.ReasonAllowed) {
+	if got := reason(); got != string(decision.ReasonAllowed) {
 		t.Fatalf("provider up: reason %s, want allowed", got)
 	}
 	resp, err := http.Get("http://" + httpAddr + "/metrics")

@@ -3,9 +3,10 @@ package main
 import (
 	"errors"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	"go.uber.org/zap"
 
-	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/reload"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -17,7 +18,7 @@ import (
 // log is set, logged. A refused policy is logged with its file:line:col
 // problems and the version kept live.
 type policyReload struct {
-	store *extauthz.PolicyStore
+	store *decision.PolicyStore
 	m     *metrics.Metrics
 	log   *zap.Logger // nil: counted, not logged (serve's first load fails the start instead)
 

@@ -10,13 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/reload"
@@ -44,7 +45,7 @@ func writePolicyFile(t testing.TB, file string, src []byte) {
 // registry, metrics and observed log, loaded once from file.
 type policyRig struct {
 	loader  *reload.Loader
-	store   *extauthz.PolicyStore
+	store   *decision.PolicyStore
 	metrics *metrics.Metrics
 	logs    *observer.ObservedLogs
 }
@@ -52,7 +53,7 @@ type policyRig struct {
 func newPolicyRig(t testing.TB, file string) *policyRig {
 	t.Helper()
 	core, logs := observer.New(zapcore.InfoLevel)
-	store := &extauthz.PolicyStore{}
+	store := &decision.PolicyStore{}
 	m := newMetrics(prometheus.NewRegistry())
 	l := newPolicyLoader(file, &policyReload{store: store, m: m, log: zap.New(core)})
 	if _, err := l.Load(); err != nil {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -222,13 +224,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 // newMetrics creates the service's metrics in reg, with the series of every
-// reason (extauthz.Reasons) at zero.
+// reason (decision.Reasons) at zero.
 func newMetrics(reg prometheus.Registerer) *metrics.Metrics {
-	labels := make([]metrics.Reason, 0, len(extauthz.Reasons()))
-	for _, r := range extauthz.Reasons() {
-		labels = append(labels, r.Metric())
-	}
-	return metrics.New(reg, labels)
+	return metrics.New(reg, extauthz.MetricReasons())
 }
 
 // httpHandler serves the operational endpoints (lifecycle.HTTPHandler) and
@@ -252,7 +250,7 @@ type service struct {
 	server    *extauthz.Server
 	loader    *reload.Loader
 	readiness *lifecycle.Readiness
-	policies  *extauthz.PolicyStore
+	policies  *decision.PolicyStore
 	oidc      *bearer.OIDCVerifier
 	jwks      *bearer.KeySet       // --jwks-file's keys, reloaded on change; nil with discovery
 	approvals *bearer.OIDCVerifier // nil without --approver-issuer
@@ -290,7 +288,7 @@ func (s *service) warmApprovers(ctx context.Context) {
 // newService builds the Check server from cfg: policy, token verifier and
 // cache, limits. A missing or invalid policy is an error naming file:line.
 func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metrics) (*service, error) {
-	store := &extauthz.PolicyStore{}
+	store := &decision.PolicyStore{}
 	reporter := &policyReload{store: store, m: metrics}
 	loader := newPolicyLoader(cfg.PolicyFile, reporter)
 	if _, err := loader.Load(); err != nil {
@@ -346,12 +344,17 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	if err != nil {
 		return nil, err
 	}
+	decider, err := decision.NewDecider(decision.Config{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal,
+		Verifier: verifier, Policies: store, Limits: lim, Binding: binding,
+		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), CaseSensitiveKeys: setOf(cfg.CaseSensitiveKeys)})
+	if err != nil {
+		return nil, err
+	}
 	return &service{
 		approvals: approvals,
 		store:     binding.Store,
 		server: &extauthz.Server{
-			Decider: &extauthz.Decider{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal, Verifier: verifier, Policies: store, Limits: lim, Binding: binding,
-				DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), CaseSensitiveKeys: setOf(cfg.CaseSensitiveKeys)},
+			Decider: decider,
 			Responder: &extauthz.Responder{ResourceMetadataURL: rm, DenialStatus: cfg.DenialStatus, ConcealAs: extauthz.ConcealStyle(cfg.ConcealAs),
 				ConcealJSONResponse: cfg.ConcealJSONResponse,
 				DecidedHeaders:      []string{strings.ToLower(cfg.IdempotencyHeader)}},
@@ -432,12 +435,12 @@ func tokenTypes(extra []string) []string {
 // issuer, the two static key sets (tokenKeys is --jwks-file's) must share
 // no key, now and after every reload of --jwks-file. --approver-jwks-file
 // may not hold a published test key unless --allow-test-keys.
-func newBinding(cfg *Config, tokenKeys *bearer.KeySet, log *zap.Logger) (*extauthz.Binding, *bearer.OIDCVerifier, error) {
+func newBinding(cfg *Config, tokenKeys *bearer.KeySet, log *zap.Logger) (*decision.Binding, *bearer.OIDCVerifier, error) {
 	st, err := state.OpenWithOptions(cfg.StateStore, cfg.StateStoreRedis)
 	if err != nil {
 		return nil, nil, err
 	}
-	b := &extauthz.Binding{
+	b := &decision.Binding{
 		Store:               st,
 		IdempotencyHeader:   strings.ToLower(cfg.IdempotencyHeader),
 		IdempotencyMeta:     cfg.IdempotencyMeta,
@@ -448,7 +451,7 @@ func newBinding(cfg *Config, tokenKeys *bearer.KeySet, log *zap.Logger) (*extaut
 	if cfg.ApproverIssuer == "" {
 		return b, nil, nil
 	}
-	oc := bearer.OIDCConfig{Issuer: cfg.ApproverIssuer, Audiences: cfg.Audiences, Types: []string{extauthz.ApprovalType}}
+	oc := bearer.OIDCConfig{Issuer: cfg.ApproverIssuer, Audiences: cfg.Audiences, Types: []string{decision.ApprovalType}}
 	if cfg.ApproverJWKSFile != "" {
 		ks := &bearer.KeySet{Accept: publishedKeysRefusal("approver-jwks-file", cfg.AllowTestKeys, log)}
 		if err := ks.LoadFile(cfg.ApproverJWKSFile); err != nil {

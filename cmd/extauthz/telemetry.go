@@ -233,11 +233,12 @@ func (t *telemetry) instrument(cfg *Config, svc *service, m *metrics.Metrics) {
 	v, c := versionParts()
 	m.SetBuildInfo(v, c)
 	m.SetDryRun(cfg.DryRun)
-	if s.Decider.Binding != nil {
-		s.Decider.Binding.Store = state.Observe(s.Decider.Binding.Store, m.StateStoreCall)
-		svc.store = s.Decider.Binding.Store
+	dc := s.Decider.Config()
+	if b := dc.Binding; b != nil { // before the first Check: serve has not started
+		b.Store = state.Observe(b.Store, m.StateStoreCall)
+		svc.store = b.Store
 	}
-	if d := s.Decider.DPoP; d != nil {
+	if d := dc.DPoP; d != nil {
 		m.ObserveDPoPReplayCache(d.ReplayCacheSize)
 	}
 }

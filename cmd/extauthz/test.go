@@ -11,7 +11,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/mcp-extauthz/mcp-extauthz/extauthz/policytest"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/policytest"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 

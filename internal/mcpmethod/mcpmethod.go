@@ -53,6 +53,26 @@ type Method struct {
 	Revisions []string   // the revisions that define it, oldest first
 }
 
+// The names of the methods other packages decide on by name; every other
+// name is only in Methods.
+const (
+	ToolsCall              = "tools/call"
+	ToolsList              = "tools/list"
+	PromptsGet             = "prompts/get"
+	PromptsList            = "prompts/list"
+	ResourcesRead          = "resources/read"
+	ResourcesList          = "resources/list"
+	ResourcesTemplatesList = "resources/templates/list"
+	ResourcesSubscribe     = "resources/subscribe"
+	ResourcesUnsubscribe   = "resources/unsubscribe"
+	SubscriptionsListen    = "subscriptions/listen"
+	CompletionComplete     = "completion/complete"
+	TasksGet               = "tasks/get"
+	TasksResult            = "tasks/result"
+	TasksCancel            = "tasks/cancel"
+	TasksList              = "tasks/list"
+)
+
 var (
 	all   = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
 	upTo  = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
@@ -66,26 +86,26 @@ var Methods = sortedByName([]Method{
 	{"notifications/initialized", Client, None, "", upTo},
 	{"server/discover", Client, None, "", []string{"2026-07-28"}},
 	{"ping", Client | Server, None, "", upTo},
-	{"tools/list", Client, None, "", all},
-	{"tools/call", Client, Tool, "params.name", all},
-	{"resources/list", Client, None, "", all},
-	{"resources/templates/list", Client, None, "", all},
-	{"resources/read", Client, Resource, "params.uri", all},
-	{"resources/subscribe", Client, Resource, "params.uri", upTo},
-	{"resources/unsubscribe", Client, Resource, "params.uri", upTo},
-	{"subscriptions/listen", Client, ResourceList, "params.notifications.resourceSubscriptions", []string{"2026-07-28"}},
-	{"prompts/list", Client, None, "", all},
-	{"prompts/get", Client, Prompt, "params.name", all},
-	{"completion/complete", Client, Reference, "params.ref", all},
+	{ToolsList, Client, None, "", all},
+	{ToolsCall, Client, Tool, "params.name", all},
+	{ResourcesList, Client, None, "", all},
+	{ResourcesTemplatesList, Client, None, "", all},
+	{ResourcesRead, Client, Resource, "params.uri", all},
+	{ResourcesSubscribe, Client, Resource, "params.uri", upTo},
+	{ResourcesUnsubscribe, Client, Resource, "params.uri", upTo},
+	{SubscriptionsListen, Client, ResourceList, "params.notifications.resourceSubscriptions", []string{"2026-07-28"}},
+	{PromptsList, Client, None, "", all},
+	{PromptsGet, Client, Prompt, "params.name", all},
+	{CompletionComplete, Client, Reference, "params.ref", all},
 	{"logging/setLevel", Client, None, "", upTo},
 	{"notifications/cancelled", Client | Server, None, "", all},
 	{"notifications/progress", Client | Server, None, "", all},
 	{"notifications/roots/list_changed", Client, None, "", upTo},
-	{"tasks/get", Client | Server, None, "", tasks},
+	{TasksGet, Client | Server, None, "", tasks},
 	{"tasks/update", Client | Server, None, "", []string{"tasks"}},
-	{"tasks/cancel", Client | Server, None, "", tasks},
-	{"tasks/result", Client | Server, None, "", tasks},
-	{"tasks/list", Client | Server, None, "", tasks},
+	{TasksCancel, Client | Server, None, "", tasks},
+	{TasksResult, Client | Server, None, "", tasks},
+	{TasksList, Client | Server, None, "", tasks},
 	{"notifications/tasks/status", Client | Server, None, "", tasks},
 	// Server requests and notifications (a client sends their responses).
 	{"sampling/createMessage", Server, None, "", upTo},
@@ -120,4 +140,45 @@ func Lookup(name string) (Method, bool) {
 func FromClient(name string) bool {
 	m, ok := Lookup(name)
 	return ok && m.From&Client != 0
+}
+
+// The pseudo-methods: names the service gives what it decides when no
+// single JSON-RPC method names it. They are the method of a Decision, the
+// method label of the metrics and log, and the policy's reserved method
+// names (policy.OpResponse, OpHTTPGet, OpHTTPDelete). No MCP method is
+// spelled like one (TestPseudoMethodsUnclaimed).
+const (
+	// Response is a client's JSON-RPC response (to a server request such as
+	// sampling/createMessage or elicitation/create).
+	Response = "response"
+	// Batch is a JSON-RPC batch (MCP 2025-03-26 only) that was allowed as a
+	// whole; a refused batch is named by its deciding element.
+	Batch = "batch"
+	// HTTPGet is a bodiless GET: the Streamable HTTP stream a client opens
+	// to receive server messages (and, 2025, to resume one).
+	HTTPGet = "GET"
+	// HTTPDelete is a bodiless DELETE: the end of a session (Mcp-Session-Id).
+	HTTPDelete = "DELETE"
+)
+
+// Pseudo reports whether name is one of the pseudo-methods.
+func Pseudo(name string) bool {
+	switch name {
+	case Response, Batch, HTTPGet, HTTPDelete:
+		return true
+	}
+	return false
+}
+
+// Label is name as a bounded metric label: a method MCP defines for
+// clients or a pseudo-method as itself, "" as "none", anything else as
+// "other".
+func Label(name string) string {
+	switch {
+	case FromClient(name), Pseudo(name):
+		return name
+	case name == "":
+		return "none"
+	}
+	return "other"
 }

@@ -105,3 +105,19 @@ func TestLookup(t *testing.T) {
 		}
 	}
 }
+
+func TestPseudoMethodsUnclaimed(t *testing.T) {
+	for _, p := range []string{Response, Batch, HTTPGet, HTTPDelete} {
+		if _, ok := Lookup(p); ok {
+			t.Errorf("pseudo-method %q is also an MCP method", p)
+		}
+		if !Pseudo(p) || Label(p) != p {
+			t.Errorf("%q: Pseudo %v, Label %q", p, Pseudo(p), Label(p))
+		}
+	}
+	for in, want := range map[string]string{"tools/call": "tools/call", "": "none", "x/unknown": "other", "notifications/message": "other", "get": "other"} {
+		if got := Label(in); got != want {
+			t.Errorf("Label(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

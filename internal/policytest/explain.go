@@ -9,7 +9,7 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
-	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
@@ -18,9 +18,9 @@ var Fields = []string{"decision", "reason", "rule_id", "server", "method", "targ
 	"args_digest", "request_digest", "policy_version"}
 
 // FieldsOf returns d's Fields as name → value.
-func FieldsOf(d *extauthz.Decision) map[string]string {
+func FieldsOf(d *decision.Decision) map[string]string {
 	m := map[string]string{
-		"decision": d.Decision.String(), "reason": string(d.Reason), "rule_id": d.RuleID,
+		"decision": d.Reason.Verdict().String(), "reason": string(d.Reason), "rule_id": d.RuleID,
 		"server": d.Server, "method": d.Method, "target": d.Target, "args_digest": d.ArgsDigest,
 		"request_digest": d.RequestDigest, "policy_version": d.PolicyVersion,
 	}
@@ -53,7 +53,7 @@ func WriteFields(w io.Writer, names []string, fields map[string]string, asJSON b
 // the precedence step that decided; rules are named with their place in
 // policyFile. A request denied before the policy (token, framing, parse)
 // says so, with the log's detail.
-func WriteTrace(w io.Writer, d *extauthz.Decision, policyFile string) {
+func WriteTrace(w io.Writer, d *decision.Decision, policyFile string) {
 	tr := d.Trace
 	if tr == nil {
 		fmt.Fprintf(w, "policy: not evaluated: the request was denied before it (%s)", d.Reason)
@@ -112,8 +112,8 @@ func WriteTrace(w io.Writer, d *extauthz.Decision, policyFile string) {
 		fmt.Fprintf(w, "      => %s\n", verdict)
 	}
 	fmt.Fprintf(w, "precedence (deny > ask > allow > default): %s\n", stepText(tr))
-	if d.Reason != extauthz.ReasonAllowed && d.Reason != extauthz.ReasonPolicyDenied &&
-		d.Reason != extauthz.ReasonDefaultDeny && d.Reason != extauthz.ReasonAuthorizationRequired {
+	if d.Reason != decision.ReasonAllowed && d.Reason != decision.ReasonPolicyDenied &&
+		d.Reason != decision.ReasonDefaultDeny && d.Reason != decision.ReasonAuthorizationRequired {
 		fmt.Fprintf(w, "answered as: %s\n", d.Reason)
 	}
 }

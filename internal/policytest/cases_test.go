@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
@@ -43,7 +44,7 @@ func TestCaseD09(t *testing.T) {
 	if c.ID != "D09" || c.PolicyYAML == "" {
 		t.Fatal("no D09 with a policy_yaml in cases-2.jsonl")
 	}
-	lp, err := extauthz.CompilePolicy("D09.yaml", []byte(c.PolicyYAML))
+	lp, err := decision.CompilePolicy("D09.yaml", []byte(c.PolicyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}

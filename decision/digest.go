@@ -1,4 +1,4 @@
-package extauthz
+package decision
 
 import "github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 

@@ -13,9 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 )
 
 // A test file is YAML, next to the policy it tests:
@@ -308,7 +307,7 @@ func (l *loader) test(n *yaml.Node, i int, server string, principal Principal) *
 			}
 		case "reason":
 			s := l.str(v, "want.reason")
-			if !slices.Contains(extauthz.Reasons(), extauthz.Reason(s)) {
+			if !slices.Contains(decision.Reasons(), decision.Reason(s)) {
 				l.addf(v, "want.reason %q is not a reason (README lists them)", s)
 			}
 			t.Want.Reason = &s
@@ -355,7 +354,7 @@ func (l *loader) body(n *yaml.Node) []byte {
 type Result struct {
 	File     *File
 	Test     *Test
-	Decision *extauthz.Decision
+	Decision *decision.Decision
 	// Failures say what differs from want; none means the test passed.
 	Failures []string
 }
@@ -368,12 +367,12 @@ func (r *Result) Pos() string { return r.File.Path + ":" + strconv.Itoa(r.Test.L
 
 // Run compiles f's policy and runs its tests. A policy that cannot be read
 // or compiled is an error (a *policy.CompileError for a bad one).
-func Run(ctx context.Context, f *File) (*extauthz.LoadedPolicy, []Result, error) {
+func Run(ctx context.Context, f *File) (*decision.LoadedPolicy, []Result, error) {
 	src, err := os.ReadFile(f.PolicyPath)
 	if err != nil {
 		return nil, nil, err
 	}
-	lp, err := extauthz.CompilePolicy(f.PolicyPath, src)
+	lp, err := decision.CompilePolicy(f.PolicyPath, src)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -386,9 +385,9 @@ func Run(ctx context.Context, f *File) (*extauthz.LoadedPolicy, []Result, error)
 	return lp, out, nil
 }
 
-func compare(w Want, d *extauthz.Decision) []string {
+func compare(w Want, d *decision.Decision) []string {
 	var out []string
-	if got := d.Decision.String(); got != w.Decision {
+	if got := d.Reason.Verdict().String(); got != w.Decision {
 		out = append(out, fmt.Sprintf("decision %s, want %s", got, w.Decision))
 	}
 	if w.Reason != nil && string(d.Reason) != *w.Reason {

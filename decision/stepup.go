@@ -1,9 +1,7 @@
-package extauthz
+package decision
 
 import (
 	"strings"
-
-	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
 // stepUp returns reason when the token holds every scope the deciding rule
@@ -24,7 +22,6 @@ func stepUp(el *Decision, need []string, reason Reason) Reason {
 			found = found || h == s
 		}
 		if !found {
-			el.Decision = policy.Deny
 			el.RequiredScopes = need
 			return ReasonInsufficientScope
 		}
@@ -77,15 +74,4 @@ func isScopeToken(s string) bool {
 		}
 	}
 	return true
-}
-
-// insufficientScopeChallenge is the RFC 6750 section 3 challenge of a 403
-// insufficient_scope, with the scopes needed and the RFC 9728
-// resource_metadata URL (as on every 401 and 403 challenge).
-func insufficientScopeChallenge(scopes []string, resourceMetadata string) string {
-	c := `Bearer error="insufficient_scope", scope="` + strings.Join(scopes, " ") + `"`
-	if resourceMetadata != "" {
-		c += `, resource_metadata="` + resourceMetadata + `"`
-	}
-	return c
 }

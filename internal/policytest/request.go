@@ -12,8 +12,9 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 
-	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
@@ -108,11 +109,31 @@ func (r *Request) Captured() *capture.Request {
 // Decide decides c offline with the compiled policy lp for MCP server
 // server and principal p, as serve would with the same policy, --server-id
 // and a token for p. The Decision carries the policy trace.
-func Decide(ctx context.Context, lp *extauthz.LoadedPolicy, server string, p Principal, c *capture.Request) *extauthz.Decision {
-	store := &extauthz.PolicyStore{}
+func Decide(ctx context.Context, lp *decision.LoadedPolicy, server string, p Principal, c *capture.Request) *decision.Decision {
+	store := &decision.PolicyStore{}
 	store.Store(lp)
-	d := &extauthz.Decider{ServerID: server, Verifier: Verifier{P: p}, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: true}
-	return d.Decide(ctx, extauthz.RequestFromCheck(c.CheckRequest(true)))
+	d, err := decision.NewDecider(decision.Config{ServerID: server, Verifier: Verifier{P: p}, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: true})
+	if err != nil {
+		return decision.Internal(err.Error())
+	}
+	return d.Decide(ctx, requestOf(c))
+}
+
+// requestOf is c as a decision.Request, as extauthz.RequestFromCheck reads
+// c.CheckRequest(true): the captured method, path and query, host, headers
+// (one value each, as captured, with Envoy's :method, :path and :authority)
+// and body bytes.
+func requestOf(c *capture.Request) *decision.Request {
+	path := c.Path
+	if c.Query != "" {
+		path += "?" + c.Query
+	}
+	r := &decision.Request{ID: "capture", Method: c.Method, Scheme: "http", Host: c.Headers["host"], Path: path, Body: c.Body,
+		Headers: decision.Headers{":method": {c.Method}, ":path": {path}, ":authority": {c.Headers["host"]}}}
+	for k, v := range c.Headers {
+		r.Headers[strings.ToLower(k)] = []string{v}
+	}
+	return r
 }
 
 // JSONClaims converts YAML- or flag-decoded claims to what a JWT carries:

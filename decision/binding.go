@@ -1,4 +1,4 @@
-package extauthz
+package decision
 
 import (
 	"bytes"
@@ -13,11 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
-	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
 const (
@@ -156,7 +153,6 @@ func (b *Binding) bind(ctx context.Context, r *Request, dec *Decision) Reason {
 // admit turns an approved ask into an allow.
 func (b *Binding) admit(dec *Decision, reason Reason) Reason {
 	if reason == ReasonAllowed {
-		dec.Decision = policy.Allow
 		dec.ApprovalURL = ""
 	}
 	return reason
@@ -429,22 +425,4 @@ func (b *Binding) verifyApproval(ctx context.Context, raw string, dec *Decision)
 		return nil, ReasonApprovalDigestMismatch
 	}
 	return a, ""
-}
-
-// appendBindingFields adds the decision log fields of approvals,
-// idempotency and concealment (no token, no argument values).
-func appendBindingFields(fields []zap.Field, d *Decision) []zap.Field {
-	if d.Retry {
-		fields = append(fields, zap.Bool("retry", true))
-	}
-	if d.Approver != "" {
-		fields = append(fields, zap.String("approver", d.Approver), zap.String("approval_jti", d.ApprovalID))
-	}
-	if concealable(d) {
-		fields = append(fields, zap.Bool("concealed", true))
-	}
-	if len(d.RequiredScopes) > 0 {
-		fields = append(fields, zap.Strings("required_scopes", d.RequiredScopes))
-	}
-	return fields
 }

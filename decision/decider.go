@@ -1,0 +1,494 @@
+package decision
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
+)
+
+// Config is what a Decider decides with. NewDecider validates it; it is not
+// changed afterwards.
+type Config struct {
+	// ServerID is the MCP server id when neither the route
+	// (Request.RouteServer) nor ServersByPrincipal names one; "" leaves such
+	// requests unknown_server.
+	ServerID string
+	// ServersByPrincipal maps a destination principal (SPIFFE id) to the
+	// MCP server id, for one service behind several Istio workloads (Istio
+	// sets no context extension). Consulted after the route's server and
+	// before ServerID.
+	ServersByPrincipal map[string]string
+	// Verifier verifies bearer tokens; required. Its Audiences are the
+	// audiences a route may name (Request.RouteAudience).
+	Verifier bearer.TokenVerifier
+	// DPoP checks DPoP proofs (RFC 9449) of tokens bound with cnf.jkt. Nil
+	// means no DPoP: the DPoP scheme is refused and so are bound tokens.
+	DPoP *bearer.DPoPVerifier
+	// Policies holds the live policy; required. Before its first Store every
+	// request is policy_unavailable.
+	Policies *PolicyStore
+	// Limits bounds the strict parse; zero fields take mcpparse's defaults.
+	Limits mcpparse.Limits
+	// Binding applies approvals and idempotency keys; nil disables both.
+	Binding *Binding
+	// CaseSensitiveKeys holds the MCP server ids whose SDK matches argument
+	// names case-sensitively (TypeScript, Python): their requests parse
+	// with mcpparse.ParseOptions.CaseSensitiveKeys, so "amount" and
+	// "Amount" are two arguments. Every other server's requests refuse such
+	// names (case_variant_key), since Go's encoding/json would merge them.
+	CaseSensitiveKeys map[string]bool
+	// Explain fills Decision.Trace (extauthz check --explain, extauthz
+	// test). It costs an evaluation of every rule: never set it in serve.
+	Explain bool
+}
+
+// Decider decides Requests. It is safe for concurrent use.
+type Decider struct{ cfg Config }
+
+// NewDecider returns a Decider for c, or an error naming what is missing or
+// malformed: a nil Verifier or Policies, negative limits, an empty server id
+// in ServersByPrincipal.
+func NewDecider(c Config) (*Decider, error) {
+	switch {
+	case c.Verifier == nil:
+		return nil, errors.New("decider: no token verifier")
+	case c.Policies == nil:
+		return nil, errors.New("decider: no policy store")
+	case c.Limits.MaxBytes < 0 || c.Limits.MaxDepth < 0 || c.Limits.MaxKeys < 0 || c.Limits.MaxElements < 0 ||
+		c.Limits.MaxStringLen < 0 || c.Limits.MaxBatch < 0:
+		return nil, fmt.Errorf("decider: negative limit in %+v", c.Limits)
+	}
+	for p, s := range c.ServersByPrincipal {
+		if p == "" || s == "" {
+			return nil, fmt.Errorf("decider: server by principal %q = %q: both must be set", p, s)
+		}
+	}
+	return &Decider{cfg: c}, nil
+}
+
+// Config returns the configuration d decides with (a copy: changing it
+// changes nothing).
+func (d *Decider) Config() Config { return d.cfg }
+
+// Decide runs the whole decision for r, as stages from the cheapest: the
+// deadline, the live policy, the MCP server, the HTTP framing, the token,
+// the strict parse and header agreement, the policy for each message, then
+// approvals and idempotency (Binding). Each stage returns a reason; the
+// first that is not allowed decides. It never returns nil and never panics
+// out: a recovered panic is a denial with reason internal_error.
+func (d *Decider) Decide(ctx context.Context, r *Request) (dec *Decision) {
+	dec = &Decision{ID: newDecisionID(), BatchIndex: -1}
+	defer func() {
+		if p := recover(); p != nil {
+			*dec = Decision{ID: dec.ID, Reason: ReasonInternalError, BatchIndex: -1, Detail: fmt.Sprintf("panic: %v", p)}
+		}
+	}()
+	dec.Reason = d.decide(ctx, r, dec)
+	if d.cfg.Binding != nil {
+		dec.Reason = d.cfg.Binding.bind(ctx, r, dec)
+	}
+	if dec.Reason != ReasonAllowed && !dec.parsed {
+		d.peek(r, dec)
+	}
+	return dec
+}
+
+// peek fills the JSON-RPC id and method of a request denied before its body
+// was parsed (a bad token, media type or length), so the error answers the
+// request's id and the log and metrics name its method. It reads them with
+// mcpparse.PeekEnvelope, one scan that allocates nothing per element: a
+// request nobody vouched for never pays for a strict parse, a canonical form
+// or a digest (id null when the scan cannot tell).
+func (d *Decider) peek(r *Request, dec *Decision) {
+	if r.Method != "POST" || len(r.Body) == 0 {
+		return
+	}
+	limit := d.cfg.Limits.MaxBytes
+	if limit <= 0 {
+		limit = mcpparse.DefaultMaxBytes
+	}
+	if len(r.Body) > limit {
+		return
+	}
+	dec.RPCID, dec.Method = mcpparse.PeekEnvelope(r.Body)
+}
+
+// decide runs every stage but Binding's.
+func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason {
+	if ctx.Err() != nil {
+		return ReasonDeadlineExceeded
+	}
+	lp := d.cfg.Policies.Load()
+	if lp == nil {
+		return ReasonPolicyUnavailable
+	}
+	dec.PolicyVersion = lp.Version
+	if dec.Server = d.server(r); dec.Server == "" {
+		return ReasonUnknownServer
+	}
+	op, reason := framing(r)
+	if op == policy.OpHTTPGet || op == policy.OpHTTPDelete {
+		dec.Method = r.Method // mcpmethod.HTTPGet, HTTPDelete
+	}
+	if reason != "" {
+		return reason
+	}
+	principal, reason, detail := d.authenticate(ctx, r)
+	if reason != "" {
+		dec.Detail = detail
+		return reason
+	}
+	dec.Principal = principal
+	if op != policy.OpRequest {
+		dec.ArgsDigest = emptyArgsDigest
+		dec.RequestDigest = requestDigest(requestEnvelope{
+			Audience: principal.Audience, Server: dec.Server, Method: dec.Method,
+			ArgsDigest: dec.ArgsDigest, Issuer: principal.Issuer, Subject: principal.Subject,
+		})
+		return d.evaluate(lp, dec, &policy.Input{Op: op, Server: dec.Server, Claims: principal.Claims})
+	}
+	body, reason := d.parse(r, dec)
+	if reason != "" {
+		return reason
+	}
+	if !body.Batch {
+		dec.RPCID = body.Messages[0].ID
+		return d.decideMessage(ctx, lp, dec, &body.Messages[0])
+	}
+	return d.decideBatch(ctx, lp, dec, body)
+}
+
+// server is the request's MCP server id: the route's, else the one of its
+// destination principal, else Config.ServerID; "" when none names one.
+func (d *Decider) server(r *Request) string {
+	if r.RouteServer != "" {
+		return r.RouteServer
+	}
+	if s := d.cfg.ServersByPrincipal[r.DestinationPrincipal]; r.DestinationPrincipal != "" && s != "" {
+		return s
+	}
+	return d.cfg.ServerID
+}
+
+// framing checks the HTTP request as the proxy delivered it and returns
+// what the policy decides on: a POST (OpRequest) whose body was not cut and
+// agrees with its Content-Length, or a bodiless GET or DELETE.
+func framing(r *Request) (policy.Op, Reason) {
+	switch r.Method {
+	case "POST":
+		if v, _ := r.Headers.Get("x-envoy-auth-partial-body"); strings.EqualFold(v, "true") {
+			return policy.OpRequest, ReasonBodyTruncated
+		}
+		return policy.OpRequest, checkContentLength(r)
+	case mcpmethod.HTTPGet, mcpmethod.HTTPDelete:
+		op := policy.OpHTTPGet
+		if r.Method == mcpmethod.HTTPDelete {
+			op = policy.OpHTTPDelete
+		}
+		// Bodiless by definition: a body, announced, cut or delivered, is
+		// refused. Envoy adds x-envoy-auth-partial-body: false whenever it
+		// buffered, even an empty body (a chunked DELETE, an empty HTTP/2
+		// DATA frame): that says nothing was cut, not that a body exists.
+		if len(r.Body) != 0 || checkContentLength(r) != "" {
+			return op, ReasonInvalidRequest
+		}
+		if v, n := r.Headers.Get("x-envoy-auth-partial-body"); n > 1 || (n == 1 && !strings.EqualFold(v, "false")) {
+			return op, ReasonInvalidRequest
+		}
+		return op, ""
+	}
+	return 0, ReasonMethodNotAllowed
+}
+
+// parse checks the body's media type and parses it strictly (mcpparse),
+// then checks that MCP 2026-07-28's Mcp-Method and Mcp-Name headers agree
+// with it.
+func (d *Decider) parse(r *Request, dec *Decision) (*mcpparse.Body, Reason) {
+	if reason := checkBodyEncoding(r.Headers); reason != "" {
+		return nil, reason
+	}
+	if len(r.Body) == 0 {
+		return nil, ReasonBodyMissing
+	}
+	version, _ := r.Headers.Get("mcp-protocol-version")
+	dec.parsed = true
+	body, err := mcpparse.Parse(r.Body, mcpparse.ParseOptions{
+		Limits: d.cfg.Limits,
+		// Batches exist only in 2025-03-26, the version a server assumes
+		// when the header is absent.
+		AllowBatch:        version == "" || version == "2025-03-26",
+		CaseSensitiveKeys: d.cfg.CaseSensitiveKeys[dec.Server],
+	})
+	if err != nil {
+		var pe *mcpparse.ParseError
+		if errors.As(err, &pe) {
+			dec.Detail = pe.Error()
+			return nil, parseReason(pe.Kind)
+		}
+		return nil, ReasonInternalError
+	}
+	if body.Batch {
+		// MCP 2026-07-28 has no batches: its headers name one message.
+		if r.Headers["mcp-method"] != nil || r.Headers["mcp-name"] != nil {
+			dec.Method = mcpmethod.Batch
+			return nil, ReasonHeaderMismatch
+		}
+	} else if reason := checkMCPHeaders(r.Headers, &body.Messages[0]); reason != "" {
+		dec.RPCID = body.Messages[0].ID
+		return nil, reason
+	}
+	return body, ""
+}
+
+// decideBatch decides every element of a batch. The first element that is
+// not allowed decides the whole body (answered with id null, its index in
+// BatchIndex); an allowed batch is named mcpmethod.Batch, with the digest
+// of its elements' digests and the rule and shadow matches of its first.
+func (d *Decider) decideBatch(ctx context.Context, lp *LoadedPolicy, dec *Decision, body *mcpparse.Body) Reason {
+	els := make([]Decision, len(body.Messages))
+	dec.BatchDigests = make([]string, len(els))
+	refused := -1
+	for i := range body.Messages {
+		el := &els[i]
+		el.Server, el.Principal, el.PolicyVersion, el.BatchIndex = dec.Server, dec.Principal, dec.PolicyVersion, -1
+		el.Reason = d.decideMessage(ctx, lp, el, &body.Messages[i])
+		dec.BatchDigests[i] = el.RequestDigest
+		if el.Reason != ReasonAllowed && refused < 0 {
+			refused = i
+		}
+	}
+	if refused >= 0 {
+		el := els[refused]
+		el.ID, el.BatchIndex, el.BatchDigests, el.parsed = dec.ID, refused, dec.BatchDigests, true
+		*dec = el
+		return el.Reason
+	}
+	dec.Method = mcpmethod.Batch
+	dec.RequestDigest = mcpparse.Digest([]byte(strings.Join(dec.BatchDigests, ",")))
+	dec.RuleID, dec.Shadow, dec.WhenErrors, dec.Trace = els[0].RuleID, els[0].Shadow, els[0].WhenErrors, els[0].Trace
+	return ReasonAllowed
+}
+
+// decideMessage fills el for one JSON-RPC message and returns its reason.
+func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decision, m *mcpparse.Message) Reason {
+	if ctx.Err() != nil {
+		return ReasonDeadlineExceeded
+	}
+	in := &policy.Input{Server: el.Server, Claims: el.Principal.Claims}
+	switch m.Kind {
+	case mcpparse.KindResponse:
+		in.Op = policy.OpResponse
+		el.Method = mcpmethod.Response
+	default:
+		in.Op = policy.OpRequest
+		in.Method = m.Method
+		el.Method = m.Method
+	}
+	in.Tool, in.URI, in.URIs, in.Prompt, in.LazyArgs = m.Tool, m.URI, m.URIs, m.Prompt, m
+	el.Tool, el.params = m.Tool, m.Params
+	switch {
+	case m.Tool != "":
+		el.Target = m.Tool
+	case m.URI != "":
+		el.Target = m.URI
+	case m.Prompt != "":
+		el.Target = m.Prompt
+	case len(m.URIs) > 0: // subscriptions/listen: every URI is a target
+		el.Target = listenTarget(m.URIs)
+	}
+	el.ArgsDigest = m.ArgsDigest
+	el.RequestDigest = requestDigest(requestEnvelope{
+		Audience: el.Principal.Audience, Server: el.Server, Method: el.Method, Target: el.Target,
+		ArgsDigest: el.ArgsDigest, Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
+	})
+	return d.evaluate(lp, el, in)
+}
+
+// evaluate runs the policy on in and maps its result to a reason.
+func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input) Reason {
+	var res policy.Result
+	if d.cfg.Explain {
+		tr := lp.Policy.Explain(in)
+		res, el.Trace = tr.Result, &tr
+	} else {
+		res = lp.Policy.Evaluate(in)
+	}
+	el.RuleID, el.Shadow, el.WhenErrors = res.RuleID, res.Shadow, res.WhenErrors
+	el.Conceal = res.Refusal == policy.RefusalConceal
+	switch {
+	case res.Cause == policy.CauseUnsafeURI:
+		return ReasonUnsafeURI
+	case res.Cause == policy.CauseInvalidInput: // a target mcpparse should have refused
+		return ReasonInvalidParams
+	case res.Cause == policy.CauseDefault && in.Op == policy.OpRequest && !mcpmethod.FromClient(in.Method):
+		// A method MCP does not define, that no rule names: denied even
+		// under default ask, since no approval can make it meaningful.
+		return ReasonUnknownMethod
+	case res.Decision == policy.Allow:
+		return stepUp(el, res.Scopes, ReasonAllowed)
+	case res.Decision == policy.Ask:
+		return stepUp(el, res.Scopes, ReasonAuthorizationRequired)
+	case res.Cause == policy.CauseDefault:
+		return ReasonDefaultDeny
+	}
+	return ReasonPolicyDenied
+}
+
+// authenticate reads the single Authorization header, "Bearer" or "DPoP"
+// 1*SP token (RFC 6750 section 2.1, RFC 9449 section 7.1; the scheme is
+// case-insensitive), verifies the token and, for a token bound by cnf.jkt,
+// its DPoP proof. On failure it returns the reason and why, for the
+// decision log: which check failed and, for issuer and audience, what the
+// token carried; never the token.
+func (d *Decider) authenticate(ctx context.Context, r *Request) (*bearer.Principal, Reason, string) {
+	h, n := r.Headers.Get("authorization")
+	if n == 0 {
+		return nil, ReasonTokenMissing, "no Authorization header"
+	}
+	if n > 1 {
+		return nil, ReasonTokenMalformed, fmt.Sprintf("%d Authorization headers", n)
+	}
+	scheme, tok, ok := bearer.ParseAuthorization(h)
+	switch {
+	case !ok:
+		return nil, ReasonTokenMalformed, "Authorization is not Bearer or DPoP, 1*SP, one token (RFC 6750 section 2.1, RFC 9449 section 7.1)"
+	case scheme == "dpop" && d.cfg.DPoP == nil:
+		return nil, ReasonTokenMalformed, "the DPoP scheme, but DPoP proofs are not checked here"
+	}
+	p, err := d.cfg.Verifier.Verify(ctx, tok)
+	if err != nil {
+		var te *bearer.TokenError
+		if errors.As(err, &te) {
+			why := string(bearerReason(te.Kind))
+			if te.Err != nil {
+				why = te.Err.Error()
+			}
+			return nil, bearerReason(te.Kind), why
+		}
+		return nil, ReasonTokenInvalid, err.Error()
+	}
+	if aud := r.RouteAudience; aud != "" {
+		if !slices.Contains(p.Audiences, aud) {
+			return nil, ReasonTokenWrongAudience, fmt.Sprintf("token aud %s lacks the route's audience %q (the route's audience)", bearer.ClipList(p.Audiences), aud)
+		}
+		if !d.audienceConfigured(aud) {
+			return nil, ReasonTokenWrongAudience, fmt.Sprintf("the route's audience %q is not a configured --audience", aud)
+		}
+		if p.Audience != aud { // the digest names the route's audience
+			q := *p
+			q.Audience = aud
+			p = &q
+		}
+	}
+	jkt, ok := bearer.TokenBinding(p.Claims)
+	switch {
+	case !ok || jkt != "" && d.cfg.DPoP == nil:
+		return nil, ReasonTokenBindingUnsupported, "cnf holds a binding this service cannot check"
+	case scheme == "bearer" && jkt != "":
+		return nil, ReasonDPoPProofMissing, "a DPoP-bound token (cnf.jkt) presented as Bearer"
+	case scheme == "dpop" && jkt == "":
+		return nil, ReasonDPoPProofMismatch, "DPoP scheme with a token that has no cnf.jkt"
+	case scheme == "dpop":
+		proof, np := r.Headers.Get("dpop")
+		if np == 0 {
+			return nil, ReasonDPoPProofMissing, "no DPoP header"
+		}
+		if np > 1 {
+			return nil, ReasonDPoPProofInvalid, "several DPoP headers"
+		}
+		err := d.cfg.DPoP.Verify(proof, bearer.DPoPRequest{Method: r.Method, Scheme: r.Scheme, Host: r.Host, Path: r.Path, AccessToken: tok, JKT: jkt})
+		if err != nil {
+			var de *bearer.DPoPError
+			if errors.As(err, &de) {
+				return nil, bearerReason(de.Kind), err.Error()
+			}
+			return nil, ReasonDPoPProofInvalid, err.Error()
+		}
+	}
+	return p, "", ""
+}
+
+// audienceConfigured reports whether aud is one the verifier accepts (a
+// verifier with no audiences accepts none: fail closed).
+func (d *Decider) audienceConfigured(aud string) bool {
+	return slices.Contains(d.cfg.Verifier.Audiences(), aud)
+}
+
+// checkContentLength compares a Content-Length header with the body Envoy
+// delivered: fewer bytes are a truncated body, more or a malformed header an
+// invalid request.
+func checkContentLength(r *Request) Reason {
+	cl, n := r.Headers.Get("content-length")
+	if n == 0 {
+		return ""
+	}
+	want, err := strconv.ParseUint(cl, 10, 63)
+	switch {
+	case n > 1 || err != nil || cl[0] == '+':
+		return ReasonInvalidRequest
+	case uint64(len(r.Body)) < want:
+		return ReasonBodyTruncated
+	case uint64(len(r.Body)) > want:
+		return ReasonInvalidRequest
+	}
+	return ""
+}
+
+// checkMCPHeaders enforces MCP 2026-07-28's rule that Mcp-Method and Mcp-Name,
+// when present, equal the body's method and name (or URI); values of the form
+// =?base64?…?= are decoded first.
+func checkMCPHeaders(h Headers, m *mcpparse.Message) Reason {
+	if v, n := h.Get("mcp-method"); n > 0 {
+		got, err := mcpparse.DecodeHeaderValue(v)
+		if n > 1 || err != nil || m.Kind == mcpparse.KindResponse || got != m.Method {
+			return ReasonHeaderMismatch
+		}
+	}
+	if v, n := h.Get("mcp-name"); n > 0 {
+		want := ""
+		switch mm, _ := mcpmethod.Lookup(m.Method); mm.Target {
+		case mcpmethod.Tool:
+			want = m.Tool
+		case mcpmethod.Prompt:
+			want = m.Prompt
+		case mcpmethod.Resource:
+			want = m.URI
+		}
+		got, err := mcpparse.DecodeHeaderValue(v)
+		if n > 1 || err != nil || want == "" || got != want {
+			return ReasonHeaderMismatch
+		}
+	}
+	return ""
+}
+
+// newDecisionID returns 16 random bytes as 32 lowercase hex digits.
+func newDecisionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// listenTarget is the target of a subscriptions/listen: its
+// resourceSubscriptions URIs as a JSON array in request order, so the
+// request digest (and an approval of it) names every URI.
+func listenTarget(uris []string) string {
+	b := []byte{'['}
+	for i, u := range uris {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = mcpparse.AppendJCSString(b, u)
+	}
+	return string(append(b, ']'))
+}

@@ -1,0 +1,58 @@
+package decision
+
+import (
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
+)
+
+// Decision is the outcome of one request, with everything an adapter's
+// answer, the decision log and the metrics need. Its Reason is the only
+// verdict: ReasonAllowed admits, every other reason refuses, and
+// Reason.Verdict gives the allow / deny / ask label. It never holds the
+// token or raw arguments.
+type Decision struct {
+	ID            string // decision id: 32 lowercase hex digits
+	Reason        Reason
+	RuleID        string
+	Server        string
+	Method        string // JSON-RPC method, or a pseudo-method of internal/mcpmethod (GET, DELETE, response, batch)
+	Tool          string // tools/call params.name
+	Target        string // tool name, resource URI, prompt name or completion ref
+	ArgsDigest    string // sha256:<hex> of the JCS form of params.arguments ({} when absent)
+	RequestDigest string // see requestDigest
+	Principal     *bearer.Principal
+	RPCID         []byte // the request's JSON-RPC id, byte for byte; nil answers with id null
+	BatchIndex    int    // index of the deciding batch element; -1 outside batches
+	BatchDigests  []string
+	Detail        string               // internal detail for the log (a parse error's message); never argument values
+	PolicyVersion string               // sha256:<hex> of the policy file
+	Shadow        []policy.ShadowMatch // shadow rules that matched; they never decide
+	// WhenErrors are the `when` expressions that failed at run time while
+	// deciding (policy.Result.WhenErrors): counted by rule id and named in
+	// the decision line's detail.
+	WhenErrors []policy.WhenError
+	// Trace is how the policy reached its decision, when Config.Explain is
+	// set and the policy was evaluated; nil otherwise.
+	Trace *policy.Trace
+
+	// Binding (binding.go, stepup.go) and concealment.
+	RequiredScopes []string // the deciding rule's scopes, on insufficient_scope
+	Conceal        bool     // the deciding rule says refusal: conceal
+	Retry          bool     // allowed as a retry: idempotency key already bound to this digest
+	Approver       string   // the approval's approver claim, when an approval admitted the request
+	ApprovalID     string   // the approval's jti
+	ApprovalURL    string   // where to get an approval (Binding.ApprovalURL), on asks
+
+	parsed bool   // the body went through mcpparse.Parse
+	params []byte // params of the deciding message, for _meta
+}
+
+// Allowed reports whether the request may reach the upstream.
+func (d *Decision) Allowed() bool { return d.Reason == ReasonAllowed }
+
+// Internal returns the Decision of a fault outside the Decider, such as a
+// panic an adapter recovered: a fresh id, reason internal_error, detail for
+// the log.
+func Internal(detail string) *Decision {
+	return &Decision{ID: newDecisionID(), Reason: ReasonInternalError, BatchIndex: -1, Detail: detail}
+}

@@ -1,0 +1,79 @@
+package extauthz
+
+import (
+	"strings"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+)
+
+// RequestFromCheck converts Envoy's CheckRequest into a Request. Headers come
+// from header_map when Envoy's encode_raw_headers is on (one entry per
+// occurrence), else from headers (duplicates already joined with ","). The
+// body comes from raw_body (pack_as_bytes: exact bytes) or else body.
+func RequestFromCheck(req *authv3.CheckRequest) *decision.Request {
+	attrs := req.GetAttributes()
+	ext := attrs.GetContextExtensions()
+	h := attrs.GetRequest().GetHttp()
+	// The Request and the header values of a usual request: one allocation.
+	rb := new(struct {
+		r    decision.Request
+		vals [16]string
+	})
+	r := &rb.r
+	*r = decision.Request{
+		ID:                   h.GetId(),
+		Method:               h.GetMethod(),
+		Scheme:               h.GetScheme(),
+		Host:                 h.GetHost(),
+		Path:                 h.GetPath(),
+		RouteServer:          ext[ContextExtensionServer],
+		RouteAudience:        ext[ContextExtensionAudience],
+		DestinationPrincipal: attrs.GetDestination().GetPrincipal(),
+	}
+	// Each name gets a one-value slice of one shared backing array (cap 1:
+	// a second value for a name appends into a new array, never over the
+	// next name's value).
+	if hm := h.GetHeaderMap(); len(hm.GetHeaders()) > 0 {
+		r.Headers = make(decision.Headers, len(hm.GetHeaders()))
+		vals := rb.vals[:]
+		if len(hm.GetHeaders()) > len(vals) {
+			vals = make([]string, len(hm.GetHeaders()))
+		}
+		for i, hv := range hm.GetHeaders() {
+			v := hv.GetValue()
+			if len(hv.GetRawValue()) > 0 {
+				v = string(hv.GetRawValue())
+			}
+			k := strings.ToLower(hv.GetKey())
+			if old, ok := r.Headers[k]; ok {
+				r.Headers[k] = append(old, v)
+				continue
+			}
+			vals[i] = v
+			r.Headers[k] = vals[i : i+1 : i+1]
+		}
+	} else {
+		r.Headers = make(decision.Headers, len(h.GetHeaders()))
+		vals := rb.vals[:0]
+		if len(h.GetHeaders()) > cap(vals) {
+			vals = make([]string, 0, len(h.GetHeaders()))
+		}
+		for k, v := range h.GetHeaders() {
+			k = strings.ToLower(k)
+			if old, ok := r.Headers[k]; ok {
+				r.Headers[k] = append(old, v)
+				continue
+			}
+			i := len(vals)
+			vals = append(vals, v)
+			r.Headers[k] = vals[i : i+1 : i+1]
+		}
+	}
+	if raw := h.GetRawBody(); len(raw) > 0 {
+		r.Body = raw
+	} else if b := h.GetBody(); b != "" {
+		r.Body = []byte(b)
+	}
+	return r
+}
