@@ -136,3 +136,20 @@ func loadCases(tb testing.TB) map[string][]byte {
 	}
 	return out
 }
+
+// Arguments returns the RFC 8785 form of RawArguments, `{}` when there are
+// none. It canonicalizes again on every call, into a new slice: Parse
+// itself only hashes the canonical form (ArgsDigest).
+func (m *Message) Arguments() []byte {
+	if m.RawArguments == nil {
+		return []byte("{}")
+	}
+	p := getScanner(m.RawArguments, unlimited)
+	defer putScanner(p)
+	p.exactKeys = m.exactKeys
+	out, err := p.canonicalize(false)
+	if err != nil { // unreachable: Parse accepted these bytes under the same rules
+		return nil
+	}
+	return out
+}

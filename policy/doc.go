@@ -55,7 +55,7 @@
 // that says to quote it, and `- no` is the tool named "no".
 //
 // A method pattern must match a method some MCP revision defines (either
-// direction, see IsMCPMethod), so a typo such as "tool/list" is an error;
+// direction, the table in internal/mcpmethod), so a typo such as "tool/list" is an error;
 // a rule for a method of your own says so with `custom: true`.
 //
 // # Patterns

@@ -7,13 +7,6 @@ import "github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 // `custom: true`, so a typo such as "tool/list" is a compile error rather
 // than a rule that never matches.
 
-// IsMCPMethod reports whether some MCP revision defines method m (exact,
-// case-sensitive).
-func IsMCPMethod(m string) bool {
-	_, ok := mcpmethod.Lookup(m)
-	return ok
-}
-
 // matchesMCPMethod reports whether method pattern g matches at least one
 // method an MCP revision defines.
 func matchesMCPMethod(g glob) bool {

@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 )
 
 // Decision is the outcome of Evaluate. The zero value is Deny, so a Result
@@ -79,11 +81,11 @@ func (o Op) String() string {
 	case OpRequest:
 		return "request"
 	case OpResponse:
-		return "response"
+		return mcpmethod.Response
 	case OpHTTPGet:
-		return "GET"
+		return mcpmethod.HTTPGet
 	case OpHTTPDelete:
-		return "DELETE"
+		return mcpmethod.HTTPDelete
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
@@ -213,18 +215,19 @@ func (p *Policy) Refusal() Refusal { return p.refusal }
 // Default returns the decision given when no rule matches: Deny or Ask.
 func (p *Policy) Default() Decision { return p.def }
 
-// Methods decided by tool, resource and prompt rules; method rules never
-// apply to them.
+// Methods decided by tool, resource and prompt rules (method rules never
+// apply to them), and the reserved names of the pseudo-methods; the names
+// are internal/mcpmethod's.
 const (
-	methodToolsCall  = "tools/call"
-	methodPromptsGet = "prompts/get"
-	methodResRead    = "resources/read"
-	methodResSub     = "resources/subscribe"
-	methodResUnsub   = "resources/unsubscribe"
-	methodSubListen  = "subscriptions/listen"
-	reservedGET      = "GET"
-	reservedDELETE   = "DELETE"
-	reservedResponse = "response"
+	methodToolsCall  = mcpmethod.ToolsCall
+	methodPromptsGet = mcpmethod.PromptsGet
+	methodResRead    = mcpmethod.ResourcesRead
+	methodResSub     = mcpmethod.ResourcesSubscribe
+	methodResUnsub   = mcpmethod.ResourcesUnsubscribe
+	methodSubListen  = mcpmethod.SubscriptionsListen
+	reservedGET      = mcpmethod.HTTPGet
+	reservedDELETE   = mcpmethod.HTTPDelete
+	reservedResponse = mcpmethod.Response
 )
 
 // kind is the kind of operation a rule or an input is about.

@@ -1,0 +1,114 @@
+package policy
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"cel.dev/cel-go/cel"
+	"go.yaml.in/yaml/v3"
+)
+
+// compileWhen compiles a `when` expression, reporting problems at their
+// place in the file.
+func (c *compiler) compileWhen(n *yaml.Node, id string) (cel.Program, bool) {
+	if n.Kind == yaml.ScalarNode && (n.ShortTag() == "!!str" || isNull(n)) && strings.TrimSpace(n.Value) == "" {
+		c.addf(n, id, "when must be a non-empty CEL expression")
+		return nil, false
+	}
+	if _, ok := c.str(n, id, "when"); !ok {
+		return nil, false
+	}
+	env, err := celEnv()
+	if err != nil { // a bug in this package, not in the policy
+		c.addf(n, id, "CEL environment: %v", err)
+		return nil, false
+	}
+	ast, iss := env.Compile(n.Value)
+	if iss != nil && iss.Err() != nil {
+		for _, e := range iss.Errors() {
+			line, col := c.celPos(n, e.Location.Line(), e.Location.Column())
+			msg := strings.TrimSuffix(e.Message, " (in container '')")
+			c.addAt(line, col, id, msg)
+		}
+		return nil, false
+	}
+	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
+		c.addf(n, id, "when has type %s, want bool", t)
+		return nil, false
+	}
+	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(maxEvalCost))
+	if err != nil {
+		c.addf(n, id, "when: %v", err)
+		return nil, false
+	}
+	return prg, true
+}
+
+// celPos maps a position in the expression held by scalar n (CEL: line
+// 1-based, column 0-based, in code points) to the file. It handles
+// single-line plain and quoted scalars and literal block scalars ("|"),
+// checking the file text; anything else (folded or multi-line flow
+// scalars, escapes before the column) maps to the start of n.
+func (c *compiler) celPos(n *yaml.Node, line, col int) (int, int) {
+	exprLines := strings.Split(n.Value, "\n")
+	if line < 1 || line > len(exprLines) || col < 0 {
+		return n.Line, n.Column
+	}
+	want := exprLines[line-1]
+	if col > utf8.RuneCountInString(want) {
+		return n.Line, n.Column
+	}
+	wantPrefix := want[:runeOffset(want, col)]
+	switch n.Style {
+	case 0, yaml.TaggedStyle, yaml.SingleQuotedStyle, yaml.DoubleQuotedStyle:
+		if line != 1 {
+			break
+		}
+		startCol := n.Column
+		if n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0 {
+			startCol++
+		}
+		src := c.line(n.Line)
+		start := runeOffset(src, startCol-1)
+		if start >= 0 && strings.HasPrefix(src[start:], wantPrefix) {
+			return n.Line, startCol + col
+		}
+	case yaml.LiteralStyle:
+		fileLine := n.Line + line
+		src := c.line(fileLine)
+		if strings.HasSuffix(src, want) {
+			indent := utf8.RuneCountInString(src[:len(src)-len(want)])
+			return fileLine, indent + col + 1
+		}
+	}
+	return n.Line, n.Column
+}
+
+// line returns line n (1-based) of the source, or "".
+func (c *compiler) line(n int) string {
+	if c.lines == nil {
+		c.lines = strings.Split(string(c.src), "\n")
+		for i, l := range c.lines {
+			c.lines[i] = strings.TrimSuffix(l, "\r")
+		}
+	}
+	if n < 1 || n > len(c.lines) {
+		return ""
+	}
+	return c.lines[n-1]
+}
+
+// runeOffset returns the byte offset of the n-th code point of s, len(s)
+// if s is shorter, or -1 if n < 0.
+func runeOffset(s string, n int) int {
+	if n < 0 {
+		return -1
+	}
+	for i := range s {
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	return len(s)
+}
