@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 
 	"github.com/gowebpki/jcs"
 )
@@ -399,40 +400,11 @@ func jsonText(s string) []byte {
 }
 
 // appendJSStringify appends s, valid UTF-8, as ECMAScript's JSON.stringify
-// writes a string (ECMA-262 QuoteJSONString): '"' and '\\' escaped, \b \t
-// \n \f \r, other code points below U+0020 as \u00xx (lowercase hex), every
-// other character as is, U+2028, U+2029 and U+007F included.
-func appendJSStringify(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\r':
-			b = append(b, '\\', 'r')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// writes a string (ECMA-262 QuoteJSONString: '"' and '\\' escaped, \b \t
+// \n \f \r, other code points below U+0020 as \u00xx in lowercase hex,
+// every other character as is). For valid UTF-8 that is exactly RFC 8785's
+// string form, so it is mcpparse.AppendJCSString.
+func appendJSStringify(b []byte, s string) []byte { return mcpparse.AppendJCSString(b, s) }
 
 // jsonrpcEnvelope wraps a result or error member; resultFirst puts it
 // before jsonrpc and id, as the TypeScript SDK serializes results.

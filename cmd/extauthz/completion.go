@@ -24,7 +24,7 @@ func fileFlag(name string) bool {
 
 // takesValue reports whether f needs a value (every flag but booleans).
 func takesValue(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	b, ok := f.Value.(boolFlag)
 	return !ok || !b.IsBoolFlag()
 }
 
@@ -249,3 +249,7 @@ func writeFish(w io.Writer) {
 		}
 	}
 }
+
+// boolFlag is the flag package's own (unexported) test for a flag that
+// takes no value.
+type boolFlag interface{ IsBoolFlag() bool }

@@ -374,7 +374,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 
 // keysReady is the readiness check of a token verifier: nil once signing
 // keys are available.
-func keysReady(v interface{ Ready() bool }) func() error {
+func keysReady(v bearer.ReadyVerifier) func() error {
 	return func() error {
 		if !v.Ready() {
 			return errors.New("signing keys not available from the identity provider")

@@ -109,6 +109,20 @@ type TokenVerifier interface {
 	Audiences() []string
 }
 
+// ReadyVerifier is a TokenVerifier that knows whether its signing keys are
+// available (the OIDC and JWKS-file verifiers); a readiness check asks it.
+type ReadyVerifier interface {
+	TokenVerifier
+	Ready() bool
+}
+
+// ClosingVerifier is a TokenVerifier that holds resources (a key set
+// refresher) Close releases.
+type ClosingVerifier interface {
+	TokenVerifier
+	Close()
+}
+
 // OIDCConfig configures NewOIDCVerifier.
 type OIDCConfig struct {
 	Issuer    string   // required: the exact iss every token must carry

@@ -94,16 +94,17 @@ func (c *CachingVerifier) Verify(ctx context.Context, rawToken string) (*Princip
 // Audiences passes the next verifier's configured audiences through.
 func (c *CachingVerifier) Audiences() []string { return c.next.Audiences() }
 
-// Close closes the next verifier if it has a Close method.
+// Close closes the next verifier if it is a ClosingVerifier.
 func (c *CachingVerifier) Close() {
-	if cl, ok := c.next.(interface{ Close() }); ok {
+	if cl, ok := c.next.(ClosingVerifier); ok {
 		cl.Close()
 	}
 }
 
-// Ready passes the next verifier's readiness through.
+// Ready passes the next verifier's readiness through (true unless it is a
+// ReadyVerifier that is not ready).
 func (c *CachingVerifier) Ready() bool {
-	if r, ok := c.next.(interface{ Ready() bool }); ok {
+	if r, ok := c.next.(ReadyVerifier); ok {
 		return r.Ready()
 	}
 	return true

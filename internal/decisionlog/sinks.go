@@ -35,8 +35,11 @@ func (s *writerSink) Write(_ context.Context, lines []byte) error {
 	return err
 }
 
+// syncer is a writer that can flush to stable storage (*os.File).
+type syncer interface{ Sync() error }
+
 func (s *writerSink) Close(context.Context) error {
-	if f, ok := s.w.(interface{ Sync() error }); ok {
+	if f, ok := s.w.(syncer); ok {
 		_ = f.Sync() // a pipe or terminal cannot sync: not an error here
 	}
 	return nil
