@@ -1,0 +1,132 @@
+// Package toolpin fingerprints MCP tool definitions, so a definition that
+// changed after it was approved (a "rug pull": a reworded description, a
+// widened inputSchema, a flipped annotation) is noticed (issue 18;
+// notes/RESPONSE-SEAM.md 5.6).
+//
+// A fingerprint is "tooldef-v1:sha256:<64 lowercase hex>": SHA-256 of the
+// RFC 8785 form of the projection {name, title, description, inputSchema,
+// outputSchema, annotations, execution} of one Tool object of a tools/list
+// result (MCP 2025-06-18 through 2026-07-28, schema "Tool"), absent members
+// omitted (never null), icons, _meta and any other member left out. The
+// version tag lets the projection change later without old pins matching
+// new fingerprints by accident. Pure: no I/O.
+//
+// Not done here: where fingerprints are kept (the policy's pins, the state
+// store's observations) and what a changed one decides.
+package toolpin
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+)
+
+// Version is the projection's tag, the prefix of every fingerprint.
+const Version = "tooldef-v1"
+
+// Projected are the Tool members a fingerprint covers, in RFC 8785 order
+// (these names are ASCII, so UTF-16 order is byte order).
+var Projected = []string{"annotations", "description", "execution", "inputSchema", "name", "outputSchema", "title"}
+
+// ErrNotATool is returned for a value that is not a JSON object with a
+// string name.
+var ErrNotATool = errors.New("toolpin: not a tool definition (a JSON object with a string name)")
+
+// Fingerprint returns the fingerprint of def, the bytes of one Tool object,
+// and its name. Errors: def is not strict JSON as mcpparse.Canonicalize
+// reads it (duplicate or case-variant member names, invalid UTF-8, a number
+// that loses precision, a limit), or not a Tool (ErrNotATool). A caller
+// must treat a definition it cannot fingerprint as changed.
+func Fingerprint(def []byte) (fp, name string, err error) {
+	canon, err := mcpparse.Canonicalize(def, mcpparse.Limits{})
+	if err != nil {
+		return "", "", fmt.Errorf("toolpin: %w", err)
+	}
+	if len(canon) == 0 || canon[0] != '{' {
+		return "", "", ErrNotATool
+	}
+	var members map[string]json.RawMessage // canonical: no duplicates, values already in RFC 8785 form
+	if err := json.Unmarshal(canon, &members); err != nil {
+		return "", "", fmt.Errorf("toolpin: %w", err)
+	}
+	if err := json.Unmarshal(members["name"], &name); err != nil || name == "" {
+		return "", "", ErrNotATool
+	}
+	b := make([]byte, 0, len(canon))
+	b = append(b, '{')
+	for _, k := range Projected {
+		v, ok := members[k]
+		if !ok {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = mcpparse.AppendJCSString(b, k)
+		b = append(b, ':')
+		b = append(b, v...)
+	}
+	b = append(b, '}')
+	sum := sha256.Sum256(b)
+	return Version + ":sha256:" + hex.EncodeToString(sum[:]), name, nil
+}
+
+// Valid reports whether s has the form of a fingerprint of this Version.
+func Valid(s string) bool {
+	const prefix = Version + ":sha256:"
+	if len(s) != len(prefix)+64 || s[:len(prefix)] != prefix {
+		return false
+	}
+	for _, c := range []byte(s[len(prefix):]) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Cache remembers fingerprints by the SHA-256 of a definition's raw bytes,
+// so a list that repeats byte for byte costs one hash per tool, and
+// canonicalizes only on a miss. It holds at most Max entries (default 4096)
+// and forgets all of them when full. Safe for concurrent use; the zero value
+// is ready.
+type Cache struct {
+	Max int
+	mu  sync.Mutex
+	m   map[[32]byte]cached
+}
+
+type cached struct{ fp, name string }
+
+// Fingerprint is the package's Fingerprint of def, from the cache when def's
+// raw bytes were fingerprinted before. Errors are not cached.
+func (c *Cache) Fingerprint(def []byte) (fp, name string, err error) {
+	key := sha256.Sum256(bytes.TrimSpace(def))
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return e.fp, e.name, nil
+	}
+	fp, name, err = Fingerprint(def)
+	if err != nil {
+		return "", "", err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	max := c.Max
+	if max <= 0 {
+		max = 4096
+	}
+	if c.m == nil || len(c.m) >= max {
+		c.m = make(map[[32]byte]cached)
+	}
+	c.m[key] = cached{fp, name}
+	return fp, name, nil
+}
