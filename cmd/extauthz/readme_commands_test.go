@@ -25,6 +25,7 @@ import (
 //	<!-- readme-test: serve -->                 started in the background; later blocks talk to it
 //	<!-- readme-test: run -->                   run, each command checked
 //	<!-- readme-test: run, needs TOOL -->       run when TOOL is on PATH, else skipped naming it
+//	<!-- readme-test: run, needs TOOL (note) --> the same, with a note for the reader
 //	<!-- readme-test: not run: REASON -->       never run here (a cluster, a Docker daemon, Envoy, …)
 //
 // A block without a marker fails the test, so a command added to README is
@@ -88,7 +89,7 @@ func readmeBlocks(t *testing.T) []readmeBlock {
 		case blk.marker == "":
 		case kind == "serve" || kind == "run":
 			blk.marker = kind
-			if needs != "" {
+			if needs, _, _ = strings.Cut(needs, " ("); needs != "" { // "needs helm (a note)"
 				blk.needs = strings.Fields(needs)
 			}
 		case strings.HasPrefix(blk.marker, "not run: ") && len(blk.marker) > len("not run: "):
