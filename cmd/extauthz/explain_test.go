@@ -190,7 +190,7 @@ func TestReadmeCheckExplainExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)echo '([^']*)' \\|\n  go run ./cmd/extauthz check --config examples/config.yaml --explain -\n```\n.*?```\n(.*?)```").FindSubmatch(b)
+	m := regexp.MustCompile("(?s)echo '([^']*)' \\|\n  go run ./cmd/extauthz check --config examples/config.yaml --explain -(?: +#[^\n]*)?\n```\n.*?```\n(.*?)```").FindSubmatch(b)
 	if m == nil {
 		t.Fatal("README: no `echo '…' | go run ./cmd/extauthz check --config examples/config.yaml --explain -` example followed by its output")
 	}
