@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 )
 
 // README's shell blocks and how TestReadmeCommands treats them.
@@ -139,7 +139,7 @@ func splitComment(line string) (code, comment string, ok bool) {
 func readmeCommands(t *testing.T, blk readmeBlock) []readmeCommand {
 	t.Helper()
 	reasons := map[string]bool{}
-	for _, r := range extauthz.Reasons() {
+	for _, r := range decision.Reasons() {
 		reasons[string(r)] = true
 	}
 	var cmds []readmeCommand
