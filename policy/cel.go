@@ -48,6 +48,7 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.Variable("tool", cel.StringType),
 		cel.Variable("uri", cel.StringType),
 		cel.Variable("prompt", cel.StringType),
+		cel.Variable("annotations", cel.MapType(cel.StringType, cel.BoolType)),
 		cel.Function("inside",
 			cel.Overload("inside_string_string",
 				[]*cel.Type{cel.StringType, cel.StringType}, cel.BoolType,
@@ -158,6 +159,8 @@ func (a activation) ResolveName(name string) (any, bool) {
 		return in.URI, true
 	case "prompt":
 		return in.Prompt, true
+	case "annotations":
+		return a.r.annotationMap(), true
 	}
 	return nil, false
 }

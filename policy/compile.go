@@ -43,10 +43,10 @@ type compiler struct {
 // Keys a policy file may hold. To add a key, list it here and read it where
 // the list is used (compile, compileRule); everything else is refused.
 var (
-	policyKeys  = []string{"default", "refusal", "deny", "ask", "allow", "methods", "scopes"}
+	policyKeys  = []string{"default", "refusal", "deny", "ask", "allow", "methods", "scopes", "pin_mode", "pins", "allow_new_tools", "trusted_servers"}
 	methodsKeys = []string{"deny", "ask", "allow"}
 	// toolRuleKeys are the keys of a rule in deny, ask and allow.
-	toolRuleKeys = []string{"id", "match", "when", "shadow", "scopes", "refusal"}
+	toolRuleKeys = []string{"id", "match", "when", "shadow", "scopes", "refusal", "annotations"}
 	// methodRuleKeys are the keys of a rule in methods.deny|ask|allow.
 	methodRuleKeys = []string{"id", "method", "when", "shadow", "custom", "scopes", "refusal"}
 )
@@ -100,6 +100,14 @@ func (c *compiler) compile() *Policy {
 		switch f.key {
 		case "scopes":
 			c.compileScopesSupported(f.val)
+		case "pin_mode":
+			c.compilePinMode(f.val)
+		case "pins":
+			c.compilePins(f.val)
+		case "allow_new_tools":
+			c.p.allowNewTools, _ = c.boolean(f.val, "", "allow_new_tools")
+		case "trusted_servers":
+			c.compileTrusted(f.val)
 		case "default":
 			c.compileDefault(f.val)
 		case "refusal":
@@ -315,6 +323,15 @@ func (c *compiler) compileRule(item *yaml.Node, pos string, d Decision, methods 
 		}
 		if msg != "" {
 			c.addf(pat, id, "%s", msg)
+			ok = false
+		}
+	}
+	if n := f["annotations"]; n != nil {
+		hs, hok := c.compileHints(n, id)
+		ru.hints = hs
+		ok = ok && hok
+		if hok && ru.kind != kindTool {
+			c.addf(n, id, "annotations apply to tool rules only (match server/tool)")
 			ok = false
 		}
 	}

@@ -71,6 +71,7 @@ func compileName(ru *rule, full, s string, o globOptions) string {
 		return fmt.Sprintf("%q: empty server or name", full)
 	}
 	ru.server, ru.name = parseGlob(server, o), parseGlob(name, o)
+	ru.literal = ru.server.exact && ru.name.exact && !ru.loose
 	return ""
 }
 

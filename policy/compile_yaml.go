@@ -37,6 +37,9 @@ type field struct {
 // fields returns the entries of mapping m in document order, reporting
 // non-string keys, duplicate keys and keys not in allowed (with a hint when
 // one differs only in case).
+// fields returns m's members in order, refusing non-string and duplicate
+// keys and, unless allowed is nil (any key: server ids, tool names), keys
+// not in allowed.
 func (c *compiler) fields(m *yaml.Node, ruleID string, allowed []string) []field {
 	var out []field
 	seen := map[string]int{}
@@ -51,7 +54,7 @@ func (c *compiler) fields(m *yaml.Node, ruleID string, allowed []string) []field
 			continue
 		}
 		seen[k.Value] = k.Line
-		if !slices.Contains(allowed, k.Value) {
+		if allowed != nil && !slices.Contains(allowed, k.Value) {
 			hint := ""
 			for _, a := range allowed {
 				if strings.EqualFold(a, k.Value) {

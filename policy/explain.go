@@ -18,8 +18,10 @@ type Trace struct {
 	// method, GET, DELETE or response) in the order precedence considers
 	// them: deny, ask, allow (file order within each), then the shadow rules.
 	Rules []RuleTrace
-	// Step is the precedence step that decided: "deny", "ask", "allow",
-	// "default", or, before any rule, "unsafe_uri" or "invalid_input".
+	// Step is the precedence step that decided: "deny", "pin" (the tool's
+	// definition changed or was never listed: Result.Cause says which),
+	// "ask", "allow", "default", or, before any rule, "unsafe_uri" or
+	// "invalid_input".
 	Step string
 	// Name is what the rules were matched against: the tool or prompt name,
 	// the normal form of the URI, or the method; "" for GET, DELETE and
@@ -74,12 +76,14 @@ func (p *Policy) Explain(in *Input) Trace {
 	case CauseInvalidInput:
 		tr.Step = "invalid_input"
 		return tr
+	case CauseDefinitionChanged, CauseToolNotListed:
+		tr.Step = "pin"
 	case CauseDefault:
 		tr.Step = "default"
 	default:
 		tr.Step = tr.Result.Decision.String()
 	}
-	r, _ := newRequest(in) // Evaluate accepted in
+	r, _ := p.newRequest(in) // Evaluate accepted in
 	tr.Name = r.name
 	for _, d := range []Decision{Deny, Ask, Allow} {
 		for _, ru := range p.rules[d][r.kind] {

@@ -21,6 +21,12 @@ type rule struct {
 	// refusal is this rule's refusal style; nil defers to the policy's.
 	refusal *Refusal
 	shadow  bool // reported, never decides
+	// literal: server and name have no wildcard (a tool rule that names
+	// its server and tool exactly), the only allow rules that admit a tool
+	// never listed (pins.go).
+	literal bool
+	// hints are the rule's `annotations` (pins.go); nil tests none.
+	hints []hintMatch
 
 	// Source, for Explain.
 	line, col int    // of the rule in the file
@@ -44,6 +50,8 @@ type request struct {
 	argsVal lazyArgs
 
 	whenErrs []WhenError // `when` expressions that failed, in evaluation order
+
+	trusted bool // in.Server is in trusted_servers: declared annotations apply
 }
 
 func (r *request) loose() (server, name string) {
@@ -91,7 +99,7 @@ func (ru *rule) patternMatches(r *request) bool {
 		if ru.loose {
 			server, name = r.loose()
 		}
-		return ru.server.match(server) && ru.name.match(name)
+		return ru.server.match(server) && ru.name.match(name) && r.hintsMatch(ru.hints)
 	case kindMethod:
 		return ru.name.match(r.name)
 	}

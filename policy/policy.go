@@ -44,6 +44,12 @@ const (
 	// OpRequest without a method, or a tools/call, resources/* or
 	// prompts/get without the name or URI it needs); always Deny.
 	CauseInvalidInput
+	// CauseDefinitionChanged: pinning is on and the tool's observed
+	// definition is not its baseline (pins.go); Ask, after the deny rules.
+	CauseDefinitionChanged
+	// CauseToolNotListed: pinning is on, the tool was never listed and no
+	// allow rule names it literally (pins.go); Deny, after the deny rules.
+	CauseToolNotListed
 )
 
 // String returns "rule", "default", "unsafe_uri" or "invalid_input".
@@ -57,6 +63,10 @@ func (c Cause) String() string {
 		return "unsafe_uri"
 	case CauseInvalidInput:
 		return "invalid_input"
+	case CauseDefinitionChanged:
+		return "definition_changed"
+	case CauseToolNotListed:
+		return "tool_not_listed"
 	}
 	return "Cause(" + strconv.Itoa(int(c)) + ")"
 }
@@ -113,6 +123,10 @@ type Input struct {
 	LazyArgs LazyArgs
 	// Claims holds the verified token claims. nil is an empty map.
 	Claims map[string]any
+	// Definition is what the response seam observed of a tools/call's
+	// tool, when pinning is on; nil otherwise (pins.go). Rules' annotations
+	// come from it, never from the request.
+	Definition *ToolDefinition
 }
 
 // LazyArgs is a request's arguments, decoded on demand (mcpparse.Message
@@ -199,6 +213,12 @@ type Policy struct {
 	rules  [numDecisions][numKinds][]*rule
 	shadow []*rule
 	scopes []string
+
+	// Tool definition pinning (pins.go).
+	pinMode       PinMode
+	pins          map[string]map[string][]string // server → tool → approved fingerprints
+	allowNewTools bool
+	trusted       map[string]bool // trusted_servers
 }
 
 // Scopes returns the policy's top-level scopes list in file order, then the
@@ -295,7 +315,7 @@ func (p *Policy) evaluateListen(in *Input) Result {
 }
 
 func (p *Policy) evaluate(in *Input) Result {
-	r, cause := newRequest(in)
+	r, cause := p.newRequest(in)
 	if cause != 0 {
 		return Result{Decision: Deny, Cause: cause}
 	}
@@ -303,6 +323,7 @@ func (p *Policy) evaluate(in *Input) Result {
 	var by *rule
 	switch {
 	case r.first(p.rules[Deny][r.kind], &res, Deny, &by):
+	case p.pinStep(r, &res, &by):
 	case r.first(p.rules[Ask][r.kind], &res, Ask, &by):
 	case r.first(p.rules[Allow][r.kind], &res, Allow, &by):
 	default:
@@ -324,6 +345,15 @@ func (p *Policy) evaluate(in *Input) Result {
 	}
 	res.WhenErrors = r.whenErrs
 	return res
+}
+
+// newRequest is the package's newRequest with what r needs of p.
+func (p *Policy) newRequest(in *Input) (*request, Cause) {
+	r, cause := newRequest(in)
+	if in != nil {
+		r.trusted = p.trusted[in.Server]
+	}
+	return r, cause
 }
 
 // newRequest classifies in, or returns the cause of its denial before any

@@ -1,0 +1,152 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+const fpA = "tooldef-v1:sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+
+// TestPinPrecedence: deny > pin > ask > allow > default, for a tool whose
+// definition changed, one never listed, and one unchanged.
+func TestPinPrecedence(t *testing.T) {
+	p := mustCompile(t, `
+default: deny
+pin_mode: tofu
+pins:
+  payments:
+    search: [`+fpA+`]
+deny:
+  - {id: no-wipe, match: "payments/wipe*"}
+ask:
+  - {id: ask-refund, match: payments/refund}
+allow:
+  - {id: search-glob, match: "payments/sea*"}
+  - {id: lookup-exact, match: payments/lookup}
+`)
+	listed := &ToolDefinition{Listed: true, Fingerprint: fpA}
+	changed := &ToolDefinition{Listed: true, Changed: true}
+	unseen := &ToolDefinition{}
+	tests := []struct {
+		name  string
+		tool  string
+		def   *ToolDefinition
+		want  Decision
+		cause Cause
+		rule  string
+	}{
+		{"unchanged, allow rule", "search", listed, Allow, CauseRule, "search-glob"},
+		{"changed beats allow", "search", changed, Ask, CauseDefinitionChanged, ""},
+		{"changed beats ask", "refund", changed, Ask, CauseDefinitionChanged, ""},
+		{"deny beats changed", "wipe_all", changed, Deny, CauseRule, "no-wipe"},
+		{"deny beats not listed", "wipe_all", unseen, Deny, CauseRule, "no-wipe"},
+		{"not listed, glob allow", "search", unseen, Deny, CauseToolNotListed, ""},
+		{"not listed, ask rule", "refund", unseen, Deny, CauseToolNotListed, ""},
+		{"not listed, literal allow", "lookup", unseen, Allow, CauseRule, "lookup-exact"},
+		{"unchanged, ask rule", "refund", listed, Ask, CauseRule, "ask-refund"},
+		{"unchanged, default", "other", listed, Deny, CauseDefault, ""},
+		{"no definition (pinning off at the decider)", "search", nil, Allow, CauseRule, "search-glob"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := &Input{Op: OpRequest, Method: "tools/call", Server: "payments", Tool: tt.tool, Definition: tt.def}
+			res := p.Evaluate(in)
+			if res.Decision != tt.want || res.Cause != tt.cause || res.RuleID != tt.rule {
+				t.Errorf("got %v/%v/%q, want %v/%v/%q", res.Decision, res.Cause, res.RuleID, tt.want, tt.cause, tt.rule)
+			}
+			if tr := p.Explain(in); tr.Result.Decision != res.Decision || tr.Result.Cause != res.Cause ||
+				(res.Cause == CauseDefinitionChanged || res.Cause == CauseToolNotListed) != (tr.Step == "pin") {
+				t.Errorf("Explain: %+v step %s", tr.Result, tr.Step)
+			}
+		})
+	}
+	if got := p.Pins("payments", "search"); len(got) != 1 || got[0] != fpA {
+		t.Errorf("Pins = %v", got)
+	}
+	if p.PinMode() != PinTOFU {
+		t.Errorf("PinMode = %v", p.PinMode())
+	}
+}
+
+// TestPinOffAndNewTools: with pinning off a definition never decides; with
+// allow_new_tools a never-listed tool is decided by the rules.
+func TestPinOffAndNewTools(t *testing.T) {
+	for _, tt := range []struct {
+		src  string
+		want Decision
+	}{
+		{"default: deny\nallow: [payments/sea*]\n", Allow},
+		{"default: deny\npin_mode: off\nallow: [payments/sea*]\n", Allow},
+		{"default: deny\npin_mode: strict\nallow_new_tools: true\nallow: [payments/sea*]\n", Allow},
+		{"default: deny\npin_mode: strict\nallow: [payments/sea*]\n", Deny},
+	} {
+		p := mustCompile(t, tt.src)
+		res := p.Evaluate(&Input{Op: OpRequest, Method: "tools/call", Server: "payments", Tool: "search", Definition: &ToolDefinition{}})
+		if res.Decision != tt.want {
+			t.Errorf("%q: %v (%v), want %v", tt.src, res.Decision, res.Cause, tt.want)
+		}
+	}
+}
+
+// TestAnnotationRules: annotations come from the observed definition of a
+// trusted server only; anything else reads as the worst case, so an allow
+// on readOnlyHint never opens an untrusted or unseen tool and a deny on
+// destructiveHint always closes it.
+func TestAnnotationRules(t *testing.T) {
+	p := mustCompile(t, `
+default: deny
+trusted_servers: [docs]
+deny:
+  - {id: no-destructive, match: "*/*", annotations: {destructiveHint: true}, when: 'server != "docs" || tool != "search"'}
+allow:
+  - {id: read-only, match: "*/*", annotations: {readOnlyHint: true}}
+  - {id: cel-idempotent, match: "*/retry*", when: "annotations.idempotentHint && !annotations.openWorldHint"}
+`)
+	ro := &ToolDefinition{Listed: true, Hints: Hints{ReadOnly: HintTrue}}
+	idem := &ToolDefinition{Listed: true, Hints: Hints{Destructive: HintFalse, Idempotent: HintTrue, OpenWorld: HintFalse}}
+	absent := &ToolDefinition{Listed: true}
+	tests := []struct {
+		name, server, tool string
+		def                *ToolDefinition
+		want               Decision
+		rule               string
+	}{
+		{"trusted read-only", "docs", "read", ro, Allow, "read-only"},
+		{"trusted read-only is not destructive", "docs", "read2", ro, Allow, "read-only"},
+		{"untrusted claims read-only", "evil", "read", ro, Deny, "no-destructive"},
+		{"trusted, never seen", "docs", "read", nil, Deny, "no-destructive"},
+		{"trusted, hints absent: defaults (destructive)", "docs", "x", absent, Deny, "no-destructive"},
+		{"trusted idempotent via CEL", "docs", "retry_job", idem, Allow, "cel-idempotent"},
+		{"untrusted idempotent via CEL", "evil", "retry_job", idem, Deny, "no-destructive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := p.Evaluate(&Input{Op: OpRequest, Method: "tools/call", Server: tt.server, Tool: tt.tool, Definition: tt.def})
+			if res.Decision != tt.want || res.RuleID != tt.rule {
+				t.Errorf("got %v %q (%v), want %v %q", res.Decision, res.RuleID, res.WhenErrors, tt.want, tt.rule)
+			}
+		})
+	}
+	if !p.Trusted("docs") || p.Trusted("evil") {
+		t.Error("Trusted")
+	}
+}
+
+func TestPinCompileErrors(t *testing.T) {
+	for src, want := range map[string]string{
+		"default: deny\npin_mode: sometimes\n":                          "pin_mode must be off, tofu or strict",
+		"default: deny\npins: {payments: {search: [sha256:abc]}}\n":     "is not a tooldef-v1:sha256",
+		"default: deny\npins: {payments: {search: []}}\n":               "must be a non-empty list",
+		"default: deny\npins: [x]\n":                                    "pins must be a mapping",
+		"default: deny\ntrusted_servers: [a, a]\n":                      "listed twice",
+		"default: deny\nallow: [{match: x, annotations: {ro: true}}]\n": `unknown key "ro"`,
+		"default: deny\nallow: [{match: x, annotations: {readOnlyHint: yes}}]\n": "must be true or false",
+		"default: deny\nallow: [{match: \"resource:s/file:///x\", annotations: {readOnlyHint: true}}]\n": "annotations apply to tool rules only",
+	} {
+		_, err := Compile("p.yaml", []byte(src))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", src, err, want)
+		}
+	}
+}
