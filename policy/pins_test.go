@@ -7,7 +7,6 @@ import (
 
 const fpA = "tooldef-v1:sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
-
 // TestPinPrecedence: deny > pin > ask > allow > default, for a tool whose
 // definition changed, one never listed, and one unchanged.
 func TestPinPrecedence(t *testing.T) {
@@ -135,13 +134,13 @@ allow:
 
 func TestPinCompileErrors(t *testing.T) {
 	for src, want := range map[string]string{
-		"default: deny\npin_mode: sometimes\n":                          "pin_mode must be off, tofu or strict",
-		"default: deny\npins: {payments: {search: [sha256:abc]}}\n":     "is not a tooldef-v1:sha256",
-		"default: deny\npins: {payments: {search: []}}\n":               "must be a non-empty list",
-		"default: deny\npins: [x]\n":                                    "pins must be a mapping",
-		"default: deny\ntrusted_servers: [a, a]\n":                      "listed twice",
-		"default: deny\nallow: [{match: x, annotations: {ro: true}}]\n": `unknown key "ro"`,
-		"default: deny\nallow: [{match: x, annotations: {readOnlyHint: yes}}]\n": "must be true or false",
+		"default: deny\npin_mode: sometimes\n":                                                           "pin_mode must be off, tofu or strict",
+		"default: deny\npins: {payments: {search: [sha256:abc]}}\n":                                      "is not a tooldef-v1:sha256",
+		"default: deny\npins: {payments: {search: []}}\n":                                                "must be a non-empty list",
+		"default: deny\npins: [x]\n":                                                                     "pins must be a mapping",
+		"default: deny\ntrusted_servers: [a, a]\n":                                                       "listed twice",
+		"default: deny\nallow: [{match: x, annotations: {ro: true}}]\n":                                  `unknown key "ro"`,
+		"default: deny\nallow: [{match: x, annotations: {readOnlyHint: yes}}]\n":                         "must be true or false",
 		"default: deny\nallow: [{match: \"resource:s/file:///x\", annotations: {readOnlyHint: true}}]\n": "annotations apply to tool rules only",
 	} {
 		_, err := Compile("p.yaml", []byte(src))
