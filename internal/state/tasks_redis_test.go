@@ -11,13 +11,13 @@ import (
 
 // Task bindings on a real redis-server: one replica binds, another reads.
 func TestTasksRedis(t *testing.T) {
-	prefix := statetest.Prefix()
-	a, err := state.NewRedis(statetest.RedisURL(t), prefix)
+	prefix, url := statetest.Prefix(), statetest.RedisURL(t)
+	a, err := state.NewRedis(url, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := state.NewRedis(statetest.RedisURL(t), prefix)
+	b, err := state.NewRedis(url, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
