@@ -1,0 +1,211 @@
+package toolpin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
+)
+
+// Defaults of Observations' zero fields.
+const (
+	// DefaultTTL is how long one observation of a tool lasts: a tool not
+	// listed again within it reads as never listed.
+	DefaultTTL = 24 * time.Hour
+	// DefaultBaselineTTL is how long a trust-on-first-use baseline lasts.
+	DefaultBaselineTTL = 30 * 24 * time.Hour
+	// DefaultBaselineWindow is how long after a server's first observed
+	// list its tools still join the trust-on-first-use baseline (the pages
+	// of that first list); a tool first seen later is new.
+	DefaultBaselineWindow = time.Minute
+)
+
+// Observations keeps what tools/list answers showed, per MCP server and
+// tool, in a state store shared by every replica (memory for one replica,
+// Redis for several), under three keys of the tool
+// ("tooldef:"/"tooldef-div:"/"tooldef-base:" + length-prefixed server and
+// tool, so no pair names another's key): the first fingerprint observed
+// within TTL and the tool's declared hints; another fingerprint observed
+// within TTL (the tool is then divergent); and, for pin_mode tofu, the first
+// fingerprint ever observed within BaselineTTL, marked new when the tool
+// first appeared more than BaselineWindow after the server's first list
+// ("tooldef-srv:" + server): a tool added or renamed later is not trusted on
+// first use. Errors wrap state.ErrUnavailable: callers fail closed.
+type Observations struct {
+	Store          state.Reader
+	TTL            time.Duration    // zero: DefaultTTL
+	BaselineTTL    time.Duration    // zero: DefaultBaselineTTL
+	BaselineWindow time.Duration    // zero: DefaultBaselineWindow
+	Now            func() time.Time // nil: time.Now
+}
+
+func toolKey(kind, server, tool string) string {
+	return kind + ":" + strconv.Itoa(len(server)) + ":" + server + ":" + tool
+}
+
+func (o Observations) ttl() time.Duration {
+	if o.TTL > 0 {
+		return o.TTL
+	}
+	return DefaultTTL
+}
+
+func (o Observations) baselineTTL() time.Duration {
+	if o.BaselineTTL > 0 {
+		return o.BaselineTTL
+	}
+	return DefaultBaselineTTL
+}
+
+// Definition is one tool of a tools/list answer as Observe records it.
+type Definition struct {
+	Name        string
+	Fingerprint string
+	Hints       policy.Hints
+}
+
+// Parse fingerprints def (the bytes of one Tool object) and reads its
+// declared annotations (readOnlyHint, destructiveHint, idempotentHint,
+// openWorldHint; a member that is not a boolean counts as absent). Errors
+// are Fingerprint's.
+func Parse(def []byte, c *Cache) (Definition, error) {
+	var fp, name string
+	var err error
+	if c != nil {
+		fp, name, err = c.Fingerprint(def)
+	} else {
+		fp, name, err = Fingerprint(def)
+	}
+	if err != nil {
+		return Definition{}, err
+	}
+	d := Definition{Name: name, Fingerprint: fp}
+	var tool struct {
+		Annotations map[string]json.RawMessage `json:"annotations"`
+	}
+	if json.Unmarshal(def, &tool) == nil { // strict JSON already: Fingerprint accepted it
+		hint := func(k string) policy.Hint {
+			switch string(tool.Annotations[k]) {
+			case "true":
+				return policy.HintTrue
+			case "false":
+				return policy.HintFalse
+			}
+			return policy.HintAbsent
+		}
+		d.Hints = policy.Hints{ReadOnly: hint("readOnlyHint"), Destructive: hint("destructiveHint"),
+			Idempotent: hint("idempotentHint"), OpenWorld: hint("openWorldHint")}
+	}
+	return d, nil
+}
+
+// encodeHints writes h as four characters, one per hint: '-' absent, 't',
+// 'f'.
+func encodeHints(h policy.Hints) string {
+	c := func(x policy.Hint) byte {
+		switch x {
+		case policy.HintTrue:
+			return 't'
+		case policy.HintFalse:
+			return 'f'
+		}
+		return '-'
+	}
+	return string([]byte{c(h.ReadOnly), c(h.Destructive), c(h.Idempotent), c(h.OpenWorld)})
+}
+
+func decodeHints(s string) policy.Hints {
+	h := func(i int) policy.Hint {
+		if i < len(s) {
+			switch s[i] {
+			case 't':
+				return policy.HintTrue
+			case 'f':
+				return policy.HintFalse
+			}
+		}
+		return policy.HintAbsent
+	}
+	return policy.Hints{ReadOnly: h(0), Destructive: h(1), Idempotent: h(2), OpenWorld: h(3)}
+}
+
+// Observe records that a tools/list answer of server showed d.
+func (o Observations) Observe(ctx context.Context, server string, d Definition) error {
+	if d.Name == "" || !Valid(d.Fingerprint) {
+		return fmt.Errorf("%w: toolpin: observe %q: not a fingerprinted tool", state.ErrUnavailable, d.Name)
+	}
+	val := d.Fingerprint + " " + encodeHints(d.Hints)
+	claimed, prev, err := o.Store.Claim(ctx, toolKey("tooldef", server, d.Name), val, o.ttl())
+	if err != nil {
+		return err
+	}
+	if !claimed && !strings.HasPrefix(prev, d.Fingerprint+" ") {
+		if _, _, err := o.Store.Claim(ctx, toolKey("tooldef-div", server, d.Name), d.Fingerprint, o.ttl()); err != nil {
+			return err
+		}
+	}
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	t := now()
+	_, first, err := o.Store.Claim(ctx, "tooldef-srv:"+strconv.Itoa(len(server))+":"+server, strconv.FormatInt(t.UnixMilli(), 10), o.baselineTTL())
+	if err != nil {
+		return err
+	}
+	base := d.Fingerprint
+	window := o.BaselineWindow
+	if window <= 0 {
+		window = DefaultBaselineWindow
+	}
+	if ms, perr := strconv.ParseInt(first, 10, 64); perr == nil && t.Sub(time.UnixMilli(ms)) > window {
+		base = "new " + base // appeared after the server's first list
+	}
+	_, _, err = o.Store.Claim(ctx, toolKey("tooldef-base", server, d.Name), base, o.baselineTTL())
+	return err
+}
+
+// Lookup returns what a tools/call of server's tool is decided with under
+// p's pinning (policy.Input.Definition): nil when pin_mode is off; Listed
+// false when no list showed the tool within TTL; Changed when the observed
+// fingerprint, or a second one observed within TTL, is outside the
+// baseline (the policy's pins for the tool when it lists some; else, under
+// tofu, the first fingerprint observed if the tool was in the server's
+// first list; under strict, or for a tool that appeared later, nothing).
+func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, tool string) (*policy.ToolDefinition, error) {
+	mode := p.PinMode()
+	if mode == policy.PinOff {
+		return nil, nil
+	}
+	v, found, err := o.Store.Get(ctx, toolKey("tooldef", server, tool))
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return &policy.ToolDefinition{}, nil
+	}
+	fp, hints, _ := strings.Cut(v, " ")
+	def := &policy.ToolDefinition{Listed: true, Fingerprint: fp, Hints: decodeHints(hints)}
+	other, divergent, err := o.Store.Get(ctx, toolKey("tooldef-div", server, tool))
+	if err != nil {
+		return nil, err
+	}
+	baseline := p.Pins(server, tool)
+	if len(baseline) == 0 && mode == policy.PinTOFU {
+		base, found, err := o.Store.Get(ctx, toolKey("tooldef-base", server, tool))
+		if err != nil {
+			return nil, err
+		}
+		if found && !strings.HasPrefix(base, "new ") {
+			baseline = []string{base}
+		}
+	}
+	def.Changed = !slices.Contains(baseline, fp) || divergent && !slices.Contains(baseline, other)
+	return def, nil
+}
