@@ -68,10 +68,10 @@ type Binding struct {
 // are concerned; any other decision is returned as it is.
 func (b *Binding) bind(ctx context.Context, r *Request, dec *Decision) Reason {
 	reason := dec.Reason
-	if reason != ReasonAllowed && reason != ReasonAuthorizationRequired {
+	if reason != ReasonAllowed && reason != ReasonAuthorizationRequired && reason != ReasonDefinitionChanged {
 		return reason
 	}
-	if reason == ReasonAuthorizationRequired && b.ApprovalURL != "" {
+	if reason != ReasonAllowed && b.ApprovalURL != "" {
 		dec.ApprovalURL = strings.ReplaceAll(b.ApprovalURL, "{digest}", url.QueryEscape(dec.RequestDigest))
 	}
 	// One message only: an approval of one element must never admit a
@@ -422,6 +422,10 @@ func (b *Binding) verifyApproval(ctx context.Context, raw string, dec *Decision)
 	case p.Subject != dec.Principal.Subject:
 		return nil, ReasonApprovalPrincipalMismatch
 	case digest != dec.RequestDigest:
+		return nil, ReasonApprovalDigestMismatch
+	case dec.Reason == ReasonDefinitionChanged && p.Claims["tooldef"] != dec.ToolFingerprint:
+		// The approval covers this request under this definition only.
+		dec.Detail = "approval tooldef does not name the tool's observed definition " + dec.ToolFingerprint
 		return nil, ReasonApprovalDigestMismatch
 	}
 	return a, ""

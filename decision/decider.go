@@ -41,6 +41,11 @@ type Config struct {
 	Limits mcpparse.Limits
 	// Binding applies approvals and idempotency keys; nil disables both.
 	Binding *Binding
+	// Definitions looks up what the response seam observed of a tools/call's
+	// tool (internal/toolpin.Observations), when the policy's pin_mode is
+	// not off; nil then refuses every tools/call (state_store_unavailable):
+	// pinning without observations fails closed.
+	Definitions ToolDefinitions
 	// CaseSensitiveKeys holds the MCP server ids whose SDK matches argument
 	// names case-sensitively (TypeScript, Python): their requests parse
 	// with mcpparse.ParseOptions.CaseSensitiveKeys, so "amount" and
@@ -54,6 +59,13 @@ type Config struct {
 
 // Decider decides Requests. It is safe for concurrent use.
 type Decider struct{ cfg Config }
+
+// ToolDefinitions gives policy.Input.Definition for a tools/call of
+// server's tool under policy p (nil when p's pin_mode is off). Errors mean
+// the observations cannot be read: the call is refused.
+type ToolDefinitions interface {
+	Lookup(ctx context.Context, p *policy.Policy, server, tool string) (*policy.ToolDefinition, error)
+}
 
 // NewDecider returns a Decider for c, or an error naming what is missing or
 // malformed: a nil Verifier or Policies, negative limits, an empty server id
@@ -295,6 +307,9 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 		el.Method = m.Method
 	}
 	in.Tool, in.URI, in.URIs, in.Prompt, in.LazyArgs = m.Tool, m.URI, m.URIs, m.Prompt, m
+	if reason := d.definition(ctx, lp, el, in); reason != "" {
+		return reason
+	}
 	el.Tool, el.params = m.Tool, m.Params
 	switch {
 	case m.Tool != "":
@@ -314,6 +329,28 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 	return d.evaluate(lp, el, in)
 }
 
+// definition fills in.Definition for a tools/call when the policy pins tool
+// definitions, and el.ToolFingerprint with the observed fingerprint.
+func (d *Decider) definition(ctx context.Context, lp *LoadedPolicy, el *Decision, in *policy.Input) Reason {
+	if in.Op != policy.OpRequest || in.Method != mcpmethod.ToolsCall || lp.Policy.PinMode() == policy.PinOff {
+		return ""
+	}
+	if d.cfg.Definitions == nil {
+		el.Detail = "pin_mode is on but no tool definitions are observed here"
+		return ReasonStateStoreUnavailable
+	}
+	def, err := d.cfg.Definitions.Lookup(ctx, lp.Policy, in.Server, in.Tool)
+	if err != nil {
+		el.Detail = "tool definitions: " + err.Error()
+		return ReasonStateStoreUnavailable
+	}
+	in.Definition = def
+	if def != nil {
+		el.ToolFingerprint = def.Fingerprint
+	}
+	return ""
+}
+
 // evaluate runs the policy on in and maps its result to a reason.
 func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input) Reason {
 	var res policy.Result
@@ -330,6 +367,10 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input) Rea
 		return ReasonUnsafeURI
 	case res.Cause == policy.CauseInvalidInput: // a target mcpparse should have refused
 		return ReasonInvalidParams
+	case res.Cause == policy.CauseDefinitionChanged:
+		return ReasonDefinitionChanged
+	case res.Cause == policy.CauseToolNotListed:
+		return ReasonToolNotListed
 	case res.Cause == policy.CauseDefault && in.Op == policy.OpRequest && !mcpmethod.FromClient(in.Method):
 		// A method MCP does not define, that no rule names: denied even
 		// under default ask, since no approval can make it meaningful.

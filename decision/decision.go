@@ -42,6 +42,10 @@ type Decision struct {
 	Approver       string   // the approval's approver claim, when an approval admitted the request
 	ApprovalID     string   // the approval's jti
 	ApprovalURL    string   // where to get an approval (Binding.ApprovalURL), on asks
+	// ToolFingerprint is the observed fingerprint of a tools/call's tool
+	// definition when the policy pins definitions ("" otherwise or never
+	// listed); an approval of a definition_changed call must name it.
+	ToolFingerprint string
 
 	parsed bool   // the body went through mcpparse.Parse
 	params []byte // params of the deciding message, for _meta

@@ -74,6 +74,10 @@ const (
 	ReasonReplaySubstitution        Reason = "replay_substitution"         // an idempotency key already bound to a different request digest
 	ReasonStateStoreUnavailable     Reason = "state_store_unavailable"     // the approval / idempotency store cannot be reached
 
+	// Tool definitions pinned (pin_mode tofu or strict; issue 18).
+	ReasonDefinitionChanged Reason = "definition_changed" // the tool's listed definition is not its approved baseline, or two were listed; an approval of this request under this definition lifts it
+	ReasonToolNotListed     Reason = "tool_not_listed"    // no tools/list showed the tool, and no allow rule names its server and tool literally
+
 	// Faults of the service itself: still denials.
 	ReasonDeadlineExceeded  Reason = "deadline_exceeded"  // the Check's gRPC deadline passed
 	ReasonPolicyUnavailable Reason = "policy_unavailable" // no compiled policy loaded
@@ -142,6 +146,8 @@ var reasons = []Reason{
 	ReasonApprovalReplayed,
 	ReasonReplaySubstitution,
 	ReasonStateStoreUnavailable,
+	ReasonDefinitionChanged,
+	ReasonToolNotListed,
 	ReasonDeadlineExceeded,
 	ReasonPolicyUnavailable,
 	ReasonInternalError,
@@ -153,15 +159,16 @@ func Reasons() []Reason { return append([]Reason(nil), reasons...) }
 
 // Verdict is the policy decision a reason reports in the decision log, the
 // metrics' decision label and `extauthz test`'s want.decision: allow for
-// ReasonAllowed; ask for ReasonAuthorizationRequired and the approval_*
-// reasons (the policy asked, and no valid approval answered); deny for every
+// ReasonAllowed; ask for ReasonAuthorizationRequired, ReasonDefinitionChanged
+// (an approval of that definition lifts it) and the approval_* reasons (the
+// policy asked, and no valid approval answered); deny for every
 // other reason, including faults. It is derived from the reason alone: the
 // reason is the only verdict.
 func (r Reason) Verdict() policy.Decision {
 	switch r {
 	case ReasonAllowed:
 		return policy.Allow
-	case ReasonAuthorizationRequired, ReasonApprovalUntrusted, ReasonApprovalExpired,
+	case ReasonAuthorizationRequired, ReasonDefinitionChanged, ReasonApprovalUntrusted, ReasonApprovalExpired,
 		ReasonApprovalAudienceMismatch, ReasonApprovalPrincipalMismatch,
 		ReasonApprovalDigestMismatch, ReasonApprovalReplayed:
 		return policy.Ask

@@ -16,8 +16,10 @@ import (
 //	 "decision_id":<hex>,"policy_version":<sha256:… or "">}}}
 //
 // data also carries "batch_index" when a batch element decided,
-// "approval_url" on asks when --approval-url is set, and "scope" (the
-// scopes needed, space-separated) on insufficient_scope.
+// "approval_url" on asks when --approval-url is set, "scope" (the
+// scopes needed, space-separated) on insufficient_scope, and
+// "tool_fingerprint" (what an approval's tooldef claim must name) on
+// definition_changed.
 func errorBody(d *decision.Decision) []byte {
 	o := outcomeOf(d.Reason)
 	b := make([]byte, 0, 384+len(d.RPCID)+len(o.message)+len(d.RuleID)+len(d.ApprovalURL))
@@ -58,6 +60,10 @@ func errorBody(d *decision.Decision) []byte {
 	if d.Reason == decision.ReasonInsufficientScope {
 		b = append(b, `,"scope":`...)
 		b = appendJSONString(b, strings.Join(d.RequiredScopes, " "))
+	}
+	if d.Reason == decision.ReasonDefinitionChanged && d.ToolFingerprint != "" {
+		b = append(b, `,"tool_fingerprint":`...) // what an approval must name (tooldef)
+		b = appendJSONString(b, d.ToolFingerprint)
 	}
 	return append(b, "}}}"...)
 }

@@ -74,6 +74,8 @@ var wantOutcomes = map[string]wantOutcome{
 	"approval_replayed":           wantApprovalRefused,
 	"replay_substitution":         {"deny", codes.PermissionDenied, 422, -32013},
 	"state_store_unavailable":     wantUnavailable,
+	"definition_changed":          wantApprovalRefused,
+	"tool_not_listed":             wantForbidden,
 
 	"body_truncated":         {"deny", codes.InvalidArgument, 413, -32013},
 	"body_missing":           {"deny", codes.InvalidArgument, 400, -32600},

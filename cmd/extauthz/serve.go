@@ -36,6 +36,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/reload"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -344,8 +345,12 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	if err != nil {
 		return nil, err
 	}
+	var definitions decision.ToolDefinitions
+	if rd, ok := binding.Store.(state.Reader); ok { // Memory and Redis are
+		definitions = toolpin.Observations{Store: rd}
+	}
 	decider, err := decision.NewDecider(decision.Config{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal,
-		Verifier: verifier, Policies: store, Limits: lim, Binding: binding,
+		Verifier: verifier, Policies: store, Limits: lim, Binding: binding, Definitions: definitions,
 		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), CaseSensitiveKeys: setOf(cfg.CaseSensitiveKeys)})
 	if err != nil {
 		return nil, err
