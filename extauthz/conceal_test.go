@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // concealRig is a Check server under testdata/conceal/policy.yaml
@@ -32,13 +33,13 @@ type concealRig struct {
 
 func newConcealRig(t *testing.T) *concealRig {
 	t.Helper()
-	key := newTestKey(t, "conceal-key")
-	idp := newTestIdP(t, key)
-	v := warmVerifier(t, idp.issuer(), []string{testAudience}, nil)
+	key := testkit.NewKey(t, "conceal-key")
+	idp := testkit.NewIdP(t, key)
+	v := warmVerifier(t, idp.Issuer(), []string{testAudience}, nil)
 	policies := compileStore(t, filepath.Join("testdata", "conceal", "policy.yaml"))
 	clients := map[string]authv3.AuthorizationClient{}
 	return &concealRig{
-		token: key.sign(t, idp.claims()),
+		token: key.Sign(t, idp.Claims()),
 		client: func(style ConcealStyle, jsonResponse bool) authv3.AuthorizationClient {
 			k := fmt.Sprint(style, jsonResponse)
 			if c, ok := clients[k]; ok {

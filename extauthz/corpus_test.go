@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -190,10 +191,10 @@ type corpusGolden struct {
 // verified through OIDC discovery and the JWKS of a loopback identity
 // provider, once with body and once with raw_body.
 func TestCorpusReplay(t *testing.T) {
-	key := newTestKey(t, "k1")
-	idp := newTestIdP(t, key)
+	key := testkit.NewKey(t, "k1")
+	idp := testkit.NewIdP(t, key)
 	client := startGRPC(t, newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), nil))
-	token := key.sign(t, idp.claims())
+	token := key.Sign(t, idp.Claims())
 
 	var golden []corpusGolden
 	seen := map[decision.Reason]int{}
@@ -221,7 +222,7 @@ func TestCorpusReplay(t *testing.T) {
 				if method == "subscriptions/listen" {
 					target = independentListenTarget(t, capt.Body)
 				}
-				wantRD := independentRequestDigest(t, testAudience, idp.issuer(), testServerID, method, target, capt.Body)
+				wantRD := independentRequestDigest(t, testAudience, idp.Issuer(), testServerID, method, target, capt.Body)
 				if want == decision.ReasonAllowed {
 					h := okHeaders(t, resp)
 					wantDigest := independentArgsDigest(t, capt.Body)

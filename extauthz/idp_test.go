@@ -3,7 +3,6 @@ package extauthz
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,27 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
-
-// fakeClock is a settable clock for key-set rate limits and token expiry.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Now()} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // countingVerifier counts the verifications that reach next.
 type countingVerifier struct {
@@ -66,10 +46,10 @@ func reasonOf(t *testing.T, err error) decision.Reason {
 }
 
 func TestTokenCache(t *testing.T) {
-	k1, k2 := newTestKey(t, "k1"), newTestKey(t, "k2")
-	idp := newTestIdP(t, k1, k2)
-	clock := newFakeClock()
-	ov, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, Now: clock.Now})
+	k1, k2 := testkit.NewKey(t, "k1"), testkit.NewKey(t, "k2")
+	idp := testkit.NewIdP(t, k1, k2)
+	clock := testkit.NewClock()
+	ov, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.Issuer(), Audiences: []string{testAudience}, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,9 +63,9 @@ func TestTokenCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	claims := idp.claims()
+	claims := idp.Claims()
 	claims["exp"] = clock.Now().Add(10 * time.Minute).Unix()
-	tok1 := k1.sign(t, claims)
+	tok1 := k1.Sign(t, claims)
 
 	for range 3 {
 		if _, err := cv.Verify(ctx, tok1); err != nil {
@@ -100,7 +80,7 @@ func TestTokenCache(t *testing.T) {
 	}
 
 	// Bounded: a third token evicts the least recently used.
-	tokB, tokC := k2.sign(t, idp.claims()), k2.sign(t, withSub(idp.claims(), "bob"))
+	tokB, tokC := k2.Sign(t, idp.Claims()), k2.Sign(t, withSub(idp.Claims(), "bob"))
 	for _, tok := range []string{tokB, tokC, tok1} {
 		if _, err := cv.Verify(ctx, tok); err != nil {
 			t.Fatal(err)
@@ -124,7 +104,7 @@ func TestTokenCache(t *testing.T) {
 	if _, err := cv.Verify(ctx, tokC); err != nil {
 		t.Fatal(err)
 	}
-	idp.setKeys(k1)
+	idp.SetKeys(k1)
 	if err := ov.RefreshKeys(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -147,21 +127,21 @@ func verifyErr(_ *bearer.Principal, err error) error { return err }
 // into an allow; the last good keys stay in use.
 func TestIdPFaults(t *testing.T) {
 	t.Run("garbage at start", func(t *testing.T) {
-		idp := newTestIdP(t, newTestKey(t, "k1"))
-		idp.garbage.Store(true)
-		v, _ := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}})
+		idp := testkit.NewIdP(t, testkit.NewKey(t, "k1"))
+		idp.Garbage.Store(true)
+		v, _ := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.Issuer(), Audiences: []string{testAudience}})
 		if err := v.Warm(t.Context()); err == nil || v.Ready() {
 			t.Fatalf("Warm on garbage: %v, ready %v", err, v.Ready())
 		}
-		if r := reasonOf(t, verifyErr(v.Verify(t.Context(), newTestKey(t, "k1").sign(t, idp.claims())))); r != decision.ReasonIdPUnavailable {
+		if r := reasonOf(t, verifyErr(v.Verify(t.Context(), testkit.NewKey(t, "k1").Sign(t, idp.Claims())))); r != decision.ReasonIdPUnavailable {
 			t.Fatalf("reason %s, want idp_unavailable", r)
 		}
 	})
 	t.Run("garbage key set keeps the last good keys", func(t *testing.T) {
-		k1, k2 := newTestKey(t, "k1"), newTestKey(t, "k2")
-		idp := newTestIdP(t, k1)
+		k1, k2 := testkit.NewKey(t, "k1"), testkit.NewKey(t, "k2")
+		idp := testkit.NewIdP(t, k1)
 		var refreshErrs atomic.Int64
-		v, _ := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience},
+		v, _ := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.Issuer(), Audiences: []string{testAudience},
 			OnKeySetRefresh: func(err error) {
 				if err != nil {
 					refreshErrs.Add(1)
@@ -170,14 +150,14 @@ func TestIdPFaults(t *testing.T) {
 		if err := v.Warm(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		idp.garbage.Store(true)
+		idp.Garbage.Store(true)
 		if err := v.RefreshKeys(t.Context()); err == nil {
 			t.Fatal("refresh from garbage succeeded")
 		}
-		if _, err := v.Verify(t.Context(), k1.sign(t, idp.claims())); err != nil {
+		if _, err := v.Verify(t.Context(), k1.Sign(t, idp.Claims())); err != nil {
 			t.Fatalf("k1 token after a failed refresh: %v", err)
 		}
-		if r := reasonOf(t, verifyErr(v.Verify(t.Context(), k2.sign(t, idp.claims())))); r != decision.ReasonTokenInvalid {
+		if r := reasonOf(t, verifyErr(v.Verify(t.Context(), k2.Sign(t, idp.Claims())))); r != decision.ReasonTokenInvalid {
 			t.Fatalf("unknown key while the provider answers garbage: %s", r)
 		}
 		if refreshErrs.Load() == 0 {
@@ -185,20 +165,20 @@ func TestIdPFaults(t *testing.T) {
 		}
 	})
 	t.Run("slow provider", func(t *testing.T) {
-		k1, k2 := newTestKey(t, "k1"), newTestKey(t, "k2")
-		idp := newTestIdP(t, k1)
-		clock := newFakeClock()
-		v, _ := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, Now: clock.Now})
+		k1, k2 := testkit.NewKey(t, "k1"), testkit.NewKey(t, "k2")
+		idp := testkit.NewIdP(t, k1)
+		clock := testkit.NewClock()
+		v, _ := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.Issuer(), Audiences: []string{testAudience}, Now: clock.Now})
 		if err := v.Warm(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		srv := newTestServer(referencePolicy(t), v, nil)
 		client := startGRPC(t, srv)
-		idp.setKeys(k1, k2)
-		idp.delay.Store(int64(2 * time.Second))
+		idp.SetKeys(k1, k2)
+		idp.Delay.Store(int64(2 * time.Second))
 		clock.Advance(time.Minute) // past the refresh rate limit
 		c := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-		c.Headers["authorization"] = "Bearer " + k2.sign(t, idp.claims())
+		c.Headers["authorization"] = "Bearer " + k2.Sign(t, idp.Claims())
 		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 		defer cancel()
 		resp, err := client.Check(ctx, c.CheckRequest(true))
@@ -212,8 +192,8 @@ func TestIdPFaults(t *testing.T) {
 		// The fetch goes on in the background; a Verify within the rate
 		// limit joins it (the fetch in flight is its signal) and k2 then
 		// verifies.
-		idp.delay.Store(0)
-		if _, err := v.Verify(t.Context(), k2.sign(t, idp.claims())); err != nil {
+		idp.Delay.Store(0)
+		if _, err := v.Verify(t.Context(), k2.Sign(t, idp.Claims())); err != nil {
 			t.Fatalf("k2 after the slow fetch landed: %v", err)
 		}
 	})

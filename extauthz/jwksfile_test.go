@@ -1,7 +1,6 @@
 package extauthz
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,45 +8,18 @@ import (
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
-
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
-
-// writeAtomic replaces path the way editors and kubelet do: write a
-// temporary file, rename it over.
-func writeAtomic(t *testing.T, path string, b []byte) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func jwksJSON(t *testing.T, keys ...*testKey) []byte {
-	t.Helper()
-	var set jose.JSONWebKeySet
-	for _, k := range keys {
-		set.Keys = append(set.Keys, k.public())
-	}
-	b, err := json.Marshal(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // TestJWKSFileReload: a rotated --jwks-file is picked up without a
 // restart; a broken one keeps the last good keys and is reported.
 func TestJWKSFileReload(t *testing.T) {
-	k1, k2 := newTestKey(t, "k1"), newTestKey(t, "k2")
-	idp := newTestIdP(t, k1) // issuer and claims only; keys come from the file
+	k1, k2 := testkit.NewKey(t, "k1"), testkit.NewKey(t, "k2")
+	idp := testkit.NewIdP(t, k1) // issuer and claims only; keys come from the file
 	path := filepath.Join(t.TempDir(), "jwks.json")
-	writeAtomic(t, path, jwksJSON(t, k1))
+	testkit.WriteAtomic(t, path, testkit.JWKS(t, k1))
 	ks, err := bearer.LoadJWKS(path)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +27,7 @@ func TestJWKSFileReload(t *testing.T) {
 	var mu sync.Mutex
 	var results []error
 	ks.OnRefresh = func(err error) { mu.Lock(); results = append(results, err); mu.Unlock() }
-	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, KeySet: ks})
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.Issuer(), Audiences: []string{testAudience}, KeySet: ks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +36,8 @@ func TestJWKSFileReload(t *testing.T) {
 		_ = filewatch.WatchAll(ctx, []string{path}, filewatch.Options{Debounce: 10 * time.Millisecond}, func() { _ = ks.LoadFile(path) })
 	}()
 
-	verifies := func(k *testKey) bool {
-		_, err := v.Verify(ctx, k.sign(t, idp.claims()))
+	verifies := func(k *testkit.Key) bool {
+		_, err := v.Verify(ctx, k.Sign(t, idp.Claims()))
 		return err == nil
 	}
 	eventually := func(what string, cond func() bool) {
@@ -81,7 +53,7 @@ func TestJWKSFileReload(t *testing.T) {
 		t.Fatal("before rotation: want k1 only")
 	}
 	gen := ks.Generation()
-	writeAtomic(t, path, jwksJSON(t, k2))
+	testkit.WriteAtomic(t, path, testkit.JWKS(t, k2))
 	eventually("k2 to verify after rotation", func() bool { return verifies(k2) })
 	if verifies(k1) {
 		t.Error("k1 still verifies after it left the file")
@@ -90,7 +62,7 @@ func TestJWKSFileReload(t *testing.T) {
 		t.Error("key generation unchanged: cached verifications would survive the rotation")
 	}
 
-	writeAtomic(t, path, []byte(`{"keys":[]}`))
+	testkit.WriteAtomic(t, path, []byte(`{"keys":[]}`))
 	eventually("the refused reload to be reported", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

@@ -29,6 +29,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // readiness is serve's readiness: a policy compiled and, when v is not
@@ -285,7 +286,7 @@ func startLifecycle(t *testing.T, srv *Server, r *lifecycle.Readiness, lc lifecy
 		cancel()
 		select {
 		case <-rig.done:
-		case <-time.After(waitTimeout):
+		case <-time.After(testkit.WaitTimeout):
 			t.Error("Serve did not return after its context ended")
 			rig.lc.GRPC.Stop()
 		}
@@ -307,8 +308,8 @@ func (r *lifecycleRig) wait(t testing.TB, what string) error {
 	select {
 	case <-r.done:
 		return r.serveErr
-	case <-time.After(waitTimeout):
-		t.Fatalf("Serve did not return within %v: %s", waitTimeout, what)
+	case <-time.After(testkit.WaitTimeout):
+		t.Fatalf("Serve did not return within %v: %s", testkit.WaitTimeout, what)
 		return nil
 	}
 }
@@ -343,7 +344,7 @@ func (r *lifecycleRig) reachable() bool {
 // change) until both "" and HealthService report want.
 func (r *lifecycleRig) waitHealth(t testing.TB, want healthpb.HealthCheckResponse_ServingStatus) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitTimeout)
 	defer cancel()
 	for _, svc := range []string{"", HealthService} {
 		w, err := healthpb.NewHealthClient(r.conn).Watch(ctx, &healthpb.HealthCheckRequest{Service: svc})
@@ -405,7 +406,7 @@ func (v *blockingVerifier) Audiences() []string { return []string{testAudience} 
 
 func (v *blockingVerifier) Verify(ctx context.Context, _ string) (*bearer.Principal, error) {
 	v.entered.Add(1)
-	notify(v.signal)
+	testkit.Notify(v.signal)
 	select {
 	case <-v.release:
 		return &bearer.Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience,
@@ -456,13 +457,13 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 	results := make(chan result, n)
 	for range n {
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*testkit.WaitTimeout)
 			defer cancel()
 			resp, err := client.Check(ctx, req)
 			results <- result{resp, err}
 		}()
 	}
-	waitSignal(t, "every Check in flight", v.signal, func() bool { return v.entered.Load() == n })
+	testkit.WaitSignal(t, "every Check in flight", v.signal, func() bool { return v.entered.Load() == n })
 
 	rig.cancel() // SIGTERM
 	for svc, w := range watches {
@@ -482,7 +483,7 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 	// Release only once the drain is over and the stop has begun (the
 	// listener is closed), so the Checks must outlive the stop itself.
 	// Nothing signals the close, so this one polls.
-	pollUntil(t, "the listener to close after the drain", func() bool { return !rig.reachable() })
+	testkit.PollUntil(t, "the listener to close after the drain", func() bool { return !rig.reachable() })
 	select {
 	case <-rig.done:
 		t.Fatalf("Serve returned %v while %d Checks were in flight", rig.serveErr, n)
@@ -530,12 +531,12 @@ func TestLifecycleShutdownTimeout(t *testing.T) {
 	req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`).CheckRequest(true)
 	checked := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*testkit.WaitTimeout)
 		defer cancel()
 		_, err := authv3.NewAuthorizationClient(rig.conn).Check(ctx, req)
 		checked <- err
 	}()
-	waitSignal(t, "the Check in flight", v.signal, func() bool { return v.entered.Load() == 1 })
+	testkit.WaitSignal(t, "the Check in flight", v.signal, func() bool { return v.entered.Load() == 1 })
 
 	if err := rig.stop(t, "GracefulStop not bounded by ShutdownTimeout"); err != nil {
 		t.Errorf("Serve = %v, want nil after a forced stop", err)

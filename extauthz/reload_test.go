@@ -13,50 +13,9 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/reload"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
-
-// waitTimeout bounds every wait below: long enough for a loaded CI machine
-// under -race, far above what a working watcher needs (one debounce).
-const waitTimeout = 10 * time.Second
-
-// pollUntil polls cond every few milliseconds until it holds, and fails the
-// test with what when it does not within waitTimeout. Only for conditions
-// that nothing signals (a listener that closes); prefer waitSignal.
-func pollUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// waitSignal re-checks cond each time signal fires (a coalescing
-// notification: a buffer of one, sent without blocking) until it holds, and
-// fails the test with what when it does not within waitTimeout.
-func waitSignal(t testing.TB, what string, signal <-chan struct{}, cond func() bool) {
-	t.Helper()
-	timeout := time.NewTimer(waitTimeout)
-	defer timeout.Stop()
-	for !cond() {
-		select {
-		case <-signal:
-		case <-timeout.C:
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-	}
-}
-
-// notify sends on a coalescing notification channel without blocking.
-func notify(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
 
 // searchPolicy is a valid policy that allows */search under the rule id
 // searchID, so two such policies decide the same request alike but report
@@ -149,7 +108,7 @@ func TestReloadIsAtomic(t *testing.T) {
 	// The swaps are counted, not timed: a loaded machine makes them slower,
 	// never fewer. The deadline only bounds the wait for Checks under both
 	// policies once the swaps are done.
-	deadline := time.Now().Add(waitTimeout)
+	deadline := time.Now().Add(testkit.WaitTimeout)
 	swaps := 0
 	for swaps < minSwaps || seen[0].Load() == 0 || seen[1].Load() == 0 {
 		// Past the deadline the assertions below report what was missed.
