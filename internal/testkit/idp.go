@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -152,4 +153,20 @@ func Listen(t testing.TB) net.Listener {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// Get fetches url and returns the status code and body; a transport error
+// fails the test.
+func Get(t testing.TB, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }
