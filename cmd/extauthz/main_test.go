@@ -9,13 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // The tests run in cmd/extauthz; the quick-start files are two levels up.
@@ -353,30 +352,20 @@ func TestServeIdentityProviderDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var up atomic.Bool
-	var idp *httptest.Server
-	idp = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !up.Load() {
-			http.Error(w, "down", http.StatusBadGateway)
-			return
-		}
-		switch r.URL.Path {
-		case "/.well-known/openid-configuration":
-			fmt.Fprintf(w, `{"issuer":%q,"jwks_uri":%q,"authorization_endpoint":%q,"token_endpoint":%q}`,
-				idp.URL, idp.URL+"/jwks", idp.URL+"/a", idp.URL+"/t")
-		case "/jwks":
-			_, _ = w.Write(jwks)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	defer idp.Close()
+	var set struct{ Keys []json.RawMessage }
+	if err := json.Unmarshal(jwks, &set); err != nil || len(set.Keys) == 0 {
+		t.Fatalf("examples/jwks.json: %v", err)
+	}
+	// The provider publishes the quick start's key set as it is.
+	idp := testkit.NewIdP(t)
+	idp.SetExtraKeys(set.Keys...)
+	idp.Down.Store(true)
 
-	grpcAddr, httpAddr, stderr := startServe(t, "--policy", "examples/policy.yaml", "--issuer", idp.URL,
+	grpcAddr, httpAddr, stderr := startServe(t, "--policy", "examples/policy.yaml", "--issuer", idp.Issuer(),
 		"--audience", "https://mcp.example.com/mcp", "--server-id", "payments",
 		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--drain-period", "0s", "--state-store-memory-per-replica-ok")
 	var tok bytes.Buffer
-	if err := run(t.Context(), []string{"token", "--issuer", idp.URL, "--audience", "https://mcp.example.com/mcp"}, &tok, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"token", "--issuer", idp.Issuer(), "--audience", "https://mcp.example.com/mcp"}, &tok, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile("examples/requests/search-allowed.json")
@@ -441,7 +430,7 @@ func TestServeIdentityProviderDown(t *testing.T) {
 	if got := reason(); got != string(decision.ReasonIdPUnavailable) {
 		t.Fatalf("provider down: reason %s, want idp_unavailable", got)
 	}
-	up.Store(true)
+	idp.Down.Store(false)
 	// The key refresher retries with backoff and logs when the provider
 	// is back; from then on serve is ready.
 	if stderr.waitFor(regexp.MustCompile(`identity provider ready`), 15*time.Second) == nil {
