@@ -71,7 +71,7 @@ func TestApprovalUntrusted(t *testing.T) {
 	rig := newBindingRig(t, state.NewMemory(0, nil))
 	now := time.Now()
 	claims := func(edit func(map[string]any)) map[string]any {
-		c := claimsOf(t, rig.approve(t, bigRefund, nil))
+		c := testkit.ClaimsOf(t, rig.approve(t, bigRefund, nil))
 		edit(c)
 		return c
 	}

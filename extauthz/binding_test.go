@@ -359,7 +359,7 @@ func TestApprovalConformance(t *testing.T) {
 						delete(c, "untrusted")
 					})
 					if untrusted {
-						appr = signApproval(t, testkit.NewKey(t, "approver-key"+"-rogue"), decision.ApprovalType, claimsOf(t, appr))
+						appr = signApproval(t, testkit.NewKey(t, "approver-key"+"-rogue"), decision.ApprovalType, testkit.ClaimsOf(t, appr))
 					}
 				}
 				if tt.policy != "" {
@@ -398,18 +398,4 @@ func TestApprovalConformance(t *testing.T) {
 			})
 		}
 	})
-}
-
-// claimsOf decodes a JWS payload without verifying it.
-func claimsOf(t testing.TB, jws string) map[string]any {
-	t.Helper()
-	obj, err := jose.ParseSigned(jws, []jose.SignatureAlgorithm{jose.RS256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(obj.UnsafePayloadWithoutVerification(), &c); err != nil {
-		t.Fatal(err)
-	}
-	return c
 }

@@ -334,16 +334,6 @@ func startServe(t *testing.T, args ...string) (grpcAddr, httpAddr string, stderr
 	return "", "", nil
 }
 
-func httpStatus(t *testing.T, url string) int {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
 // TestServeIdentityProviderDown: started while the identity provider is
 // down, serve is not ready and denies with idp_unavailable; once the
 // provider answers it becomes ready and allows, without a restart.
@@ -388,7 +378,7 @@ func TestServeIdentityProviderDown(t *testing.T) {
 		return resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue()
 	}
 
-	if got := httpStatus(t, "http://"+httpAddr+"/readyz"); got != http.StatusServiceUnavailable {
+	if got, _ := testkit.Get(t, "http://"+httpAddr+"/readyz"); got != http.StatusServiceUnavailable {
 		t.Errorf("/readyz with the provider down = %d, want 503", got)
 	}
 	// Every metric exists from start, at zero, and the first failures of
@@ -424,7 +414,7 @@ func TestServeIdentityProviderDown(t *testing.T) {
 			t.Fatal("the failed discovery at start is not counted in oidc_discovery_total")
 		}
 	}
-	if got := httpStatus(t, "http://"+httpAddr+"/healthz"); got != http.StatusOK {
+	if got, _ := testkit.Get(t, "http://"+httpAddr+"/healthz"); got != http.StatusOK {
 		t.Errorf("/healthz = %d, want 200", got)
 	}
 	if got := reason(); got != string(decision.ReasonIdPUnavailable) {
@@ -436,7 +426,7 @@ func TestServeIdentityProviderDown(t *testing.T) {
 	if stderr.waitFor(regexp.MustCompile(`identity provider ready`), 15*time.Second) == nil {
 		t.Fatalf("not ready 15s after the provider came up: %s", stderr.String())
 	}
-	if got := httpStatus(t, "http://"+httpAddr+"/readyz"); got != http.StatusOK {
+	if got, _ := testkit.Get(t, "http://"+httpAddr+"/readyz"); got != http.StatusOK {
 		t.Errorf("/readyz once the provider is back = %d, want 200", got)
 	}
 	if got := reason(); got != string(decision.ReasonAllowed) {
@@ -463,16 +453,8 @@ func TestServeIdentityProviderDown(t *testing.T) {
 // scrape returns the /metrics text of the service at httpAddr.
 func scrape(t *testing.T, httpAddr string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + httpAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	_, body := testkit.Get(t, "http://"+httpAddr+"/metrics")
+	return body
 }
 
 func TestHelpAndVersion(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math/big"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -188,4 +190,35 @@ func ECJWK(k *ecdsa.PrivateKey, withD bool) map[string]any {
 		m["d"] = pad(k.D)
 	}
 	return m
+}
+
+// ClaimsOf returns the claims of a compact JWS (surrounding white space,
+// such as a command's final newline, trimmed) without verifying its
+// signature; a JWS that go-jose does not parse as compact with alg RS256,
+// ES256 or EdDSA, or whose payload is not a JSON object, fails the test.
+func ClaimsOf(t testing.TB, jws string) map[string]any {
+	t.Helper()
+	obj, err := jose.ParseSignedCompact(strings.TrimSpace(jws), []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.EdDSA})
+	if err != nil {
+		t.Fatalf("not a compact JWS: %v: %q", err, jws)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(obj.UnsafePayloadWithoutVerification(), &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// ReadJWK reads one JWK (RFC 7517 section 4) from file.
+func ReadJWK(t testing.TB, file string) jose.JSONWebKey {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k jose.JSONWebKey
+	if err := json.Unmarshal(b, &k); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return k
 }
