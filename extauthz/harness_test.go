@@ -3,7 +3,6 @@ package extauthz
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -86,10 +85,7 @@ func newTestServer(store *decision.PolicyStore, v bearer.TokenVerifier, log *zap
 // startGRPC serves srv on 127.0.0.1:0 and returns a connected client.
 func startGRPC(t testing.TB, srv authv3.AuthorizationServer) authv3.AuthorizationClient {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lis := testkit.Listen(t)
 	gs := grpc.NewServer(grpc.MaxRecvMsgSize(4<<20), grpc.ForceServerCodecV2(CheckCodec{}))
 	authv3.RegisterAuthorizationServer(gs, srv)
 	go func() { _ = gs.Serve(lis) }()

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,10 +71,7 @@ func TestGRPCMutualTLS(t *testing.T) {
 	}
 	gs, hs := newGRPCServer(&Config{MaxBodyBytes: 1 << 20}, &extauthz.Server{}, credentials.NewTLS(tr.config()))
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lis := testkit.Listen(t)
 	go func() { _ = gs.Serve(lis) }()
 	defer gs.Stop()
 	ctx := t.Context()
