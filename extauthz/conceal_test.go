@@ -251,16 +251,7 @@ func TestConcealGolden(t *testing.T) {
 				}
 			}
 			file := filepath.Join("testdata", "conceal", string(style)+".golden")
-			if *update {
-				if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if b.String() != string(want) {
+			if want, same := testkit.Golden(t, file, []byte(b.String())); !same {
 				t.Errorf("%s is stale (run with -update and review the diff):\n%s", file, firstDiff(string(want), b.String()))
 			}
 		})

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,8 +17,6 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // corpusRecord is one line of ../shared/corpus/mcp-real/*.jsonl.
 type corpusRecord struct {
@@ -295,20 +292,7 @@ func compareGolden(t *testing.T, name string, v any) {
 	}
 	got = append(got, '\n')
 	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
+	if want, same := testkit.Golden(t, path, got); !same {
 		t.Errorf("%s differs from the golden file (run go test -update and review the diff):\n%s", path, firstDiff(string(want), string(got)))
 	}
 }

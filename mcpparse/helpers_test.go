@@ -7,14 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // sharedDir is the repository's copy of the project's shared test data
 // (corpus, cases, schemas): <repo>/testdata/shared, seen from
