@@ -1,10 +1,8 @@
 package extauthz
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,29 +41,11 @@ func loadCases2(t *testing.T) []case2Line { return loadCaseLines(t, "cases-2.jso
 // loadCaseLines reads ../shared/cases/FILE, one case2Line a line.
 func loadCaseLines(t *testing.T, file string) []case2Line {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedDir, "cases", file))
-	if err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	defer f.Close()
 	var out []case2Line
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
+	for _, l := range testkit.JSONLines(t, filepath.Join(sharedDir, "cases", file)) {
 		var c case2Line
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatal(err)
-		}
+		l.Decode(t, &c)
 		out = append(out, c)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s is empty", file)
 	}
 	return out
 }

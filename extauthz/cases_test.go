@@ -1,10 +1,8 @@
 package extauthz
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -111,22 +109,10 @@ func newCaseRig(t *testing.T) (*caseRig, func(*capture.Request, bool) (decision.
 
 func loadCases(t *testing.T) []caseLine {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedDir, "cases", "cases.jsonl"))
-	if err != nil {
-		t.Fatalf("cases: %v", err)
-	}
-	defer f.Close()
 	var out []caseLine
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		if len(strings.TrimSpace(sc.Text())) == 0 {
-			continue
-		}
+	for _, l := range testkit.JSONLines(t, filepath.Join(sharedDir, "cases", "cases.jsonl")) {
 		var c caseLine
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatal(err)
-		}
+		l.Decode(t, &c)
 		out = append(out, c)
 	}
 	return out

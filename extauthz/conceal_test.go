@@ -1,13 +1,11 @@
 package extauthz
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -126,23 +124,11 @@ var knownConcealGaps = map[string]string{
 
 func loadObserved(t *testing.T) []observed {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "conceal", "observed.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var out []observed
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
+	for _, l := range testkit.JSONLines(t, filepath.Join("testdata", "conceal", "observed.jsonl")) {
 		var o observed
-		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
-			t.Fatal(err)
-		}
+		l.Decode(t, &o)
 		out = append(out, o)
-	}
-	if err := sc.Err(); err != nil || len(out) == 0 {
-		t.Fatalf("observed.jsonl: %d records, %v", len(out), err)
 	}
 	return out
 }

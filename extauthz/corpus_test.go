@@ -1,11 +1,9 @@
 package extauthz
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -33,27 +31,12 @@ type corpusRecord struct {
 
 func loadCorpus(t testing.TB) []corpusRecord {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(sharedDir, "corpus", "mcp-real", "*.jsonl"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no corpus under %s (err %v)", sharedDir, err)
-	}
 	var out []corpusRecord
-	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		for sc.Scan() {
-			var r corpusRecord
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			r.line = append([]byte(nil), sc.Bytes()...)
-			out = append(out, r)
-		}
-		fh.Close()
+	for _, l := range testkit.JSONLines(t, filepath.Join(sharedDir, "corpus", "mcp-real", "*.jsonl")) {
+		var r corpusRecord
+		l.Decode(t, &r)
+		r.line = l.Text
+		out = append(out, r)
 	}
 	return out
 }
