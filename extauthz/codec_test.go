@@ -182,18 +182,8 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // serveRaw serves srv on 127.0.0.1:0 with opts and returns a function that
 // sends raw CheckRequest bytes.
 func serveRaw(t *testing.T, srv authv3.AuthorizationServer, opts ...grpc.ServerOption) func([]byte) (*authv3.CheckResponse, error) {
-	lis := testkit.Listen(t)
-	gs := grpc.NewServer(opts...)
-	authv3.RegisterAuthorizationServer(gs, srv)
-	go func() { _ = gs.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		gs.Stop()
-	})
+	t.Helper()
+	conn := dialGRPC(t, srv, opts...)
 	return func(msg []byte) (*authv3.CheckResponse, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -82,11 +82,19 @@ func newTestServer(store *decision.PolicyStore, v bearer.TokenVerifier, log *zap
 	}
 }
 
-// startGRPC serves srv on 127.0.0.1:0 and returns a connected client.
+// startGRPC serves srv on 127.0.0.1:0 as serve does (CheckCodec, 4 MiB
+// messages) and returns a connected client.
 func startGRPC(t testing.TB, srv authv3.AuthorizationServer) authv3.AuthorizationClient {
 	t.Helper()
+	return authv3.NewAuthorizationClient(dialGRPC(t, srv, grpc.MaxRecvMsgSize(4<<20), grpc.ForceServerCodecV2(CheckCodec{})))
+}
+
+// dialGRPC serves srv on 127.0.0.1:0 with a gRPC server of opts until the
+// test ends and returns a plaintext client connection to it.
+func dialGRPC(t testing.TB, srv authv3.AuthorizationServer, opts ...grpc.ServerOption) *grpc.ClientConn {
+	t.Helper()
 	lis := testkit.Listen(t)
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(4<<20), grpc.ForceServerCodecV2(CheckCodec{}))
+	gs := grpc.NewServer(opts...)
 	authv3.RegisterAuthorizationServer(gs, srv)
 	go func() { _ = gs.Serve(lis) }()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -97,7 +105,7 @@ func startGRPC(t testing.TB, srv authv3.AuthorizationServer) authv3.Authorizatio
 		_ = conn.Close()
 		gs.Stop()
 	})
-	return authv3.NewAuthorizationClient(conn)
+	return conn
 }
 
 // check sends req over gRPC and fails the test on an RPC error, which Check
