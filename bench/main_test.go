@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
@@ -70,10 +70,7 @@ func TestGen(t *testing.T) {
 
 // TestNullServer: the null server answers OK over gRPC on loopback.
 func TestNullServer(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lis := testkit.Listen(t)
 	addr := lis.Addr().String()
 	lis.Close()
 	ctx, cancel := context.WithCancel(t.Context())

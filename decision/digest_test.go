@@ -1,14 +1,13 @@
 package decision
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -84,17 +83,7 @@ func TestRequestDigestGolden(t *testing.T) {
 	}
 	got = append(got, '\n')
 	path := filepath.Join("testdata", "request_digest.json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
+	if _, same := testkit.Golden(t, path, got); !same {
 		t.Errorf("request digest golden changed: a digest format change breaks every upstream; bump the version.\ngot:\n%s", got)
 	}
 }

@@ -1,7 +1,6 @@
 package decision
 
 import (
-	"flag"
 	"slices"
 	"testing"
 
@@ -24,5 +23,3 @@ func TestBearerReasons(t *testing.T) {
 		t.Errorf("an unknown kind answers %s, want internal_error", r)
 	}
 }
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")

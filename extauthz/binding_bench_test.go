@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // BenchmarkApproval measures what approvals and idempotency keys add to a
@@ -36,7 +37,7 @@ func BenchmarkApproval(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rsaKey := newTestKey(b, "approver-key").priv
+	rsaKey := testkit.NewKey(b, "approver-key").Priv
 	approvals, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: apprIss, Audiences: []string{testAudience}, Types: []string{decision.ApprovalType},
 		KeySet: &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{&ecKey.PublicKey, &rsaKey.PublicKey}}})
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 var bigRefund = call{tool: "issue_refund", args: `{"amountMinor":9000,"currency":"USD","orderId":"o-1"}`}
@@ -70,7 +71,7 @@ func TestApprovalUntrusted(t *testing.T) {
 	rig := newBindingRig(t, state.NewMemory(0, nil))
 	now := time.Now()
 	claims := func(edit func(map[string]any)) map[string]any {
-		c := claimsOf(t, rig.approve(t, bigRefund, nil))
+		c := testkit.ClaimsOf(t, rig.approve(t, bigRefund, nil))
 		edit(c)
 		return c
 	}
@@ -81,7 +82,7 @@ func TestApprovalUntrusted(t *testing.T) {
 		{"typ JWT (an access token shape)", signApproval(t, rig.apprKey, "JWT", claims(func(map[string]any) {}))},
 		{"no typ", signApproval(t, rig.apprKey, "", claims(func(map[string]any) {}))},
 		{"user's identity provider key", signApproval(t, rig.userKey, decision.ApprovalType, claims(func(map[string]any) {}))},
-		{"issuer is the users' identity provider", signApproval(t, rig.apprKey, decision.ApprovalType, claims(func(c map[string]any) { c["iss"] = rig.idp.issuer() }))},
+		{"issuer is the users' identity provider", signApproval(t, rig.apprKey, decision.ApprovalType, claims(func(c map[string]any) { c["iss"] = rig.idp.Issuer() }))},
 		{"no jti", signApproval(t, rig.apprKey, decision.ApprovalType, claims(func(c map[string]any) { delete(c, "jti") }))},
 		{"no approver", signApproval(t, rig.apprKey, decision.ApprovalType, claims(func(c map[string]any) { delete(c, "approver") }))},
 		{"no digest", signApproval(t, rig.apprKey, decision.ApprovalType, claims(func(c map[string]any) { delete(c, "digest") }))},
@@ -158,16 +159,16 @@ func TestApprovalUntrusted(t *testing.T) {
 
 // signRawApproval signs claims under header as given (members go-jose
 // would not write) as RS256 with k.
-func signRawApproval(t testing.TB, k *testKey, header string, claims map[string]any) string {
+func signRawApproval(t testing.TB, k *testkit.Key, header string, claims map[string]any) string {
 	t.Helper()
 	p, _ := json.Marshal(claims)
-	in := b64([]byte(header)) + "." + b64(p)
+	in := testkit.B64([]byte(header)) + "." + testkit.B64(p)
 	sum := sha256.Sum256([]byte(in))
-	sig, err := rsa.SignPKCS1v15(nil, k.priv, crypto.SHA256, sum[:])
+	sig, err := rsa.SignPKCS1v15(nil, k.Priv, crypto.SHA256, sum[:])
 	if err != nil {
 		t.Fatal(err)
 	}
-	return in + "." + b64(sig)
+	return in + "." + testkit.B64(sig)
 }
 
 // TestApprovalNotForwarded: the approval header never reaches the upstream;
@@ -217,7 +218,7 @@ func FuzzBinding(f *testing.F) {
 	srv := staticRig(f, nil)
 	configure(f, srv, func(c *decision.Config) {
 		c.Binding = &decision.Binding{
-			Approvals:         warmVerifierStatic(f, newTestKey(f, "approver-key")),
+			Approvals:         warmVerifierStatic(f, testkit.NewKey(f, "approver-key")),
 			Store:             state.NewMemory(1000, nil),
 			IdempotencyHeader: decision.DefaultIdempotencyHeader,
 			IdempotencyMeta:   "io.mcp-extauthz/idempotency-key",
@@ -263,9 +264,9 @@ func postReqBody(body []byte) *capture.Request {
 
 // warmVerifierStatic verifies approvals signed by k (issuer
 // https://approvals.example.com) against a static key set.
-func warmVerifierStatic(t testing.TB, k *testKey) *bearer.OIDCVerifier {
+func warmVerifierStatic(t testing.TB, k *testkit.Key) *bearer.OIDCVerifier {
 	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: "https://approvals.example.com", Audiences: []string{testAudience}, Types: []string{decision.ApprovalType},
-		KeySet: bearer.NewStaticKeySet([]jose.JSONWebKey{k.public()})})
+		KeySet: bearer.NewStaticKeySet([]jose.JSONWebKey{k.Public()})})
 	if err != nil {
 		t.Fatal(err)
 	}

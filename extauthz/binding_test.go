@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 const (
@@ -34,10 +35,10 @@ const (
 // users' identity provider and for the approver.
 type bindingRig struct {
 	client   authv3.AuthorizationClient
-	idp      *testIdP
-	userKey  *testKey
-	approver *testIdP
-	apprKey  *testKey
+	idp      *testkit.IdP
+	userKey  *testkit.Key
+	approver *testkit.IdP
+	apprKey  *testkit.Key
 	policies *decision.PolicyStore
 	binding  *decision.Binding
 	upstream atomic.Int64 // allowed requests that are not retries: the upstream runs them
@@ -45,13 +46,13 @@ type bindingRig struct {
 
 func newBindingRig(t *testing.T, store state.Store, opts ...func(*Server)) *bindingRig {
 	t.Helper()
-	rig := &bindingRig{userKey: newTestKey(t, "user-key"), apprKey: newTestKey(t, "approver-key")}
-	rig.idp = newTestIdP(t, rig.userKey)
-	rig.approver = newTestIdP(t, rig.apprKey)
+	rig := &bindingRig{userKey: testkit.NewKey(t, "user-key"), apprKey: testkit.NewKey(t, "approver-key")}
+	rig.idp = testkit.NewIdP(t, rig.userKey)
+	rig.approver = testkit.NewIdP(t, rig.apprKey)
 	auds := []string{testAudience, gatewayAudience}
-	users := warmVerifier(t, rig.idp.issuer(), auds, nil)
+	users := warmVerifier(t, rig.idp.Issuer(), auds, nil)
 	rig.binding = &decision.Binding{
-		Approvals:         warmVerifier(t, rig.approver.issuer(), auds, []string{decision.ApprovalType}),
+		Approvals:         warmVerifier(t, rig.approver.Issuer(), auds, []string{decision.ApprovalType}),
 		Store:             store,
 		IdempotencyHeader: decision.DefaultIdempotencyHeader,
 		IdempotencyMeta:   "io.mcp-extauthz/idempotency-key",
@@ -142,7 +143,7 @@ func (rig *bindingRig) digest(t testing.TB, c call) string {
 		return "sha256:" + hex.EncodeToString(sum[:])
 	}
 	env, err := json.Marshal(map[string]any{
-		"v": "mcp-extauthz/request/v2", "aud": c.audience(), "iss": rig.idp.issuer(), "sub": c.subject(),
+		"v": "mcp-extauthz/request/v2", "aud": c.audience(), "iss": rig.idp.Issuer(), "sub": c.subject(),
 		"server": testServerID, "method": "tools/call", "target": c.tool, "args_digest": sha([]byte(c.args)),
 	})
 	if err != nil {
@@ -152,12 +153,12 @@ func (rig *bindingRig) digest(t testing.TB, c call) string {
 }
 
 func (rig *bindingRig) token(t testing.TB, c call) string {
-	claims := rig.idp.claims()
+	claims := rig.idp.Claims()
 	claims["sub"] = c.subject()
 	if c.tokenAud != nil {
 		claims["aud"] = c.tokenAud
 	}
-	return rig.userKey.sign(t, claims)
+	return rig.userKey.Sign(t, claims)
 }
 
 // approve signs an approval of c's digest for c's principal and audience;
@@ -165,7 +166,7 @@ func (rig *bindingRig) token(t testing.TB, c call) string {
 func (rig *bindingRig) approve(t testing.TB, c call, edit func(map[string]any)) string {
 	now := time.Now()
 	claims := map[string]any{
-		"iss": rig.approver.issuer(), "aud": c.audience(), "sub": c.subject(), "digest": rig.digest(t, c),
+		"iss": rig.approver.Issuer(), "aud": c.audience(), "sub": c.subject(), "digest": rig.digest(t, c),
 		"iat": now.Unix(), "exp": now.Add(10 * time.Minute).Unix(), "jti": newDecisionID(), "approver": "bob@example.com",
 	}
 	if edit != nil {
@@ -174,9 +175,9 @@ func (rig *bindingRig) approve(t testing.TB, c call, edit func(map[string]any)) 
 	return signApproval(t, rig.apprKey, decision.ApprovalType, claims)
 }
 
-func signApproval(t testing.TB, k *testKey, typ string, claims map[string]any) string {
+func signApproval(t testing.TB, k *testkit.Key, typ string, claims map[string]any) string {
 	t.Helper()
-	return signJWS(t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}},
+	return testkit.SignJWS(t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k.Priv, KeyID: k.Kid}},
 		(&jose.SignerOptions{}).WithType(jose.ContentType(typ)), claims)
 }
 
@@ -358,7 +359,7 @@ func TestApprovalConformance(t *testing.T) {
 						delete(c, "untrusted")
 					})
 					if untrusted {
-						appr = signApproval(t, newTestKey(t, "approver-key"+"-rogue"), decision.ApprovalType, claimsOf(t, appr))
+						appr = signApproval(t, testkit.NewKey(t, "approver-key"+"-rogue"), decision.ApprovalType, testkit.ClaimsOf(t, appr))
 					}
 				}
 				if tt.policy != "" {
@@ -397,18 +398,4 @@ func TestApprovalConformance(t *testing.T) {
 			})
 		}
 	})
-}
-
-// claimsOf decodes a JWS payload without verifying it.
-func claimsOf(t testing.TB, jws string) map[string]any {
-	t.Helper()
-	obj, err := jose.ParseSigned(jws, []jose.SignatureAlgorithm{jose.RS256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(obj.UnsafePayloadWithoutVerification(), &c); err != nil {
-		t.Fatal(err)
-	}
-	return c
 }

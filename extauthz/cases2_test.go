@@ -1,13 +1,8 @@
 package extauthz
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +13,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // case2Line is one line of ../shared/cases/cases-2.jsonl or cases-3.jsonl
@@ -45,66 +41,13 @@ func loadCases2(t *testing.T) []case2Line { return loadCaseLines(t, "cases-2.jso
 // loadCaseLines reads ../shared/cases/FILE, one case2Line a line.
 func loadCaseLines(t *testing.T, file string) []case2Line {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedDir, "cases", file))
-	if err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	defer f.Close()
 	var out []case2Line
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
+	for _, l := range testkit.JSONLines(t, filepath.Join(sharedDir, "cases", file)) {
 		var c case2Line
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatal(err)
-		}
+		l.Decode(t, &c)
 		out = append(out, c)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s is empty", file)
-	}
 	return out
-}
-
-// rawJWKSIdP is an OpenID provider on loopback that publishes the test key
-// and, verbatim, the extra key-set entries a case sets up (which need not
-// be keys go-jose can represent, such as X25519).
-func rawJWKSIdP(t *testing.T, k *testKey, extra []json.RawMessage) string {
-	t.Helper()
-	pub, err := json.Marshal(k.public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := append([]json.RawMessage{pub}, extra...)
-	var url string
-	mux := http.NewServeMux()
-	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"issuer": url, "jwks_uri": url + "/jwks",
-			"authorization_endpoint": url + "/authorize", "token_endpoint": url + "/token",
-			"id_token_signing_alg_values_supported": []string{"RS256"},
-		})
-	})
-	mux.HandleFunc("/jwks", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"keys": keys})
-	})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	url = srv.URL
-	return url
 }
 
 // TestCases2 replays every line of ../shared/cases/cases-2.jsonl against a
@@ -113,7 +56,7 @@ func rawJWKSIdP(t *testing.T, k *testKey, extra []json.RawMessage) string {
 // also publishes the line's extra keys. A line without a machine-checkable
 // want fails.
 func TestCases2(t *testing.T) {
-	k := newTestKey(t, "k1")
+	k := testkit.NewKey(t, "k1")
 	for _, c := range loadCases2(t) {
 		t.Run(c.ID, func(t *testing.T) {
 			if failed := runCase2(t, k, c); failed != "" {
@@ -127,7 +70,7 @@ func TestCases2(t *testing.T) {
 // cases-2, with its token placeholders {{TOKEN_OK_TYP:T}} and
 // {{TOKEN_OK_WITH:{...}}}.
 func TestCases3(t *testing.T) {
-	k := newTestKey(t, "k1")
+	k := testkit.NewKey(t, "k1")
 	for _, c := range loadCaseLines(t, "cases-3.jsonl") {
 		t.Run(c.ID, func(t *testing.T) {
 			if failed := runCase2(t, k, c); failed != "" {
@@ -141,7 +84,7 @@ func TestCases3(t *testing.T) {
 // val with tokens k signs for issuer: TOKEN_OK, TOKEN_OK_WITH_CNF_JKT,
 // TOKEN_OK_TYP:T (JOSE header typ T) and TOKEN_OK_WITH:{...} (claims added
 // or replaced). An unknown placeholder fails t.
-func expandTokens(t *testing.T, k *testKey, issuer, val string) string {
+func expandTokens(t *testing.T, k *testkit.Key, issuer, val string) string {
 	t.Helper()
 	var out strings.Builder
 	for {
@@ -152,7 +95,7 @@ func expandTokens(t *testing.T, k *testKey, issuer, val string) string {
 		}
 		out.WriteString(val[:i])
 		val = val[i+2:]
-		claims := testClaimsFor(issuer)
+		claims := testkit.ClaimsFor(issuer)
 		typ := "JWT"
 		switch {
 		case strings.HasPrefix(val, "TOKEN_OK_WITH_CNF_JKT}}"):
@@ -183,13 +126,13 @@ func expandTokens(t *testing.T, k *testKey, issuer, val string) string {
 		default:
 			t.Fatalf("unknown placeholder {{%.40s", val)
 		}
-		out.WriteString(signJWS(t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}},
+		out.WriteString(testkit.SignJWS(t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k.Priv, KeyID: k.Kid}},
 			(&jose.SignerOptions{}).WithType(jose.ContentType(typ)), claims))
 	}
 }
 
 // runCase2 runs one line and returns what went wrong, or "".
-func runCase2(t *testing.T, k *testKey, c case2Line) string {
+func runCase2(t *testing.T, k *testkit.Key, c case2Line) string {
 	t.Helper()
 	w := c.Want
 	if w == nil || w.Allow == nil {
@@ -213,7 +156,12 @@ func runCase2(t *testing.T, k *testKey, c case2Line) string {
 		store = &decision.PolicyStore{}
 		store.Store(lp)
 	}
-	issuer := rawJWKSIdP(t, k, c.Setup.JWKSExtraKeys)
+	// The provider publishes the test key and, verbatim, the extra key-set
+	// entries the case sets up (which need not be keys go-jose can
+	// represent, such as X25519).
+	idp := testkit.NewIdP(t, k)
+	idp.SetExtraKeys(c.Setup.JWKSExtraKeys...)
+	issuer := idp.Issuer()
 	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: issuer, Audiences: []string{testAudience}})
 	if err != nil {
 		return "verifier: " + err.Error()
@@ -264,10 +212,4 @@ func runCase2(t *testing.T, k *testKey, c case2Line) string {
 		return fmt.Sprintf("got %s %d; want %s %d", d.Error.Data.Reason, status, w.Reason, w.Status)
 	}
 	return ""
-}
-
-// testClaimsFor returns valid claims for issuer, the test audience and
-// subject.
-func testClaimsFor(issuer string) map[string]any {
-	return (&testIdP{srv: &httptest.Server{URL: issuer}}).claims()
 }

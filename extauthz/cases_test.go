@@ -1,10 +1,8 @@
 package extauthz
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // caseLine is one line of ../shared/cases/cases.jsonl.
@@ -60,16 +59,16 @@ var caseWants = map[string]caseWant{
 // caseRig is a server on loopback with the cases policy and an identity
 // provider whose clock the test moves.
 type caseRig struct {
-	idp    *testIdP
-	k1, k2 *testKey
-	clock  *fakeClock
+	idp    *testkit.IdP
+	k1, k2 *testkit.Key
+	clock  *testkit.Clock
 	tokens map[string]string
 }
 
 func newCaseRig(t *testing.T) (*caseRig, func(*capture.Request, bool) (decision.Reason, int, int, string)) {
-	rig := &caseRig{k1: newTestKey(t, "k1"), k2: newTestKey(t, "k2"), clock: newFakeClock()}
-	rig.idp = newTestIdP(t, rig.k1)
-	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: rig.idp.issuer(), Audiences: []string{testAudience}, Now: rig.clock.Now})
+	rig := &caseRig{k1: testkit.NewKey(t, "k1"), k2: testkit.NewKey(t, "k2"), clock: testkit.NewClock()}
+	rig.idp = testkit.NewIdP(t, rig.k1)
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: rig.idp.Issuer(), Audiences: []string{testAudience}, Now: rig.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,13 +80,13 @@ func newCaseRig(t *testing.T) (*caseRig, func(*capture.Request, bool) (decision.
 	srv := newTestServer(compileStore(t, filepath.Join("testdata", "cases-policy.yaml")), v, nil)
 	srv.Responder.DenialStatus = DenialStatusHTTPError
 	client := startGRPC(t, srv)
-	claims := rig.idp.claims()
-	wrongAud := rig.idp.claims()
+	claims := rig.idp.Claims()
+	wrongAud := rig.idp.Claims()
 	wrongAud["aud"] = []string{"some-other-client"}
 	rig.tokens = map[string]string{
-		"{{TOKEN_OK}}":         rig.k1.sign(t, claims),
-		"{{TOKEN_WRONG_AUD}}":  rig.k1.sign(t, wrongAud),
-		"{{TOKEN_ROTATED_K2}}": rig.k2.sign(t, claims),
+		"{{TOKEN_OK}}":         rig.k1.Sign(t, claims),
+		"{{TOKEN_WRONG_AUD}}":  rig.k1.Sign(t, wrongAud),
+		"{{TOKEN_ROTATED_K2}}": rig.k2.Sign(t, claims),
 	}
 	do := func(c *capture.Request, pack bool) (decision.Reason, int, int, string) {
 		t.Helper()
@@ -110,22 +109,10 @@ func newCaseRig(t *testing.T) (*caseRig, func(*capture.Request, bool) (decision.
 
 func loadCases(t *testing.T) []caseLine {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedDir, "cases", "cases.jsonl"))
-	if err != nil {
-		t.Fatalf("cases: %v", err)
-	}
-	defer f.Close()
 	var out []caseLine
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		if len(strings.TrimSpace(sc.Text())) == 0 {
-			continue
-		}
+	for _, l := range testkit.JSONLines(t, filepath.Join(sharedDir, "cases", "cases.jsonl")) {
 		var c caseLine
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatal(err)
-		}
+		l.Decode(t, &c)
 		out = append(out, c)
 	}
 	return out
@@ -140,7 +127,7 @@ func TestCases(t *testing.T) {
 	if r, _, _, _ := do(caseReq(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), true); r != decision.ReasonAllowed {
 		t.Fatalf("priming request: %s", r)
 	}
-	rig.idp.setKeys(rig.k2)
+	rig.idp.SetKeys(rig.k2)
 	rig.clock.Advance(time.Minute)
 
 	// C17 goes first: its k2 token must trigger the refetch. After it, the
@@ -150,9 +137,9 @@ func TestCases(t *testing.T) {
 	for i, c := range cases {
 		if i == 1 {
 			rig.tokens["{{TOKEN_OK}}"] = rig.tokens["{{TOKEN_ROTATED_K2}}"]
-			wrongAud := rig.idp.claims()
+			wrongAud := rig.idp.Claims()
 			wrongAud["aud"] = []string{"some-other-client"}
-			rig.tokens["{{TOKEN_WRONG_AUD}}"] = rig.k2.sign(t, wrongAud)
+			rig.tokens["{{TOKEN_WRONG_AUD}}"] = rig.k2.Sign(t, wrongAud)
 		}
 		t.Run(c.ID, func(t *testing.T) {
 			want, ok := caseWants[c.ID]

@@ -3,11 +3,11 @@ package extauthz
 import (
 	"bytes"
 	"context"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
@@ -182,21 +182,8 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // serveRaw serves srv on 127.0.0.1:0 with opts and returns a function that
 // sends raw CheckRequest bytes.
 func serveRaw(t *testing.T, srv authv3.AuthorizationServer, opts ...grpc.ServerOption) func([]byte) (*authv3.CheckResponse, error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer(opts...)
-	authv3.RegisterAuthorizationServer(gs, srv)
-	go func() { _ = gs.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		gs.Stop()
-	})
+	t.Helper()
+	conn := dialGRPC(t, srv, opts...)
 	return func(msg []byte) (*authv3.CheckResponse, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -366,10 +353,7 @@ func BenchmarkCheckGRPC(b *testing.B) {
 		for _, codec := range []string{"proto", "check"} {
 			b.Run(size.name+"/codec="+codec, func(b *testing.B) {
 				srv, req := benchRequest(b, size.args, true)
-				lis, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					b.Fatal(err)
-				}
+				lis := testkit.Listen(b)
 				var opts []grpc.ServerOption
 				if codec == "check" {
 					opts = append(opts, grpc.ForceServerCodecV2(CheckCodec{}))

@@ -1,13 +1,11 @@
 package extauthz
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // concealRig is a Check server under testdata/conceal/policy.yaml
@@ -32,13 +31,13 @@ type concealRig struct {
 
 func newConcealRig(t *testing.T) *concealRig {
 	t.Helper()
-	key := newTestKey(t, "conceal-key")
-	idp := newTestIdP(t, key)
-	v := warmVerifier(t, idp.issuer(), []string{testAudience}, nil)
+	key := testkit.NewKey(t, "conceal-key")
+	idp := testkit.NewIdP(t, key)
+	v := warmVerifier(t, idp.Issuer(), []string{testAudience}, nil)
 	policies := compileStore(t, filepath.Join("testdata", "conceal", "policy.yaml"))
 	clients := map[string]authv3.AuthorizationClient{}
 	return &concealRig{
-		token: key.sign(t, idp.claims()),
+		token: key.Sign(t, idp.Claims()),
 		client: func(style ConcealStyle, jsonResponse bool) authv3.AuthorizationClient {
 			k := fmt.Sprint(style, jsonResponse)
 			if c, ok := clients[k]; ok {
@@ -125,23 +124,11 @@ var knownConcealGaps = map[string]string{
 
 func loadObserved(t *testing.T) []observed {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "conceal", "observed.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var out []observed
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
+	for _, l := range testkit.JSONLines(t, filepath.Join("testdata", "conceal", "observed.jsonl")) {
 		var o observed
-		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
-			t.Fatal(err)
-		}
+		l.Decode(t, &o)
 		out = append(out, o)
-	}
-	if err := sc.Err(); err != nil || len(out) == 0 {
-		t.Fatalf("observed.jsonl: %d records, %v", len(out), err)
 	}
 	return out
 }
@@ -250,16 +237,7 @@ func TestConcealGolden(t *testing.T) {
 				}
 			}
 			file := filepath.Join("testdata", "conceal", string(style)+".golden")
-			if *update {
-				if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if b.String() != string(want) {
+			if want, same := testkit.Golden(t, file, []byte(b.String())); !same {
 				t.Errorf("%s is stale (run with -update and review the diff):\n%s", file, firstDiff(string(want), b.String()))
 			}
 		})

@@ -1,12 +1,9 @@
 package extauthz
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,9 +13,8 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // corpusRecord is one line of ../shared/corpus/mcp-real/*.jsonl.
 type corpusRecord struct {
@@ -35,27 +31,12 @@ type corpusRecord struct {
 
 func loadCorpus(t testing.TB) []corpusRecord {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(sharedDir, "corpus", "mcp-real", "*.jsonl"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no corpus under %s (err %v)", sharedDir, err)
-	}
 	var out []corpusRecord
-	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		for sc.Scan() {
-			var r corpusRecord
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			r.line = append([]byte(nil), sc.Bytes()...)
-			out = append(out, r)
-		}
-		fh.Close()
+	for _, l := range testkit.JSONLines(t, filepath.Join(sharedDir, "corpus", "mcp-real", "*.jsonl")) {
+		var r corpusRecord
+		l.Decode(t, &r)
+		r.line = l.Text
+		out = append(out, r)
 	}
 	return out
 }
@@ -190,10 +171,10 @@ type corpusGolden struct {
 // verified through OIDC discovery and the JWKS of a loopback identity
 // provider, once with body and once with raw_body.
 func TestCorpusReplay(t *testing.T) {
-	key := newTestKey(t, "k1")
-	idp := newTestIdP(t, key)
+	key := testkit.NewKey(t, "k1")
+	idp := testkit.NewIdP(t, key)
 	client := startGRPC(t, newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), nil))
-	token := key.sign(t, idp.claims())
+	token := key.Sign(t, idp.Claims())
 
 	var golden []corpusGolden
 	seen := map[decision.Reason]int{}
@@ -221,7 +202,7 @@ func TestCorpusReplay(t *testing.T) {
 				if method == "subscriptions/listen" {
 					target = independentListenTarget(t, capt.Body)
 				}
-				wantRD := independentRequestDigest(t, testAudience, idp.issuer(), testServerID, method, target, capt.Body)
+				wantRD := independentRequestDigest(t, testAudience, idp.Issuer(), testServerID, method, target, capt.Body)
 				if want == decision.ReasonAllowed {
 					h := okHeaders(t, resp)
 					wantDigest := independentArgsDigest(t, capt.Body)
@@ -294,20 +275,7 @@ func compareGolden(t *testing.T, name string, v any) {
 	}
 	got = append(got, '\n')
 	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
+	if want, same := testkit.Golden(t, path, got); !same {
 		t.Errorf("%s differs from the golden file (run go test -update and review the diff):\n%s", path, firstDiff(string(want), string(got)))
 	}
 }

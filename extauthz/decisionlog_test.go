@@ -1,13 +1,11 @@
 package extauthz
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,31 +13,13 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/decisionlog"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the flushing goroutine and the
-// test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestDecisionLogger: with internal/decisionlog, lines are held until stop (or the flush interval),
 // then written whole, as JSON without caller, one per decision.
 func TestDecisionLogger(t *testing.T) {
-	var out lockedBuffer
+	var out testkit.Buffer
 	log, stop := decisionlog.New(&out, zapcore.InfoLevel, time.Hour)
 	srv := staticRig(t, log)
 	for _, body := range []string{

@@ -1,16 +1,12 @@
 package extauthz
 
 import (
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,6 +24,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 const (
@@ -35,65 +32,19 @@ const (
 	dpopHTU  = "https://mcp.example.com/mcp"
 )
 
-func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
-
-// jkt is the RFC 7638 thumbprint of pub, base64url.
-func jkt(t testing.TB, pub any) string {
-	t.Helper()
-	tp, err := (&jose.JSONWebKey{Key: pub}).Thumbprint(crypto.SHA256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b64(tp)
-}
-
-func athOf(token string) string {
-	s := sha256.Sum256([]byte(token))
-	return b64(s[:])
-}
-
-// signES256 builds a compact JWS over header and claims, signed with priv
-// by hand, so tests can send headers go-jose would not write (a private jwk,
-// no jwk, another typ).
-func signES256(t testing.TB, header, claims map[string]any, priv *ecdsa.PrivateKey) string {
-	t.Helper()
-	h, _ := json.Marshal(header)
-	c, _ := json.Marshal(claims)
-	input := b64(h) + "." + b64(c)
-	sum := sha256.Sum256([]byte(input))
-	r, s, err := ecdsa.Sign(rand.Reader, priv, sum[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig := make([]byte, 64)
-	r.FillBytes(sig[:32])
-	s.FillBytes(sig[32:])
-	return input + "." + b64(sig)
-}
-
-// ecJWK is the public (or, with d, private) JWK of an ECDSA P-256 key.
-func ecJWK(k *ecdsa.PrivateKey, withD bool) map[string]any {
-	pad := func(n *big.Int) string { b := make([]byte, 32); n.FillBytes(b); return b64(b) }
-	m := map[string]any{"kty": "EC", "crv": "P-256", "x": pad(k.X), "y": pad(k.Y)}
-	if withD {
-		m["d"] = pad(k.D)
-	}
-	return m
-}
-
 // signWithEmbeddedJWK signs claims as a dpop+jwt with go-jose, embedding
 // the public key of priv.
 func signWithEmbeddedJWK(t testing.TB, alg jose.SignatureAlgorithm, priv any, claims map[string]any) string {
 	t.Helper()
-	return signJWS(t, jose.SigningKey{Algorithm: alg, Key: priv}, (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt"), claims)
+	return testkit.SignJWS(t, jose.SigningKey{Algorithm: alg, Key: priv}, (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt"), claims)
 }
 
 // dpopRig is a Check server on loopback verifying tokens through discovery
 // at a loopback provider, with DPoP on and a clock the test moves.
 type dpopRig struct {
-	idp     *testIdP
-	key     *testKey
-	clock   *fakeClock
+	idp     *testkit.IdP
+	key     *testkit.Key
+	clock   *testkit.Clock
 	client  authv3.AuthorizationClient
 	client2 *ecdsa.PrivateKey // the client's DPoP key
 	jti     int
@@ -102,10 +53,10 @@ type dpopRig struct {
 func newDPoPRig(t *testing.T) *dpopRig { return newDPoPRigLog(t, nil) }
 
 func newDPoPRigLog(t *testing.T, log *zap.Logger) *dpopRig {
-	key := newTestKey(t, "k1")
-	idp := newTestIdP(t, key)
+	key := testkit.NewKey(t, "k1")
+	idp := testkit.NewIdP(t, key)
 	srv := newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), log)
-	clock := newFakeClock()
+	clock := testkit.NewClock()
 	configure(t, srv, func(c *decision.Config) { c.DPoP = bearer.NewDPoPVerifier(bearer.DPoPConfig{Now: clock.Now}) })
 	ck, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -116,23 +67,23 @@ func newDPoPRigLog(t *testing.T, log *zap.Logger) *dpopRig {
 
 // token signs an access token whose cnf is cnf (nil: no cnf).
 func (r *dpopRig) token(t testing.TB, cnf any) string {
-	c := r.idp.claims()
+	c := r.idp.Claims()
 	if cnf != nil {
 		c["cnf"] = cnf
 	}
-	return r.key.sign(t, c)
+	return r.key.Sign(t, c)
 }
 
 // claims are valid proof claims for token on POST dpopHTU, with a new jti.
 func (r *dpopRig) claims(token string) map[string]any {
 	r.jti++
 	return map[string]any{"jti": "jti-" + strings.Repeat("x", r.jti%7) + string(rune('a'+r.jti%26)) + time.Now().Format("150405.000000000"),
-		"htm": "POST", "htu": dpopHTU, "iat": r.clock.Now().Unix(), "ath": athOf(token)}
+		"htm": "POST", "htu": dpopHTU, "iat": r.clock.Now().Unix(), "ath": testkit.ATH(token)}
 }
 
 // proof signs claims with the client's key as a valid dpop+jwt.
 func (r *dpopRig) proof(t testing.TB, claims map[string]any) string {
-	return signES256(t, map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": ecJWK(r.client2, false)}, claims, r.client2)
+	return testkit.SignES256(t, r.client2, map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": testkit.ECJWK(r.client2, false)}, claims)
 }
 
 // request is a tools/call of search with the given headers (name, value
@@ -175,7 +126,7 @@ func (r *dpopRig) outcome(t *testing.T, req *authv3.CheckRequest) (decision.Reas
 // headers from the rig.
 func TestDPoP(t *testing.T) {
 	r := newDPoPRig(t)
-	bound := func() string { return r.token(t, map[string]any{"jkt": jkt(t, &r.client2.PublicKey)}) }
+	bound := func() string { return r.token(t, map[string]any{"jkt": testkit.Thumbprint(t, &r.client2.PublicKey)}) }
 	// withProof: a bound token under the DPoP scheme and a proof over the
 	// claims after mut.
 	withProof := func(mut func(c map[string]any)) func() []string {
@@ -193,12 +144,12 @@ func TestDPoP(t *testing.T) {
 	withHeader := func(hdr map[string]any) func() []string {
 		return func() []string {
 			tok := bound()
-			return []string{"authorization", "DPoP " + tok, "dpop", signES256(t, hdr, r.claims(tok), r.client2)}
+			return []string{"authorization", "DPoP " + tok, "dpop", testkit.SignES256(t, r.client2, hdr, r.claims(tok))}
 		}
 	}
-	pubJWK := ecJWK(r.client2, false)
+	pubJWK := testkit.ECJWK(r.client2, false)
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	rsaKey := newTestKey(t, "dpop-rsa").priv
+	rsaKey := testkit.NewKey(t, "dpop-rsa").Priv
 	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
 
 	t.Run("allowed", func(t *testing.T) {
@@ -223,11 +174,11 @@ func TestDPoP(t *testing.T) {
 			{"iat 59s old", withProof(func(c map[string]any) { c["iat"] = r.clock.Now().Add(-59 * time.Second).Unix() })},
 			{"iat 9s ahead", withProof(func(c map[string]any) { c["iat"] = r.clock.Now().Add(9 * time.Second).Unix() })},
 			{"PS256 proof", func() []string {
-				tok := r.token(t, map[string]any{"jkt": jkt(t, &rsaKey.PublicKey)})
+				tok := r.token(t, map[string]any{"jkt": testkit.Thumbprint(t, &rsaKey.PublicKey)})
 				return []string{"authorization", "DPoP " + tok, "dpop", signWithEmbeddedJWK(t, jose.PS256, rsaKey, r.claims(tok))}
 			}},
 			{"EdDSA proof", func() []string {
-				tok := r.token(t, map[string]any{"jkt": jkt(t, edKey.Public())})
+				tok := r.token(t, map[string]any{"jkt": testkit.Thumbprint(t, edKey.Public())})
 				return []string{"authorization", "DPoP " + tok, "dpop", signWithEmbeddedJWK(t, jose.EdDSA, edKey, r.claims(tok))}
 			}},
 			{"unbound token as Bearer with a stray DPoP header", func() []string {
@@ -258,7 +209,7 @@ func TestDPoP(t *testing.T) {
 			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
 		}, decision.ReasonTokenBindingUnsupported},
 		{"jkt and x5t#S256", func() []string {
-			tok := r.token(t, map[string]any{"jkt": jkt(t, &r.client2.PublicKey), "x5t#S256": "x"})
+			tok := r.token(t, map[string]any{"jkt": testkit.Thumbprint(t, &r.client2.PublicKey), "x5t#S256": "x"})
 			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
 		}, decision.ReasonTokenBindingUnsupported},
 		{"cnf jwk", func() []string {
@@ -281,17 +232,17 @@ func TestDPoP(t *testing.T) {
 		{"typ JWT", withHeader(map[string]any{"typ": "JWT", "alg": "ES256", "jwk": pubJWK}), decision.ReasonDPoPProofInvalid},
 		{"no typ", withHeader(map[string]any{"alg": "ES256", "jwk": pubJWK}), decision.ReasonDPoPProofInvalid},
 		{"no jwk", withHeader(map[string]any{"typ": "dpop+jwt", "alg": "ES256"}), decision.ReasonDPoPProofInvalid},
-		{"private jwk", withHeader(map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": ecJWK(r.client2, true)}), decision.ReasonDPoPProofInvalid},
+		{"private jwk", withHeader(map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": testkit.ECJWK(r.client2, true)}), decision.ReasonDPoPProofInvalid},
 		{"alg HS256", withHeader(map[string]any{"typ": "dpop+jwt", "alg": "HS256", "jwk": pubJWK}), decision.ReasonDPoPProofInvalid},
 		{"alg none", func() []string {
 			tok := bound()
 			h, _ := json.Marshal(map[string]any{"typ": "dpop+jwt", "alg": "none", "jwk": pubJWK})
 			c, _ := json.Marshal(r.claims(tok))
-			return []string{"authorization", "DPoP " + tok, "dpop", b64(h) + "." + b64(c) + "."}
+			return []string{"authorization", "DPoP " + tok, "dpop", testkit.B64(h) + "." + testkit.B64(c) + "."}
 		}, decision.ReasonDPoPProofInvalid},
 		{"signed by another key than its jwk", func() []string {
 			tok := bound()
-			return []string{"authorization", "DPoP " + tok, "dpop", signES256(t, map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": pubJWK}, r.claims(tok), other)}
+			return []string{"authorization", "DPoP " + tok, "dpop", testkit.SignES256(t, other, map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": pubJWK}, r.claims(tok))}
 		}, decision.ReasonDPoPProofInvalid},
 		{"no jti", withProof(func(c map[string]any) { delete(c, "jti") }), decision.ReasonDPoPProofInvalid},
 		{"empty jti", withProof(func(c map[string]any) { c["jti"] = "" }), decision.ReasonDPoPProofInvalid},
@@ -320,9 +271,9 @@ func TestDPoP(t *testing.T) {
 		{"htu with a trailing dot segment", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/mcp/." }), decision.ReasonDPoPProofMismatch},
 		{"htu whose dots hide behind an encoded slash", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/x/..%2Fmcp" }), decision.ReasonDPoPProofMismatch},
 		{"htu with three dots", withProof(func(c map[string]any) { c["htu"] = "https://mcp.example.com/x/.../mcp" }), decision.ReasonDPoPProofMismatch},
-		{"ath of another token", withProof(func(c map[string]any) { c["ath"] = athOf("another token") }), decision.ReasonDPoPProofMismatch},
+		{"ath of another token", withProof(func(c map[string]any) { c["ath"] = testkit.ATH("another token") }), decision.ReasonDPoPProofMismatch},
 		{"proof key is not cnf.jkt", func() []string {
-			tok := r.token(t, map[string]any{"jkt": jkt(t, &other.PublicKey)})
+			tok := r.token(t, map[string]any{"jkt": testkit.Thumbprint(t, &other.PublicKey)})
 			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
 		}, decision.ReasonDPoPProofMismatch},
 		{"unbound token under DPoP", func() []string {
@@ -335,10 +286,10 @@ func TestDPoP(t *testing.T) {
 		{"iat 1e300", withProof(func(c map[string]any) { c["iat"] = 1e300 }), decision.ReasonDPoPProofStale},
 		// A token fault under the DPoP scheme is still the token's reason.
 		{"expired bound token", func() []string {
-			c := r.idp.claims()
+			c := r.idp.Claims()
 			c["exp"] = time.Now().Add(-time.Hour).Unix()
-			c["cnf"] = map[string]any{"jkt": jkt(t, &r.client2.PublicKey)}
-			tok := r.key.sign(t, c)
+			c["cnf"] = map[string]any{"jkt": testkit.Thumbprint(t, &r.client2.PublicKey)}
+			tok := r.key.Sign(t, c)
 			return []string{"authorization", "DPoP " + tok, "dpop", r.proof(t, r.claims(tok))}
 		}, decision.ReasonTokenExpired},
 		{"DPoP scheme with two tokens", func() []string { return []string{"authorization", "DPoP " + bound() + " " + bound()} }, decision.ReasonTokenMalformed},
@@ -395,7 +346,7 @@ func TestDPoP(t *testing.T) {
 func TestDPoPLog(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	r := newDPoPRigLog(t, zap.New(core))
-	tok := r.token(t, map[string]any{"jkt": jkt(t, &r.client2.PublicKey)})
+	tok := r.token(t, map[string]any{"jkt": testkit.Thumbprint(t, &r.client2.PublicKey)})
 	c := r.claims(tok)
 	c["htm"] = "DELETE"
 	proof := r.proof(t, c)
@@ -424,7 +375,7 @@ func TestDPoPLog(t *testing.T) {
 func TestTokenCases2(t *testing.T) {
 	r := newDPoPRig(t)
 	plain := r.token(t, nil)
-	cnfJKT := r.token(t, map[string]any{"jkt": jkt(t, &r.client2.PublicKey)})
+	cnfJKT := r.token(t, map[string]any{"jkt": testkit.Thumbprint(t, &r.client2.PublicKey)})
 	replay := func(id string, tokens map[string]string) (decision.Reason, int) {
 		c := loadTokenCase2(t, id)
 		capt, err := capture.Parse(c.Request)
@@ -465,51 +416,5 @@ func TestTokenCases2(t *testing.T) {
 				t.Fatalf("got %s %d, want %s", got, status, tt.wantReason)
 			}
 		})
-	}
-}
-
-// FuzzDPoPVerify: any proof text gives a *bearer.DPoPError or nil, never a panic;
-// nil only for a proof that really binds the request (never for fuzz input
-// that is not signed by the key whose thumbprint is required).
-func FuzzDPoPVerify(f *testing.F) {
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	now := time.Now()
-	valid := signES256(f, map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": ecJWK(k, false)},
-		map[string]any{"jti": "j", "htm": "POST", "htu": dpopHTU, "iat": now.Unix(), "ath": athOf("tok")}, k)
-	f.Add(valid)
-	f.Add("a.b.c")
-	f.Add("")
-	f.Add(strings.Repeat(".", 3))
-	req := bearer.DPoPRequest{Method: "POST", Scheme: "https", Host: dpopHost, Path: "/mcp", AccessToken: "tok", JKT: "not-the-thumbprint"}
-	f.Fuzz(func(t *testing.T, proof string) {
-		v := bearer.NewDPoPVerifier(bearer.DPoPConfig{Now: func() time.Time { return now }})
-		err := v.Verify(proof, req)
-		if err == nil {
-			t.Fatalf("proof %q accepted for a thumbprint no key has", proof)
-		}
-		if _, ok := err.(*bearer.DPoPError); !ok {
-			t.Fatalf("error %T %v", err, err)
-		}
-	})
-}
-
-// BenchmarkDPoPVerify: one ES256 proof checked and its jti recorded (the
-// cost DPoP adds to a Check over a cached token).
-func BenchmarkDPoPVerify(b *testing.B) {
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	now := time.Now()
-	v := bearer.NewDPoPVerifier(bearer.DPoPConfig{Now: func() time.Time { return now }, ReplaySize: b.N + 1})
-	req := bearer.DPoPRequest{Method: "POST", Scheme: "https", Host: dpopHost, Path: "/mcp", AccessToken: "tok", JKT: jkt(b, &k.PublicKey)}
-	hdr := map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": ecJWK(k, false)}
-	proofs := make([]string, b.N)
-	for i := range proofs {
-		proofs[i] = signES256(b, hdr, map[string]any{"jti": "jti-" + strconv.Itoa(i), "htm": "POST", "htu": dpopHTU, "iat": now.Unix(), "ath": athOf("tok")}, k)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if err := v.Verify(proofs[i], req); err != nil {
-			b.Fatal(err)
-		}
 	}
 }

@@ -3,10 +3,7 @@ package extauthz
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,110 +26,20 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
-// readiness is serve's readiness: a policy compiled and, when v is not
-// nil, signing keys available; m's ready gauge follows it.
-func readiness(store *decision.PolicyStore, v interface{ Ready() bool }, m *metrics.Metrics) *lifecycle.Readiness {
-	r := &lifecycle.Readiness{Checks: []func() error{store.Ready}, OnReady: m.SetReady}
-	if v != nil {
-		r.Checks = append(r.Checks, func() error {
-			if !v.Ready() {
-				return errors.New("signing keys not available from the identity provider")
-			}
-			return nil
-		})
-	}
-	return r
-}
-
-// toggleVerifier is a Readiness verifier the test switches.
-type toggleVerifier struct{ ready atomic.Bool }
-
-func (v *toggleVerifier) Ready() bool { return v.ready.Load() }
-
-// startHTTP serves h on 127.0.0.1 until the test ends.
-func startHTTP(t testing.TB, h http.Handler) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: h}}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-// get fetches url and returns the status code and body.
-func get(t testing.TB, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
-}
-
-// TestHTTPHandlerProbes: /healthz is 200 while the process runs; /readyz
-// follows the policy store and the verifier, and says why it is not ready.
-func TestHTTPHandlerProbes(t *testing.T) {
-	store := &decision.PolicyStore{}
-	v := &toggleVerifier{}
-	m := newMetrics(prometheus.NewRegistry())
-	url := startHTTP(t, lifecycle.HTTPHandler(readiness(store, v, m), prometheus.NewRegistry()))
-
-	if code, body := get(t, url+"/healthz"); code != http.StatusOK || body != "ok\n" {
-		t.Errorf("/healthz = %d %q, want 200 ok", code, body)
-	}
-
-	steps := []struct {
-		name      string
-		give      func()
-		wantCode  int
-		wantBody  string
-		wantReady float64
-	}{
-		{"no policy", func() { v.ready.Store(true) }, http.StatusServiceUnavailable, "no policy compiled", 0},
-		{"policy and keys", func() { store.Store(referencePolicy(t).Load()) }, http.StatusOK, "ready", 1},
-		{"keys lost", func() { v.ready.Store(false) }, http.StatusServiceUnavailable, "signing keys not available", 0},
-		{"keys back", func() { v.ready.Store(true) }, http.StatusOK, "ready", 1},
-	}
-	for _, tt := range steps {
-		tt.give()
-		code, body := get(t, url+"/readyz")
-		if code != tt.wantCode || !strings.Contains(body, tt.wantBody) {
-			t.Errorf("%s: /readyz = %d %q, want %d containing %q", tt.name, code, body, tt.wantCode, tt.wantBody)
-		}
-		if got := gaugeValue(m.Ready); got != tt.wantReady {
-			t.Errorf("%s: mcp_extauthz_ready = %v, want %v", tt.name, got, tt.wantReady)
-		}
-	}
-
-	if code, _ := get(t, url+"/nothing"); code != http.StatusNotFound {
-		t.Errorf("/nothing = %d, want 404", code)
-	}
-}
-
-// gaugeValue reads a gauge without the testutil helpers, so this file
-// depends only on what it exposes.
-func gaugeValue(g prometheus.Gauge) float64 {
-	var pb dto.Metric
-	if err := g.Write(&pb); err != nil {
-		return -1
-	}
-	return pb.GetGauge().GetValue()
+// readiness is serve's readiness with the signing keys left out (the
+// verifiers here need none): a policy compiled; m's ready gauge, when m is
+// not nil, follows it. (Readiness with keys: internal/lifecycle's tests.)
+func readiness(store *decision.PolicyStore, m *metrics.Metrics) *lifecycle.Readiness {
+	return &lifecycle.Readiness{Checks: []func() error{store.Ready}, OnReady: m.SetReady}
 }
 
 // scrape fetches /metrics and parses the Prometheus text format.
 func scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	code, body := get(t, url+"/metrics")
+	code, body := testkit.Get(t, url+"/metrics")
 	if code != http.StatusOK {
 		t.Fatalf("/metrics = %d", code)
 	}
@@ -174,7 +81,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	srv := staticRig(t, nil)
 	srv.Metrics = newMetrics(reg)
-	url := startHTTP(t, lifecycle.HTTPHandler(readiness(srv.Decider.Config().Policies, nil, srv.Metrics), reg))
+	url := testkit.StartHTTP(t, lifecycle.HTTPHandler(readiness(srv.Decider.Config().Policies, srv.Metrics), reg))
 
 	denied := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_repo","arguments":{"repo":"r"}}}`)
 	noToken := postReq(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`)
@@ -247,146 +154,17 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 }
 
-// lifecycleRig is a Lifecycle serving one Server on 127.0.0.1:0, with a
-// client connection to it.
-type lifecycleRig struct {
-	lc       *lifecycle.Lifecycle
-	addr     string
-	conn     *grpc.ClientConn
-	cancel   context.CancelFunc // ends Serve: the SIGTERM path
-	done     chan struct{}      // closed when Serve has returned
-	serveErr error              // Serve's result, once done is closed
-}
-
-func startLifecycle(t *testing.T, srv *Server, r *lifecycle.Readiness, lc lifecycle.Lifecycle) *lifecycleRig {
+// startLifecycle serves srv and grpc.health.v1 through lc on 127.0.0.1:0,
+// health following r for "" and HealthService.
+func startLifecycle(t *testing.T, srv *Server, r *lifecycle.Readiness, lc lifecycle.Lifecycle) *testkit.Serving {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	lc.GRPC = grpc.NewServer()
 	lc.Health = health.NewServer()
 	lc.Readiness = r
 	lc.Services = []string{HealthService}
 	authv3.RegisterAuthorizationServer(lc.GRPC, srv)
 	healthpb.RegisterHealthServer(lc.GRPC, lc.Health)
-	ctx, cancel := context.WithCancel(context.Background())
-	rig := &lifecycleRig{lc: &lc, addr: lis.Addr().String(), cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(rig.done)
-		rig.serveErr = rig.lc.Serve(ctx, lis)
-	}()
-	rig.conn, err = grpc.NewClient(rig.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = rig.conn.Close()
-		cancel()
-		select {
-		case <-rig.done:
-		case <-time.After(waitTimeout):
-			t.Error("Serve did not return after its context ended")
-			rig.lc.GRPC.Stop()
-		}
-	})
-	return rig
-}
-
-// stop ends Serve's context and returns Serve's result; what is waited
-// for is named in the failure.
-func (r *lifecycleRig) stop(t testing.TB, what string) error {
-	t.Helper()
-	r.cancel()
-	return r.wait(t, what)
-}
-
-// wait returns Serve's result once it has returned.
-func (r *lifecycleRig) wait(t testing.TB, what string) error {
-	t.Helper()
-	select {
-	case <-r.done:
-		return r.serveErr
-	case <-time.After(waitTimeout):
-		t.Fatalf("Serve did not return within %v: %s", waitTimeout, what)
-		return nil
-	}
-}
-
-// healthStatus asks grpc.health.v1 for service; an RPC error fails the
-// test.
-func (r *lifecycleRig) healthStatus(t testing.TB, service string) healthpb.HealthCheckResponse_ServingStatus {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	resp, err := healthpb.NewHealthClient(r.conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
-	if err != nil {
-		t.Fatalf("health Check(%q): %v", service, err)
-	}
-	return resp.GetStatus()
-}
-
-// reachable reports whether a new connection can complete a health RPC.
-func (r *lifecycleRig) reachable() bool {
-	conn, err := grpc.NewClient(r.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return false
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
-	return err == nil
-}
-
-// waitHealth follows grpc.health.v1 Watch streams (the server pushes every
-// change) until both "" and HealthService report want.
-func (r *lifecycleRig) waitHealth(t testing.TB, want healthpb.HealthCheckResponse_ServingStatus) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	for _, svc := range []string{"", HealthService} {
-		w, err := healthpb.NewHealthClient(r.conn).Watch(ctx, &healthpb.HealthCheckRequest{Service: svc})
-		if err != nil {
-			t.Fatalf("health Watch(%q): %v", svc, err)
-		}
-		for {
-			st, err := w.Recv()
-			if err != nil {
-				t.Fatalf("waiting for health(%q) %v: %v", svc, want, err)
-			}
-			if st.GetStatus() == want {
-				break
-			}
-		}
-	}
-}
-
-// TestLifecycleHealthFollowsReadiness: gRPC health for the server and for
-// the Authorization service follows readiness both ways while serving, and
-// Serve returns nil when its context ends.
-func TestLifecycleHealthFollowsReadiness(t *testing.T) {
-	v := &toggleVerifier{}
-	srv := staticRig(t, nil)
-	rig := startLifecycle(t, srv, readiness(srv.Decider.Config().Policies, v, nil),
-		lifecycle.Lifecycle{PollInterval: 20 * time.Millisecond, ShutdownTimeout: 10 * time.Second})
-
-	// Health is synced before the first RPC can arrive: not a poll.
-	for _, svc := range []string{"", HealthService} {
-		if got := rig.healthStatus(t, svc); got != healthpb.HealthCheckResponse_NOT_SERVING {
-			t.Errorf("health(%q) = %v before the keys are ready, want NOT_SERVING", svc, got)
-		}
-	}
-	v.ready.Store(true)
-	rig.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
-	v.ready.Store(false)
-	rig.waitHealth(t, healthpb.HealthCheckResponse_NOT_SERVING)
-	v.ready.Store(true)
-	rig.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
-
-	if err := rig.stop(t, "after its context ended"); err != nil {
-		t.Errorf("Serve = %v, want nil after a clean stop", err)
-	}
+	return testkit.Serve(t, lc.Serve, lc.GRPC.Stop)
 }
 
 // blockingVerifier holds every Verify until release is closed (or the
@@ -405,7 +183,7 @@ func (v *blockingVerifier) Audiences() []string { return []string{testAudience} 
 
 func (v *blockingVerifier) Verify(ctx context.Context, _ string) (*bearer.Principal, error) {
 	v.entered.Add(1)
-	notify(v.signal)
+	testkit.Notify(v.signal)
 	select {
 	case <-v.release:
 		return &bearer.Principal{Issuer: "https://idp.example.com", Subject: testSubject, Audience: testAudience,
@@ -427,9 +205,9 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 	t.Cleanup(release)
 
 	srv := newTestServer(referencePolicy(t), v, nil)
-	rig := startLifecycle(t, srv, readiness(srv.Decider.Config().Policies, nil, nil),
+	rig := startLifecycle(t, srv, readiness(srv.Decider.Config().Policies, nil),
 		lifecycle.Lifecycle{PollInterval: 20 * time.Millisecond, DrainPeriod: 200 * time.Millisecond, ShutdownTimeout: 10 * time.Second})
-	rig.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
+	rig.WaitHealth(t, healthpb.HealthCheckResponse_SERVING, "", HealthService)
 
 	// Watch health before shutdown starts: the stream delivers the
 	// NOT_SERVING of the drain however briefly it lasts.
@@ -437,7 +215,7 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 	defer stopWatch()
 	watches := map[string]healthpb.Health_WatchClient{}
 	for _, svc := range []string{"", HealthService} {
-		w, err := healthpb.NewHealthClient(rig.conn).Watch(watchCtx, &healthpb.HealthCheckRequest{Service: svc})
+		w, err := healthpb.NewHealthClient(rig.Conn).Watch(watchCtx, &healthpb.HealthCheckRequest{Service: svc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -447,7 +225,7 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 		watches[svc] = w
 	}
 
-	client := authv3.NewAuthorizationClient(rig.conn)
+	client := authv3.NewAuthorizationClient(rig.Conn)
 	req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`).CheckRequest(true)
 	type result struct {
 		resp *authv3.CheckResponse
@@ -456,15 +234,15 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 	results := make(chan result, n)
 	for range n {
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*testkit.WaitTimeout)
 			defer cancel()
 			resp, err := client.Check(ctx, req)
 			results <- result{resp, err}
 		}()
 	}
-	waitSignal(t, "every Check in flight", v.signal, func() bool { return v.entered.Load() == n })
+	testkit.WaitSignal(t, "every Check in flight", v.signal, func() bool { return v.entered.Load() == n })
 
-	rig.cancel() // SIGTERM
+	rig.Cancel() // SIGTERM
 	for svc, w := range watches {
 		st, err := w.Recv()
 		if err != nil || st.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
@@ -475,17 +253,17 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 	// During the drain the server still answers, so probes see NOT_SERVING
 	// rather than a refused connection.
 	for _, svc := range []string{"", HealthService} {
-		if got := rig.healthStatus(t, svc); got != healthpb.HealthCheckResponse_NOT_SERVING {
+		if got := rig.HealthStatus(t, svc); got != healthpb.HealthCheckResponse_NOT_SERVING {
 			t.Errorf("health(%q) during the drain = %v, want NOT_SERVING", svc, got)
 		}
 	}
 	// Release only once the drain is over and the stop has begun (the
 	// listener is closed), so the Checks must outlive the stop itself.
 	// Nothing signals the close, so this one polls.
-	pollUntil(t, "the listener to close after the drain", func() bool { return !rig.reachable() })
+	testkit.PollUntil(t, "the listener to close after the drain", func() bool { return !rig.Reachable() })
 	select {
-	case <-rig.done:
-		t.Fatalf("Serve returned %v while %d Checks were in flight", rig.serveErr, n)
+	case <-rig.Done():
+		t.Fatalf("Serve returned %v while %d Checks were in flight", rig.Err(), n)
 	case r := <-results:
 		t.Fatalf("a Check returned before its verifier was released: %v, %v", r.resp, r.err)
 	default:
@@ -500,11 +278,11 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 		}
 		okHeaders(t, r.resp)
 	}
-	if err := rig.wait(t, "after the in-flight Checks finished"); err != nil {
+	if err := rig.Wait(t, "after the in-flight Checks finished"); err != nil {
 		t.Errorf("Serve = %v, want nil after a clean drain", err)
 	}
 
-	conn, err := grpc.NewClient(rig.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(rig.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,20 +302,20 @@ func TestLifecycleShutdownDrains(t *testing.T) {
 func TestLifecycleShutdownTimeout(t *testing.T) {
 	v := newBlockingVerifier() // never released
 	srv := newTestServer(referencePolicy(t), v, nil)
-	rig := startLifecycle(t, srv, readiness(srv.Decider.Config().Policies, nil, nil),
+	rig := startLifecycle(t, srv, readiness(srv.Decider.Config().Policies, nil),
 		lifecycle.Lifecycle{PollInterval: 20 * time.Millisecond, ShutdownTimeout: 100 * time.Millisecond})
 
 	req := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"q"}}}`).CheckRequest(true)
 	checked := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*testkit.WaitTimeout)
 		defer cancel()
-		_, err := authv3.NewAuthorizationClient(rig.conn).Check(ctx, req)
+		_, err := authv3.NewAuthorizationClient(rig.Conn).Check(ctx, req)
 		checked <- err
 	}()
-	waitSignal(t, "the Check in flight", v.signal, func() bool { return v.entered.Load() == 1 })
+	testkit.WaitSignal(t, "the Check in flight", v.signal, func() bool { return v.entered.Load() == 1 })
 
-	if err := rig.stop(t, "GracefulStop not bounded by ShutdownTimeout"); err != nil {
+	if err := rig.Stop(t, "GracefulStop not bounded by ShutdownTimeout"); err != nil {
 		t.Errorf("Serve = %v, want nil after a forced stop", err)
 	}
 	if err := <-checked; err == nil {

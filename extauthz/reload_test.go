@@ -3,7 +3,6 @@ package extauthz
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -13,86 +12,17 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/reload"
-	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
-
-// waitTimeout bounds every wait below: long enough for a loaded CI machine
-// under -race, far above what a working watcher needs (one debounce).
-const waitTimeout = 10 * time.Second
-
-// pollUntil polls cond every few milliseconds until it holds, and fails the
-// test with what when it does not within waitTimeout. Only for conditions
-// that nothing signals (a listener that closes); prefer waitSignal.
-func pollUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// waitSignal re-checks cond each time signal fires (a coalescing
-// notification: a buffer of one, sent without blocking) until it holds, and
-// fails the test with what when it does not within waitTimeout.
-func waitSignal(t testing.TB, what string, signal <-chan struct{}, cond func() bool) {
-	t.Helper()
-	timeout := time.NewTimer(waitTimeout)
-	defer timeout.Stop()
-	for !cond() {
-		select {
-		case <-signal:
-		case <-timeout.C:
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-	}
-}
-
-// notify sends on a coalescing notification channel without blocking.
-func notify(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
-
-// searchPolicy is a valid policy that allows */search under the rule id
-// searchID, so two such policies decide the same request alike but report
-// different rule ids.
-func searchPolicy(searchID string) []byte {
-	return fmt.Appendf(nil, `default: deny
-deny:
-  - id: no-deletes
-    match: "*/delete_*"
-allow:
-  - id: %s
-    match: "*/search"
-methods:
-  allow: [initialize, tools/list]
-`, searchID)
-}
-
-// versionOf is the Version CompilePolicy gives src.
-func versionOf(src []byte) string { return mcpparse.Digest(src) }
-
-// writePolicyFile writes src to file, failing the test on error.
-func writePolicyFile(t testing.TB, file string, src []byte) {
-	t.Helper()
-	if err := os.WriteFile(file, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestReloadIsAtomic: Checks running while the policy flips between A and B
 // always report the rule id of the policy version they report: a Check never
 // decides with one policy and labels the answer with the other.
 func TestReloadIsAtomic(t *testing.T) {
-	a, b := searchPolicy("a-search"), searchPolicy("b-search")
-	want := map[string]string{versionOf(a): "a-search", versionOf(b): "b-search"}
+	a, b := testkit.SearchPolicy("a-search"), testkit.SearchPolicy("b-search")
+	want := map[string]string{testkit.PolicyVersion(a): "a-search", testkit.PolicyVersion(b): "b-search"}
 	file := filepath.Join(t.TempDir(), "policy.yaml")
-	writePolicyFile(t, file, a)
+	testkit.WriteFile(t, file, a)
 	store := &decision.PolicyStore{}
 	var published atomic.Int64
 	loader := &reload.Loader{File: file, Publish: store.Publish, Loaded: func(changed bool, _ error) {
@@ -137,7 +67,7 @@ func TestReloadIsAtomic(t *testing.T) {
 					mismatches = append(mismatches, fmt.Sprintf("policy_version %s with rule_id %q", v, rule))
 					mismatchMu.Unlock()
 				}
-				if v == versionOf(a) {
+				if v == testkit.PolicyVersion(a) {
 					seen[0].Add(1)
 				} else {
 					seen[1].Add(1)
@@ -149,7 +79,7 @@ func TestReloadIsAtomic(t *testing.T) {
 	// The swaps are counted, not timed: a loaded machine makes them slower,
 	// never fewer. The deadline only bounds the wait for Checks under both
 	// policies once the swaps are done.
-	deadline := time.Now().Add(waitTimeout)
+	deadline := time.Now().Add(testkit.WaitTimeout)
 	swaps := 0
 	for swaps < minSwaps || seen[0].Load() == 0 || seen[1].Load() == 0 {
 		// Past the deadline the assertions below report what was missed.
@@ -160,7 +90,7 @@ func TestReloadIsAtomic(t *testing.T) {
 		if swaps%2 == 0 {
 			src = b
 		}
-		writePolicyFile(t, file, src)
+		testkit.WriteFile(t, file, src)
 		if _, err := loader.Load(); err != nil {
 			t.Error(err)
 			break

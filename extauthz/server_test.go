@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -290,8 +291,8 @@ func FuzzCheck(f *testing.F) {
 // set, with or without the verified-token cache, and a tools/call of
 // issue_refund with args.
 func benchRequest(b *testing.B, args string, cache bool) (*Server, *authv3.CheckRequest) {
-	key := newTestKey(b, "k1")
-	ks := bearer.NewStaticKeySet([]jose.JSONWebKey{key.public()})
+	key := testkit.NewKey(b, "k1")
+	ks := bearer.NewStaticKeySet([]jose.JSONWebKey{key.Public()})
 	ov, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: "https://idp.example.com", Audiences: []string{testAudience}, KeySet: ks})
 	if err != nil {
 		b.Fatal(err)
@@ -303,7 +304,7 @@ func benchRequest(b *testing.B, args string, cache bool) (*Server, *authv3.Check
 		}
 	}
 	now := time.Now()
-	tok := key.sign(b, map[string]any{"iss": "https://idp.example.com", "sub": testSubject, "aud": testAudience, "exp": now.Add(time.Hour).Unix(), "iat": now.Unix()})
+	tok := key.Sign(b, map[string]any{"iss": "https://idp.example.com", "sub": testSubject, "aud": testAudience, "exp": now.Add(time.Hour).Unix(), "iat": now.Unix()})
 	srv := newTestServer(referencePolicy(b), v, nil)
 	c := postReq(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"issue_refund","arguments":` + args + `}}`)
 	c.Headers["authorization"] = "Bearer " + tok

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // TestScopeStepUp: a rule's scopes missing from the token give 403 with
@@ -33,7 +34,7 @@ func TestScopeStepUp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			claims := rig.idp.claims()
+			claims := rig.idp.Claims()
 			for k, v := range tt.giveClaims {
 				if v == nil {
 					delete(claims, k)
@@ -42,7 +43,7 @@ func TestScopeStepUp(t *testing.T) {
 				}
 			}
 			capt := caseReq(export.body())
-			capt.Headers["authorization"] = "Bearer " + rig.userKey.sign(t, claims)
+			capt.Headers["authorization"] = "Bearer " + rig.userKey.Sign(t, claims)
 			resp := check(t, rig.client, capt.CheckRequest(true))
 			if tt.wantReason == "allowed" {
 				okHeaders(t, resp)
@@ -163,8 +164,8 @@ func TestConceal(t *testing.T) {
 // way README shows (split(" ")) agree on every separator, and neither
 // grants a scope joined to another by anything but U+0020.
 func TestScopeSeparators(t *testing.T) {
-	key := newTestKey(t, "k1")
-	idp := newTestIdP(t, key)
+	key := testkit.NewKey(t, "k1")
+	idp := testkit.NewIdP(t, key)
 	v := newDiscoveryVerifier(t, idp)
 	compile := func(yaml string) *decision.PolicyStore {
 		lp, err := decision.CompilePolicy("p.yaml", []byte(yaml))
@@ -180,10 +181,10 @@ func TestScopeSeparators(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`
 	for _, sep := range []string{" ", "  ", "\t", "\n", "\r\n", "\v", "\f", "\u00a0", "\u1680", "\u2000", "\u2003", "\u2028", "\u205f", "\u3000", "\u0085", "\ufeff", ",", "+", "%20"} {
 		for _, scope := range []string{"openid" + sep + "mcp:search", "mcp:search" + sep + "openid"} {
-			c := idp.claims()
+			c := idp.Claims()
 			c["scope"] = scope
 			capt := &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body), Headers: map[string]string{
-				"content-type": "application/json", "mcp-protocol-version": "2025-06-18", "authorization": "Bearer " + key.sign(t, c)}}
+				"content-type": "application/json", "mcp-protocol-version": "2025-06-18", "authorization": "Bearer " + key.Sign(t, c)}}
 			field := check(t, byField, capt.CheckRequest(true))
 			cel := check(t, byCEL, capt.CheckRequest(true))
 			want := sep == " " || sep == "  "

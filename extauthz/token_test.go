@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 func unsignedToken(claims map[string]any) string {
@@ -32,8 +31,8 @@ func unsignedToken(claims map[string]any) string {
 
 // hmacWithPublicKey signs with HS256 using the RSA public key's PEM as the
 // secret: the classic algorithm-confusion attack.
-func hmacWithPublicKey(t *testing.T, k *testKey, claims map[string]any) string {
-	der, err := x509.MarshalPKIXPublicKey(&k.priv.PublicKey)
+func hmacWithPublicKey(t *testing.T, k *testkit.Key, claims map[string]any) string {
+	der, err := x509.MarshalPKIXPublicKey(&k.Priv.PublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +51,12 @@ func hmacWithPublicKey(t *testing.T, k *testKey, claims map[string]any) string {
 }
 
 func TestTokenRejections(t *testing.T) {
-	key := newTestKey(t, "k1")
-	other := newTestKey(t, "k-unknown")
-	idp := newTestIdP(t, key)
+	key := testkit.NewKey(t, "k1")
+	other := testkit.NewKey(t, "k-unknown")
+	idp := testkit.NewIdP(t, key)
 	client := startGRPC(t, newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), nil))
 	with := func(mut func(c map[string]any)) map[string]any {
-		c := idp.claims()
+		c := idp.Claims()
 		mut(c)
 		return c
 	}
@@ -70,16 +69,16 @@ func TestTokenRejections(t *testing.T) {
 		{"none", "", decision.ReasonTokenMissing},
 		{"basic scheme", "Basic YWxpY2U6cHc=", decision.ReasonTokenMalformed},
 		{"not a jwt", "Bearer abc", decision.ReasonTokenMalformed},
-		{"expired", "Bearer " + key.sign(t, with(func(c map[string]any) { c["exp"] = now.Add(-time.Hour).Unix() })), decision.ReasonTokenExpired},
-		{"not yet valid", "Bearer " + key.sign(t, with(func(c map[string]any) { c["nbf"] = now.Add(time.Hour).Unix() })), decision.ReasonTokenInvalid},
-		{"wrong issuer", "Bearer " + key.sign(t, with(func(c map[string]any) { c["iss"] = "https://evil.example.com" })), decision.ReasonTokenWrongIssuer},
-		{"wrong audience", "Bearer " + key.sign(t, with(func(c map[string]any) { c["aud"] = []string{"some-other-client"} })), decision.ReasonTokenWrongAudience},
-		{"no audience", "Bearer " + key.sign(t, with(func(c map[string]any) { delete(c, "aud") })), decision.ReasonTokenWrongAudience},
-		{"alg none", "Bearer " + unsignedToken(idp.claims()), decision.ReasonTokenInvalid},
-		{"hmac with public key", "Bearer " + hmacWithPublicKey(t, key, idp.claims()), decision.ReasonTokenInvalid},
-		{"unknown key", "Bearer " + other.sign(t, idp.claims()), decision.ReasonTokenInvalid},
-		{"tampered payload", "Bearer " + tamper(key.sign(t, idp.claims())), decision.ReasonTokenInvalid},
-		{"two tokens", "Bearer " + key.sign(t, idp.claims()) + ", Bearer x.y.z", decision.ReasonTokenMalformed},
+		{"expired", "Bearer " + key.Sign(t, with(func(c map[string]any) { c["exp"] = now.Add(-time.Hour).Unix() })), decision.ReasonTokenExpired},
+		{"not yet valid", "Bearer " + key.Sign(t, with(func(c map[string]any) { c["nbf"] = now.Add(time.Hour).Unix() })), decision.ReasonTokenInvalid},
+		{"wrong issuer", "Bearer " + key.Sign(t, with(func(c map[string]any) { c["iss"] = "https://evil.example.com" })), decision.ReasonTokenWrongIssuer},
+		{"wrong audience", "Bearer " + key.Sign(t, with(func(c map[string]any) { c["aud"] = []string{"some-other-client"} })), decision.ReasonTokenWrongAudience},
+		{"no audience", "Bearer " + key.Sign(t, with(func(c map[string]any) { delete(c, "aud") })), decision.ReasonTokenWrongAudience},
+		{"alg none", "Bearer " + unsignedToken(idp.Claims()), decision.ReasonTokenInvalid},
+		{"hmac with public key", "Bearer " + hmacWithPublicKey(t, key, idp.Claims()), decision.ReasonTokenInvalid},
+		{"unknown key", "Bearer " + other.Sign(t, idp.Claims()), decision.ReasonTokenInvalid},
+		{"tampered payload", "Bearer " + tamper(key.Sign(t, idp.Claims())), decision.ReasonTokenInvalid},
+		{"two tokens", "Bearer " + key.Sign(t, idp.Claims()) + ", Bearer x.y.z", decision.ReasonTokenMalformed},
 	}
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}`
 	for _, tt := range tests {
@@ -109,7 +108,7 @@ func TestTokenRejections(t *testing.T) {
 	// The same valid token is allowed, so the rejections above are the
 	// token's doing.
 	capt := &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body),
-		Headers: map[string]string{"content-type": "application/json", "authorization": "Bearer " + key.sign(t, idp.claims())}}
+		Headers: map[string]string{"content-type": "application/json", "authorization": "Bearer " + key.Sign(t, idp.Claims())}}
 	okHeaders(t, check(t, client, capt.CheckRequest(true)))
 }
 
@@ -129,11 +128,11 @@ func tamper(tok string) string {
 // idp_unavailable (503), never allowed; once it answers, the same token is
 // allowed.
 func TestIdPUnavailable(t *testing.T) {
-	key := newTestKey(t, "k1")
-	idp := newTestIdP(t, key)
-	idp.down.Store(true)
+	key := testkit.NewKey(t, "k1")
+	idp := testkit.NewIdP(t, key)
+	idp.Down.Store(true)
 	discovered := make(chan error, 4)
-	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, DiscoveryRetry: time.Nanosecond,
+	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.Issuer(), Audiences: []string{testAudience}, DiscoveryRetry: time.Nanosecond,
 		OnDiscovery: func(err error) { discovered <- err }})
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +140,7 @@ func TestIdPUnavailable(t *testing.T) {
 	client := startGRPC(t, newTestServer(referencePolicy(t), v, nil))
 	capt := &capture.Request{Method: "POST", Path: "/mcp",
 		Body:    []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`),
-		Headers: map[string]string{"content-type": "application/json", "authorization": "Bearer " + key.sign(t, idp.claims())}}
+		Headers: map[string]string{"content-type": "application/json", "authorization": "Bearer " + key.Sign(t, idp.Claims())}}
 	wantUnavailable := func(when string) {
 		t.Helper()
 		d, status := parseDenial(t, check(t, client, capt.CheckRequest(true)))
@@ -156,7 +155,7 @@ func TestIdPUnavailable(t *testing.T) {
 			if (err == nil) != wantOK {
 				t.Fatalf("discovery: %v, want success %v", err, wantOK)
 			}
-		case <-time.After(waitTimeout):
+		case <-time.After(testkit.WaitTimeout):
 			t.Fatal("no discovery attempt")
 		}
 	}
@@ -168,7 +167,7 @@ func TestIdPUnavailable(t *testing.T) {
 	waitDiscovery(false)
 	// Back up: the next Check still answers at once (and starts discovery);
 	// once that discovery succeeds, the same token is allowed.
-	idp.down.Store(false)
+	idp.Down.Store(false)
 	wantUnavailable("first Check after the provider came back")
 	waitDiscovery(true)
 	okHeaders(t, check(t, client, capt.CheckRequest(true)))
@@ -177,60 +176,14 @@ func TestIdPUnavailable(t *testing.T) {
 	}
 }
 
-// TestKeyRotation is case C17: after the service cached k1, the provider
-// serves only k2; a k2 token is allowed after one refetch, and 50 tokens with
-// random unknown kids cause at most one more fetch.
-func TestKeyRotation(t *testing.T) {
-	k1, k2 := newTestKey(t, "k1"), newTestKey(t, "k2")
-	idp := newTestIdP(t, k1)
-	now := time.Now()
-	clock := func() time.Time { return now }
-	v, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience}, Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	if err := v.Warm(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := v.Verify(ctx, k1.sign(t, idp.claims())); err != nil {
-		t.Fatalf("k1 before rotation: %v", err)
-	}
-	if got := idp.jwksGets.Load(); got != 1 {
-		t.Fatalf("jwks fetches after first token = %d, want 1", got)
-	}
-	idp.setKeys(k2)
-	now = now.Add(time.Minute)
-	if _, err := v.Verify(ctx, k2.sign(t, idp.claims())); err != nil {
-		t.Fatalf("k2 after rotation: %v", err)
-	}
-	if got := idp.jwksGets.Load(); got != 2 {
-		t.Fatalf("jwks fetches after rotation = %d, want 2", got)
-	}
-	if _, err := v.Verify(ctx, k1.sign(t, idp.claims())); err == nil {
-		t.Fatal("a k1 token still verifies after k1 left the key set")
-	}
-	rogue := newTestKey(t, "rogue")
-	for i := range 50 {
-		_, err := v.Verify(ctx, rogue.signAs(t, fmt.Sprintf("random-%d", i), idp.claims()))
-		var te *bearer.TokenError
-		if err == nil || !errors.As(err, &te) || decision.Reason(te.Kind.String()) != decision.ReasonTokenInvalid {
-			t.Fatalf("rogue kid %d: %v", i, err)
-		}
-	}
-	if got := idp.jwksGets.Load(); got > 3 {
-		t.Fatalf("50 unknown kids caused %d fetches in total, want the refresh rate-limited (<= 3)", got)
-	}
-}
-
 // TestRouteAudience: in a gateway, each route names its MCP server's
 // resource URI (context extension mcp_audience); a token issued for one
 // server is refused on another's route, though both are configured.
 func TestRouteAudience(t *testing.T) {
 	const payments, github = "https://gw.example.com/payments/mcp", "https://gw.example.com/github/mcp"
-	key := newTestKey(t, "k1")
-	idp := newTestIdP(t, key)
-	ov, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{payments, github}})
+	key := testkit.NewKey(t, "k1")
+	idp := testkit.NewIdP(t, key)
+	ov, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.Issuer(), Audiences: []string{payments, github}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,9 +196,9 @@ func TestRouteAudience(t *testing.T) {
 	}
 	client := startGRPC(t, newTestServer(referencePolicy(t), cv, nil))
 	tokenFor := func(aud ...string) string {
-		c := idp.claims()
+		c := idp.Claims()
 		c["aud"] = aud
-		return key.sign(t, c)
+		return key.Sign(t, c)
 	}
 	tests := []struct {
 		name       string
@@ -272,7 +225,7 @@ func TestRouteAudience(t *testing.T) {
 			}
 			if got == decision.ReasonAllowed && tt.route["mcp_audience"] != "" {
 				h := okHeaders(t, resp)
-				want := independentRequestDigest(t, tt.route["mcp_audience"], idp.issuer(), tt.route["mcp_server"], "tools/call", "search", []byte(`{}`))
+				want := independentRequestDigest(t, tt.route["mcp_audience"], idp.Issuer(), tt.route["mcp_server"], "tools/call", "search", []byte(`{}`))
 				if h[HeaderRequestDigest] != want {
 					t.Errorf("request digest does not bind the route's audience")
 				}
@@ -285,14 +238,14 @@ func TestRouteAudience(t *testing.T) {
 // check failed and, for issuer and audience, what the token carried; never
 // the token.
 func TestTokenFailureLogSaysWhy(t *testing.T) {
-	key := newTestKey(t, "k1")
-	idp := newTestIdP(t, key)
+	key := testkit.NewKey(t, "k1")
+	idp := testkit.NewIdP(t, key)
 	core, logs := observer.New(zapcore.InfoLevel)
 	client := startGRPC(t, newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), zap.New(core)))
 	with := func(mut func(c map[string]any)) string {
-		c := idp.claims()
+		c := idp.Claims()
 		mut(c)
-		return key.sign(t, c)
+		return key.Sign(t, c)
 	}
 	tests := []struct {
 		name string
@@ -302,12 +255,12 @@ func TestTokenFailureLogSaysWhy(t *testing.T) {
 		{name: "missing", want: []string{"no Authorization header"}},
 		{name: "basic", give: "Basic YWxpY2U6cHc=", want: []string{"not Bearer"}},
 		{name: "wrong issuer", give: "Bearer " + with(func(c map[string]any) { c["iss"] = "https://evil.example.com" }),
-			want: []string{`token iss "https://evil.example.com"`, idp.issuer()}},
+			want: []string{`token iss "https://evil.example.com"`, idp.Issuer()}},
 		{name: "wrong audience", give: "Bearer " + with(func(c map[string]any) { c["aud"] = []string{"https://other.example.com/mcp"} }),
 			want: []string{`token aud ["https://other.example.com/mcp"]`, "https://mcp.example.com/mcp"}},
 		{name: "expired", give: "Bearer " + with(func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() }),
 			want: []string{"token exp", "is past"}},
-		{name: "bad signature", give: "Bearer " + tamper(key.sign(t, idp.claims())), want: []string{"signature"}},
+		{name: "bad signature", give: "Bearer " + tamper(key.Sign(t, idp.Claims())), want: []string{"signature"}},
 	}
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}`
 	for _, tt := range tests {
@@ -341,17 +294,6 @@ func TestTokenFailureLogSaysWhy(t *testing.T) {
 	}
 }
 
-// signTyped signs claims with k as RS256 with JOSE header typ (absent when
-// typ is "-").
-func signTyped(t testing.TB, k *testKey, typ string, claims map[string]any) string {
-	t.Helper()
-	opts := &jose.SignerOptions{}
-	if typ != "-" {
-		opts = opts.WithType(jose.ContentType(typ))
-	}
-	return signJWS(t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}}, opts, claims)
-}
-
 // TestTokenType is case E05 and its class: a JWT of another kind (an
 // approval, a DPoP proof, a logout token, a security event token…) signed
 // by the identity provider with this server's audience is refused as a
@@ -359,11 +301,11 @@ func signTyped(t testing.TB, k *testKey, typ string, claims map[string]any) stri
 // 4.1.9), with 401 invalid_token; so is any typ not accepted. No typ, JWT
 // and at+jwt (RFC 9068) pass, and so do the types an operator adds.
 func TestTokenType(t *testing.T) {
-	key := newTestKey(t, "k1")
-	idp := newTestIdP(t, key)
+	key := testkit.NewKey(t, "k1")
+	idp := testkit.NewIdP(t, key)
 	core, logs := observer.New(zapcore.InfoLevel)
 	client := startGRPC(t, newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), zap.New(core)))
-	extra, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.issuer(), Audiences: []string{testAudience},
+	extra, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: idp.Issuer(), Audiences: []string{testAudience},
 		Types: append(append([]string{}, bearer.AccessTokenTypes...), "application/okta-internal-at+jwt")})
 	if err != nil {
 		t.Fatal(err)
@@ -386,7 +328,7 @@ func TestTokenType(t *testing.T) {
 	for _, typ := range refused {
 		t.Run("refused "+typ, func(t *testing.T) {
 			logs.TakeAll()
-			resp := send(client, signTyped(t, key, typ, idp.claims()))
+			resp := send(client, key.SignTyped(t, typ, idp.Claims()))
 			d, status := parseDenial(t, resp)
 			if status != http.StatusUnauthorized || decision.Reason(d.Error.Data.Reason) != decision.ReasonTokenInvalid {
 				t.Fatalf("typ %q: %d %s, want 401 token_invalid", typ, status, d.Error.Data.Reason)
@@ -401,25 +343,25 @@ func TestTokenType(t *testing.T) {
 	}
 	for _, typ := range []string{"-", "JWT", "jwt", "application/jwt", "at+jwt", "AT+JWT", "application/at+jwt", "Application/At+Jwt"} {
 		t.Run("accepted "+typ, func(t *testing.T) {
-			okHeaders(t, send(client, signTyped(t, key, typ, idp.claims())))
-			okHeaders(t, send(clientExtra, signTyped(t, key, typ, idp.claims())))
+			okHeaders(t, send(client, key.SignTyped(t, typ, idp.Claims())))
+			okHeaders(t, send(clientExtra, key.SignTyped(t, typ, idp.Claims())))
 		})
 	}
 	t.Run("listed by the operator", func(t *testing.T) {
 		for _, typ := range []string{"application/okta-internal-at+jwt", "okta-internal-at+jwt", "OKTA-INTERNAL-AT+JWT"} {
-			okHeaders(t, send(clientExtra, signTyped(t, key, typ, idp.claims())))
+			okHeaders(t, send(clientExtra, key.SignTyped(t, typ, idp.Claims())))
 		}
 		for _, typ := range []string{"mcp-approval+jwt", "dpop+jwt", "okta-at+jwt"} {
-			if d, status := parseDenial(t, send(clientExtra, signTyped(t, key, typ, idp.claims()))); status != 401 || decision.Reason(d.Error.Data.Reason) != decision.ReasonTokenInvalid {
+			if d, status := parseDenial(t, send(clientExtra, key.SignTyped(t, typ, idp.Claims()))); status != 401 || decision.Reason(d.Error.Data.Reason) != decision.ReasonTokenInvalid {
 				t.Errorf("typ %q with an operator list: %d %s", typ, status, d.Error.Data.Reason)
 			}
 		}
 	})
 	t.Run("an approval is never a token", func(t *testing.T) {
-		c := idp.claims()
+		c := idp.Claims()
 		c["digest"], c["jti"], c["approver"] = "sha256:"+strings.Repeat("0", 64), "j1", "bob"
 		for _, typ := range []string{decision.ApprovalType, "application/" + decision.ApprovalType} {
-			if d, status := parseDenial(t, send(client, signTyped(t, key, typ, c))); status != 401 || decision.Reason(d.Error.Data.Reason) != decision.ReasonTokenInvalid {
+			if d, status := parseDenial(t, send(client, key.SignTyped(t, typ, c))); status != 401 || decision.Reason(d.Error.Data.Reason) != decision.ReasonTokenInvalid {
 				t.Errorf("approval typ %q as Bearer: %d %s", typ, status, d.Error.Data.Reason)
 			}
 		}

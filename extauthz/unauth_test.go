@@ -12,6 +12,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // maxUnauthAlloc is what one Check may allocate for a request without a
@@ -60,8 +61,8 @@ func itoa(i int) string {
 // unauthRig is a server that verifies tokens against a loopback identity
 // provider, and Authorization values it refuses (unauthHeaders).
 func unauthRig(t testing.TB) (*Server, map[string]string) {
-	k1 := newTestKey(t, "k1")
-	idp := newTestIdP(t, k1)
+	k1 := testkit.NewKey(t, "k1")
+	idp := testkit.NewIdP(t, k1)
 	srv := newTestServer(referencePolicy(t), newDiscoveryVerifier(t, idp), nil)
 	return srv, unauthHeaders(t, idp, k1)
 }
@@ -73,12 +74,12 @@ func unauthRig(t testing.TB) (*Server, map[string]string) {
 // under it that pass every check but the signature, or fail one only after
 // their JSON is read (deep nesting, many members or audiences, escapes,
 // a long iss, another typ).
-func unauthHeaders(t testing.TB, idp *testIdP, k1 *testKey) map[string]string {
+func unauthHeaders(t testing.TB, idp *testkit.IdP, k1 *testkit.Key) map[string]string {
 	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
-	other := newTestKey(t, "other")
-	foreign := other.sign(t, idp.claims())
+	other := testkit.NewKey(t, "other")
+	foreign := other.Sign(t, idp.Claims())
 	exp := strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)
-	good := `"iss":"` + idp.issuer() + `","sub":"alice","exp":` + exp
+	good := `"iss":"` + idp.Issuer() + `","sub":"alice","exp":` + exp
 	claims := good + `,"aud":"` + testAudience + `"`
 	hdr := enc(`{"alg":"RS256","kid":"k1","typ":"JWT"}`)
 	sig := enc(strings.Repeat("s", 256))
@@ -88,12 +89,12 @@ func unauthHeaders(t testing.TB, idp *testIdP, k1 *testKey) map[string]string {
 		return prefix + strings.Repeat(unit, n/len(unit)) + suffix
 	}
 	padded := func(typ string) map[string]any {
-		c := idp.claims()
+		c := idp.Claims()
 		c["pad"] = strings.Repeat("x", (bearer.MaxTokenBytes-1200)*3/4)
 		return c
 	}
 	maxTyped := func(typ string) string {
-		return signJWS(t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k1.priv, KeyID: "k1"}},
+		return testkit.SignJWS(t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k1.Priv, KeyID: "k1"}},
 			(&jose.SignerOptions{}).WithType(jose.ContentType(typ)), padded(typ))
 	}
 	h := map[string]string{
@@ -115,8 +116,8 @@ func unauthHeaders(t testing.TB, idp *testIdP, k1 *testKey) map[string]string {
 		"huge-payload-segment": "Bearer " + hdr + "." + enc(`{`+claims+`,"x":"`+strings.Repeat("x", 45_000)+`"}`) + "." + sig,
 		"huge-signature":       "Bearer " + hdr + "." + enc(`{`+claims+`}`) + "." + strings.Repeat("A", 60_000),
 
-		"max-tampered":        "Bearer " + tamper(k1.sign(t, padded(""))),
-		"max-foreign":         "Bearer " + other.sign(t, padded("")),
+		"max-tampered":        "Bearer " + tamper(k1.Sign(t, padded(""))),
+		"max-foreign":         "Bearer " + other.Sign(t, padded("")),
 		"max-approval-typ":    "Bearer " + maxTyped("mcp-approval+jwt"),
 		"max-dpop-typ":        "Bearer " + maxTyped("application/DPoP+JWT"),
 		"max-arrays":          "Bearer " + hdr + "." + enc(fill(`{`+claims+`,"x":[`, "[],", `[]]}`)) + "." + sig,

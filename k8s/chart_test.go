@@ -719,16 +719,43 @@ func TestChartRejectsWrongValues(t *testing.T) {
 		{"zero shutdown timeout", "shutdown: {drainPeriodSeconds: 5, timeoutSeconds: 0}", "'/shutdown/timeoutSeconds'"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var vals map[string]any
-			if err := yaml.Unmarshal([]byte(tt.give), &vals); err != nil {
-				t.Fatal(err)
-			}
-			_, _, err := render(c, vals)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("got %v, want an error mentioning %q", err, tt.want)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantRefused(t, c, tt.give, tt.want) })
+	}
+}
+
+// notes renders NOTES.txt with vals over the defaults.
+func notes(t *testing.T, vals map[string]any) string {
+	t.Helper()
+	c := loadChart(t)
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = kubeVersion
+	rv, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "r", Namespace: "n", IsInstall: true}, caps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Render(c, rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files["mcp-extauthz/templates/NOTES.txt"]
+}
+
+// values parses give, YAML values over the chart's defaults.
+func values(t *testing.T, give string) map[string]any {
+	t.Helper()
+	var vals map[string]any
+	if err := yaml.Unmarshal([]byte(give), &vals); err != nil {
+		t.Fatal(err)
+	}
+	return vals
+}
+
+// wantRefused renders c with the values give and fails the test unless
+// the chart refuses them with an error mentioning want.
+func wantRefused(t *testing.T, c *chart.Chart, give, want string) {
+	t.Helper()
+	if _, _, err := render(c, values(t, give)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want an error mentioning %q", err, want)
 	}
 }
 
@@ -736,11 +763,7 @@ func TestChartRejectsWrongValues(t *testing.T) {
 // decodes the result strictly.
 func renderObjects(t *testing.T, give string) (*Objects, chartutil.Values) {
 	t.Helper()
-	var vals map[string]any
-	if err := yaml.Unmarshal([]byte(give), &vals); err != nil {
-		t.Fatal(err)
-	}
-	out, v, err := render(loadChart(t), vals)
+	out, v, err := render(loadChart(t), values(t, give))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -822,23 +845,8 @@ func TestChartNotesWarnWithoutNetworkPolicy(t *testing.T) {
 		{storeBase, "waitReplicas is 0"},
 	}
 	for _, tt := range tests {
-		var vals map[string]any
-		if err := yaml.Unmarshal([]byte(tt.give), &vals); err != nil {
-			t.Fatal(err)
-		}
-		c := loadChart(t)
-		caps := chartutil.DefaultCapabilities.Copy()
-		caps.KubeVersion = kubeVersion
-		rv, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "r", Namespace: "n", IsInstall: true}, caps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files, err := engine.Render(c, rv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if notes := files["mcp-extauthz/templates/NOTES.txt"]; !strings.Contains(notes, tt.want) {
-			t.Errorf("%s: NOTES.txt lacks %q:\n%s", tt.give, tt.want, notes)
+		if got := notes(t, values(t, tt.give)); !strings.Contains(got, tt.want) {
+			t.Errorf("%s: NOTES.txt lacks %q:\n%s", tt.give, tt.want, got)
 		}
 	}
 }

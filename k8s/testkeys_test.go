@@ -17,8 +17,6 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	"sigs.k8s.io/yaml"
 )
 
@@ -262,21 +260,4 @@ func TestChartCIValuesSayTheyTrustTestKeys(t *testing.T) {
 			t.Errorf("%s trusts the published test key without testOnly.allowPublishedTestKeys and a TEST ONLY comment", f)
 		}
 	}
-}
-
-// notes renders NOTES.txt with vals over the defaults.
-func notes(t *testing.T, vals map[string]any) string {
-	t.Helper()
-	c := loadChart(t)
-	caps := chartutil.DefaultCapabilities.Copy()
-	caps.KubeVersion = kubeVersion
-	rv, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "r", Namespace: "n", IsInstall: true}, caps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := engine.Render(c, rv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files["mcp-extauthz/templates/NOTES.txt"]
 }

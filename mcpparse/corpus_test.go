@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 func TestCases(t *testing.T) {
@@ -194,11 +194,6 @@ func goldenRecord(m *Message) []byte {
 // every corpus tools/call and prompts/get body (go test -update rewrites).
 func TestGoldenCorpusArguments(t *testing.T) {
 	dir := filepath.Join("testdata", "golden")
-	if *update {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	n := 0
 	for _, r := range loadCorpus(t) {
 		if r.JSONRPC == nil || (r.JSONRPC.Method != "tools/call" && r.JSONRPC.Method != "prompts/get") || isUnsafeBigInt(r.body) {
@@ -214,17 +209,8 @@ func TestGoldenCorpusArguments(t *testing.T) {
 			m := b.Messages[0]
 			got := goldenRecord(&m)
 			path := filepath.Join(dir, name)
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(got, want) {
+			want, same := testkit.Golden(t, path, got)
+			if !same {
 				t.Errorf("golden mismatch for %s:\ngot  %s\nwant %s", path, got, want)
 			}
 			// The golden record is itself canonical, and its digest is that

@@ -1,20 +1,15 @@
 package mcpparse
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
-	"sort"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
+)
 
 // sharedDir is the repository's copy of the project's shared test data
 // (corpus, cases, schemas): <repo>/testdata/shared, seen from
@@ -58,35 +53,17 @@ type corpusRecord struct {
 // is a failure, not a skip: CI must not go green without it.
 func loadCorpus(tb testing.TB) []corpusRecord {
 	tb.Helper()
-	files, err := filepath.Glob(filepath.Join(sharedDir, "corpus", "mcp-real", "*.jsonl"))
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("corpus not found at %s/corpus/mcp-real (err %v)", sharedDir, err)
-	}
-	sort.Strings(files)
 	var out []corpusRecord
-	for _, f := range files {
-		fh, err := os.Open(f)
+	for _, l := range testkit.JSONLines(tb, filepath.Join(sharedDir, "corpus", "mcp-real", "*.jsonl")) {
+		var r corpusRecord
+		l.Decode(tb, &r)
+		var err error
+		r.body, err = base64.StdEncoding.DecodeString(r.HTTP.BodyB64)
 		if err != nil {
-			tb.Fatal(err)
+			tb.Fatalf("%s seq %d: %v", l.File, r.Seq, err)
 		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
-		for sc.Scan() {
-			var r corpusRecord
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				tb.Fatalf("%s: %v", f, err)
-			}
-			r.body, err = base64.StdEncoding.DecodeString(r.HTTP.BodyB64)
-			if err != nil {
-				tb.Fatalf("%s seq %d: %v", f, r.Seq, err)
-			}
-			if len(r.body) > 0 {
-				out = append(out, r)
-			}
-		}
-		fh.Close()
-		if err := sc.Err(); err != nil {
-			tb.Fatal(err)
+		if len(r.body) > 0 {
+			out = append(out, r)
 		}
 	}
 	if len(out) == 0 {
@@ -108,17 +85,9 @@ func loadCases(tb testing.TB) map[string][]byte {
 	tb.Helper()
 	out := map[string][]byte{}
 	for _, file := range []string{"cases.jsonl", "cases-2.jsonl", "cases-3.jsonl"} {
-		raw, err := os.ReadFile(filepath.Join(sharedDir, "cases", file))
-		if err != nil {
-			tb.Fatalf("cases not found: %v", err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(raw))
-		sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
-		for sc.Scan() {
+		for _, l := range testkit.JSONLines(tb, filepath.Join(sharedDir, "cases", file)) {
 			var c caseRecord
-			if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-				tb.Fatal(err)
-			}
+			l.Decode(tb, &c)
 			switch {
 			case c.Request.BodyHex != nil:
 				b, err := hex.DecodeString(*c.Request.BodyHex)
@@ -129,9 +98,6 @@ func loadCases(tb testing.TB) map[string][]byte {
 			case c.Request.BodyText != nil:
 				out[c.ID] = []byte(*c.Request.BodyText)
 			}
-		}
-		if err := sc.Err(); err != nil {
-			tb.Fatal(err)
 		}
 	}
 	return out

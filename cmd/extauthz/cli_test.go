@@ -1,13 +1,14 @@
 package main
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // otherConfig writes a serve config unlike examples/config.yaml (another
@@ -31,24 +32,6 @@ func otherConfig(t *testing.T, extra string) string {
 		t.Fatal(err)
 	}
 	return f
-}
-
-// claimsOf decodes a compact JWS's payload.
-func claimsOf(t *testing.T, jws string) map[string]any {
-	t.Helper()
-	parts := strings.Split(strings.TrimSpace(jws), ".")
-	if len(parts) != 3 {
-		t.Fatalf("not a compact JWS: %q", jws)
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 // TestTokenDefaultsFromConfig: token's iss and aud are the flags', else
@@ -87,7 +70,7 @@ func TestTokenDefaultsFromConfig(t *testing.T) {
 			if code != 0 {
 				return
 			}
-			c := claimsOf(t, out)
+			c := testkit.ClaimsOf(t, out)
 			if c["iss"] != tt.wantIss || !slices.Equal(c["aud"].([]any), tt.wantAud) {
 				t.Errorf("iss %v aud %v; want %s %v", c["iss"], c["aud"], tt.wantIss, tt.wantAud)
 			}
@@ -109,7 +92,7 @@ func TestApproveDefaultsFromConfig(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("approve --config: exit %d %s", code, errs)
 	}
-	if c := claimsOf(t, out); c["iss"] != "https://approvals.other.example" || c["aud"] != "https://billing.other.example/mcp" || c["digest"] != digest {
+	if c := testkit.ClaimsOf(t, out); c["iss"] != "https://approvals.other.example" || c["aud"] != "https://billing.other.example/mcp" || c["digest"] != digest {
 		t.Errorf("approval claims %v", c)
 	}
 
@@ -130,7 +113,7 @@ func TestApproveDefaultsFromConfig(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("approve --config of a captured request: exit %d %s", code, errs)
 	}
-	if got := claimsOf(t, out)["digest"]; got != decided["request_digest"] {
+	if got := testkit.ClaimsOf(t, out)["digest"]; got != decided["request_digest"] {
 		t.Errorf("approve computed %v, check %s", got, decided["request_digest"])
 	}
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,9 +11,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
+)
 
 // decisionIDs are random: golden files hold a placeholder.
 var decisionIDs = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
@@ -22,17 +21,7 @@ var decisionIDs = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
 func golden(t *testing.T, path, got string) {
 	t.Helper()
 	got = decisionIDs.ReplaceAllString(got, "<decision-id>")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if got != string(want) {
+	if want, same := testkit.Golden(t, path, []byte(got)); !same {
 		t.Errorf("%s differs (run go test -update and review the diff):\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
 }

@@ -3,21 +3,19 @@ package main
 import (
 	"bytes"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // TestCLIPrintsOneErrorLine: a tool that cannot reach the service prints
 // its own error, one line, and none of gRPC's internal warnings before it
 // (main routes grpclog to nowhere for every command but serve).
 func TestCLIPrintsOneErrorLine(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testkit.Listen(t)
 	closed := l.Addr().String()
 	l.Close() // nothing listens there now: connection refused
 	tests := []struct {

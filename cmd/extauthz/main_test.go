@@ -9,13 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // The tests run in cmd/extauthz; the quick-start files are two levels up.
@@ -335,16 +334,6 @@ func startServe(t *testing.T, args ...string) (grpcAddr, httpAddr string, stderr
 	return "", "", nil
 }
 
-func httpStatus(t *testing.T, url string) int {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
 // TestServeIdentityProviderDown: started while the identity provider is
 // down, serve is not ready and denies with idp_unavailable; once the
 // provider answers it becomes ready and allows, without a restart.
@@ -353,30 +342,20 @@ func TestServeIdentityProviderDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var up atomic.Bool
-	var idp *httptest.Server
-	idp = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !up.Load() {
-			http.Error(w, "down", http.StatusBadGateway)
-			return
-		}
-		switch r.URL.Path {
-		case "/.well-known/openid-configuration":
-			fmt.Fprintf(w, `{"issuer":%q,"jwks_uri":%q,"authorization_endpoint":%q,"token_endpoint":%q}`,
-				idp.URL, idp.URL+"/jwks", idp.URL+"/a", idp.URL+"/t")
-		case "/jwks":
-			_, _ = w.Write(jwks)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	defer idp.Close()
+	var set struct{ Keys []json.RawMessage }
+	if err := json.Unmarshal(jwks, &set); err != nil || len(set.Keys) == 0 {
+		t.Fatalf("examples/jwks.json: %v", err)
+	}
+	// The provider publishes the quick start's key set as it is.
+	idp := testkit.NewIdP(t)
+	idp.SetExtraKeys(set.Keys...)
+	idp.Down.Store(true)
 
-	grpcAddr, httpAddr, stderr := startServe(t, "--policy", "examples/policy.yaml", "--issuer", idp.URL,
+	grpcAddr, httpAddr, stderr := startServe(t, "--policy", "examples/policy.yaml", "--issuer", idp.Issuer(),
 		"--audience", "https://mcp.example.com/mcp", "--server-id", "payments",
 		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--drain-period", "0s", "--state-store-memory-per-replica-ok")
 	var tok bytes.Buffer
-	if err := run(t.Context(), []string{"token", "--issuer", idp.URL, "--audience", "https://mcp.example.com/mcp"}, &tok, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"token", "--issuer", idp.Issuer(), "--audience", "https://mcp.example.com/mcp"}, &tok, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile("examples/requests/search-allowed.json")
@@ -399,7 +378,7 @@ func TestServeIdentityProviderDown(t *testing.T) {
 		return resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue()
 	}
 
-	if got := httpStatus(t, "http://"+httpAddr+"/readyz"); got != http.StatusServiceUnavailable {
+	if got, _ := testkit.Get(t, "http://"+httpAddr+"/readyz"); got != http.StatusServiceUnavailable {
 		t.Errorf("/readyz with the provider down = %d, want 503", got)
 	}
 	// Every metric exists from start, at zero, and the first failures of
@@ -435,19 +414,19 @@ func TestServeIdentityProviderDown(t *testing.T) {
 			t.Fatal("the failed discovery at start is not counted in oidc_discovery_total")
 		}
 	}
-	if got := httpStatus(t, "http://"+httpAddr+"/healthz"); got != http.StatusOK {
+	if got, _ := testkit.Get(t, "http://"+httpAddr+"/healthz"); got != http.StatusOK {
 		t.Errorf("/healthz = %d, want 200", got)
 	}
 	if got := reason(); got != string(decision.ReasonIdPUnavailable) {
 		t.Fatalf("provider down: reason %s, want idp_unavailable", got)
 	}
-	up.Store(true)
+	idp.Down.Store(false)
 	// The key refresher retries with backoff and logs when the provider
 	// is back; from then on serve is ready.
 	if stderr.waitFor(regexp.MustCompile(`identity provider ready`), 15*time.Second) == nil {
 		t.Fatalf("not ready 15s after the provider came up: %s", stderr.String())
 	}
-	if got := httpStatus(t, "http://"+httpAddr+"/readyz"); got != http.StatusOK {
+	if got, _ := testkit.Get(t, "http://"+httpAddr+"/readyz"); got != http.StatusOK {
 		t.Errorf("/readyz once the provider is back = %d, want 200", got)
 	}
 	if got := reason(); got != string(decision.ReasonAllowed) {
@@ -474,16 +453,8 @@ func TestServeIdentityProviderDown(t *testing.T) {
 // scrape returns the /metrics text of the service at httpAddr.
 func scrape(t *testing.T, httpAddr string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + httpAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	_, body := testkit.Get(t, "http://"+httpAddr+"/metrics")
+	return body
 }
 
 func TestHelpAndVersion(t *testing.T) {

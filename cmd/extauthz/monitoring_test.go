@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // The chart's monitoring files, from the repository root (the tests'
@@ -314,16 +315,8 @@ func TestGrafanaDashboard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := os.WriteFile(dashboardFile, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := os.ReadFile(dashboardFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
+	got, same := testkit.Golden(t, dashboardFile, want)
+	if !same {
 		t.Fatalf("%s is not what dashboardPanels generate: go test ./cmd/extauthz -run TestGrafanaDashboard -update", dashboardFile)
 	}
 	var d struct {

@@ -21,25 +21,9 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/reload"
-	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
-
-// searchPolicy is a valid policy that allows */search under the rule id
-// searchID.
-func searchPolicy(searchID string) []byte {
-	return fmt.Appendf(nil, "default: deny\nallow:\n  - id: %s\n    match: \"*/search\"\n", searchID)
-}
-
-// versionOf is the Version CompilePolicy gives src.
-func versionOf(src []byte) string { return mcpparse.Digest(src) }
-
-func writePolicyFile(t testing.TB, file string, src []byte) {
-	t.Helper()
-	if err := os.WriteFile(file, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // policyRig is serve's policy loader (newPolicyLoader) with its own
 // registry, metrics and observed log, loaded once from file.
@@ -103,14 +87,14 @@ func TestLoadRefusesInvalidPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			good := searchPolicy("good")
+			good := testkit.SearchPolicy("good")
 			file := filepath.Join(t.TempDir(), "policy.yaml")
-			writePolicyFile(t, file, good)
+			testkit.WriteFile(t, file, good)
 			r := newPolicyRig(t, file)
 			ready := &lifecycle.Readiness{Checks: []func() error{r.store.Ready}, OnReady: r.metrics.SetReady}
 			before := r.store.Load()
 
-			writePolicyFile(t, file, []byte(tt.give))
+			testkit.WriteFile(t, file, []byte(tt.give))
 			_, err := r.loader.Load()
 
 			var ce *policy.CompileError
@@ -145,7 +129,7 @@ func TestLoadRefusesInvalidPolicy(t *testing.T) {
 			if len(probs) != len(ce.Problems) || !strings.HasPrefix(fmt.Sprint(probs[0]), fmt.Sprintf("%s:%d:", file, tt.wantLine)) {
 				t.Errorf("logged problems = %v, want %d starting with %s:%d:", fields["problems"], len(ce.Problems), file, tt.wantLine)
 			}
-			if fields["kept_policy_version"] != versionOf(good) || fields["file"] != file {
+			if fields["kept_policy_version"] != testkit.PolicyVersion(good) || fields["file"] != file {
 				t.Errorf("error line fields = %v", fields)
 			}
 
@@ -163,7 +147,7 @@ func TestLoadRefusesInvalidPolicy(t *testing.T) {
 // policy, reports the read error and counts it.
 func TestLoadMissingFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "policy.yaml")
-	writePolicyFile(t, file, searchPolicy("good"))
+	testkit.WriteFile(t, file, testkit.SearchPolicy("good"))
 	r := newPolicyRig(t, file)
 	before := r.store.Load()
 	if err := os.Remove(file); err != nil {
@@ -181,9 +165,9 @@ func TestLoadMissingFile(t *testing.T) {
 // counts nothing; a change back to an earlier content is a change; the
 // policy_info series names the live version only.
 func TestLoadCountsChangesOnly(t *testing.T) {
-	a, b := searchPolicy("a"), searchPolicy("b")
+	a, b := testkit.SearchPolicy("a"), testkit.SearchPolicy("b")
 	file := filepath.Join(t.TempDir(), "policy.yaml")
-	writePolicyFile(t, file, a)
+	testkit.WriteFile(t, file, a)
 	r := newPolicyRig(t, file)
 	first := r.store.Load()
 
@@ -203,12 +187,12 @@ func TestLoadCountsChangesOnly(t *testing.T) {
 	}
 
 	for i, src := range [][]byte{b, b, a} {
-		writePolicyFile(t, file, src)
+		testkit.WriteFile(t, file, src)
 		if _, err := r.loader.Load(); err != nil {
 			t.Fatal(err)
 		}
-		if got := r.store.Load().Version; got != versionOf(src) {
-			t.Errorf("step %d: live = %s, want %s", i, got, versionOf(src))
+		if got := r.store.Load().Version; got != testkit.PolicyVersion(src) {
+			t.Errorf("step %d: live = %s, want %s", i, got, testkit.PolicyVersion(src))
 		}
 		if lp := r.store.Load(); lp.File != file || lp.Policy == nil {
 			t.Errorf("step %d: live policy = %+v, want compiled from %s", i, lp, file)
@@ -217,7 +201,7 @@ func TestLoadCountsChangesOnly(t *testing.T) {
 	if got := r.reloads(); got != 3 {
 		t.Errorf("policy_reloads_total = %v after a, b, b, a; want 3", got)
 	}
-	if got := testutil.ToFloat64(r.metrics.PolicyInfo.WithLabelValues(versionOf(a))); got != 1 {
+	if got := testutil.ToFloat64(r.metrics.PolicyInfo.WithLabelValues(testkit.PolicyVersion(a))); got != 1 {
 		t.Errorf("policy_info{version=a} = %v, want 1", got)
 	}
 	if n := testutil.CollectAndCount(r.metrics.PolicyInfo); n != 1 {

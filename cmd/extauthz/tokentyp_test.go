@@ -10,13 +10,13 @@ import (
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
-	jose "github.com/go-jose/go-jose/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // TestTokenTypFlag: --token-typ is repeatable, read from EXTAUTHZ_TOKEN_TYP
@@ -65,7 +65,7 @@ func TestServeTokenTyp(t *testing.T) {
 	}
 	defer conn.Close()
 	client := authv3.NewAuthorizationClient(conn)
-	key := readJWK(t, "examples/TEST-ONLY-signing-key.jwk.json")
+	key := testkit.ReadJWK(t, "examples/TEST-ONLY-signing-key.jwk.json")
 	now := time.Now()
 	claims := map[string]any{"iss": "https://idp.example.com", "sub": "alice", "aud": "https://mcp.example.com/mcp",
 		"iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
@@ -80,7 +80,7 @@ func TestServeTokenTyp(t *testing.T) {
 		{"JWT", true}, {"at+jwt", true}, {"application/AT+JWT", true}, {"OKTA-INTERNAL-AT+JWT", true}, {"application/okta-internal-at+jwt", true},
 		{"mcp-approval+jwt", false}, {"dpop+jwt", false}, {"okta-at+jwt", false}, {"JOSE", false},
 	} {
-		tok, err := signTyped(key, tt.typ, claims)
+		tok, err := signTyped(&key, tt.typ, claims)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,19 +100,6 @@ func TestServeTokenTyp(t *testing.T) {
 			t.Errorf("typ %q: status %v, want 401", tt.typ, resp.GetDeniedResponse().GetStatus())
 		}
 	}
-}
-
-func readJWK(t *testing.T, file string) *jose.JSONWebKey {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var k jose.JSONWebKey
-	if err := json.Unmarshal(b, &k); err != nil {
-		t.Fatal(err)
-	}
-	return &k
 }
 
 // TestApproverIssuerIsTokenIssuer: --approver-issuer equal to --issuer

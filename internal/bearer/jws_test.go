@@ -8,7 +8,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // testSigner is a private key with the algorithms it signs under.
@@ -92,22 +92,6 @@ func signCompact(t testing.TB, s testSigner, alg jose.SignatureAlgorithm, extra 
 		t.Fatal(err)
 	}
 	return out
-}
-
-// signRaw signs the header and payload bytes as given (which go-jose would
-// not write: duplicate members, case variants, crit) as ES256 with k.
-func signRaw(t testing.TB, k *ecdsa.PrivateKey, header, payload string) string {
-	t.Helper()
-	in := b64.EncodeToString([]byte(header)) + "." + b64.EncodeToString([]byte(payload))
-	sum := sha256.Sum256([]byte(in))
-	r, s, err := ecdsa.Sign(rand.Reader, k, sum[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig := make([]byte, 64)
-	r.FillBytes(sig[:32])
-	s.FillBytes(sig[32:])
-	return in + "." + b64.EncodeToString(sig)
 }
 
 // TestVerifySignatureAlgorithms: a token go-jose signs under every allowed
@@ -266,7 +250,7 @@ func TestParseHeaderAgreesWithGoJOSE(t *testing.T) {
 		`{"alg":"ES256","typ":"a\u0000b"}`,
 		`{"alg":"ES256"}`,
 	} {
-		tok := signRaw(t, k, h, `{}`)
+		tok := testkit.SignES256Raw(t, k, h, `{}`)
 		got, err := ParseHeader(tok)
 		j, jerr := jose.ParseSigned(tok, allowedJOSEAlgs)
 		if err != nil {

@@ -1,7 +1,6 @@
 package decisionlog
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,35 +11,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zapcore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// lockedBuffer is a bytes.Buffer safe for the flushing goroutine and the
-// test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestDecisionLoggerFlushInterval: a line is written within the flush
 // interval without stop.
 func TestDecisionLoggerFlushInterval(t *testing.T) {
-	var out lockedBuffer
+	var out testkit.Buffer
 	log, stop := New(&out, zapcore.InfoLevel, 10*time.Millisecond)
 	defer func() { _ = stop() }()
 	log.Info("decision")

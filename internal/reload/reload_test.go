@@ -2,8 +2,6 @@ package reload
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,71 +14,11 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// waitTimeout bounds every wait below: long enough for a loaded CI machine
-// under -race, far above what a working watcher needs (one debounce).
-const waitTimeout = 10 * time.Second
-
-// pollUntil polls cond every few milliseconds until it holds, and fails the
-// test with what when it does not within waitTimeout.
-func pollUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// waitSignal re-checks cond each time signal fires until it holds, and
-// fails the test with what when it does not within waitTimeout.
-func waitSignal(t testing.TB, what string, signal <-chan struct{}, cond func() bool) {
-	t.Helper()
-	timeout := time.NewTimer(waitTimeout)
-	defer timeout.Stop()
-	for !cond() {
-		select {
-		case <-signal:
-		case <-timeout.C:
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-	}
-}
-
-// searchPolicy is a valid policy that allows */search under the rule id
-// searchID, so two such policies differ only in that id.
-func searchPolicy(searchID string) []byte {
-	return fmt.Appendf(nil, `default: deny
-deny:
-  - id: no-deletes
-    match: "*/delete_*"
-allow:
-  - id: %s
-    match: "*/search"
-methods:
-  allow: [initialize, tools/list]
-`, searchID)
-}
-
-// versionOf is the version the rig gives src: its SHA-256.
-func versionOf(src []byte) string {
-	sum := sha256.Sum256(src)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// writePolicyFile writes src to file, failing the test on error.
-func writePolicyFile(t testing.TB, file string, src []byte) {
-	t.Helper()
-	if err := os.WriteFile(file, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // published is what the rig's Publish makes live.
 type published struct {
@@ -129,7 +67,7 @@ func (r *rig) publish(file string, src []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	v := versionOf(src)
+	v := testkit.PolicyVersion(src)
 	if cur := r.current.Load(); cur != nil && cur.version == v {
 		return false, nil
 	}
@@ -163,8 +101,8 @@ func (r *rig) watch(t testing.TB) {
 			if err != nil {
 				t.Errorf("Watch returned %v after its context ended, want nil", err)
 			}
-		case <-time.After(waitTimeout):
-			t.Errorf("Watch did not return within %v of its context ending", waitTimeout)
+		case <-time.After(testkit.WaitTimeout):
+			t.Errorf("Watch did not return within %v of its context ending", testkit.WaitTimeout)
 		}
 	})
 
@@ -174,7 +112,7 @@ func (r *rig) watch(t testing.TB) {
 		t.Fatal(err)
 	}
 	r.current.Store(&published{policy: r.current.Load().policy, file: "sentinel", version: "sha256:sentinel"})
-	deadline := time.Now().Add(waitTimeout)
+	deadline := time.Now().Add(testkit.WaitTimeout)
 	for r.live() != want {
 		select {
 		case err := <-done:
@@ -186,7 +124,7 @@ func (r *rig) watch(t testing.TB) {
 		}
 		// Rewrite, then wait for the reload, or rewrite again after three
 		// debounces (100ms) if the watches were not yet in place.
-		writePolicyFile(t, r.loader.File, src)
+		testkit.WriteFile(t, r.loader.File, src)
 		select {
 		case <-r.loaded:
 		case <-time.After(300 * time.Millisecond):
@@ -197,8 +135,8 @@ func (r *rig) watch(t testing.TB) {
 // waitLive waits, on the loader's reports, until the live policy is src's.
 func (r *rig) waitLive(t testing.TB, what string, src []byte) {
 	t.Helper()
-	want := versionOf(src)
-	waitSignal(t, what+": new policy live", r.loaded, func() bool { return r.live() == want })
+	want := testkit.PolicyVersion(src)
+	testkit.WaitSignal(t, what+": new policy live", r.loaded, func() bool { return r.live() == want })
 }
 
 // TestWatchReloadsFile: a policy written in place, or written beside and
@@ -207,21 +145,21 @@ func (r *rig) waitLive(t testing.TB, what string, src []byte) {
 func TestWatchReloadsFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "policy.yaml")
-	writePolicyFile(t, file, searchPolicy("v0"))
+	testkit.WriteFile(t, file, testkit.SearchPolicy("v0"))
 	r := newRig(t, file)
 	r.watch(t)
 	base := r.changes.Load() // the initial Load and the watcher's proof of life
 
-	v1 := searchPolicy("v1")
-	writePolicyFile(t, file, v1)
+	v1 := testkit.SearchPolicy("v1")
+	testkit.WriteFile(t, file, v1)
 	r.waitLive(t, "os.WriteFile", v1)
 	if got := r.changes.Load(); got != base+1 {
 		t.Errorf("%d changes reported after WriteFile, want %d", got, base+1)
 	}
 
-	v2 := searchPolicy("v2")
+	v2 := testkit.SearchPolicy("v2")
 	tmp := filepath.Join(dir, ".policy.yaml.tmp")
-	writePolicyFile(t, tmp, v2)
+	testkit.WriteFile(t, tmp, v2)
 	if err := os.Rename(tmp, file); err != nil {
 		t.Fatal(err)
 	}
@@ -243,10 +181,10 @@ func TestWatchReloadsFile(t *testing.T) {
 // then starts Watch) is not lost: it goes live without any further event.
 func TestWatchCatchesChangeBeforeStart(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "policy.yaml")
-	writePolicyFile(t, file, searchPolicy("v0"))
+	testkit.WriteFile(t, file, testkit.SearchPolicy("v0"))
 	r := newRig(t, file)
-	v1 := searchPolicy("v1")
-	writePolicyFile(t, file, v1)
+	v1 := testkit.SearchPolicy("v1")
+	testkit.WriteFile(t, file, v1)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -290,7 +228,7 @@ func (c *configMap) writeVersion(name string, src []byte) {
 	if err := os.Mkdir(filepath.Join(c.dir, name), 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	writePolicyFile(c.t, filepath.Join(c.dir, name, "policy.yaml"), src)
+	testkit.WriteFile(c.t, filepath.Join(c.dir, name, "policy.yaml"), src)
 }
 
 // update swaps in src the way the kubelet does: new timestamped directory,
@@ -316,17 +254,17 @@ func (c *configMap) update(name string, src []byte) {
 // the new policy live, and so does the next one, after the directory the
 // watcher first resolved has been deleted.
 func TestWatchConfigMapSwap(t *testing.T) {
-	v1 := searchPolicy("cm-v1")
+	v1 := testkit.SearchPolicy("cm-v1")
 	cm := newConfigMap(t, v1)
 	r := newRig(t, cm.file())
 	r.watch(t)
 	base := r.changes.Load()
 
-	v2 := searchPolicy("cm-v2")
+	v2 := testkit.SearchPolicy("cm-v2")
 	cm.update("..2026_01_01_v2", v2)
 	r.waitLive(t, "first ConfigMap swap", v2)
 
-	v3 := searchPolicy("cm-v3")
+	v3 := testkit.SearchPolicy("cm-v3")
 	cm.update("..2026_01_01_v3", v3)
 	r.waitLive(t, "second ConfigMap swap", v3)
 
@@ -361,11 +299,11 @@ func TestLoadReturnsPublishError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "policy.yaml")
-			writePolicyFile(t, file, searchPolicy("good"))
+			testkit.WriteFile(t, file, testkit.SearchPolicy("good"))
 			r := newRig(t, file)
 			before := r.current.Load()
 
-			writePolicyFile(t, file, []byte(tt.give))
+			testkit.WriteFile(t, file, []byte(tt.give))
 			changed, err := r.loader.Load()
 
 			var ce *policy.CompileError
@@ -392,20 +330,20 @@ func TestLoadReturnsPublishError(t *testing.T) {
 // reported while the good one stays live, and the next good write is
 // picked up.
 func TestWatchRefusesInvalidPolicy(t *testing.T) {
-	good := searchPolicy("good")
+	good := testkit.SearchPolicy("good")
 	file := filepath.Join(t.TempDir(), "policy.yaml")
-	writePolicyFile(t, file, good)
+	testkit.WriteFile(t, file, good)
 	r := newRig(t, file)
 	r.watch(t)
 
-	writePolicyFile(t, file, []byte("default: deny\nallow:\n  - {id: x, match: \"*/search\", when: \"args.q ==\"}\n"))
-	waitSignal(t, "the broken write reported", r.loaded, func() bool { return r.errs.Load() >= 1 })
-	if got := r.live(); got != versionOf(good) {
-		t.Errorf("live version = %s after a broken write, want the good %s", got, versionOf(good))
+	testkit.WriteFile(t, file, []byte("default: deny\nallow:\n  - {id: x, match: \"*/search\", when: \"args.q ==\"}\n"))
+	testkit.WaitSignal(t, "the broken write reported", r.loaded, func() bool { return r.errs.Load() >= 1 })
+	if got := r.live(); got != testkit.PolicyVersion(good) {
+		t.Errorf("live version = %s after a broken write, want the good %s", got, testkit.PolicyVersion(good))
 	}
 
-	fixed := searchPolicy("fixed")
-	writePolicyFile(t, file, fixed)
+	fixed := testkit.SearchPolicy("fixed")
+	testkit.WriteFile(t, file, fixed)
 	r.waitLive(t, "the fixed policy after a broken one", fixed)
 }
 
@@ -415,14 +353,14 @@ func TestWatchRefusesInvalidPolicy(t *testing.T) {
 func TestWatchIgnoresFilesBeside(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "policy.yaml")
-	good := searchPolicy("good")
-	writePolicyFile(t, file, good)
+	good := testkit.SearchPolicy("good")
+	testkit.WriteFile(t, file, good)
 	r := newRig(t, file)
 	r.watch(t)
 	changes := r.changes.Load()
 
-	writePolicyFile(t, file, []byte("default: deny\nallow: [{match: x, shadow: yes}]\n"))
-	pollUntil(t, "the broken write refused", func() bool { return r.errs.Load() >= 1 })
+	testkit.WriteFile(t, file, []byte("default: deny\nallow: [{match: x, shadow: yes}]\n"))
+	testkit.PollUntil(t, "the broken write refused", func() bool { return r.errs.Load() >= 1 })
 	// A loaded machine may split the write's events over two debounce
 	// periods: wait until the count holds still.
 	refused := r.errs.Load()
@@ -458,7 +396,7 @@ func TestWatchIgnoresFilesBeside(t *testing.T) {
 	if got := r.changes.Load(); got != changes {
 		t.Errorf("%d changes, want %d", got, changes)
 	}
-	if got := r.live(); got != versionOf(good) {
+	if got := r.live(); got != testkit.PolicyVersion(good) {
 		t.Errorf("live = %s, want the good policy", got)
 	}
 }
@@ -467,7 +405,7 @@ func TestWatchIgnoresFilesBeside(t *testing.T) {
 // reports the read error and never calls Publish.
 func TestLoadMissingFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "policy.yaml")
-	writePolicyFile(t, file, searchPolicy("good"))
+	testkit.WriteFile(t, file, testkit.SearchPolicy("good"))
 	r := newRig(t, file)
 	before := r.current.Load()
 	publish := r.loader.Publish
@@ -490,9 +428,9 @@ func TestLoadMissingFile(t *testing.T) {
 // TestLoadUnchangedContent: loading content already live reports no change,
 // and a change back to an earlier content is a change.
 func TestLoadUnchangedContent(t *testing.T) {
-	a, b := searchPolicy("a"), searchPolicy("b")
+	a, b := testkit.SearchPolicy("a"), testkit.SearchPolicy("b")
 	file := filepath.Join(t.TempDir(), "policy.yaml")
-	writePolicyFile(t, file, a)
+	testkit.WriteFile(t, file, a)
 	r := newRig(t, file)
 	first := r.current.Load()
 	for range 2 {
@@ -504,12 +442,12 @@ func TestLoadUnchangedContent(t *testing.T) {
 		t.Error("reloading the same content replaced the live policy")
 	}
 	for i, src := range [][]byte{b, b, a} {
-		writePolicyFile(t, file, src)
+		testkit.WriteFile(t, file, src)
 		if _, err := r.loader.Load(); err != nil {
 			t.Fatal(err)
 		}
-		if got := r.live(); got != versionOf(src) {
-			t.Errorf("step %d: live = %s, want %s", i, got, versionOf(src))
+		if got := r.live(); got != testkit.PolicyVersion(src) {
+			t.Errorf("step %d: live = %s, want %s", i, got, testkit.PolicyVersion(src))
 		}
 	}
 	if got := r.changes.Load(); got != 3 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // partitionProxy forwards TCP connections from a 127.0.0.1 port to a
@@ -35,10 +36,7 @@ type partitionProxy struct {
 
 func startProxy(t *testing.T, target string) *partitionProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testkit.Listen(t)
 	p := &partitionProxy{ln: ln, target: target}
 	p.wg.Add(1)
 	go func() {

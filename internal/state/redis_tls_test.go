@@ -2,16 +2,9 @@ package state_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,86 +15,32 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
-// testCA is a private certificate authority made for one test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	file string // PEM of cert
-}
-
-func newTestCA(t *testing.T, dir, name string) *testCA {
+// issue writes a certificate of ca for name, a server's (IP 127.0.0.1 and
+// DNS name redis.test) or a client's, and its key into dir; it returns the
+// files.
+func issue(t *testing.T, ca *testkit.CA, dir, name string, server bool) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	ca := &testCA{cert: cert, key: key, file: filepath.Join(dir, name+".crt")}
-	writePEM(t, ca.file, "CERTIFICATE", der)
-	return ca
-}
-
-// issue writes a certificate for name (a server with IP SAN 127.0.0.1
-// and DNS name redis.test, or a client) and its key; it returns the files.
-func (ca *testCA) issue(t *testing.T, dir, name string, server bool) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
+	c, k := ca.IssueClient(t, name)
 	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-		tmpl.DNSNames = []string{"redis.test"}
+		c, k = ca.IssueServer(t, name, "redis.test")
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "PRIVATE KEY", kder)
-	return certFile, keyFile
-}
-
-func writePEM(t *testing.T, file, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	return testkit.WritePEMFiles(t, dir, name, c, k)
 }
 
 // TestRedisTLS: rediss:// to a real redis-server TLS port that requires
 // client certificates (tls-auth-clients yes), with a private CA.
 func TestRedisTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca, other := newTestCA(t, dir, "ca"), newTestCA(t, dir, "other-ca")
-	srvCert, srvKey := ca.issue(t, dir, "server", true)
-	cliCert, cliKey := ca.issue(t, dir, "client", false)
-	strangerCert, strangerKey := other.issue(t, dir, "stranger", false)
+	ca, other := testkit.NewCA(t, "ca"), testkit.NewCA(t, "other-ca")
+	caFile, otherFile := ca.WriteCert(t, dir), other.WriteCert(t, dir)
+	srvCert, srvKey := issue(t, ca, dir, "server", true)
+	cliCert, cliKey := issue(t, ca, dir, "client", false)
+	strangerCert, strangerKey := issue(t, other, dir, "stranger", false)
 	srv := statetest.StartTLSServer(t, "--tls-cert-file", srvCert, "--tls-key-file", srvKey,
-		"--tls-ca-cert-file", ca.file, "--tls-auth-clients", "yes")
+		"--tls-ca-cert-file", caFile, "--tls-auth-clients", "yes")
 	url := "rediss://" + srv.Addr
 
 	tests := []struct {
@@ -110,13 +49,13 @@ func TestRedisTLS(t *testing.T) {
 		give    state.RedisOptions
 		wantOK  bool
 	}{
-		{"private CA and client certificate", url, state.RedisOptions{TLSCAFile: ca.file, TLSCertFile: cliCert, TLSKeyFile: cliKey}, true},
-		{"server name the certificate carries", url, state.RedisOptions{TLSCAFile: ca.file, TLSCertFile: cliCert, TLSKeyFile: cliKey, TLSServerName: "redis.test"}, true},
-		{"no client certificate", url, state.RedisOptions{TLSCAFile: ca.file}, false},
-		{"client certificate of another CA", url, state.RedisOptions{TLSCAFile: ca.file, TLSCertFile: strangerCert, TLSKeyFile: strangerKey}, false},
-		{"server checked against another CA", url, state.RedisOptions{TLSCAFile: other.file, TLSCertFile: cliCert, TLSKeyFile: cliKey}, false},
+		{"private CA and client certificate", url, state.RedisOptions{TLSCAFile: caFile, TLSCertFile: cliCert, TLSKeyFile: cliKey}, true},
+		{"server name the certificate carries", url, state.RedisOptions{TLSCAFile: caFile, TLSCertFile: cliCert, TLSKeyFile: cliKey, TLSServerName: "redis.test"}, true},
+		{"no client certificate", url, state.RedisOptions{TLSCAFile: caFile}, false},
+		{"client certificate of another CA", url, state.RedisOptions{TLSCAFile: caFile, TLSCertFile: strangerCert, TLSKeyFile: strangerKey}, false},
+		{"server checked against another CA", url, state.RedisOptions{TLSCAFile: otherFile, TLSCertFile: cliCert, TLSKeyFile: cliKey}, false},
 		{"system roots only", url, state.RedisOptions{TLSCertFile: cliCert, TLSKeyFile: cliKey}, false},
-		{"server name the certificate lacks", url, state.RedisOptions{TLSCAFile: ca.file, TLSCertFile: cliCert, TLSKeyFile: cliKey, TLSServerName: "other.test"}, false},
+		{"server name the certificate lacks", url, state.RedisOptions{TLSCAFile: caFile, TLSCertFile: cliCert, TLSKeyFile: cliKey, TLSServerName: "other.test"}, false},
 		{"plaintext to the TLS port", "redis://" + srv.Addr, state.RedisOptions{}, false},
 	}
 	for _, tt := range tests {
@@ -143,12 +82,13 @@ func TestRedisTLS(t *testing.T) {
 // not trust, new connections fail; put back, they succeed.
 func TestRedisTLSClientCertificateRotation(t *testing.T) {
 	dir := t.TempDir()
-	ca, other := newTestCA(t, dir, "ca"), newTestCA(t, dir, "other-ca")
-	srvCert, srvKey := ca.issue(t, dir, "server", true)
-	cliCert, cliKey := ca.issue(t, dir, "client", false)
-	strangerCert, strangerKey := other.issue(t, dir, "stranger", false)
+	ca, other := testkit.NewCA(t, "ca"), testkit.NewCA(t, "other-ca")
+	caFile := ca.WriteCert(t, dir)
+	srvCert, srvKey := issue(t, ca, dir, "server", true)
+	cliCert, cliKey := issue(t, ca, dir, "client", false)
+	strangerCert, strangerKey := issue(t, other, dir, "stranger", false)
 	srv := statetest.StartTLSServer(t, "--tls-cert-file", srvCert, "--tls-key-file", srvKey,
-		"--tls-ca-cert-file", ca.file, "--tls-auth-clients", "yes")
+		"--tls-ca-cert-file", caFile, "--tls-auth-clients", "yes")
 	certFile, keyFile := filepath.Join(dir, "mounted.crt"), filepath.Join(dir, "mounted.key")
 	mount := func(cert, key string) {
 		t.Helper()
@@ -163,7 +103,7 @@ func TestRedisTLSClientCertificateRotation(t *testing.T) {
 		}
 	}
 	mount(cliCert, cliKey)
-	r, err := state.OpenRedis("rediss://"+srv.Addr, state.RedisOptions{Prefix: statetest.Prefix(), TLSCAFile: ca.file, TLSCertFile: certFile, TLSKeyFile: keyFile})
+	r, err := state.OpenRedis("rediss://"+srv.Addr, state.RedisOptions{Prefix: statetest.Prefix(), TLSCAFile: caFile, TLSCertFile: certFile, TLSKeyFile: keyFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +112,7 @@ func TestRedisTLSClientCertificateRotation(t *testing.T) {
 	if err := r.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	admin := redis.NewClient(&redis.Options{Addr: srv.Addr, TLSConfig: tlsClientConfig(t, ca.file, cliCert, cliKey)})
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr, TLSConfig: tlsClientConfig(t, caFile, cliCert, cliKey)})
 	defer admin.Close()
 	dropClients := func() { // every connection but admin's: the store dials anew
 		t.Helper()

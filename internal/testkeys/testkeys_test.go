@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 const repo = "../.."
@@ -27,7 +28,7 @@ func TestPublishedAreTheExamples(t *testing.T) {
 	}
 	var want []Key
 	for _, f := range files {
-		k := readKey(t, f)
+		k := testkit.ReadJWK(t, f)
 		if k.IsPublic() {
 			t.Errorf("%s: not a private key", f)
 		}
@@ -43,8 +44,8 @@ func TestPublishedAreTheExamples(t *testing.T) {
 }
 
 func TestFind(t *testing.T) {
-	signingKey := readKey(t, filepath.Join(repo, "examples", "TEST-ONLY-signing-key.jwk.json"))
-	approverKey := readKey(t, filepath.Join(repo, "examples", "TEST-ONLY-approver-key.jwk.json"))
+	signingKey := testkit.ReadJWK(t, filepath.Join(repo, "examples", "TEST-ONLY-signing-key.jwk.json"))
+	approverKey := testkit.ReadJWK(t, filepath.Join(repo, "examples", "TEST-ONLY-approver-key.jwk.json"))
 	signing, approver := signingKey.Public(), approverKey.Public()
 	renamed := signing
 	renamed.KeyID, renamed.Algorithm, renamed.Use = "prod-key-2026", "", ""
@@ -81,19 +82,6 @@ func TestFind(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readKey(t *testing.T, path string) jose.JSONWebKey {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var k jose.JSONWebKey
-	if err := json.Unmarshal(b, &k); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return k
 }
 
 func readSet(t *testing.T, name string) []jose.JSONWebKey {
