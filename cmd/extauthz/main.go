@@ -133,6 +133,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runTest(ctx, args, stdout, stderr)
 	case "validate":
 		return runValidate(args, stdout, stderr)
+	case "pin":
+		return runPin(args, stdout, stderr)
 	case "token":
 		return runToken(args, stdout, stderr)
 	case "approve":
@@ -150,7 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, test, validate, token, approve, healthcheck, envoy-drain, completion or version)", cmd)}
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q (want serve, check, test, validate, pin, token, approve, healthcheck, envoy-drain, completion or version)", cmd)}
 }
 
 const usage = `usage: extauthz <command> [flags]
@@ -160,6 +162,7 @@ commands:
   check        decide one request (a JSON-RPC body or a captured HTTP request): offline, or by a running service (--addr)
   test         run policy unit tests (*_test.yaml next to the policy; a policy file finds its own)
   validate     compile policies as serve would, without running tests
+  pin          print the fingerprints of captured tools/list responses as a policy pins: block
   token        mint a test bearer token with the quick-start key
   approve      sign an approval of one request digest (from an ask denial) for a principal
   healthcheck  probe a running service's gRPC health (exit 0 when SERVING)
