@@ -24,7 +24,7 @@ type Visibility struct {
 type unknownArgs struct{ touched bool }
 
 func (u *unknownArgs) Arg(string) (any, bool) { u.touched = true; return nil, false }
-func (u *unknownArgs) Args() map[string]any  { u.touched = true; return map[string]any{} }
+func (u *unknownArgs) Args() map[string]any   { u.touched = true; return map[string]any{} }
 
 // Visible decides a list item "as if called", for one caller (in.Claims)
 // on one server: a tool as a tools/call of in.Tool, a prompt as a
