@@ -278,14 +278,9 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 		if in[it[0]] != '{' {
 			return nil, &Error{Kind: "shape", Msg: "a " + kind.String() + " item is not an object"}
 		}
-		var key *member
-		ims := objectMembers(in, it[0])
-		for j := range ims {
-			if foldEq(ims[j].name, kinds[kind].key) {
-				key = &ims[j]
-			}
-		}
-		if key == nil || in[key.off] != '"' {
+		km, found := findMember(in, it[0], kinds[kind].key)
+		key := &km
+		if !found || in[key.off] != '"' {
 			return nil, &Error{Kind: "shape", Msg: "a " + kind.String() + " item without a string " + kinds[kind].key}
 		}
 		name, err := decodeString(in[key.off:key.end])
@@ -474,20 +469,50 @@ func skipString(in []byte, i int) int {
 // objectMembers lists the members of the object starting at in[off].
 func objectMembers(in []byte, off int) []member {
 	var out []member
+	eachMember(in, off, func(name []byte, nameOff, voff, vend int) bool {
+		n, _ := decodeString(name)
+		out = append(out, member{name: n, off: voff, end: vend, nameOff: nameOff})
+		return true
+	})
+	return out
+}
+
+// findMember returns the value span of the last member of the object at
+// in[off] whose decoded name folds to want, without allocating unless a
+// name holds an escape.
+func findMember(in []byte, off int, want string) (m member, ok bool) {
+	eachMember(in, off, func(name []byte, nameOff, voff, vend int) bool {
+		raw := name[1 : len(name)-1]
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			d, _ := decodeString(name)
+			raw = []byte(d)
+		}
+		if bytes.EqualFold(raw, []byte(want)) {
+			m, ok = member{off: voff, end: vend, nameOff: nameOff}, true
+		}
+		return true
+	})
+	return m, ok
+}
+
+// eachMember calls fn with each member's raw name literal (quotes
+// included) and value span, until fn returns false.
+func eachMember(in []byte, off int, fn func(name []byte, nameOff, voff, vend int) bool) {
 	i := skipWS(in, off+1)
 	if in[i] == '}' {
-		return nil
+		return
 	}
 	for {
 		nameEnd := skipString(in, i)
-		name, _ := decodeString(in[i:nameEnd])
 		j := skipWS(in, nameEnd)
 		j = skipWS(in, j+1) // ':'
 		vend := skipValue(in, j)
-		out = append(out, member{name: name, off: j, end: vend, nameOff: i})
+		if !fn(in[i:nameEnd], i, j, vend) {
+			return
+		}
 		k := skipWS(in, vend)
 		if in[k] == '}' {
-			return out
+			return
 		}
 		i = skipWS(in, k+1)
 	}
