@@ -202,6 +202,9 @@ func (f *Framer) nextLine(final bool) (end int, blank, ok bool) {
 
 // emit reports buf[:end] as an event and drops it from buf.
 func (f *Framer) emit(end int, unterminated bool, fn func(*Event) error) error {
+	if end > f.max {
+		return ErrEventTooLarge
+	}
 	raw := f.buf[:end]
 	f.ev = Event{Raw: raw, Ambiguous: f.bareCR, Unterminated: unterminated, First: f.first}
 	parse(&f.ev, raw, f.first)

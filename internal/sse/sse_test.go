@@ -133,6 +133,11 @@ func TestEventTooLarge(t *testing.T) {
 	if _, err := frame(t, 0, over); !errors.Is(err, ErrEventTooLarge) {
 		t.Fatalf("4 MiB + 1: %v", err)
 	}
+	// A whole event over the cap in one chunk is refused too.
+	whole := []byte("data: " + strings.Repeat("x", DefaultMaxEvent-7) + "\n\n")
+	if _, err := frame(t, 0, whole); !errors.Is(err, ErrEventTooLarge) {
+		t.Fatalf("whole 4 MiB + 1 event: %v", err)
+	}
 }
 
 func TestIDLineAndAppendData(t *testing.T) {
