@@ -73,6 +73,7 @@ const (
 	ReasonApprovalReplayed          Reason = "approval_replayed"           // the approval's jti was used before (approvals are single use)
 	ReasonReplaySubstitution        Reason = "replay_substitution"         // an idempotency key already bound to a different request digest
 	ReasonStateStoreUnavailable     Reason = "state_store_unavailable"     // the approval / idempotency store cannot be reached
+	ReasonTaskNotOwned              Reason = "task_not_owned"              // tasks/get|result|cancel|update naming a task id not bound to this principal and server (MCP 2025-11-25 "Tasks", "Security")
 
 	// Faults of the service itself: still denials.
 	ReasonDeadlineExceeded  Reason = "deadline_exceeded"  // the Check's gRPC deadline passed
@@ -142,6 +143,7 @@ var reasons = []Reason{
 	ReasonApprovalReplayed,
 	ReasonReplaySubstitution,
 	ReasonStateStoreUnavailable,
+	ReasonTaskNotOwned,
 	ReasonDeadlineExceeded,
 	ReasonPolicyUnavailable,
 	ReasonInternalError,

@@ -74,6 +74,7 @@ var wantOutcomes = map[string]wantOutcome{
 	"approval_replayed":           wantApprovalRefused,
 	"replay_substitution":         {"deny", codes.PermissionDenied, 422, -32013},
 	"state_store_unavailable":     wantUnavailable,
+	"task_not_owned":              {"deny", codes.PermissionDenied, 403, -32010},
 
 	"body_truncated":         {"deny", codes.InvalidArgument, 413, -32013},
 	"body_missing":           {"deny", codes.InvalidArgument, 400, -32600},

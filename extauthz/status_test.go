@@ -29,6 +29,7 @@ var httpErrorStatus = map[decision.Reason]int{
 	decision.ReasonInsufficientScope: 403, decision.ReasonApprovalUntrusted: 403, decision.ReasonApprovalExpired: 403,
 	decision.ReasonApprovalAudienceMismatch: 403, decision.ReasonApprovalPrincipalMismatch: 403, decision.ReasonApprovalDigestMismatch: 403,
 	decision.ReasonApprovalReplayed: 403, decision.ReasonReplaySubstitution: 422, decision.ReasonStateStoreUnavailable: 503,
+	decision.ReasonTaskNotOwned: 403,
 }
 
 // policyReasons are the policy outcomes: the only reasons answered HTTP 200
@@ -38,7 +39,7 @@ var policyReasons = map[decision.Reason]bool{
 	decision.ReasonUnknownMethod: true, decision.ReasonUnsafeURI: true, decision.ReasonUnknownServer: true,
 	decision.ReasonApprovalUntrusted: true, decision.ReasonApprovalExpired: true, decision.ReasonApprovalAudienceMismatch: true,
 	decision.ReasonApprovalPrincipalMismatch: true, decision.ReasonApprovalDigestMismatch: true, decision.ReasonApprovalReplayed: true,
-	decision.ReasonReplaySubstitution: true,
+	decision.ReasonReplaySubstitution: true, decision.ReasonTaskNotOwned: true,
 }
 
 // retryAfter: the reasons a client should retry, and after how long.

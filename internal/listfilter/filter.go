@@ -535,3 +535,38 @@ func arrayElements(in []byte, off int) [][2]int {
 		i = skipWS(in, k+1)
 	}
 }
+
+// Member returns the raw value of the last member of the JSON object obj
+// whose decoded name is name (exactly, or under bytes.EqualFold when fold),
+// and false when there is none. obj must be an object mcpparse.Parse has
+// validated (such as mcpparse.Message.Params); Member does not validate.
+func Member(obj []byte, name string, fold bool) ([]byte, bool) {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	var out []byte
+	found := false
+	eachMember(obj, i, func(lit []byte, _, voff, vend int) bool {
+		raw := lit[1 : len(lit)-1]
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			d, _ := decodeString(lit)
+			raw = []byte(d)
+		}
+		if (fold && bytes.EqualFold(raw, []byte(name))) || (!fold && string(raw) == name) {
+			out, found = obj[voff:vend], true
+		}
+		return true
+	})
+	return out, found
+}
+
+// String decodes a JSON string literal raw (validated JSON); ok is false
+// for any other value.
+func String(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	s, err := decodeString(raw)
+	return s, err == nil
+}
