@@ -74,6 +74,10 @@ type exchange struct {
 	status  int
 	hdrs    map[string]string
 	chunks  []string // the upstream's body, as it arrives
+	// early: the whole body arrived before the header answer; Envoy then
+	// sends it in one buffered body message whatever the body mode, keeps
+	// content-length and checks it (ProcessorState::handleHeadersResponse).
+	early bool
 }
 
 // seen is what the client (and the upstream) got.
@@ -297,6 +301,9 @@ func (e *envoy) do(t *testing.T, rt route, x exchange) seen {
 		s := seen{status: status(), hdrs: respHdrs, body: b, upstreamBody: out.upstreamBody, cleanClose: closed && sent}
 		delete(s.hdrs, ":status")
 		return s
+	}
+	if x.early && respBodyMode != procfv3.ProcessingMode_NONE {
+		respBodyMode = procfv3.ProcessingMode_BUFFERED
 	}
 	switch respBodyMode {
 	case procfv3.ProcessingMode_BUFFERED:

@@ -124,6 +124,7 @@ type stream struct {
 	isList                                             bool
 	framer                                             *sse.Framer
 	out                                                []byte // SSE bytes released by the chunk being answered
+	chunks                                             int    // SSE body messages answered
 	broken                                             bool   // SSE: framing lost, the rest is dropped
 	refused                                            bool
 	// counts for the decision log
@@ -383,10 +384,9 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 }
 
 func setHeader(k, v string) *corev3.HeaderValueOption {
-	return &corev3.HeaderValueOption{
-		Header:       &corev3.HeaderValue{Key: k, RawValue: []byte(v)},
-		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
-	}
+	// append unset (false): the value replaces the header's. Envoy's
+	// ext_proc reads only append, not append_action.
+	return &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: k, RawValue: []byte(v)}}
 }
 
 // filterOptions are the listfilter options for this stream.
@@ -660,11 +660,23 @@ func (st *stream) sseChunk(ctx context.Context, b *extprocv3.HttpBody) (*extproc
 		st.logFiltered()
 		st.framer = nil
 	}
+	first := st.chunks == 0
+	st.chunks++
 	out := append([]byte{}, st.out...)
 	if bytes.Equal(out, b.GetBody()) {
 		return bodyResponse(nil, nil), nil
 	}
-	return bodyResponse(out, nil), nil
+	var hdrs []*corev3.HeaderValueOption
+	if first && b.GetEndOfStream() {
+		// The whole body arrived before the header answer: Envoy then
+		// sends it as a buffered body even in STREAMED mode
+		// (ProcessorState::handleHeadersResponse, "as if the buffered
+		// processing mode was set"), keeps content-length and checks it
+		// against the mutated body. Set it to what is sent; in a real
+		// streamed callback a body response's header mutation is ignored.
+		hdrs = append(hdrs, setHeader("content-length", strconv.Itoa(len(out))))
+	}
+	return bodyResponse(out, hdrs), nil
 }
 
 // errorEvent is an unnamed SSE event carrying a JSON-RPC error.

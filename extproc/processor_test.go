@@ -195,6 +195,13 @@ func TestBypassRows(t *testing.T) {
 		{name: "SSE CRLF and events passed byte for byte", rt: listRoute,
 			give:       sseAnswer(f.listRequest("alice", "tools/list", "1", ""), ": hi\r\n\r\n"+strings.ReplaceAll(progressEvt, "\n", "\r\n"), "event: message\r\nid: 9\r\ndata: "+toolsBody+"\r\n\r\n"),
 			wantStatus: 200, wantBody: ": hi\r\n\r\n" + strings.ReplaceAll(progressEvt, "\n", "\r\n") + "id: 9\ndata: " + toolsKept + "\n\n"},
+		{name: "SSE whole body before the header answer, with content-length (TypeScript SDK)", rt: listRoute, give: func() exchange {
+			body := "event: message\ndata: " + toolsBody + "\n\n"
+			x := sseAnswer(f.listRequest("alice", "tools/list", "1", ""), body)
+			x.hdrs["content-length"] = itoa(len(body))
+			x.early = true
+			return x
+		}(), wantStatus: 200, wantBody: "data: " + toolsKept + "\n\n"},
 		{name: "SSE multi-line data", rt: listRoute, give: sseAnswer(f.listRequest("alice", "tools/list", "1", ""),
 			"data: {\"jsonrpc\":\"2.0\",\"id\":1,\n", "data: \"result\":{\"tools\":[{\"name\":\"delete_repo\"},{\"name\":\"search\"}]}}\n\n"),
 			wantStatus: 200, wantBody: "data: {\"jsonrpc\":\"2.0\",\"id\":1, \"result\":{\"tools\":[{\"name\":\"search\"}]}}\n\n"},
