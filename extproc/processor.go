@@ -124,7 +124,6 @@ type stream struct {
 	isList                                             bool
 	framer                                             *sse.Framer
 	out                                                []byte // SSE bytes released by the chunk being answered
-	chunks                                             int    // SSE body messages answered
 	broken                                             bool   // SSE: framing lost, the rest is dropped
 	refused                                            bool
 	// counts for the decision log
@@ -372,6 +371,18 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 	cr := &extprocv3.CommonResponse{}
 	if len(hdrs) > 0 {
 		cr.HeaderMutation = &extprocv3.HeaderMutation{SetHeaders: hdrs}
+	}
+	if st.mode == modeSSE {
+		// Envoy removes content-length for STREAMED only when that is the
+		// static mode (Filter::encodeHeaders runs before the override): an
+		// SSE answer sent with one (the TypeScript SDK's) keeps it, and
+		// the rewritten events would not match it. A body that arrives
+		// whole before this answer is then sent as a buffered body and
+		// checked against it (ProcessorState::validateContentLength).
+		if cr.HeaderMutation == nil {
+			cr.HeaderMutation = &extprocv3.HeaderMutation{}
+		}
+		cr.HeaderMutation.RemoveHeaders = append(cr.HeaderMutation.RemoveHeaders, "content-length")
 	}
 	return &extprocv3.ProcessingResponse{
 		Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{Response: cr}},
@@ -660,23 +671,11 @@ func (st *stream) sseChunk(ctx context.Context, b *extprocv3.HttpBody) (*extproc
 		st.logFiltered()
 		st.framer = nil
 	}
-	first := st.chunks == 0
-	st.chunks++
 	out := append([]byte{}, st.out...)
 	if bytes.Equal(out, b.GetBody()) {
 		return bodyResponse(nil, nil), nil
 	}
-	var hdrs []*corev3.HeaderValueOption
-	if first && b.GetEndOfStream() {
-		// The whole body arrived before the header answer: Envoy then
-		// sends it as a buffered body even in STREAMED mode
-		// (ProcessorState::handleHeadersResponse, "as if the buffered
-		// processing mode was set"), keeps content-length and checks it
-		// against the mutated body. Set it to what is sent; in a real
-		// streamed callback a body response's header mutation is ignored.
-		hdrs = append(hdrs, setHeader("content-length", strconv.Itoa(len(out))))
-	}
-	return bodyResponse(out, hdrs), nil
+	return bodyResponse(out, nil), nil
 }
 
 // errorEvent is an unnamed SSE event carrying a JSON-RPC error.

@@ -202,6 +202,12 @@ func TestBypassRows(t *testing.T) {
 			x.early = true
 			return x
 		}(), wantStatus: 200, wantBody: "data: " + toolsKept + "\n\n"},
+		{name: "SSE with content-length, streamed (TypeScript SDK)", rt: listRoute, give: func() exchange {
+			body := progressEvt + "event: message\ndata: " + toolsBody + "\n\n"
+			x := sseAnswer(f.listRequest("alice", "tools/list", "1", ""), body[:20], body[20:])
+			x.hdrs["content-length"] = itoa(len(body))
+			return x
+		}(), wantStatus: 200, wantBody: progressEvt + "data: " + toolsKept + "\n\n"},
 		{name: "SSE multi-line data", rt: listRoute, give: sseAnswer(f.listRequest("alice", "tools/list", "1", ""),
 			"data: {\"jsonrpc\":\"2.0\",\"id\":1,\n", "data: \"result\":{\"tools\":[{\"name\":\"delete_repo\"},{\"name\":\"search\"}]}}\n\n"),
 			wantStatus: 200, wantBody: "data: {\"jsonrpc\":\"2.0\",\"id\":1, \"result\":{\"tools\":[{\"name\":\"search\"}]}}\n\n"},
