@@ -419,20 +419,9 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 		if pol == nil {
 			return false, errors.New("no policy")
 		}
-		in := &policy.Input{Op: policy.OpRequest, Server: st.server, Claims: st.claims}
-		switch k {
-		case listfilter.Tools:
-			in.Method, in.Tool = "tools/call", key
-		case listfilter.Prompts:
-			in.Method, in.Prompt = "prompts/get", key
-		case listfilter.Resources:
-			in.Method, in.URI = "resources/read", key
-		case listfilter.ResourceTemplates:
-			uri, ok := policy.ExpandTemplate(key)
-			if !ok {
-				return false, nil
-			}
-			in.Method, in.URI = "resources/read", uri
+		in, ok := ItemInput(k, key, st.server, st.claims)
+		if !ok {
+			return false, nil
 		}
 		return pol.Visible(in).Visible, nil
 	}
@@ -726,4 +715,31 @@ func (st *stream) event(ctx context.Context, ev *sse.Event) []byte {
 
 func hasData(ev *sse.Event) bool {
 	return bytes.Contains(ev.Raw, []byte("data"))
+}
+
+// ItemInput is the call a list item is decided as (policy.Visible): a tool
+// as tools/call of its name, a prompt as prompts/get, a resource as
+// resources/read of its URI, a template as resources/read of its
+// expansion (policy.ExpandTemplate). ok is false for a template that does
+// not expand (the item is removed) and for tasks, which the task store
+// decides.
+func ItemInput(k listfilter.Kind, key, server string, claims map[string]any) (in *policy.Input, ok bool) {
+	in = &policy.Input{Op: policy.OpRequest, Server: server, Claims: claims}
+	switch k {
+	case listfilter.Tools:
+		in.Method, in.Tool = "tools/call", key
+	case listfilter.Prompts:
+		in.Method, in.Prompt = "prompts/get", key
+	case listfilter.Resources:
+		in.Method, in.URI = "resources/read", key
+	case listfilter.ResourceTemplates:
+		uri, ok := policy.ExpandTemplate(key)
+		if !ok {
+			return nil, false
+		}
+		in.Method, in.URI = "resources/read", uri
+	default:
+		return nil, false
+	}
+	return in, true
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	"github.com/mcp-extauthz/mcp-extauthz/extproc"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
@@ -41,23 +42,13 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 	}
 	var items []listItem
 	keep := func(k listfilter.Kind, key string) (bool, error) {
-		in := &policy.Input{Op: policy.OpRequest, Server: server, Claims: claims}
-		switch k {
-		case listfilter.Tools:
-			in.Method, in.Tool = "tools/call", key
-		case listfilter.Prompts:
-			in.Method, in.Prompt = "prompts/get", key
-		case listfilter.Resources:
-			in.Method, in.URI = "resources/read", key
-		case listfilter.ResourceTemplates:
-			uri, ok := policy.ExpandTemplate(key)
-			if !ok {
-				items = append(items, listItem{k, key, policy.Visibility{Decision: policy.Deny, Cause: policy.CauseInvalidInput}})
-				return false, nil
-			}
-			in.Method, in.URI = "resources/read", uri
-		default:
+		if k == listfilter.Tasks {
 			return false, errors.New("tasks/list answers depend on the task store: check them on a running service")
+		}
+		in, ok := extproc.ItemInput(k, key, server, claims)
+		if !ok {
+			items = append(items, listItem{k, key, policy.Visibility{Decision: policy.Deny, Cause: policy.CauseInvalidInput}})
+			return false, nil
 		}
 		v := lp.Policy.Visible(in)
 		items = append(items, listItem{k, key, v})
