@@ -48,6 +48,16 @@
 //     client would read) replaced by a JSON-RPC error event with no event
 //     name; at end_of_stream the rest is released.
 //
+// Sealed cursors need both filters. ext_authz cannot change a request body
+// (OkHttpResponse carries headers only, external_auth.proto), so Check only
+// verifies a list request's sealed params.cursor (invalid_params when it was
+// sealed for another principal, server, method or policy version), and the
+// processor replaces it by the upstream's own cursor in the request body
+// (list routes with request_body_mode BUFFERED; the body is small). Without
+// that route mode the upstream would receive the sealed cursor: leave
+// --cursor-key-file unset then, and cursors pass as the upstream issued
+// them.
+//
 // The processor never ends a stream with gRPC OK on its own: Envoy passes
 // the rest of a body unprocessed after a clean close. It returns only when
 // Envoy closes the stream, or with a non-OK status on a fault (a recovered
