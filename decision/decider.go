@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -55,6 +57,13 @@ type Config struct {
 	// Explain fills Decision.Trace (extauthz check --explain, extauthz
 	// test). It costs an evaluation of every rule: never set it in serve.
 	Explain bool
+	// Tasks, when set, refuses tasks/get, tasks/result, tasks/cancel and
+	// tasks/update naming a task id not bound to the caller on this server
+	// (ReasonTaskNotOwned); nil leaves task ownership to the MCP server.
+	Tasks TaskOwners
+	// Cursors, when set, refuses a list request whose params.cursor does not
+	// open for this caller (ReasonInvalidParams); nil passes cursors as sent.
+	Cursors CursorOpener
 }
 
 // Decider decides Requests. It is safe for concurrent use.
@@ -65,6 +74,20 @@ type Decider struct{ cfg Config }
 // the observations cannot be read: the call is refused.
 type ToolDefinitions interface {
 	Lookup(ctx context.Context, p *policy.Policy, server, tool string) (*policy.ToolDefinition, error)
+}
+
+// TaskOwners is the task binding store the response seam writes
+// (state.Tasks): Check refuses a task method naming a task that is not the
+// caller's.
+type TaskOwners interface {
+	Owner(ctx context.Context, server, taskID string) (principal string, found bool, err error)
+}
+
+// CursorOpener opens sealed pagination cursors (cursor.Sealer): Check
+// refuses a list request whose params.cursor was not sealed for this
+// caller, method, server and policy version.
+type CursorOpener interface {
+	Open(b cursor.Binding, sealed string) (string, error)
 }
 
 // NewDecider returns a Decider for c, or an error naming what is missing or
@@ -145,6 +168,7 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		return ReasonPolicyUnavailable
 	}
 	dec.PolicyVersion = lp.Version
+	dec.ProtocolVersion, _ = r.Headers.Get("mcp-protocol-version")
 	if dec.Server = d.server(r); dec.Server == "" {
 		return ReasonUnknownServer
 	}
@@ -273,6 +297,7 @@ func (d *Decider) decideBatch(ctx context.Context, lp *LoadedPolicy, dec *Decisi
 	for i := range body.Messages {
 		el := &els[i]
 		el.Server, el.Principal, el.PolicyVersion, el.BatchIndex = dec.Server, dec.Principal, dec.PolicyVersion, -1
+		el.ProtocolVersion = dec.ProtocolVersion
 		el.Reason = d.decideMessage(ctx, lp, el, &body.Messages[i])
 		dec.BatchDigests[i] = el.RequestDigest
 		if el.Reason != ReasonAllowed && refused < 0 {
@@ -326,7 +351,79 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 		Audience: el.Principal.Audience, Server: el.Server, Method: el.Method, Target: el.Target,
 		ArgsDigest: el.ArgsDigest, Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
 	})
-	return d.evaluate(lp, el, in)
+	el.TaskRequested = m.Method == mcpmethod.ToolsCall && paramMember(m.Params, "task") != nil
+	reason := d.evaluate(lp, el, in)
+	if reason != ReasonAllowed && reason != ReasonAuthorizationRequired {
+		return reason
+	}
+	if r := d.seam(ctx, lp, el, m); r != "" {
+		return r
+	}
+	return reason
+}
+
+// taskMethods name a task by params.taskId (MCP 2025-11-25 tasks/get,
+// tasks/result, tasks/cancel; the tasks extension's tasks/update).
+var taskMethods = map[string]bool{mcpmethod.TasksGet: true, mcpmethod.TasksResult: true, mcpmethod.TasksCancel: true, mcpmethod.TasksUpdate: true}
+
+// listMethods are paginated by params.cursor.
+var listMethods = map[string]bool{mcpmethod.ToolsList: true, mcpmethod.PromptsList: true, mcpmethod.ResourcesList: true,
+	mcpmethod.ResourcesTemplatesList: true, mcpmethod.TasksList: true}
+
+// seam runs the checks the response seam's state needs, after the policy
+// admitted (or asked for) m: task ownership and sealed cursors. It returns
+// "" when they pass.
+func (d *Decider) seam(ctx context.Context, lp *LoadedPolicy, el *Decision, m *mcpparse.Message) Reason {
+	if m.Kind != mcpparse.KindRequest {
+		return ""
+	}
+	if d.cfg.Tasks != nil && taskMethods[m.Method] {
+		id, ok := paramString(m.Params, "taskId")
+		if !ok {
+			el.Detail = "params.taskId missing or not a string"
+			return ReasonInvalidParams
+		}
+		owner, found, err := d.cfg.Tasks.Owner(ctx, el.Server, id)
+		switch {
+		case err != nil:
+			el.Detail = "task store: " + err.Error()
+			return ReasonStateStoreUnavailable
+		case !found:
+			el.Detail = "task id not bound"
+			return ReasonTaskNotOwned
+		case owner != el.Principal.Subject:
+			el.Detail = "task id bound to another principal"
+			return ReasonTaskNotOwned
+		}
+	}
+	if d.cfg.Cursors != nil && listMethods[m.Method] {
+		if paramMember(m.Params, "cursor") == nil {
+			return ""
+		}
+		c, ok := paramString(m.Params, "cursor")
+		if !ok {
+			el.Detail = "params.cursor is not a string"
+			return ReasonInvalidParams
+		}
+		b := cursor.Binding{Method: m.Method, Server: el.Server, Principal: el.Principal.Subject, PolicyVersion: lp.Version}
+		if _, err := d.cfg.Cursors.Open(b, c); err != nil {
+			el.Detail = "params.cursor not sealed for this caller, server, method and policy version"
+			return ReasonInvalidParams
+		}
+	}
+	return ""
+}
+
+// paramMember returns the raw value of params member name (exact name:
+// mcpparse refused case variants), or nil.
+func paramMember(params []byte, name string) []byte {
+	v, _ := listfilter.Member(params, name, false)
+	return v
+}
+
+// paramString returns params member name as a decoded string.
+func paramString(params []byte, name string) (string, bool) {
+	return listfilter.String(paramMember(params, name))
 }
 
 // definition fills in.Definition for a tools/call when the policy pins tool

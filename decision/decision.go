@@ -22,7 +22,13 @@ type Decision struct {
 	RequestDigest string // see requestDigest
 	Principal     *bearer.Principal
 	RPCID         []byte // the request's JSON-RPC id, byte for byte; nil answers with id null
-	BatchIndex    int    // index of the deciding batch element; -1 outside batches
+	// ProtocolVersion is the request's MCP-Protocol-Version header ("" when
+	// absent): the response seam adds 2026-07-28's cache members only then.
+	ProtocolVersion string
+	// TaskRequested reports a task-augmented request (params.task present,
+	// MCP 2025-11-25): the response seam binds the task it creates.
+	TaskRequested bool
+	BatchIndex    int // index of the deciding batch element; -1 outside batches
 	BatchDigests  []string
 	Detail        string               // internal detail for the log (a parse error's message); never argument values
 	PolicyVersion string               // sha256:<hex> of the policy file

@@ -73,6 +73,7 @@ const (
 	ReasonApprovalReplayed          Reason = "approval_replayed"           // the approval's jti was used before (approvals are single use)
 	ReasonReplaySubstitution        Reason = "replay_substitution"         // an idempotency key already bound to a different request digest
 	ReasonStateStoreUnavailable     Reason = "state_store_unavailable"     // the approval / idempotency store cannot be reached
+	ReasonTaskNotOwned              Reason = "task_not_owned"              // tasks/get|result|cancel|update naming a task id not bound to this principal and server (MCP 2025-11-25 "Tasks", "Security")
 
 	// Tool definitions pinned (pin_mode tofu or strict; issue 18).
 	ReasonDefinitionChanged Reason = "definition_changed" // the tool's listed definition is not its approved baseline, or two were listed; an approval of this request under this definition lifts it
@@ -148,6 +149,7 @@ var reasons = []Reason{
 	ReasonStateStoreUnavailable,
 	ReasonDefinitionChanged,
 	ReasonToolNotListed,
+	ReasonTaskNotOwned,
 	ReasonDeadlineExceeded,
 	ReasonPolicyUnavailable,
 	ReasonInternalError,

@@ -27,6 +27,18 @@ func (mb *metadataBlock) fill(d *decision.Decision) *structpb.Struct {
 	if d.Retry {
 		mb.set("retry", "true")
 	}
+	// For the response seam (extproc): the id to match the answer on an
+	// SSE stream, the revision (cache members on 2026-07-28 only), and a
+	// task-augmented call.
+	if len(d.RPCID) > 0 {
+		mb.set("rpc_id", string(d.RPCID))
+	}
+	if d.ProtocolVersion != "" {
+		mb.set("protocol_version", d.ProtocolVersion)
+	}
+	if d.TaskRequested {
+		mb.set("task_requested", "true")
+	}
 	return &mb.s
 }
 
@@ -34,8 +46,8 @@ func (mb *metadataBlock) fill(d *decision.Decision) *structpb.Struct {
 // for every string Value fill and DryRunResponse set.
 type metadataBlock struct {
 	s    structpb.Struct
-	vals [13]structpb.Value
-	strs [13]structpb.Value_StringValue
+	vals [16]structpb.Value
+	strs [16]structpb.Value_StringValue
 	n    int
 }
 

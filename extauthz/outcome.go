@@ -116,6 +116,7 @@ var outcomes = map[decision.Reason]outcome{
 	decision.ReasonReplaySubstitution:        {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusUnprocessableEntity, code: CodeRequestRejected, message: "Idempotency key reused for a different request", concealable: true},
 	decision.ReasonDefinitionChanged:         {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeAuthorizationRequired, message: "Tool definition changed: approval required"},
 	decision.ReasonToolNotListed:             {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeForbidden, message: "Tool not listed", concealable: true},
+	decision.ReasonTaskNotOwned:              {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeForbidden, message: "Task not found for this principal", concealable: true},
 	decision.ReasonStateStoreUnavailable:     {grpc: codes.Unavailable, class: classUnavailable, http: http.StatusServiceUnavailable, code: CodeUnavailable, message: "State store unavailable", retryAfter: 1},
 
 	decision.ReasonParseError:         {grpc: codes.InvalidArgument, class: classRequest, http: http.StatusBadRequest, code: CodeParseError, message: "Parse error"},

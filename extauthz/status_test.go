@@ -30,6 +30,7 @@ var httpErrorStatus = map[decision.Reason]int{
 	decision.ReasonApprovalAudienceMismatch: 403, decision.ReasonApprovalPrincipalMismatch: 403, decision.ReasonApprovalDigestMismatch: 403,
 	decision.ReasonApprovalReplayed: 403, decision.ReasonReplaySubstitution: 422, decision.ReasonStateStoreUnavailable: 503,
 	decision.ReasonDefinitionChanged: 403, decision.ReasonToolNotListed: 403,
+	decision.ReasonTaskNotOwned: 403,
 }
 
 // policyReasons are the policy outcomes: the only reasons answered HTTP 200
@@ -40,7 +41,7 @@ var policyReasons = map[decision.Reason]bool{
 	decision.ReasonApprovalUntrusted: true, decision.ReasonApprovalExpired: true, decision.ReasonApprovalAudienceMismatch: true,
 	decision.ReasonApprovalPrincipalMismatch: true, decision.ReasonApprovalDigestMismatch: true, decision.ReasonApprovalReplayed: true,
 	decision.ReasonDefinitionChanged: true, decision.ReasonToolNotListed: true,
-	decision.ReasonReplaySubstitution: true,
+	decision.ReasonReplaySubstitution: true, decision.ReasonTaskNotOwned: true,
 }
 
 // retryAfter: the reasons a client should retry, and after how long.

@@ -69,6 +69,10 @@ type Message struct {
 	// Params is the params object exactly as in the body; nil when absent.
 	// It aliases the body passed to Parse.
 	Params []byte
+	// Result is a response's result value exactly as in the body; nil for
+	// error responses, requests and notifications. It aliases the body
+	// passed to Parse.
+	Result []byte
 
 	args  map[string]any // Args, once decoded
 	index *argIndex      // Arg's index of the top-level members, once built

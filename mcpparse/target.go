@@ -75,6 +75,9 @@ func (p *scanner) check(r *envRec, index int, m *Message) *ParseError {
 				return fail(ErrInvalidRequest, errv.off, `"error.message" must be a string`)
 			}
 		}
+		if result.kind != 0 {
+			m.Result = in[result.off:result.end]
+		}
 		m.ArgsDigest = emptyObjectDigest
 		return nil
 	}

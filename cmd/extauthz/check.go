@@ -121,6 +121,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	explain := fs.Bool("explain", false, "also print the response as Envoy sends it and, offline, every rule considered, each when's value and the precedence step")
 	asJSON := fs.Bool("json", false, "print the decision as one JSON object")
 	approval := fs.String("approval", "", "approval (from `extauthz approve`) to send in x-mcp-approval; needs --addr")
+	listResponse := fs.Bool("list-response", false, "FILE is a captured list answer (tools/list, prompts/list, resources/list, resources/templates/list; JSON or SSE): print what --sub with --claim would see through the response seam and why each item is removed (offline; --explain: why each is kept too)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -183,6 +184,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err != nil {
 		return bad(err)
+	}
+	if *listResponse {
+		if *addr != "" {
+			return bad(errors.New("--list-response is offline: leave out --addr"))
+		}
+		return runCheckList(*policyFile, *serverID, *sub, claims, *explain, in, stdout)
 	}
 	var capt *capture.Request
 	if isCaptured(in) {

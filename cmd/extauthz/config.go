@@ -75,6 +75,10 @@ type Config struct {
 	IdempotencyTTL               time.Duration
 	ConcealAs                    string
 	ConcealJSONResponse          bool
+	// The response seam (extproc, issue 17).
+	ResponseSeam  bool
+	CursorKeyFile string
+	ListCacheTTL  time.Duration
 
 	TLS tlsFiles // all empty: plaintext gRPC
 	// ServersByPrincipal maps destination principals (SPIFFE ids) to MCP
@@ -135,7 +139,8 @@ func (p principalFlag) Set(v string) error {
 // pathFlags are the flags that name files.
 var pathFlags = map[string]bool{"policy": true, "jwks-file": true, "approver-jwks-file": true, "tls-cert-file": true, "tls-key-file": true, "client-ca-file": true,
 	"state-store-password-file": true, "state-store-sentinel-password-file": true,
-	"state-store-tls-ca-file": true, "state-store-tls-cert-file": true, "state-store-tls-key-file": true}
+	"state-store-tls-ca-file": true, "state-store-tls-cert-file": true, "state-store-tls-key-file": true,
+	"cursor-key-file": true}
 
 // Environment variables that are no flag's: secrets, which a command
 // line would show to every user of the host (ps, /proc).
@@ -336,6 +341,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", decision.DefaultIdempotencyTTL, "how long an idempotency key stays bound to its request digest")
 	fs.StringVar(&c.ConcealAs, "conceal-as", string(extauthz.ConcealGoSDK), "SDK of the MCP server whose unknown-tool answer refusal: conceal reproduces: go-sdk, typescript-sdk (1.x) or typescript-sdk-v2")
 	fs.BoolVar(&c.ConcealJSONResponse, "conceal-json-response", false, "the MCP server answers POSTs with application/json, not an SSE stream (go-sdk JSONResponse, TypeScript enableJsonResponse): so does a concealed refusal")
+	fs.BoolVar(&c.ResponseSeam, "response-seam", false, "Envoy runs the ext_proc response seam (served on --grpc-addr next to Check): Check refuses tasks/get, tasks/result, tasks/cancel and tasks/update naming a task the seam did not bind to the caller (task_not_owned)")
+	fs.StringVar(&c.CursorKeyFile, "cursor-key-file", "", "file of base64 AES-256 keys, one a line, the sealing key first: the seam seals list nextCursors to the caller, server, method and policy version, and Check refuses a params.cursor not sealed so (invalid_params); every replica mounts the same file")
+	fs.DurationVar(&c.ListCacheTTL, "list-cache-ttl", 0, "ttlMs the seam gives filtered lists on MCP 2026-07-28 (the smaller of it and the server's), with cacheScope private")
 	c.ServersByPrincipal = map[string]string{}
 	fs.Var(principalFlag(c.ServersByPrincipal), "server-id-by-principal", "PRINCIPAL=ID: the MCP server id for requests to the workload with this destination principal (Istio SPIFFE id), when the route names none (repeatable)")
 	fs.Var((*listFlag)(&c.CaseSensitiveKeys), "case-sensitive-keys", "SERVER-ID: an MCP server whose SDK matches argument names case-sensitively (TypeScript, Python), so arguments that differ only by case are two members, not a case_variant_key refusal (repeatable; default: refused for every server)")

@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -29,7 +30,9 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
+	"github.com/mcp-extauthz/mcp-extauthz/extproc"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
@@ -205,6 +208,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 
 	gs, hs := newGRPCServer(cfg, svc.server, creds, tel.serverOptions()...)
+	extprocv3.RegisterExternalProcessorServer(gs, svc.proc)
 	lc := &lifecycle.Lifecycle{
 		GRPC: gs, Health: hs, Readiness: svc.readiness, Services: []string{extauthz.HealthService},
 		DrainPeriod: cfg.DrainPeriod, ShutdownTimeout: cfg.ShutdownTimeout,
@@ -249,6 +253,7 @@ func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handle
 // service is the assembled decision service and what keeps it current.
 type service struct {
 	server    *extauthz.Server
+	proc      *extproc.Server // the response seam, on the same port
 	loader    *reload.Loader
 	readiness *lifecycle.Readiness
 	policies  *decision.PolicyStore
@@ -349,13 +354,20 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	if rd, ok := binding.Store.(state.Reader); ok { // Memory and Redis are
 		definitions = toolpin.Observations{Store: rd}
 	}
-	decider, err := decision.NewDecider(decision.Config{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal,
+	dc := decision.Config{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal,
 		Verifier: verifier, Policies: store, Limits: lim, Binding: binding, Definitions: definitions,
-		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), CaseSensitiveKeys: setOf(cfg.CaseSensitiveKeys)})
+		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), CaseSensitiveKeys: setOf(cfg.CaseSensitiveKeys)}
+	proc, err := newProcessor(cfg, store, verifier, binding.Store, decisionLog, metrics, &dc)
+	if err != nil {
+		binding.Store.Close()
+		return nil, err
+	}
+	decider, err := decision.NewDecider(dc)
 	if err != nil {
 		return nil, err
 	}
 	return &service{
+		proc:      proc,
 		approvals: approvals,
 		store:     binding.Store,
 		server: &extauthz.Server{
@@ -557,7 +569,8 @@ func reloadOnSIGHUP(ctx context.Context, l *reload.Loader, log *zap.Logger) {
 // creds nil means plaintext (loopback, or a mesh's mTLS).
 func newGRPCServer(cfg *Config, srv *extauthz.Server, creds credentials.TransportCredentials, extra ...grpc.ServerOption) (*grpc.Server, *health.Server) {
 	opts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(cfg.MaxBodyBytes + grpcRecvHeadroom),
+		// Check's body, or one buffered answer the response seam filters.
+		grpc.MaxRecvMsgSize(max(cfg.MaxBodyBytes, extproc.DefaultMaxBody) + grpcRecvHeadroom),
 		// Decodes only what Check reads and accepts any bytes in strings,
 		// so a body that is not UTF-8 is denied by Check instead of failing
 		// the RPC (which failure_mode_allow would turn into an allow).
@@ -602,4 +615,43 @@ func setOf(list []string) map[string]bool {
 		out[s] = true
 	}
 	return out
+}
+
+// newProcessor builds the response seam (extproc) on the Check service's
+// policy store, token verifier, state store, decision log and metrics, and
+// sets the Decider's task and cursor checks in dc: tasks with
+// --response-seam, cursors with --cursor-key-file.
+func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.TokenVerifier, st state.Store,
+	decisionLog *zap.Logger, m *metrics.Metrics, dc *decision.Config) (*extproc.Server, error) {
+	pc := extproc.Config{
+		Policy: func() (*policy.Policy, string) {
+			if lp := store.Load(); lp != nil {
+				return lp.Policy, lp.Version
+			}
+			return nil, ""
+		},
+		Verifier: verifier, Log: decisionLog, Metrics: m,
+		CacheTTLms: cfg.ListCacheTTL.Milliseconds(),
+	}
+	if r, ok := st.(state.Reader); ok {
+		pc.Tasks = &state.Tasks{Store: r}
+	}
+	if cfg.ResponseSeam {
+		if pc.Tasks == nil {
+			return nil, errors.New("--response-seam: the state store cannot read task bindings")
+		}
+		dc.Tasks = pc.Tasks
+	}
+	if cfg.CursorKeyFile != "" {
+		b, err := os.ReadFile(cfg.CursorKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--cursor-key-file: %w", err)
+		}
+		sealer, err := cursor.ParseKeyFile(b)
+		if err != nil {
+			return nil, fmt.Errorf("--cursor-key-file %s: %w", cfg.CursorKeyFile, err)
+		}
+		pc.Cursors, dc.Cursors = sealer, sealer
+	}
+	return extproc.New(pc), nil
 }

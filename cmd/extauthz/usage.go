@@ -61,7 +61,8 @@ func serveFlagGroup(name string) string {
 		return "listen"
 	case "issuer", "audience", "resource-metadata-url", "resource-documentation", "allow-test-keys":
 		return "tokens"
-	case "policy", "server-id", "server-id-by-principal", "denial-status", "dry-run", "conceal-as", "conceal-json-response", "case-sensitive-keys":
+	case "policy", "server-id", "server-id-by-principal", "denial-status", "dry-run", "conceal-as", "conceal-json-response", "case-sensitive-keys",
+		"response-seam", "cursor-key-file", "list-cache-ttl":
 		return "policy"
 	case "approval-url":
 		return "approvals"

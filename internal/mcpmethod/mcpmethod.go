@@ -70,6 +70,7 @@ const (
 	TasksGet               = "tasks/get"
 	TasksResult            = "tasks/result"
 	TasksCancel            = "tasks/cancel"
+	TasksUpdate            = "tasks/update"
 	TasksList              = "tasks/list"
 )
 
@@ -102,7 +103,7 @@ var Methods = sortedByName([]Method{
 	{"notifications/progress", Client | Server, None, "", all},
 	{"notifications/roots/list_changed", Client, None, "", upTo},
 	{TasksGet, Client | Server, None, "", tasks},
-	{"tasks/update", Client | Server, None, "", []string{"tasks"}},
+	{TasksUpdate, Client | Server, None, "", []string{"tasks"}},
 	{TasksCancel, Client | Server, None, "", tasks},
 	{TasksResult, Client | Server, None, "", tasks},
 	{TasksList, Client | Server, None, "", tasks},

@@ -40,6 +40,9 @@ type Metrics struct {
 	DecisionLogSampled  prometheus.Counter       // decision_log_sampled_out_total
 	CELEvaluationErrors *prometheus.CounterVec   // cel_evaluation_errors_total{rule_id}
 	RuleDecisions       *prometheus.CounterVec   // rule_decisions_total{rule_id,decision}
+	SideStreams         *prometheus.CounterVec   // ext_proc_streams_total{route,outcome}
+	ListsFiltered       *prometheus.CounterVec   // lists_filtered_total{kind,result}
+	ListItemsRemoved    *prometheus.CounterVec   // list_items_removed_total{kind}
 
 	reg prometheus.Registerer
 	now func() time.Time // nil means time.Now
@@ -58,7 +61,14 @@ func (m *Metrics) unixNow() float64 {
 var Sinks = []string{"stdout", "file", "otlp"}
 
 // StateStoreOps are the values of the state store's op label.
-var StateStoreOps = []string{"claim", "release", "ping"}
+var StateStoreOps = []string{"claim", "release", "ping", "get"}
+
+// SideStreamRoutes are the values of ext_proc_streams_total's route label.
+var SideStreamRoutes = []string{"list", "get", "task", "call", "other"}
+
+// ListKinds are the values of the list metrics' kind label ("unknown" for
+// a list refused before its kind was known).
+var ListKinds = []string{"tools", "prompts", "resources", "resourceTemplates", "tasks", "unknown"}
 
 // Reason is one value of the reason label, with the decision label it goes
 // with and whether it is a token failure (token_verification_failures_total).
@@ -129,13 +139,30 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 			Help: "`when` expressions that failed at run time (a missing args member, a wrong type, the cost limit), by rule id; deny and ask rules then match, allow rules do not."}, []string{"rule_id"}),
 		RuleDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rule_decisions_total",
 			Help: "Checks decided by a rule, by its id (from the policy file) and decision (allow, deny, ask): which rules deny most."}, []string{"rule_id", "decision"}),
+		SideStreams: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "ext_proc_streams_total",
+			Help: "ext_proc side streams (one per processed HTTP stream), by route (list, get, task, call, other) and outcome (ok: ended by Envoy; error: aborted by the processor; refused: answered with a local reply)."}, []string{"route", "outcome"}),
+		ListsFiltered: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "lists_filtered_total",
+			Help: "List answers seen by the processor, by kind (tools, prompts, resources, resourceTemplates, tasks) and result (ok, refused: replaced by a JSON-RPC error)."}, []string{"kind", "result"}),
+		ListItemsRemoved: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "list_items_removed_total",
+			Help: "Items removed from list answers, by kind."}, []string{"kind"}),
 		reg: reg,
 	}
 	reg.MustRegister(m.Decisions, m.ShadowMatches, m.CheckDuration, m.InFlight, m.TokenFailures, m.TokenCache,
 		m.KeySetRefreshes, m.OIDCDiscovery, m.PolicyReloads, m.PolicyReloadError, m.PolicyInfo, m.Ready,
 		m.BuildInfo, m.DryRun, m.PolicyReloadOK, m.PolicyReloadTime, m.KeySetRefreshTime, m.StateStoreRequests,
 		m.StateStoreDuration, m.DecisionLogErrors, m.DecisionLogDropped, m.DecisionLogBlocked, m.DecisionLogSampled,
-		m.CELEvaluationErrors, m.RuleDecisions)
+		m.CELEvaluationErrors, m.RuleDecisions, m.SideStreams, m.ListsFiltered, m.ListItemsRemoved)
+	for _, r := range SideStreamRoutes {
+		for _, o := range []string{"ok", "error", "refused"} {
+			m.SideStreams.WithLabelValues(r, o)
+		}
+	}
+	for _, k := range ListKinds {
+		m.ListItemsRemoved.WithLabelValues(k)
+		for _, r := range []string{"ok", "refused"} {
+			m.ListsFiltered.WithLabelValues(k, r)
+		}
+	}
 	for _, r := range reasons {
 		for _, dry := range []string{"false", "true"} {
 			m.Decisions.WithLabelValues(r.Decision, r.Reason, "none", "none", dry)
@@ -367,4 +394,25 @@ func (m *Metrics) ObserveDPoPReplayCache(size func() int) {
 	}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "mcp_extauthz", Name: "dpop_replay_cache_entries",
 		Help: "DPoP proof ids (jti) remembered to refuse replays, in this replica."}, func() float64 { return float64(size()) }))
+}
+
+// SideStreamEnded counts one ext_proc side stream by route and outcome
+// (values of SideStreamRoutes; "ok", "error", "refused").
+func (m *Metrics) SideStreamEnded(route, outcome string) {
+	if m == nil {
+		return
+	}
+	m.SideStreams.WithLabelValues(route, outcome).Inc()
+}
+
+// ListFiltered counts one list answer of kind (a ListKinds value), its
+// result ("ok", "refused") and the items removed.
+func (m *Metrics) ListFiltered(kind, result string, removed int) {
+	if m == nil {
+		return
+	}
+	m.ListsFiltered.WithLabelValues(kind, result).Inc()
+	if removed > 0 {
+		m.ListItemsRemoved.WithLabelValues(kind).Add(float64(removed))
+	}
 }

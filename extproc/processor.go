@@ -1,0 +1,745 @@
+package extproc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	procfv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
+)
+
+// AuthzNamespace is the dynamic-metadata namespace ext_authz writes Check's
+// metadata under (Envoy ext_authz.cc Filter::onComplete).
+const AuthzNamespace = "envoy.filters.http.ext_authz"
+
+// DefaultMaxBody bounds a buffered JSON answer the processor filters (4 MiB).
+const DefaultMaxBody = 4 << 20
+
+// Revision2026 is the first MCP revision whose list results carry
+// cacheScope and ttlMs (CacheableResult).
+const Revision2026 = "2026-07-28"
+
+// Reasons the processor refuses with, in data.reason of its JSON-RPC
+// errors and in its decision-log lines: a closed set.
+const (
+	ReasonNoMetadata    = "no_authorization_metadata" // a processed answer without Check's decision_id
+	ReasonPrincipal     = "principal_mismatch"        // the re-verified token is not Check's principal
+	ReasonToken         = "token_unverifiable"        // the token no longer verifies
+	ReasonCompressed    = "response_compressed"       // content-encoding other than identity
+	ReasonUnfilterable  = "response_unfilterable"     // a list answer that cannot be parsed or decided
+	ReasonTooLarge      = "response_too_large"        // a JSON answer or SSE event over its cap
+	ReasonInvalidCursor = "invalid_cursor"            // a params.cursor not sealed for this caller
+	ReasonResultOnError = "result_on_error_status"    // a non-2xx answer carrying a JSON-RPC result
+)
+
+// Config is what a Server shares with Check.
+type Config struct {
+	// Policy returns the live policy and its version; a nil policy refuses
+	// every list.
+	Policy func() (*policy.Policy, string)
+	// Verifier verifies the bearer token again for its claims (list and
+	// GET routes). Nil: no claims (when expressions see an empty map).
+	Verifier bearer.TokenVerifier
+	// Tasks binds task ids; nil: CreateTaskResult ids are not bound and
+	// tasks/list answers are refused.
+	Tasks *state.Tasks
+	// Cursors seals nextCursor; nil: cursors pass unchanged.
+	Cursors *cursor.Sealer
+	// Log is the decision logger: one line per filtered list. Nil: none.
+	Log *zap.Logger
+	// Metrics counts side streams and filtered lists. Nil: none.
+	Metrics *metrics.Metrics
+	// MaxBody bounds a buffered answer (default DefaultMaxBody); MaxEvent
+	// one SSE event (default sse.DefaultMaxEvent).
+	MaxBody, MaxEvent int
+	// CacheTTLms is the ttlMs given to filtered lists on MCP 2026-07-28
+	// (the smaller of it and the upstream's); default 0.
+	CacheTTLms int64
+}
+
+// Server is the ExternalProcessor.
+type Server struct {
+	extprocv3.UnimplementedExternalProcessorServer
+	cfg Config
+}
+
+var _ extprocv3.ExternalProcessorServer = (*Server)(nil)
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxEvent <= 0 {
+		cfg.MaxEvent = sse.DefaultMaxEvent
+	}
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	return &Server{cfg: cfg}
+}
+
+// respMode is how the response body is handled.
+type respMode int
+
+const (
+	modeNone  respMode = iota // no body asked for
+	modeJSON                  // BUFFERED, filter as JSON
+	modeSniff                 // BUFFERED, another 2xx type: filter if it is JSON-RPC
+	modeError                 // BUFFERED, non-2xx: drop a smuggled result
+	modeSSE                   // STREAMED, frame and filter events
+)
+
+// stream is one side stream's state.
+type stream struct {
+	s                                                  *Server
+	haveMeta                                           bool
+	decision                                           string // decision_id
+	method, server, principal, policyVersion, protocol string
+	rpcID                                              []byte
+	taskRequested                                      bool
+	claims                                             map[string]any
+	httpMethod                                         string
+	sawRequestBody                                     bool
+	mode                                               respMode
+	isList                                             bool
+	framer                                             *sse.Framer
+	out                                                []byte // SSE bytes released by the chunk being answered
+	broken                                             bool   // SSE: framing lost, the rest is dropped
+	refused                                            bool
+	// counts for the decision log
+	lists, kept, removed int
+	kind                 listfilter.Kind
+}
+
+// Process implements ExternalProcessorServer: one call per HTTP stream.
+func (s *Server) Process(srv extprocv3.ExternalProcessor_ProcessServer) (err error) {
+	st := &stream{s: s}
+	outcome := "ok"
+	defer func() {
+		if r := recover(); r != nil {
+			err = status.Errorf(codes.Internal, "ext_proc: recovered: %v", r)
+		}
+		if err != nil {
+			outcome = "error"
+		} else if st.refused {
+			outcome = "refused"
+		}
+		s.cfg.Metrics.SideStreamEnded(st.route(), outcome)
+	}()
+	ctx := srv.Context()
+	for {
+		req, rerr := srv.Recv()
+		if errors.Is(rerr, io.EOF) {
+			return nil
+		}
+		if rerr != nil {
+			if status.Code(rerr) == codes.Canceled || ctx.Err() != nil {
+				return nil // Envoy reset the stream: nothing is flowing any more
+			}
+			return rerr
+		}
+		resp, herr := st.handle(ctx, req)
+		if herr != nil {
+			return status.Error(codes.Internal, "ext_proc: "+herr.Error())
+		}
+		if err := srv.Send(resp); err != nil {
+			return err
+		}
+	}
+}
+
+// route is the metric label of the stream's route.
+func (st *stream) route() string {
+	switch {
+	case st.isList || isListMethod(st.method):
+		return "list"
+	case st.httpMethod == "GET" || st.method == "GET":
+		return "get"
+	case strings.HasPrefix(st.method, "tasks/"):
+		return "task"
+	case st.method == "tools/call":
+		return "call"
+	}
+	return "other"
+}
+
+func isListMethod(m string) bool { _, ok := listfilter.KindOf(m); return ok }
+
+// handle answers one ProcessingRequest. An error aborts the stream.
+func (st *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) (*extprocv3.ProcessingResponse, error) {
+	if !st.haveMeta {
+		st.readMeta(req)
+	}
+	switch r := req.GetRequest().(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		return st.requestHeaders(ctx, r.RequestHeaders)
+	case *extprocv3.ProcessingRequest_RequestBody:
+		return st.requestBody(r.RequestBody)
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		return st.responseHeaders(r.ResponseHeaders)
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		return st.responseBody(ctx, r.ResponseBody)
+	case *extprocv3.ProcessingRequest_RequestTrailers:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}}, nil
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		if st.mode == modeSSE && st.framer != nil && !st.broken {
+			// Trailers end the stream: held SSE bytes can no longer be
+			// released. Abort rather than drop them silently.
+			return nil, errors.New("response trailers while SSE bytes are held")
+		}
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}, nil
+	}
+	return nil, fmt.Errorf("unexpected message %T", req.GetRequest())
+}
+
+// readMeta reads Check's metadata from req's metadata_context.
+func (st *stream) readMeta(req *extprocv3.ProcessingRequest) {
+	ns := req.GetMetadataContext().GetFilterMetadata()[AuthzNamespace]
+	f := ns.GetFields()
+	str := func(k string) string { return f[k].GetStringValue() }
+	if str("decision_id") == "" {
+		return
+	}
+	st.haveMeta = true
+	st.decision = str("decision_id")
+	st.method, st.server, st.principal = str("method"), str("server"), str("principal")
+	st.policyVersion, st.protocol = str("policy_version"), str("protocol_version")
+	if id := str("rpc_id"); id != "" {
+		st.rpcID = []byte(id)
+	}
+	st.taskRequested = str("task_requested") == "true" || f["task_requested"].GetBoolValue()
+	st.isList = isListMethod(st.method)
+}
+
+// header returns the value of header k (lower case) in hm.
+func header(hm *corev3.HeaderMap, k string) (string, bool) {
+	for _, h := range hm.GetHeaders() {
+		if strings.EqualFold(h.GetKey(), k) {
+			if rv := h.GetRawValue(); len(rv) > 0 {
+				return string(rv), true
+			}
+			return h.GetValue(), true
+		}
+	}
+	return "", false
+}
+
+func (st *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) (*extprocv3.ProcessingResponse, error) {
+	if !st.haveMeta {
+		return st.immediate(503, ReasonNoMetadata, "no authorization decision for this request"), nil
+	}
+	st.httpMethod, _ = header(h.GetHeaders(), ":method")
+	if st.protocol == "" {
+		st.protocol, _ = header(h.GetHeaders(), "mcp-protocol-version")
+	}
+	if v := st.s.cfg.Verifier; v != nil {
+		if auth, ok := header(h.GetHeaders(), "authorization"); ok {
+			_, tok, ok := bearer.ParseAuthorization(auth)
+			if !ok {
+				return st.immediate(503, ReasonToken, "the bearer token cannot be read"), nil
+			}
+			p, err := v.Verify(ctx, tok)
+			if err != nil {
+				return st.immediate(503, ReasonToken, "the bearer token no longer verifies"), nil
+			}
+			if p.Subject != st.principal {
+				return st.immediate(503, ReasonPrincipal, "the bearer token is not the decided principal's"), nil
+			}
+			st.claims = p.Claims
+		} else if st.principal != "" {
+			return st.immediate(503, ReasonPrincipal, "no bearer token for the decided principal"), nil
+		}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}}, nil
+}
+
+func (st *stream) requestBody(b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
+	st.sawRequestBody = true
+	if !b.GetEndOfStream() {
+		return nil, errors.New("request body not BUFFERED (a chunk without end_of_stream)")
+	}
+	pass := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{}}}
+	if st.s.cfg.Cursors == nil || !st.haveMeta {
+		return pass, nil
+	}
+	body, changed, err := listfilter.ReplaceCursor(b.GetBody(), st.limits(), func(method, c string) (string, error) {
+		return st.s.cfg.Cursors.Open(st.binding(method), c)
+	})
+	if err != nil {
+		var fe *listfilter.Error
+		if errors.As(err, &fe) && fe.Kind == "parse" {
+			return pass, nil // Check decided this body; it is not a list request we can read
+		}
+		return st.rpcError(400, -32602, ReasonInvalidCursor, "Invalid cursor"), nil
+	}
+	if !changed {
+		return pass, nil
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
+		Response: &extprocv3.CommonResponse{
+			HeaderMutation: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader("content-length", strconv.Itoa(len(body)))}},
+			BodyMutation:   &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: body}},
+		},
+	}}}, nil
+}
+
+func (st *stream) binding(method string) cursor.Binding {
+	return cursor.Binding{Method: method, Server: st.server, Principal: st.principal, PolicyVersion: st.policyVersion}
+}
+
+func (st *stream) limits() mcpparse.Limits {
+	return mcpparse.Limits{MaxBytes: st.s.cfg.MaxBody, MaxKeys: 1 << 20, MaxElements: 1 << 22, MaxStringLen: st.s.cfg.MaxBody}
+}
+
+// mediaType returns the lower-cased media type of a content-type value.
+func mediaType(ct string) string {
+	ct = strings.ToLower(ct)
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	return strings.TrimSpace(ct)
+}
+
+func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.ProcessingResponse, error) {
+	hm := h.GetHeaders()
+	code, _ := strconv.Atoi(func() string { s, _ := header(hm, ":status"); return s }())
+	ct, _ := header(hm, "content-type")
+	enc, _ := header(hm, "content-encoding")
+	lct := strings.ToLower(ct)
+	// As loosely as clients test it (the TypeScript SDK: includes()).
+	isSSE := strings.Contains(lct, "text/event-stream")
+	isJSON := !isSSE && strings.Contains(lct, "application/json")
+	pass := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}}
+	ok2xx := code >= 200 && code < 300
+	if !st.haveMeta {
+		if ok2xx && (isSSE || isJSON) {
+			return st.immediate(503, ReasonNoMetadata, "no authorization decision for this response"), nil
+		}
+		return pass, nil // a local reply or an answer nobody asked the processor about
+	}
+	noBody := h.GetEndOfStream() || code == 204 || code == 304 || code == 202 || st.httpMethod == "HEAD"
+	if noBody {
+		return pass, nil
+	}
+	if e := strings.TrimSpace(strings.ToLower(enc)); e != "" && e != "identity" {
+		return st.immediate(502, ReasonCompressed, "a compressed response cannot be filtered"), nil
+	}
+	var hdrs []*corev3.HeaderValueOption
+	body := procfv3.ProcessingMode_BUFFERED
+	switch {
+	case !ok2xx:
+		if !isSSE && !isJSON {
+			return pass, nil
+		}
+		st.mode = modeError
+	case isSSE:
+		st.mode, body = modeSSE, procfv3.ProcessingMode_STREAMED
+		st.framer = sse.New(st.s.cfg.MaxEvent)
+		if st.isList {
+			// STREAMED: the headers go downstream with this answer.
+			hdrs = append(hdrs, setHeader("cache-control", "private, no-store"))
+		}
+	case isJSON:
+		st.mode = modeJSON
+	default:
+		st.mode = modeSniff
+	}
+	reqBody := procfv3.ProcessingMode_NONE
+	if st.sawRequestBody {
+		reqBody = procfv3.ProcessingMode_BUFFERED
+	}
+	cr := &extprocv3.CommonResponse{}
+	if len(hdrs) > 0 {
+		cr.HeaderMutation = &extprocv3.HeaderMutation{SetHeaders: hdrs}
+	}
+	if st.mode == modeSSE {
+		// Envoy removes content-length for STREAMED only when that is the
+		// static mode (Filter::encodeHeaders runs before the override): an
+		// SSE answer sent with one (the TypeScript SDK's) keeps it, and
+		// the rewritten events would not match it. A body that arrives
+		// whole before this answer is then sent as a buffered body and
+		// checked against it (ProcessorState::validateContentLength).
+		if cr.HeaderMutation == nil {
+			cr.HeaderMutation = &extprocv3.HeaderMutation{}
+		}
+		cr.HeaderMutation.RemoveHeaders = append(cr.HeaderMutation.RemoveHeaders, "content-length")
+	}
+	return &extprocv3.ProcessingResponse{
+		Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{Response: cr}},
+		ModeOverride: &procfv3.ProcessingMode{
+			RequestHeaderMode: procfv3.ProcessingMode_SEND, ResponseHeaderMode: procfv3.ProcessingMode_SEND,
+			RequestBodyMode: reqBody, ResponseBodyMode: body,
+			RequestTrailerMode: procfv3.ProcessingMode_SKIP, ResponseTrailerMode: procfv3.ProcessingMode_SKIP,
+		},
+	}, nil
+}
+
+func setHeader(k, v string) *corev3.HeaderValueOption {
+	// append unset (false): the value replaces the header's. Envoy's
+	// ext_proc reads only append, not append_action.
+	return &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: k, RawValue: []byte(v)}}
+}
+
+// filterOptions are the listfilter options for this stream.
+func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
+	opt := listfilter.Options{Limits: st.limits(), ID: st.rpcID, Method: st.method}
+	pol, version := (*policy.Policy)(nil), ""
+	if f := st.s.cfg.Policy; f != nil {
+		pol, version = f()
+	}
+	opt.Keep = func(k listfilter.Kind, key string) (bool, error) {
+		if k == listfilter.Tasks {
+			t := st.s.cfg.Tasks
+			if t == nil {
+				return false, errors.New("no task store")
+			}
+			owner, found, err := t.Owner(ctx, st.server, key)
+			return found && owner == st.principal, err
+		}
+		if pol == nil {
+			return false, errors.New("no policy")
+		}
+		in, ok := ItemInput(k, key, st.server, st.claims)
+		if !ok {
+			return false, nil
+		}
+		return pol.Visible(in).Visible, nil
+	}
+	if c := st.s.cfg.Cursors; c != nil {
+		// Sealed to the policy that filtered this page (the live one,
+		// which the next page's Check will compare with).
+		opt.Cursor = func(k listfilter.Kind, up string) (string, error) {
+			b := st.binding(k.Method())
+			b.PolicyVersion = version
+			return c.Seal(b, up)
+		}
+	}
+	if st.protocol >= Revision2026 && len(st.protocol) == len(Revision2026) {
+		opt.Cache = &listfilter.CacheHint{TTLms: st.s.cfg.CacheTTLms}
+	}
+	return opt
+}
+
+// filter runs the list filter on one JSON body, binds the task ids it
+// finds and records the counts.
+func (st *stream) filter(ctx context.Context, body []byte) (listfilter.Result, error) {
+	res, err := listfilter.Filter(body, st.filterOptions(ctx))
+	if err != nil {
+		return res, err
+	}
+	if res.Lists > 0 {
+		st.lists += res.Lists
+		st.kept += res.Kept
+		st.removed += res.Removed
+		st.kind = res.Kind
+		st.s.cfg.Metrics.ListFiltered(res.Kind.String(), "ok", res.Removed)
+	}
+	st.bindTasks(ctx, res.Tasks)
+	return res, nil
+}
+
+func (st *stream) bindTasks(ctx context.Context, tasks []listfilter.Task) {
+	for _, t := range tasks {
+		tk := st.s.cfg.Tasks
+		if tk == nil {
+			st.s.cfg.Log.Warn("task not bound: no task store", zap.String("decision_id", st.decision))
+			continue
+		}
+		if err := tk.Bind(ctx, st.server, t.ID, st.principal, t.TTLms); err != nil {
+			// The task stays unbound (or another's): its later task calls
+			// are refused, which fails closed.
+			st.s.cfg.Log.Warn("task not bound", zap.String("decision_id", st.decision), zap.Error(err))
+		}
+	}
+}
+
+// refusedList counts and logs a list answer replaced by an error.
+func (st *stream) refusedList(reason string, err error) {
+	st.refused = true
+	kind := "unknown"
+	if k, ok := listfilter.KindOf(st.method); ok {
+		kind = k.String()
+	}
+	st.s.cfg.Metrics.ListFiltered(kind, "refused", 0)
+	st.s.cfg.Log.Info("list refused",
+		zap.String("kind", "list_filter"), zap.String("decision_id", st.decision), zap.String("method", st.method),
+		zap.String("server", st.server), zap.String("policy_version", st.policyVersion),
+		zap.String("result", "refused"), zap.String("reason", reason), zap.NamedError("cause", err))
+}
+
+// logFiltered writes the one decision-log line of a filtered list.
+func (st *stream) logFiltered() {
+	if st.lists == 0 {
+		return
+	}
+	st.s.cfg.Log.Info("list filtered",
+		zap.String("kind", "list_filter"), zap.String("decision_id", st.decision), zap.String("method", st.method),
+		zap.String("server", st.server), zap.String("policy_version", st.policyVersion),
+		zap.String("list", st.kind.String()), zap.Int("lists", st.lists), zap.Int("kept", st.kept), zap.Int("removed", st.removed),
+		zap.String("result", "ok"))
+}
+
+func (st *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
+	switch st.mode {
+	case modeSSE:
+		return st.sseChunk(ctx, b)
+	case modeJSON, modeSniff, modeError:
+		if !b.GetEndOfStream() {
+			return nil, errors.New("response body not BUFFERED (a chunk without end_of_stream)")
+		}
+		return st.jsonBody(ctx, b.GetBody())
+	}
+	return bodyResponse(nil, nil), nil // not asked for: pass
+}
+
+// bodyResponse answers a response body message: body replaces it when not
+// nil, with headers set.
+func bodyResponse(body []byte, hdrs []*corev3.HeaderValueOption) *extprocv3.ProcessingResponse {
+	cr := &extprocv3.CommonResponse{}
+	if body != nil {
+		cr.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: body}}
+	}
+	if len(hdrs) > 0 {
+		cr.HeaderMutation = &extprocv3.HeaderMutation{SetHeaders: hdrs}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: cr}}}
+}
+
+func (st *stream) jsonBody(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return bodyResponse(nil, nil), nil
+	}
+	replace := func(reason, msg string) *extprocv3.ProcessingResponse {
+		eb := errorBody(st.rpcID, -32603, reason, msg)
+		return bodyResponse(eb, []*corev3.HeaderValueOption{
+			setHeader("content-type", "application/json"),
+			setHeader("content-length", strconv.Itoa(len(eb))),
+			setHeader("cache-control", "private, no-store"),
+		})
+	}
+	if st.mode == modeError {
+		if carriesResult(body, st.limits()) {
+			st.refusedList(ReasonResultOnError, nil)
+			return replace(ReasonResultOnError, "a JSON-RPC result on an error status"), nil
+		}
+		return bodyResponse(nil, nil), nil
+	}
+	if len(body) > st.s.cfg.MaxBody {
+		st.refusedList(ReasonTooLarge, nil)
+		return replace(ReasonTooLarge, "the response is too large to filter"), nil
+	}
+	res, err := st.filter(ctx, body)
+	if err != nil {
+		if st.mode == modeSniff {
+			var fe *listfilter.Error
+			if errors.As(err, &fe) && fe.Kind == "parse" {
+				return bodyResponse(nil, nil), nil // not JSON-RPC: no client reads it as a message
+			}
+		}
+		st.refusedList(ReasonUnfilterable, err)
+		return replace(ReasonUnfilterable, "the list response could not be filtered"), nil
+	}
+	var hdrs []*corev3.HeaderValueOption
+	if res.Lists > 0 || st.isList {
+		hdrs = append(hdrs, setHeader("cache-control", "private, no-store"))
+	}
+	st.logFiltered()
+	if !res.Changed {
+		return bodyResponse(nil, hdrs), nil
+	}
+	hdrs = append(hdrs, setHeader("content-length", strconv.Itoa(len(res.Body))))
+	return bodyResponse(res.Body, hdrs), nil
+}
+
+// carriesResult reports whether body (JSON, possibly a batch, or SSE
+// events) holds a JSON-RPC response with a result.
+func carriesResult(body []byte, lim mcpparse.Limits) bool {
+	check := func(b []byte) bool {
+		p, err := mcpparse.Parse(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), mcpparse.ParseOptions{Limits: lim, AllowBatch: true})
+		if err != nil {
+			return false
+		}
+		for _, m := range p.Messages {
+			if m.Result != nil {
+				return true
+			}
+		}
+		return false
+	}
+	if check(body) {
+		return true
+	}
+	found := false
+	f := sse.New(len(body) + 1)
+	onEvent := func(ev *sse.Event) error {
+		found = found || check(ev.TS.Data) || check(ev.Go.Data)
+		return nil
+	}
+	_ = f.Write(body, onEvent)
+	_ = f.Close(onEvent)
+	return found
+}
+
+// errorBody is a JSON-RPC error response with id (raw JSON; null when nil).
+func errorBody(id []byte, code int, reason, msg string) []byte {
+	if len(id) == 0 {
+		id = []byte("null")
+	}
+	b := []byte(`{"jsonrpc":"2.0","id":`)
+	b = append(b, id...)
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":`...)
+	b = mcpparse.AppendJCSString(b, msg)
+	b = append(b, `,"data":{"reason":`...)
+	b = mcpparse.AppendJCSString(b, reason)
+	return append(b, "}}}"...)
+}
+
+// immediate is a local reply with a JSON-RPC error (code -32603 unless
+// rpcError is used).
+func (st *stream) immediate(httpStatus int, reason, msg string) *extprocv3.ProcessingResponse {
+	return st.rpcError(httpStatus, -32603, reason, msg)
+}
+
+func (st *stream) rpcError(httpStatus, code int, reason, msg string) *extprocv3.ProcessingResponse {
+	st.refused = true
+	st.s.cfg.Log.Info("response seam refused",
+		zap.String("kind", "ext_proc"), zap.String("decision_id", st.decision), zap.String("method", st.method),
+		zap.String("server", st.server), zap.String("reason", reason), zap.Int("status", httpStatus))
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: &extprocv3.ImmediateResponse{
+		Status: &typev3.HttpStatus{Code: typev3.StatusCode(httpStatus)},
+		Headers: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
+			setHeader("content-type", "application/json"),
+			setHeader("cache-control", "no-store"),
+		}},
+		Body:    errorBody(st.rpcID, code, reason, msg),
+		Details: "mcp_extauthz_" + reason,
+	}}}
+}
+
+// sseChunk frames one STREAMED chunk and answers it with the bytes released.
+func (st *stream) sseChunk(ctx context.Context, b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
+	st.out = st.out[:0]
+	onEvent := func(ev *sse.Event) error {
+		st.out = append(st.out, st.event(ctx, ev)...)
+		return nil
+	}
+	if !st.broken {
+		err := st.framer.Write(b.GetBody(), onEvent)
+		if err == nil && b.GetEndOfStream() {
+			err = st.framer.Close(onEvent)
+		}
+		if err != nil {
+			st.broken = true
+			st.refusedList(ReasonTooLarge, err)
+			st.out = append(st.out, st.errorEvent(ReasonTooLarge, "an SSE event is too large to filter")...)
+		}
+	}
+	if b.GetEndOfStream() {
+		st.logFiltered()
+		st.framer = nil
+	}
+	out := append([]byte{}, st.out...)
+	if bytes.Equal(out, b.GetBody()) {
+		return bodyResponse(nil, nil), nil
+	}
+	return bodyResponse(out, nil), nil
+}
+
+// errorEvent is an unnamed SSE event carrying a JSON-RPC error.
+func (st *stream) errorEvent(reason, msg string) []byte {
+	return sse.AppendData(nil, nil, errorBody(st.rpcID, -32603, reason, msg))
+}
+
+// event decides one SSE event: its bytes to release.
+func (st *stream) event(ctx context.Context, ev *sse.Event) []byte {
+	read := ev.TS.Message() || ev.Go.Message()
+	if ev.Ambiguous {
+		if !hasData(ev) {
+			return ev.Raw
+		}
+		st.refusedList(ReasonUnfilterable, errors.New("a bare CR: clients frame this event differently"))
+		return st.errorEvent(ReasonUnfilterable, "an SSE event the clients read differently")
+	}
+	views := [][]byte{ev.Go.Data, ev.TS.Data}
+	if bytes.Equal(views[0], views[1]) {
+		views = views[:1]
+	}
+	tried := false
+	var lastErr error
+	for _, d := range views {
+		if len(bytes.TrimSpace(d)) == 0 {
+			continue
+		}
+		tried = true
+		res, err := st.filter(ctx, d)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if !res.Changed {
+			return ev.Raw
+		}
+		if !read {
+			return nil // a list smuggled in an event no client reads: dropped
+		}
+		return sse.AppendData(nil, sse.IDLine(ev.Raw), res.Body)
+	}
+	if !tried || !read {
+		return ev.Raw
+	}
+	st.refusedList(ReasonUnfilterable, lastErr)
+	return st.errorEvent(ReasonUnfilterable, "the list response could not be filtered")
+}
+
+func hasData(ev *sse.Event) bool {
+	return bytes.Contains(ev.Raw, []byte("data"))
+}
+
+// ItemInput is the call a list item is decided as (policy.Visible): a tool
+// as tools/call of its name, a prompt as prompts/get, a resource as
+// resources/read of its URI, a template as resources/read of its
+// expansion (policy.ExpandTemplate). ok is false for a template that does
+// not expand (the item is removed) and for tasks, which the task store
+// decides.
+func ItemInput(k listfilter.Kind, key, server string, claims map[string]any) (in *policy.Input, ok bool) {
+	in = &policy.Input{Op: policy.OpRequest, Server: server, Claims: claims}
+	switch k {
+	case listfilter.Tools:
+		in.Method, in.Tool = "tools/call", key
+	case listfilter.Prompts:
+		in.Method, in.Prompt = "prompts/get", key
+	case listfilter.Resources:
+		in.Method, in.URI = "resources/read", key
+	case listfilter.ResourceTemplates:
+		uri, ok := policy.ExpandTemplate(key)
+		if !ok {
+			return nil, false
+		}
+		in.Method, in.URI = "resources/read", uri
+	default:
+		return nil, false
+	}
+	return in, true
+}

@@ -1,0 +1,572 @@
+// Package listfilter removes the items a caller may not use from the JSON-RPC
+// answers to MCP list requests (tools/list, prompts/list, resources/list,
+// resources/templates/list, tasks/list; MCP 2025-06-18, 2025-11-25,
+// 2026-07-28 "Pagination"), and finds the task ids of CreateTaskResult
+// answers (MCP 2025-11-25 "Tasks").
+//
+// It is pure: bytes in, bytes out; which items stay is the caller's Keep
+// function (the policy's Policy.Visible, or the task store). The body is
+// validated by mcpparse.Parse first (JSON-RPC 2.0 envelope, duplicate and
+// case-variant member names, invalid UTF-8, lone surrogates, trailing data,
+// both "result" and "error": each an error), batches element by element.
+//
+// What is rewritten, and how: the output is the input with byte ranges
+// spliced, never re-serialized. A list array that loses an item is
+// replaced by "[" + the kept items, each byte for byte, joined by "," + "]"
+// (the whitespace between items is not kept); an array that loses nothing is
+// left as is. Outside list arrays only these bytes change: a leading UTF-8
+// BOM is dropped (clients strip it, fetch's json() and the Go decoder
+// differently), nextCursor's value when Options.Cursor is set, and
+// cacheScope/ttlMs when Options.Cache is set (replaced, or appended to the
+// result object). Every other byte is the input's.
+//
+// Lists are found by shape, in every response of the body whatever its id:
+// a result object with a member named (as the Go SDK's decoder matches
+// names, bytes.EqualFold) tools, prompts, resources, resourceTemplates or
+// tasks whose value is an array. A result with two of them is an error; the
+// answer to the caller's own list request (Options.ID) without its list is
+// an error; an item that is not an object, lacks its key (name, name, uri,
+// uriTemplate, taskId) or has a non-string key is an error; two items with
+// the same key in one list are an error. Errors are *Error values: the
+// caller fails closed.
+package listfilter
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+)
+
+// Kind is the kind of list a result carries.
+type Kind int
+
+// The kinds of list, one per list method.
+const (
+	Tools Kind = iota + 1
+	Prompts
+	Resources
+	ResourceTemplates
+	Tasks
+)
+
+var kinds = [...]struct {
+	member, key, method string
+}{
+	Tools:             {"tools", "name", "tools/list"},
+	Prompts:           {"prompts", "name", "prompts/list"},
+	Resources:         {"resources", "uri", "resources/list"},
+	ResourceTemplates: {"resourceTemplates", "uriTemplate", "resources/templates/list"},
+	Tasks:             {"tasks", "taskId", "tasks/list"},
+}
+
+// String returns the list's member name ("tools", ..., "tasks").
+func (k Kind) String() string {
+	if k >= Tools && k <= Tasks {
+		return kinds[k].member
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Method returns the list method answered with this kind ("tools/list", ...).
+func (k Kind) Method() string {
+	if k >= Tools && k <= Tasks {
+		return kinds[k].method
+	}
+	return ""
+}
+
+// KindOf returns the kind of list method m answers, and false for any
+// other method.
+func KindOf(m string) (Kind, bool) {
+	for k := Tools; k <= Tasks; k++ {
+		if kinds[k].method == m {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// Error is why a body cannot be filtered. The caller must not pass the body.
+type Error struct {
+	Kind string // "parse", "shape", "duplicate", "keep", "cursor"
+	Msg  string
+	Err  error // the mcpparse.ParseError for "parse", Keep's or Cursor's error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return "listfilter: " + e.Kind + ": " + e.Msg + ": " + e.Err.Error()
+	}
+	return "listfilter: " + e.Kind + ": " + e.Msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// CacheHint is MCP 2026-07-28's CacheableResult for a filtered list:
+// cacheScope "private" and ttlMs = min(upstream ttlMs, TTLms).
+type CacheHint struct {
+	TTLms int64
+}
+
+// Options controls Filter.
+type Options struct {
+	// Limits bounds the parse (mcpparse.Limits; zero fields take
+	// mcpparse's defaults, 1 MiB: set MaxBytes for larger catalogs).
+	Limits mcpparse.Limits
+	// ID is the raw JSON id of the caller's own request and Method its
+	// method; when Method is a list method, the response with that id must
+	// carry that list (else a "shape" error). Empty: lists by shape only.
+	ID     []byte
+	Method string
+	// Keep decides each item by its key (a tool or prompt name, a resource
+	// URI, a uriTemplate, a taskId, decoded). An error fails the filter.
+	Keep func(k Kind, key string) (bool, error)
+	// Cursor, when set, maps the nextCursor of a list (decoded) to the one
+	// handed to the client; its error fails the filter.
+	Cursor func(k Kind, upstream string) (string, error)
+	// Cache, when set, writes the 2026-07-28 cache members into each list
+	// result.
+	Cache *CacheHint
+}
+
+// Task is a task id found in a CreateTaskResult (result.task.taskId) and
+// its ttl in milliseconds (result.task.ttl; -1 when absent or not a
+// non-negative integer).
+type Task struct {
+	ID    string
+	TTLms int64
+}
+
+// Result is what Filter did.
+type Result struct {
+	// Body is the body to send; it aliases nothing of the input.
+	Body []byte
+	// Lists is the number of list results found; Kind the kind of the
+	// last; Kept and Removed count items over all of them.
+	Lists         int
+	Kind          Kind
+	Kept, Removed int
+	// Tasks are the CreateTaskResult task ids found, in body order.
+	Tasks []Task
+	// Changed reports that Body differs from the input.
+	Changed bool
+}
+
+// edit replaces in[off:end] by with.
+type edit struct {
+	off, end int
+	with     []byte
+}
+
+var bom = []byte("\xef\xbb\xbf")
+
+// Filter filters every list in body (one JSON-RPC message or a batch) as
+// the package doc says. It never returns a partly filtered body: on error
+// Result is zero.
+func Filter(body []byte, opt Options) (Result, error) {
+	in := body
+	var edits []edit
+	start := 0
+	if bytes.HasPrefix(in, bom) {
+		edits = append(edits, edit{0, len(bom), nil})
+		start = len(bom)
+	}
+	parsed, err := mcpparse.Parse(in[start:], mcpparse.ParseOptions{Limits: opt.Limits, AllowBatch: true})
+	if err != nil {
+		return Result{}, &Error{Kind: "parse", Msg: "not a strict JSON-RPC message", Err: err}
+	}
+	wantKind, wantList := KindOf(opt.Method)
+	var res Result
+	for i := range parsed.Messages {
+		m := &parsed.Messages[i]
+		if m.Kind != mcpparse.KindResponse || m.Result == nil {
+			continue
+		}
+		off := offsetIn(in, m.Result)
+		own := wantList && opt.ID != nil && bytes.Equal(m.ID, opt.ID)
+		es, err := filterResult(in, off, off+len(m.Result), own, wantKind, &opt, &res)
+		if err != nil {
+			return Result{}, err
+		}
+		edits = append(edits, es...)
+	}
+	res.Body = apply(in, edits)
+	res.Changed = len(edits) > 0 && !bytes.Equal(res.Body, body)
+	return res, nil
+}
+
+// offsetIn returns where sub (a subslice of in) starts in in.
+func offsetIn(in, sub []byte) int {
+	return cap(in) - cap(sub)
+}
+
+func apply(in []byte, edits []edit) []byte {
+	out := make([]byte, 0, len(in))
+	at := 0
+	for _, e := range edits {
+		out = append(out, in[at:e.off]...)
+		out = append(out, e.with...)
+		at = e.end
+	}
+	return append(out, in[at:]...)
+}
+
+// member is one member of an object: its decoded name, and its value's
+// kind (first byte) and span.
+type member struct {
+	name     string
+	off, end int // the value
+	nameOff  int // the name's opening quote
+}
+
+// filterResult filters the result value in[off:end].
+func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, res *Result) ([]edit, error) {
+	if in[off] != '{' {
+		if own {
+			return nil, &Error{Kind: "shape", Msg: "the list result is not an object"}
+		}
+		return nil, nil
+	}
+	mems := objectMembers(in, off)
+	var list *member
+	var kind Kind
+	var cursor, scope, ttl, task *member
+	for i := range mems {
+		mm := &mems[i]
+		for k := Tools; k <= Tasks; k++ {
+			if foldEq(mm.name, kinds[k].member) && in[mm.off] == '[' {
+				if list != nil {
+					return nil, &Error{Kind: "shape", Msg: "a result with two lists (" + kind.String() + ", " + k.String() + ")"}
+				}
+				list, kind = mm, k
+			}
+		}
+		switch {
+		case foldEq(mm.name, "nextCursor"):
+			cursor = mm
+		case foldEq(mm.name, "cacheScope"):
+			scope = mm
+		case foldEq(mm.name, "ttlMs"):
+			ttl = mm
+		case foldEq(mm.name, "task"):
+			task = mm
+		}
+	}
+	if task != nil && list == nil {
+		if t, ok := taskOf(in, task); ok {
+			res.Tasks = append(res.Tasks, t)
+		}
+	}
+	if list == nil {
+		if own {
+			return nil, &Error{Kind: "shape", Msg: "the " + want.Method() + " result has no " + want.String() + " array"}
+		}
+		return nil, nil
+	}
+	if own && kind != want {
+		return nil, &Error{Kind: "shape", Msg: "the " + want.Method() + " result carries " + kind.String()}
+	}
+	res.Lists++
+	res.Kind = kind
+	var edits []edit
+	items := arrayElements(in, list.off)
+	seen := make(map[string]struct{}, len(items))
+	kept := make([][2]int, 0, len(items))
+	for _, it := range items {
+		if in[it[0]] != '{' {
+			return nil, &Error{Kind: "shape", Msg: "a " + kind.String() + " item is not an object"}
+		}
+		km, found := findMember(in, it[0], kinds[kind].key)
+		key := &km
+		if !found || in[key.off] != '"' {
+			return nil, &Error{Kind: "shape", Msg: "a " + kind.String() + " item without a string " + kinds[kind].key}
+		}
+		name, err := decodeString(in[key.off:key.end])
+		if err != nil {
+			return nil, &Error{Kind: "shape", Msg: "an undecodable " + kinds[kind].key, Err: err}
+		}
+		if _, dup := seen[name]; dup {
+			return nil, &Error{Kind: "duplicate", Msg: "two " + kind.String() + " items with one " + kinds[kind].key}
+		}
+		seen[name] = struct{}{}
+		keep := false
+		if opt.Keep != nil {
+			keep, err = opt.Keep(kind, name)
+			if err != nil {
+				return nil, &Error{Kind: "keep", Msg: "deciding an item", Err: err}
+			}
+		}
+		if keep {
+			kept = append(kept, it)
+		}
+	}
+	res.Kept += len(kept)
+	res.Removed += len(items) - len(kept)
+	if len(kept) < len(items) {
+		b := []byte{'['}
+		for i, it := range kept {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, in[it[0]:it[1]]...)
+		}
+		edits = append(edits, edit{list.off, list.end, append(b, ']')})
+	}
+	if cursor != nil && opt.Cursor != nil && in[cursor.off] == '"' {
+		up, err := decodeString(in[cursor.off:cursor.end])
+		if err != nil {
+			return nil, &Error{Kind: "shape", Msg: "an undecodable nextCursor", Err: err}
+		}
+		sealed, err := opt.Cursor(kind, up)
+		if err != nil {
+			return nil, &Error{Kind: "cursor", Msg: "sealing nextCursor", Err: err}
+		}
+		edits = append(edits, edit{cursor.off, cursor.end, mcpparse.AppendJCSString(nil, sealed)})
+	}
+	if opt.Cache != nil {
+		ttlv := opt.Cache.TTLms
+		if ttl != nil {
+			if n, err := strconv.ParseInt(string(in[ttl.off:ttl.end]), 10, 64); err == nil && n >= 0 && n < ttlv {
+				ttlv = n
+			}
+		}
+		ttlText := []byte(strconv.FormatInt(ttlv, 10))
+		var add []byte
+		if scope != nil {
+			edits = append(edits, edit{scope.off, scope.end, []byte(`"private"`)})
+		} else {
+			add = append(add, `"cacheScope":"private"`...)
+		}
+		if ttl != nil {
+			edits = append(edits, edit{ttl.off, ttl.end, ttlText})
+		} else {
+			if len(add) > 0 {
+				add = append(add, ',')
+			}
+			add = append(append(add, `"ttlMs":`...), ttlText...)
+		}
+		if len(add) > 0 {
+			close := end - 1 // the result object's '}'
+			if len(mems) > 0 {
+				add = append([]byte{','}, add...)
+			}
+			edits = append(edits, edit{close, close, add})
+		}
+	}
+	sortEdits(edits)
+	return edits, nil
+}
+
+// taskOf reads result.task.taskId and result.task.ttl.
+func taskOf(in []byte, task *member) (Task, bool) {
+	if in[task.off] != '{' {
+		return Task{}, false
+	}
+	t := Task{TTLms: -1}
+	found := false
+	for _, m := range objectMembers(in, task.off) {
+		switch {
+		case foldEq(m.name, "taskId") && in[m.off] == '"':
+			id, err := decodeString(in[m.off:m.end])
+			if err != nil {
+				return Task{}, false
+			}
+			t.ID, found = id, true
+		case foldEq(m.name, "ttl"):
+			if n, err := strconv.ParseInt(string(in[m.off:m.end]), 10, 64); err == nil && n >= 0 {
+				t.TTLms = n
+			}
+		}
+	}
+	return t, found && t.ID != ""
+}
+
+func sortEdits(es []edit) {
+	for i := 1; i < len(es); i++ {
+		for j := i; j > 0 && es[j].off < es[j-1].off; j-- {
+			es[j], es[j-1] = es[j-1], es[j]
+		}
+	}
+}
+
+// foldEq reports whether name matches want as encoding/json matches member
+// names to fields (bytes.EqualFold: Unicode simple folding, so "toolſ"
+// is "tools").
+func foldEq(name, want string) bool {
+	return bytes.EqualFold([]byte(name), []byte(want))
+}
+
+// decodeString decodes a JSON string literal already validated by mcpparse.
+func decodeString(lit []byte) (string, error) {
+	if bytes.IndexByte(lit, '\\') < 0 {
+		return string(lit[1 : len(lit)-1]), nil
+	}
+	var s string
+	if err := json.Unmarshal(lit, &s); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+// The walkers below read JSON that mcpparse.Parse has validated: they
+// assume its grammar and never fail.
+
+func skipWS(in []byte, i int) int {
+	for i < len(in) && (in[i] == ' ' || in[i] == '\t' || in[i] == '\n' || in[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the value starting at in[i].
+func skipValue(in []byte, i int) int {
+	switch in[i] {
+	case '"':
+		return skipString(in, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(in); j++ {
+			switch in[j] {
+			case '"':
+				j = skipString(in, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(in)
+	default:
+		j := i
+		for j < len(in) && !isDelim(in[j]) {
+			j++
+		}
+		return j
+	}
+}
+
+func isDelim(c byte) bool {
+	return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r'
+}
+
+func skipString(in []byte, i int) int {
+	for j := i + 1; j < len(in); j++ {
+		switch in[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(in)
+}
+
+// objectMembers lists the members of the object starting at in[off].
+func objectMembers(in []byte, off int) []member {
+	var out []member
+	eachMember(in, off, func(name []byte, nameOff, voff, vend int) bool {
+		n, _ := decodeString(name)
+		out = append(out, member{name: n, off: voff, end: vend, nameOff: nameOff})
+		return true
+	})
+	return out
+}
+
+// findMember returns the value span of the last member of the object at
+// in[off] whose decoded name folds to want, without allocating unless a
+// name holds an escape.
+func findMember(in []byte, off int, want string) (m member, ok bool) {
+	eachMember(in, off, func(name []byte, nameOff, voff, vend int) bool {
+		raw := name[1 : len(name)-1]
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			d, _ := decodeString(name)
+			raw = []byte(d)
+		}
+		if bytes.EqualFold(raw, []byte(want)) {
+			m, ok = member{off: voff, end: vend, nameOff: nameOff}, true
+		}
+		return true
+	})
+	return m, ok
+}
+
+// eachMember calls fn with each member's raw name literal (quotes
+// included) and value span, until fn returns false.
+func eachMember(in []byte, off int, fn func(name []byte, nameOff, voff, vend int) bool) {
+	i := skipWS(in, off+1)
+	if in[i] == '}' {
+		return
+	}
+	for {
+		nameEnd := skipString(in, i)
+		j := skipWS(in, nameEnd)
+		j = skipWS(in, j+1) // ':'
+		vend := skipValue(in, j)
+		if !fn(in[i:nameEnd], i, j, vend) {
+			return
+		}
+		k := skipWS(in, vend)
+		if in[k] == '}' {
+			return
+		}
+		i = skipWS(in, k+1)
+	}
+}
+
+// arrayElements lists the spans of the elements of the array at in[off].
+func arrayElements(in []byte, off int) [][2]int {
+	var out [][2]int
+	i := skipWS(in, off+1)
+	if in[i] == ']' {
+		return nil
+	}
+	for {
+		end := skipValue(in, i)
+		out = append(out, [2]int{i, end})
+		k := skipWS(in, end)
+		if in[k] == ']' {
+			return out
+		}
+		i = skipWS(in, k+1)
+	}
+}
+
+// Member returns the raw value of the last member of the JSON object obj
+// whose decoded name is name (exactly, or under bytes.EqualFold when fold),
+// and false when there is none. obj must be an object mcpparse.Parse has
+// validated (such as mcpparse.Message.Params); Member does not validate.
+func Member(obj []byte, name string, fold bool) ([]byte, bool) {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	var out []byte
+	found := false
+	eachMember(obj, i, func(lit []byte, _, voff, vend int) bool {
+		raw := lit[1 : len(lit)-1]
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			d, _ := decodeString(lit)
+			raw = []byte(d)
+		}
+		if (fold && bytes.EqualFold(raw, []byte(name))) || (!fold && string(raw) == name) {
+			out, found = obj[voff:vend], true
+		}
+		return true
+	})
+	return out, found
+}
+
+// String decodes a JSON string literal raw (validated JSON); ok is false
+// for any other value.
+func String(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	s, err := decodeString(raw)
+	return s, err == nil
+}

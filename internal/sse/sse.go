@@ -1,0 +1,368 @@
+// Package sse frames a text/event-stream (HTML Living Standard, "Server-sent
+// events", section 9.2.6 "Interpreting an event stream") incrementally, for a
+// proxy that must rewrite some events and pass every other one byte for byte.
+//
+// It reads a stream as both MCP SDK client families do and reports each event
+// with both readings, so a caller never passes an event one client would read
+// differently from what the caller inspected:
+//
+//   - the TypeScript SDK (@modelcontextprotocol/sdk over eventsource-parser 3):
+//     a UTF-8 BOM at the start of the stream is stripped (TextDecoderStream), lines
+//     end at CR, LF or CRLF, a field value loses one leading space, data lines
+//     are joined with LF, an event is dispatched at a blank line when it has
+//     at least one data line; an event left without a blank line at the end
+//     of the stream is dropped (EventSourceParserStream has no flush);
+//   - the Go SDK (github.com/modelcontextprotocol/go-sdk v1.8.0, mcp/event.go
+//     scanEventsLimited): lines end at LF, trailing CR and LF bytes are
+//     trimmed, no BOM handling (a BOM is part of the first field name), a
+//     line without ':' breaks the stream, field values are
+//     bytes.TrimSpace'd, an event that is not empty is dispatched at a blank
+//     line and at the end of the stream.
+//
+// Events are framed by the first reading (CR, LF, CRLF). A CR that is not
+// followed by LF (a "bare CR") ends a line for TypeScript but not for Go, so
+// the two readings of the same bytes frame different events: an event
+// holding a bare CR is reported Ambiguous, and a filtering caller must not
+// pass it. Outside such events the two framings agree (CRLF and LF end the
+// same lines for both).
+//
+// What it does not do: it does not decode UTF-8 (data is bytes, as the Go SDK
+// keeps it; TypeScript decodes lossily), and it interprets no field but
+// event, data, id (retry and unknown fields are left in Raw).
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+)
+
+// DefaultMaxEvent is the default cap on one event's raw bytes (4 MiB), below
+// the Go SDK client's 16 MiB (mcp/event.go DefaultMaxEventSize).
+const DefaultMaxEvent = 4 << 20
+
+// ErrEventTooLarge is returned when an event grows past the cap before its
+// blank line. The stream cannot be framed any further: fail closed.
+var ErrEventTooLarge = errors.New("sse: event larger than the cap")
+
+// bom is the UTF-8 byte order mark.
+const bom = "\xef\xbb\xbf"
+
+// View is one client family's reading of an event.
+type View struct {
+	// Dispatched reports that this client delivers the event to its
+	// message handler's level (TypeScript: at least one data line; Go: not
+	// all of name, id, data empty). A dispatched event with Name "" or
+	// "message" is one the MCP client parses as a JSON-RPC message.
+	Dispatched bool
+	Name       string // the event field; "" when absent
+	ID         string // the id field; "" when absent
+	// Data is the data lines joined with LF. It aliases nothing: a copy.
+	Data []byte
+	// Broken reports (Go only) a line without ':', on which the Go client
+	// stops reading the stream.
+	Broken bool
+}
+
+// Message reports whether the client reads this event as a JSON-RPC
+// message: dispatched, and unnamed or named "message".
+func (v *View) Message() bool {
+	return v.Dispatched && !v.Broken && (v.Name == "" || v.Name == "message")
+}
+
+// Event is one framed event.
+type Event struct {
+	// Raw is the event's bytes exactly as received, its terminating blank
+	// line included (and a leading BOM, for the first event). It is valid
+	// until the next call to Write or Close.
+	Raw []byte
+	// TS and Go are the two client readings (package doc).
+	TS, Go View
+	// Ambiguous reports a bare CR in Raw: the two clients frame these bytes
+	// differently, so TS and Go are not comparable and must not be trusted.
+	Ambiguous bool
+	// Unterminated reports an event ended by the end of the stream, with no
+	// blank line (Go dispatches it, TypeScript drops it).
+	Unterminated bool
+	// First reports the stream's first event (the only one a BOM may open).
+	First bool
+}
+
+// Framer splits a stream into events as chunks arrive. The zero value is
+// not ready: use New. A Framer is not safe for concurrent use.
+type Framer struct {
+	max     int
+	buf     []byte // the current event's bytes so far
+	scan    int    // buf[:scan] is made of complete lines
+	line    int    // start of the line being scanned
+	bareCR  bool   // the current event holds a bare CR
+	started bool   // a byte of the stream was seen
+	first   bool   // the current event is the stream's first
+	ev      Event
+}
+
+// New returns a Framer capping each event at max bytes (DefaultMaxEvent
+// when max <= 0).
+func New(max int) *Framer {
+	if max <= 0 {
+		max = DefaultMaxEvent
+	}
+	return &Framer{max: max, first: true}
+}
+
+// Write frames chunk, calling fn for each event it completes, in order. An
+// error from fn stops framing and is returned. ErrEventTooLarge is returned
+// once the pending event passes the cap; the Framer must not be used after
+// an error.
+func (f *Framer) Write(chunk []byte, fn func(*Event) error) error {
+	f.buf = append(f.buf, chunk...)
+	if !f.started && len(f.buf) > 0 {
+		if len(f.buf) < len(bom) && bom[:len(f.buf)] == string(f.buf) {
+			return nil // could still be a BOM
+		}
+		f.started = true
+		if bytes.HasPrefix(f.buf, []byte(bom)) {
+			f.scan, f.line = len(bom), len(bom)
+		}
+	}
+	for {
+		end, blank, ok := f.nextLine(false)
+		if !ok {
+			break
+		}
+		if blank {
+			if err := f.emit(end, false, fn); err != nil {
+				return err
+			}
+		}
+	}
+	if len(f.buf) > f.max {
+		return ErrEventTooLarge
+	}
+	return nil
+}
+
+// Close ends the stream: the bytes left (an event without its blank line,
+// or a lone partial line) are reported as one Unterminated event unless
+// they are empty. Close returns fn's error or nil.
+func (f *Framer) Close(fn func(*Event) error) error {
+	if !f.started && len(f.buf) > 0 { // a partial BOM and nothing else
+		f.started = true
+	}
+	for {
+		end, blank, ok := f.nextLine(true)
+		if !ok {
+			break
+		}
+		if blank {
+			// A CR that ends the stream never ends a TypeScript line: the
+			// parser waits for a possible LF that never comes.
+			if err := f.emit(end, end == len(f.buf) && f.buf[end-1] == '\r', fn); err != nil {
+				return err
+			}
+		}
+	}
+	if len(f.buf) == 0 {
+		return nil
+	}
+	if len(f.buf) > f.max {
+		return ErrEventTooLarge
+	}
+	return f.emit(len(f.buf), true, fn)
+}
+
+// nextLine advances over the next complete line of buf. It reports the
+// offset after the line's terminator and whether the line was blank; ok is
+// false when no complete line is left. A CR at the very end of buf waits
+// for the next byte (it may be half of CRLF) unless final.
+func (f *Framer) nextLine(final bool) (end int, blank, ok bool) {
+	rest := f.buf[f.scan:]
+	i := bytes.IndexAny(rest, "\r\n")
+	if i < 0 {
+		f.scan = len(f.buf)
+		return 0, false, false
+	}
+	i += f.scan
+	end = i + 1
+	if f.buf[i] == '\r' {
+		switch {
+		case i+1 < len(f.buf) && f.buf[i+1] == '\n':
+			end = i + 2
+		case i+1 < len(f.buf) || final:
+			f.bareCR = true
+		default:
+			f.scan = i
+			return 0, false, false
+		}
+	}
+	blank = i == f.line
+	f.scan, f.line = end, end
+	return end, blank, true
+}
+
+// emit reports buf[:end] as an event and drops it from buf.
+func (f *Framer) emit(end int, unterminated bool, fn func(*Event) error) error {
+	if end > f.max {
+		return ErrEventTooLarge
+	}
+	raw := f.buf[:end]
+	f.ev = Event{Raw: raw, Ambiguous: f.bareCR, Unterminated: unterminated, First: f.first}
+	parse(&f.ev, raw, f.first)
+	err := fn(&f.ev)
+	f.first, f.bareCR = false, false
+	n := copy(f.buf, f.buf[end:])
+	f.buf = f.buf[:n]
+	f.scan, f.line = 0, 0
+	return err
+}
+
+// parse fills ev.TS and ev.Go from raw, one event's bytes.
+func parse(ev *Event, raw []byte, first bool) {
+	ts, goRaw := raw, raw
+	if first && bytes.HasPrefix(raw, []byte(bom)) {
+		ts = raw[len(bom):]
+	}
+	parseTS(&ev.TS, ts, !ev.Unterminated)
+	parseGo(&ev.Go, goRaw)
+}
+
+// parseTS reads one event as eventsource-parser does.
+func parseTS(v *View, b []byte, terminated bool) {
+	var data []byte
+	lines := 0
+	for len(b) > 0 {
+		i := bytes.IndexAny(b, "\r\n")
+		var line []byte
+		if i < 0 {
+			line, b = b, nil
+		} else {
+			line = b[:i]
+			if b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n' {
+				i++
+			}
+			b = b[i+1:]
+		}
+		if len(line) == 0 {
+			break // the blank line that ends the event
+		}
+		field, value := line, []byte(nil)
+		if c := bytes.IndexByte(line, ':'); c >= 0 {
+			field, value = line[:c], line[c+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(field) {
+		case "event":
+			v.Name = string(value)
+		case "data":
+			if lines > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+			lines++
+		case "id":
+			if bytes.IndexByte(value, 0) < 0 {
+				v.ID = string(value)
+			} else {
+				v.ID = ""
+			}
+		}
+	}
+	v.Data = data
+	if data == nil && lines > 0 {
+		v.Data = []byte{}
+	}
+	v.Dispatched = lines > 0 && terminated
+}
+
+// parseGo reads one event as go-sdk's scanEventsLimited does.
+func parseGo(v *View, b []byte) {
+	var data []byte
+	hasData := false
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		var line []byte
+		if i < 0 {
+			line, b = b, nil
+		} else {
+			line, b = b[:i+1], b[i+1:]
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			break
+		}
+		before, after, found := bytes.Cut(line, []byte{':'})
+		if !found {
+			v.Broken = true
+			break
+		}
+		switch string(before) {
+		case "event":
+			v.Name = string(bytes.TrimSpace(after))
+		case "id":
+			v.ID = string(bytes.TrimSpace(after))
+		case "data":
+			if hasData {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimSpace(after)...)
+			hasData = true
+		}
+	}
+	v.Data = data
+	v.Dispatched = !v.Broken && (v.Name != "" || v.ID != "" || len(data) > 0)
+}
+
+// AppendData appends an unnamed event carrying data as one data line,
+// with the id line idLine (raw, its terminator excluded; nil for none):
+// "id: …\ndata: <data>\n\n". data must not hold CR or LF; AppendData
+// replaces each by a space (in JSON they are only ever whitespace).
+func AppendData(dst, idLine, data []byte) []byte {
+	if len(idLine) > 0 {
+		dst = append(dst, idLine...)
+		dst = append(dst, '\n')
+	}
+	dst = append(dst, "data: "...)
+	for _, c := range data {
+		if c == '\r' || c == '\n' {
+			c = ' '
+		}
+		dst = append(dst, c)
+	}
+	return append(dst, "\n\n"...)
+}
+
+// IDLine returns the last raw "id:" line of an unambiguous event (its
+// terminator excluded), or nil: a rewritten event keeps it so a client's
+// Last-Event-ID still names the event it replaced.
+func IDLine(raw []byte) (last []byte) {
+	raw = bytes.TrimPrefix(raw, []byte(bom))
+	for len(raw) > 0 {
+		i := bytes.IndexAny(raw, "\r\n")
+		if i < 0 {
+			i = len(raw)
+		}
+		line := raw[:i]
+		if len(line) == 0 {
+			return last
+		}
+		if bytes.HasPrefix(line, []byte("id:")) {
+			last = line
+		}
+		next := i + 1
+		if i+1 < len(raw) && raw[i] == '\r' && raw[i+1] == '\n' {
+			next = i + 2
+		}
+		if next > len(raw) {
+			return last
+		}
+		raw = raw[next:]
+	}
+	return last
+}
+
+// String describes e for test failures.
+func (e *Event) String() string {
+	return "event{raw=" + strconv.Quote(string(e.Raw)) + "}"
+}

@@ -1,0 +1,316 @@
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// frame runs a fresh Framer over chunks and returns copies of its events.
+func frame(t testing.TB, max int, chunks ...[]byte) ([]Event, error) {
+	f := New(max)
+	return frameOn(f, chunks...)
+}
+
+func frameOn(f *Framer, chunks ...[]byte) ([]Event, error) {
+	var out []Event
+	keep := func(e *Event) error {
+		c := *e
+		c.Raw = bytes.Clone(e.Raw)
+		out = append(out, c)
+		return nil
+	}
+	for _, c := range chunks {
+		if err := f.Write(c, keep); err != nil {
+			return out, err
+		}
+	}
+	return out, f.Close(keep)
+}
+
+func TestFramer(t *testing.T) {
+	type view struct {
+		name, data string
+		disp       bool
+	}
+	tests := []struct {
+		name      string
+		give      string
+		wantRaw   []string
+		wantTS    []view
+		wantGo    []view
+		ambiguous bool
+	}{
+		{name: "one event", give: "data: {}\n\n", wantRaw: []string{"data: {}\n\n"},
+			wantTS: []view{{"", "{}", true}}, wantGo: []view{{"", "{}", true}}},
+		{name: "BOM", give: "\xef\xbb\xbfdata: {}\n\n", wantRaw: []string{"\xef\xbb\xbfdata: {}\n\n"},
+			wantTS: []view{{"", "{}", true}}, wantGo: []view{{"", "", false}}},
+		{name: "CRLF", give: "event: message\r\ndata: {}\r\n\r\ndata: 2\r\n\r\n",
+			wantRaw: []string{"event: message\r\ndata: {}\r\n\r\n", "data: 2\r\n\r\n"},
+			wantTS:  []view{{"message", "{}", true}, {"", "2", true}}, wantGo: []view{{"message", "{}", true}, {"", "2", true}}},
+		{name: "bare CR", give: "data: a\rdata: b\n\n", wantRaw: []string{"data: a\rdata: b\n\n"},
+			wantTS: []view{{"", "a\nb", true}}, wantGo: []view{{"", "a\rdata: b", true}}, ambiguous: true},
+		{name: "multi-line data", give: "data: {\"a\":\ndata:1}\n\n", wantRaw: []string{"data: {\"a\":\ndata:1}\n\n"},
+			wantTS: []view{{"", "{\"a\":\n1}", true}}, wantGo: []view{{"", "{\"a\":\n1}", true}}},
+		{name: "named event", give: "event: ping\ndata: x\n\n", wantRaw: []string{"event: ping\ndata: x\n\n"},
+			wantTS: []view{{"ping", "x", true}}, wantGo: []view{{"ping", "x", true}}},
+		{name: "comment and priming", give: ": keepalive\n\nid: 7\ndata:\n\n",
+			wantRaw: []string{": keepalive\n\n", "id: 7\ndata:\n\n"},
+			wantTS:  []view{{"", "", false}, {"", "", true}}, wantGo: []view{{"", "", false}, {"", "", true}}},
+		{name: "final event without blank line", give: "data: 1\n\ndata: 2\n",
+			wantRaw: []string{"data: 1\n\n", "data: 2\n"},
+			wantTS:  []view{{"", "1", true}, {"", "2", false}}, wantGo: []view{{"", "1", true}, {"", "2", true}}},
+		{name: "go trims, ts strips one space", give: "data:   {} \n\n", wantRaw: []string{"data:   {} \n\n"},
+			wantTS: []view{{"", "  {} ", true}}, wantGo: []view{{"", "{}", true}}},
+		{name: "line without colon breaks go", give: "junk\ndata: 1\n\n", wantRaw: []string{"junk\ndata: 1\n\n"},
+			wantTS: []view{{"", "1", true}}, wantGo: []view{{"", "", false}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, err := frame(t, 0, []byte(tt.give))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) != len(tt.wantRaw) {
+				t.Fatalf("%d events %v, want %d", len(evs), evs, len(tt.wantRaw))
+			}
+			for i, e := range evs {
+				if string(e.Raw) != tt.wantRaw[i] {
+					t.Errorf("event %d raw %q, want %q", i, e.Raw, tt.wantRaw[i])
+				}
+				if got := (view{e.TS.Name, string(e.TS.Data), e.TS.Dispatched}); got != tt.wantTS[i] {
+					t.Errorf("event %d TS %+v, want %+v", i, got, tt.wantTS[i])
+				}
+				if got := (view{e.Go.Name, string(e.Go.Data), e.Go.Dispatched}); got != tt.wantGo[i] {
+					t.Errorf("event %d Go %+v, want %+v", i, got, tt.wantGo[i])
+				}
+				if e.Ambiguous != tt.ambiguous {
+					t.Errorf("event %d ambiguous %v", i, e.Ambiguous)
+				}
+			}
+		})
+	}
+}
+
+// A CR at a chunk's end waits for the next chunk: CRLF split across two
+// chunks is one terminator, not a bare CR.
+func TestCRLFSplitAcrossChunks(t *testing.T) {
+	evs, err := frame(t, 0, []byte("data: 1\r"), []byte("\n\r"), []byte("\ndata: 2\r\n\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].Ambiguous || evs[1].Ambiguous || string(evs[1].TS.Data) != "2" {
+		t.Fatalf("events %v", evs)
+	}
+}
+
+func TestBOMSplitAcrossChunks(t *testing.T) {
+	evs, err := frame(t, 0, []byte("\xef"), []byte("\xbb"), []byte("\xbfdata: 1\n\n"))
+	if err != nil || len(evs) != 1 || string(evs[0].TS.Data) != "1" {
+		t.Fatalf("events %v, %v", evs, err)
+	}
+}
+
+func TestEventTooLarge(t *testing.T) {
+	big := "data: " + strings.Repeat("x", 100)
+	if _, err := frame(t, 64, []byte(big)); !errors.Is(err, ErrEventTooLarge) {
+		t.Fatalf("err %v, want ErrEventTooLarge", err)
+	}
+	// The default cap: 4 MiB + 1 byte of one event is refused, 4 MiB passes.
+	ok := "data: " + strings.Repeat("x", DefaultMaxEvent-8) + "\n\n"
+	if _, err := frame(t, 0, []byte(ok)); err != nil {
+		t.Fatalf("4 MiB event: %v", err)
+	}
+	over := []byte("data: " + strings.Repeat("x", DefaultMaxEvent-5))
+	if _, err := frame(t, 0, over); !errors.Is(err, ErrEventTooLarge) {
+		t.Fatalf("4 MiB + 1: %v", err)
+	}
+	// A whole event over the cap in one chunk is refused too.
+	whole := []byte("data: " + strings.Repeat("x", DefaultMaxEvent-7) + "\n\n")
+	if _, err := frame(t, 0, whole); !errors.Is(err, ErrEventTooLarge) {
+		t.Fatalf("whole 4 MiB + 1 event: %v", err)
+	}
+}
+
+func TestIDLineAndAppendData(t *testing.T) {
+	tests := []struct{ give, want string }{
+		{"id: 1\ndata: x\n\n", "id: 1"},
+		{"data: x\r\nid:2\r\nid: 3\r\n\r\n", "id: 3"},
+		{"data: x\n\n", ""},
+		{"\xef\xbb\xbfid: 9\n\n", "id: 9"},
+	}
+	for _, tt := range tests {
+		if got := string(IDLine([]byte(tt.give))); got != tt.want {
+			t.Errorf("IDLine(%q) = %q, want %q", tt.give, got, tt.want)
+		}
+	}
+	got := string(AppendData(nil, []byte("id: 1"), []byte("{\r\n\"a\":1}")))
+	if got != "id: 1\ndata: {  \"a\":1}\n\n" {
+		t.Errorf("AppendData = %q", got)
+	}
+}
+
+// TestGolden frames every testdata/streams/*.sse file and compares the
+// events and both views with its .golden file.
+func TestGolden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/streams/*.sse")
+	if len(files) == 0 {
+		t.Fatal("no streams")
+	}
+	for _, file := range files {
+		in, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := frame(t, 0, in)
+		var b strings.Builder
+		for i, e := range evs {
+			fmt.Fprintf(&b, "event %d raw=%s ambiguous=%v unterminated=%v\n", i, strconv.Quote(string(e.Raw)), e.Ambiguous, e.Unterminated)
+			fmt.Fprintf(&b, "  ts dispatched=%v message=%v name=%q id=%q data=%q\n", e.TS.Dispatched, e.TS.Message(), e.TS.Name, e.TS.ID, e.TS.Data)
+			fmt.Fprintf(&b, "  go dispatched=%v message=%v name=%q id=%q data=%q broken=%v\n", e.Go.Dispatched, e.Go.Message(), e.Go.Name, e.Go.ID, e.Go.Data, e.Go.Broken)
+		}
+		fmt.Fprintf(&b, "err=%v\n", err)
+		golden := strings.TrimSuffix(file, ".sse") + ".golden"
+		if *update {
+			if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != string(want) {
+			t.Errorf("%s:\n%s\nwant\n%s", file, b.String(), want)
+		}
+	}
+}
+
+// checkOracles frames stream in chunks cut at cuts (fresh Framer and a
+// reused one) and checks the framer against both SDK oracles.
+func checkOracles(t *testing.T, stream []byte, cuts []int, reused *Framer) {
+	var chunks [][]byte
+	prev := 0
+	for _, c := range cuts {
+		if c > prev && c < len(stream) {
+			chunks = append(chunks, stream[prev:c])
+			prev = c
+		}
+	}
+	chunks = append(chunks, stream[prev:])
+	evs, err := frame(t, 1<<20, chunks...)
+	if err != nil {
+		t.Skip() // only the cap (1 MiB) can fail: fuzz inputs are smaller
+	}
+	// Byte for byte: the events' bytes are the stream.
+	var all []byte
+	for _, e := range evs {
+		all = append(all, e.Raw...)
+	}
+	if !bytes.Equal(all, stream) {
+		t.Fatalf("events' bytes %q differ from the stream %q", all, stream)
+	}
+	// Chunking and reuse change nothing.
+	whole, _ := frame(t, 1<<20, stream)
+	again, _ := frameOn(reused, chunks...)
+	*reused = *New(1 << 20)
+	for _, other := range [][]Event{whole, again} {
+		if len(other) != len(evs) {
+			t.Fatalf("%d events whole or reused, %d chunked", len(other), len(evs))
+		}
+		for i := range evs {
+			if !bytes.Equal(other[i].Raw, evs[i].Raw) {
+				t.Fatalf("event %d: %q vs %q", i, other[i].Raw, evs[i].Raw)
+			}
+		}
+	}
+	// TypeScript: the oracle's events are exactly the dispatched TS views.
+	var ts []oracleEvent
+	for _, e := range evs {
+		if e.TS.Dispatched {
+			ts = append(ts, oracleEvent{e.TS.ID, e.TS.Name, string(e.TS.Data)})
+		}
+	}
+	if want := tsOracle(stream); fmt.Sprint(ts) != fmt.Sprint(want) {
+		t.Fatalf("TS views %q, oracle %q", ts, want)
+	}
+	// Go: without a bare CR the Go framing is the same; the oracle's events
+	// are the dispatched Go views up to the first broken event.
+	if hasBareCR(stream) {
+		return
+	}
+	var goEvs []oracleEvent
+	broken := false
+	for _, e := range evs {
+		if e.Go.Broken {
+			broken = true
+			break
+		}
+		if e.Go.Dispatched {
+			goEvs = append(goEvs, oracleEvent{e.Go.ID, e.Go.Name, string(e.Go.Data)})
+		}
+	}
+	want, wantBroken := goOracle(stream)
+	if fmt.Sprint(goEvs) != fmt.Sprint(want) || broken != wantBroken {
+		t.Fatalf("Go views %q broken=%v, oracle %q broken=%v", goEvs, broken, want, wantBroken)
+	}
+	for _, e := range evs {
+		if e.Ambiguous {
+			t.Fatalf("ambiguous event without a bare CR: %q", e.Raw)
+		}
+	}
+}
+
+func hasBareCR(b []byte) bool {
+	for i, c := range b {
+		if c == '\r' && (i+1 == len(b) || b[i+1] != '\n') {
+			return true
+		}
+	}
+	return false
+}
+
+func FuzzFramer(f *testing.F) {
+	files, _ := filepath.Glob("testdata/streams/*.sse")
+	for _, file := range files {
+		b, _ := os.ReadFile(file)
+		f.Add(b, uint8(3), uint8(7))
+	}
+	f.Add([]byte("data: 1\r\n\r\ndata: 2\r"), uint8(1), uint8(2))
+	reused := New(1 << 20)
+	f.Fuzz(func(t *testing.T, stream []byte, c1, c2 uint8) {
+		checkOracles(t, stream, []int{int(c1), int(c1) + int(c2)}, reused)
+	})
+}
+
+func BenchmarkFramer(b *testing.B) {
+	var stream []byte
+	for i := 0; i < 200; i++ {
+		stream = append(stream, "event: message\nid: "+strconv.Itoa(i)+"\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n"...)
+	}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	f := New(0)
+	nop := func(*Event) error { return nil }
+	for b.Loop() {
+		for off := 0; off < len(stream); off += 16 << 10 {
+			end := min(off+16<<10, len(stream))
+			if err := f.Write(stream[off:end], nop); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := f.Close(nop); err != nil {
+			b.Fatal(err)
+		}
+		*f = *New(0)
+	}
+}
