@@ -266,6 +266,9 @@ static_resources:
                 # for the service to remove those that fold onto its own.
                 - { safe_regex: { regex: "[a-z0-9-]*[^a-z0-9-].*" } }
                 - { exact: idempotency-key }        # replay protection (Idempotency-Key)
+                {{- with lower .Values.idempotency.header }}{{ if ne . "idempotency-key" }}
+                - { exact: {{ . | quote }} }  # idempotency.header
+                {{- end }}{{ end }}
           # The response seam: Envoy's external processing filter, after
           # ext_authz (it sees Check's dynamic metadata, and its per-route
           # config is merged on the route ext_authz re-picked) and before the
