@@ -111,12 +111,13 @@ func TestCheckInvariantsRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	const extAuthzThenRouter = "          - name: envoy.filters.http.ext_authz\n"
+	const extAuthzFailClosed = "failure_mode_allow: false\n              status_on_error: { code: ServiceUnavailable }\n              # The JSON-RPC"
 	tests := []struct {
 		name     string
 		old, new string
 		want     string
 	}{
-		{"fail open", "failure_mode_allow: false", "failure_mode_allow: true", "failure_mode_allow is true"},
+		{"fail open", extAuthzFailClosed, strings.Replace(extAuthzFailClosed, "false", "true", 1), "listener mcp: failure_mode_allow is true"},
 		{"partial bodies", "allow_partial_message: false", "allow_partial_message: true", "allow_partial_message is true"},
 		{"body as string", "pack_as_bytes: true", "pack_as_bytes: false", "pack_as_bytes is false"},
 		{"no body", "              with_request_body:\n                max_request_bytes: 1048576\n                allow_partial_message: false\n                pack_as_bytes: true\n", "", "no with_request_body"},
@@ -128,7 +129,7 @@ func TestCheckInvariantsRejects(t *testing.T) {
 		// Without the rejection (see below), every '_' name must reach the check.
 		{"underscore names kept from the check", `- { safe_regex: { regex: "[a-z0-9-]*[^a-z0-9-].*" } }`, "- { exact: x-unrelated }", `does not forward "x_mcp_principal"`},
 		{"underscore names partly kept from the check", `- { safe_regex: { regex: "[a-z0-9-]*[^a-z0-9-].*" } }`, `- { safe_regex: { regex: "x[^a-z0-9]mcp[^a-z0-9].*" } }`, `does not forward "mcp_method"`},
-		{"runtime off switch", "failure_mode_allow: false", "failure_mode_allow: false\n              filter_enabled: { default_value: { numerator: 0 } }", "filter_enabled"},
+		{"runtime off switch", extAuthzFailClosed, strings.Replace(extAuthzFailClosed, "status_on_error", "filter_enabled: { default_value: { numerator: 0 } }\n              status_on_error", 1), "filter_enabled"},
 		{"ext_authz off on the MCP route", "                  cluster: extauthz_http\n", "                  cluster: mcp_server\n", "not a protected resource metadata route"},
 		{"metadata route widened", "path_separated_prefix: /.well-known/oauth-protected-resource }", "prefix: /.well-known/oauth-protected-resource }", "not a protected resource metadata route"},
 		{"metadata route rewritten", "                  cluster: extauthz_http\n", "                  cluster: extauthz_http\n                  prefix_rewrite: /\n", "not a protected resource metadata route"},
@@ -197,8 +198,8 @@ func TestExtAuthzSettings(t *testing.T) {
 				if got := ea.GetStatusOnError().GetCode(); got != typev3.StatusCode_ServiceUnavailable {
 					t.Errorf("status_on_error = %v, want ServiceUnavailable", got)
 				}
-				if ea.GetClearRouteCache() {
-					t.Error("clear_route_cache is true")
+				if !ea.GetClearRouteCache() {
+					t.Error("clear_route_cache is false: the response seam's routes match on the headers Check sets")
 				}
 				if got := ea.GetWithRequestBody().GetMaxRequestBytes(); got != 1<<20 {
 					t.Errorf("max_request_bytes = %d, want 1 MiB (extauthz --max-body-bytes default)", got)
@@ -281,6 +282,12 @@ func TestAccessLogPrintsDecision(t *testing.T) {
 						t.Errorf("access log lacks %s", ref)
 					}
 				}
+				for _, k := range []string{"outcome", "is_error", "rpc_error_code"} {
+					ref := "%DYNAMIC_METADATA(" + ReceiptNamespace + ":" + k + ")%"
+					if !strings.Contains(all, ref) {
+						t.Errorf("access log lacks the receipt's %s", ref)
+					}
+				}
 				if strings.Contains(strings.ToUpper(all), "AUTHORIZATION") {
 					t.Error("access log prints the Authorization header")
 				}
@@ -346,5 +353,140 @@ func TestRejectsUnderscoreHeaders(t *testing.T) {
 				t.Errorf("%s: listener %s: headers_with_underscores_action %v, want REJECT_REQUEST", file, h.Listener, a)
 			}
 		}
+	}
+}
+
+// The ext_proc filter block of sidecar.yaml (its comment included) and the
+// filters around it, for the rows that move or drop it.
+const (
+	extProcStart = "          # The response seam: Envoy's external processing filter"
+	routerStart  = "          - name: envoy.filters.http.router\n"
+	authzStart   = "          - name: envoy.filters.http.ext_authz\n"
+	// The list route's overrides, and the same with more fields.
+	listOverrides = "                    overrides:\n                      processing_mode:\n                        request_header_mode: SEND\n                        response_header_mode: SEND\n                        request_body_mode: NONE\n                        response_body_mode: NONE\n"
+	listTrailers  = "                        request_trailer_mode: SKIP\n                        response_trailer_mode: SKIP\n"
+	listRegex     = "tools/list|prompts/list|resources/list|resources/templates/list|tasks/list|batch"
+)
+
+// cut returns y without [from, to) (to itself kept) and the piece cut.
+func cut(t *testing.T, y []byte, from, to string) ([]byte, string) {
+	t.Helper()
+	s := string(y)
+	i := strings.Index(s, from)
+	j := strings.Index(s[i+1:], to)
+	if i < 0 || j < 0 {
+		t.Fatalf("cut: %q .. %q not in config", from, to)
+	}
+	j += i + 1
+	return []byte(s[:i] + s[j:]), s[i:j]
+}
+
+// TestCheckInvariantsRejectsResponseSeam: each row breaks one fact of the
+// response seam in sidecar.yaml; CheckInvariants must name it.
+func TestCheckInvariantsRejectsResponseSeam(t *testing.T) {
+	sidecar, err := os.ReadFile("sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		edit func(t *testing.T, y []byte) []byte
+		want string
+	}{
+		{"no ext_proc", func(t *testing.T, y []byte) []byte {
+			y, _ = cut(t, y, extProcStart, routerStart)
+			return y
+		}, "no envoy.filters.http.ext_proc"},
+		{"ext_proc before ext_authz", func(t *testing.T, y []byte) []byte {
+			y, block := cut(t, y, extProcStart, routerStart)
+			return mutate(t, y, authzStart, block+authzStart)
+		}, "envoy.filters.http.ext_proc before envoy.filters.http.ext_authz"},
+		{"ext_proc after the router", func(t *testing.T, y []byte) []byte {
+			y, block := cut(t, y, extProcStart, routerStart)
+			y, router := cut(t, y, routerStart, "  # Readiness for the kubelet")
+			return mutate(t, y, "  # Readiness for the kubelet", router+block+"  # Readiness for the kubelet")
+		}, "envoy.filters.http.ext_proc after envoy.filters.http.router"},
+		{"ext_proc off in the chain", edit("          - name: envoy.filters.http.ext_proc\n", "          - name: envoy.filters.http.ext_proc\n            disabled: true\n"), "disabled in the filter chain"},
+		{"routes picked on the client's headers", edit("clear_route_cache: true", "clear_route_cache: false"), "clear_route_cache is false"},
+		{"ext_proc fails open", edit("failure_mode_allow: false\n              status_on_error: { code: ServiceUnavailable }\n              processing_mode:", "failure_mode_allow: true\n              status_on_error: { code: ServiceUnavailable }\n              processing_mode:"), "envoy.filters.http.ext_proc failure_mode_allow is true"},
+		{"list route fails open", edit(listOverrides, "                    overrides:\n                      failure_mode_allow: true\n"+listOverrides[len("                    overrides:\n"):]), "failure_mode_allow is true"},
+		{"observability mode", edit("              allow_mode_override: true\n", "              allow_mode_override: true\n              observability_mode: true\n"), "observability_mode is true"},
+		{"BUFFERED_PARTIAL by override", edit("response_body_mode: BUFFERED\n", "response_body_mode: BUFFERED_PARTIAL\n"), "allowed_override_modes[0]: BUFFERED_PARTIAL"},
+		{"BUFFERED_PARTIAL on the GET route", edit("response_body_mode: STREAMED\n                        request_trailer_mode", "response_body_mode: BUFFERED_PARTIAL\n                        request_trailer_mode"), "BUFFERED_PARTIAL"},
+		{"FULL_DUPLEX_STREAMED by override", edit("response_body_mode: STREAMED\n                request_trailer_mode: SKIP\n                response_trailer_mode: SKIP", "response_body_mode: FULL_DUPLEX_STREAMED\n                request_trailer_mode: SKIP\n                response_trailer_mode: SEND"), "FULL_DUPLEX_STREAMED by override"},
+		{"request body to the processor", edit("                request_body_mode: NONE\n                response_body_mode: NONE\n", "                request_body_mode: BUFFERED\n                response_body_mode: NONE\n"), "request_body_mode BUFFERED, want NONE"},
+		{"request body on a route", edit(listOverrides, strings.Replace(listOverrides, "request_body_mode: NONE", "request_body_mode: STREAMED", 1)), "request_body_mode STREAMED, want NONE"},
+		{"any mode by override", func(t *testing.T, y []byte) []byte {
+			y, _ = cut(t, y, "              allowed_override_modes:\n", "              # Per message awaiting")
+			return y
+		}, "allow_mode_override without allowed_override_modes"},
+		{"no decision for the processor", edit("untyped: [envoy.filters.http.ext_authz]", "untyped: [envoy.filters.http.other]"), "lack envoy.filters.http.ext_authz"},
+		{"route replaces the namespaces", edit(listOverrides+listTrailers, listOverrides+listTrailers+"                      metadata_options:\n                        forwarding_namespaces: { untyped: [mcp.other] }\n"), "forwarding_namespaces [mcp.other] lack envoy.filters.http.ext_authz"},
+		{"side stream on every request", edit("                envoy.filters.http.ext_proc:\n                  \"@type\": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute\n                  disabled: true\n", ""), `"initialize" picks route`},
+		{"list route catches every method", edit(listRegex, ".*"), `"initialize" picks route`},
+		{"a list without a side stream", edit(listRegex, strings.TrimPrefix(listRegex, "tools/list|")), `"tools/list" picks route`},
+		{"a task method without a side stream", edit("tools/call|tasks/get|", "tools/call|"), `"tasks/get" picks route`},
+		{"GET streams unprocessed", edit("                  - name: \":method\"\n                    string_match: { exact: GET }\n", "                  - name: \":method\"\n                    string_match: { exact: HEAD }\n"), `"GET" picks route`},
+		{"compressed responses", edit("                request_headers_to_remove: [accept-encoding]\n", ""), "sends accept-encoding upstream"},
+		{"side stream over HTTP/1.1", edit("cluster_name: extauthz_proc }", "cluster_name: extauthz_http }"), "ext_proc gRPC cluster missing or without HTTP/2"},
+		{"metadata route processed", edit("                    disabled: true\n              # The response seam (ext_proc).", "                    disabled: true\n                  envoy.filters.http.ext_proc:\n                    \"@type\": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute\n                    overrides: { failure_mode_allow: false }\n              # The response seam (ext_proc)."), "on the protected resource metadata route"},
+		{"header routes without a fallback", func(t *testing.T, y []byte) []byte {
+			y, _ = cut(t, y, "              # Everything else: no side stream", "          http_filters:")
+			return y
+		}, "has no header-less route of the same path"},
+		{"an unevaluated header matcher", edit("string_match: { exact: GET }", "range_match: { start: 0, end: 1 }"), "header matcher not evaluated"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := ValidateBootstrapYAML(tt.edit(t, sidecar))
+			if err != nil {
+				t.Fatalf("mutated config no longer loads: %v", err)
+			}
+			err = CheckInvariants(b)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// edit is a row edit that replaces every old with new (mutate).
+func edit(old, new string) func(*testing.T, []byte) []byte {
+	return func(t *testing.T, y []byte) []byte { return mutate(t, y, old, new) }
+}
+
+// TestCheckInvariantsRejectsGatewayRoutes: in the gateway, a route that a
+// client-sent x-mcp-method could pick before Check must check and forward as
+// its server's header-less route does.
+func TestCheckInvariantsRejectsGatewayRoutes(t *testing.T) {
+	gw, err := os.ReadFile("gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	once := func(old, new string) []byte {
+		if !strings.Contains(string(gw), old) {
+			t.Fatalf("%q not in gateway.yaml", old)
+		}
+		return []byte(strings.Replace(string(gw), old, new, 1))
+	}
+	tests := []struct {
+		name string
+		give []byte
+		want string
+	}{
+		{"list route checks for another server", once("mcp_server: payments", "mcp_server: github"), "differs from its header-less route's"},
+		{"list route forwards elsewhere", once("cluster: payments\n", "cluster: github\n"), "forwards unlike its header-less route"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := ValidateBootstrapYAML(tt.give)
+			if err != nil {
+				t.Fatalf("mutated config no longer loads: %v", err)
+			}
+			err = CheckInvariants(b)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -13,6 +13,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	// Registered for protojson (typed_config of the response seam).
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -315,6 +317,21 @@ func AllowsHeader(ea *extauthzv3.ExtAuthz, name string) bool {
 //   - the gRPC cluster speaks HTTP/2;
 //   - ext_authz is never off for a virtual host or route configuration, and
 //     off for a route only on metadata routes (MetadataRoute);
+//   - the response seam: ext_proc runs after ext_authz and before the
+//     router, enabled in the chain; ext_authz clears the route cache, so
+//     routes are picked on the MethodHeader Check set; ext_proc fails
+//     closed (failure_mode_allow false, also on every route), never in
+//     observability mode, never with a request body mode but NONE or
+//     BUFFERED_PARTIAL anywhere, allow_mode_override only with
+//     allowed_override_modes (none FULL_DUPLEX_STREAMED), its gRPC
+//     cluster speaks HTTP/2, and every enabled route forwards
+//     ExtAuthzNamespace;
+//   - per path, the route each method Check can name picks (the
+//     header matchers evaluated on MethodHeader and :method) has a side
+//     stream exactly when NeedsSideStream(method), and then removes
+//     accept-encoding upstream; a route chosen by headers forwards and
+//     checks (ext_authz per-route config) as its header-less fallback
+//     does; the metadata route has none;
 //   - Envoy's admin listens on loopback only, and a listener reaches it
 //     (cluster AdminCluster, whose endpoint must be the admin address) only
 //     for the exact path StatsPath.
@@ -365,6 +382,9 @@ func CheckInvariants(b *bootstrapv3.Bootstrap) error {
 			fail("listener %s: no %s", h.Listener, RouterFilter)
 		case at > router:
 			fail("listener %s: %s after %s", h.Listener, ExtAuthzFilter, RouterFilter)
+		}
+		if err := checkExtProc(b, h, at, router, ea.GetClearRouteCache(), fail); err != nil {
+			return err
 		}
 		rc := h.HCM.GetRouteConfig()
 		if off, err := ExtAuthzDisabled(rc.GetTypedPerFilterConfig()); err != nil || off {

@@ -294,7 +294,7 @@ func mustRead(t *testing.T, path string) []byte {
 }
 
 // EnvoyFilter is the part of networking.istio.io/v1alpha3 EnvoyFilter that
-// envoyfilter-underscores.yaml sets.
+// envoyfilter-underscores.yaml and envoyfilter-extproc*.yaml set.
 // https://istio.io/latest/docs/reference/config/networking/envoy-filter/
 type EnvoyFilter struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -310,16 +310,27 @@ type EnvoyFilter struct {
 				Listener struct {
 					FilterChain struct {
 						Filter struct {
-							Name string `json:"name"`
+							Name      string `json:"name"`
+							SubFilter struct {
+								Name string `json:"name"`
+							} `json:"subFilter"`
 						} `json:"filter"`
 					} `json:"filterChain"`
 				} `json:"listener"`
+				RouteConfiguration struct {
+					PortNumber int `json:"portNumber"`
+					Vhost      struct {
+						Route struct {
+							Name string `json:"name"`
+						} `json:"route"`
+					} `json:"vhost"`
+				} `json:"routeConfiguration"`
 			} `json:"match"`
 			Patch struct {
 				Operation string `json:"operation"`
-				Value     struct {
-					TypedConfig map[string]any `json:"typed_config"`
-				} `json:"value"`
+				// Value is an Envoy message (HttpFilter, VirtualHost, Route,
+				// ...) as JSON, decoded by the tests with protojson.
+				Value map[string]any `json:"value"`
 			} `json:"patch"`
 		} `json:"configPatches"`
 	} `json:"spec"`
@@ -348,7 +359,7 @@ func TestIstioRejectsUnderscoreHeaders(t *testing.T) {
 		p.Match.Listener.FilterChain.Filter.Name != "envoy.filters.network.http_connection_manager" {
 		t.Errorf("patch %+v", p)
 	}
-	raw, err := json.Marshal(p.Patch.Value.TypedConfig)
+	raw, err := json.Marshal(p.Patch.Value["typed_config"])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,9 +139,15 @@ func TestKustomizeBuilds(t *testing.T) {
 				t.Errorf("AuthorizationPolicy present = %v, want %v", got, tt.authz)
 			}
 			// Under Istio the MCP workloads' sidecars reject underscore
-			// header names (TestIstioRejectsUnderscoreHeaders checks the file).
-			if got := len(o.EnvoyFilters) == 1; got != tt.authz {
-				t.Errorf("EnvoyFilter present = %v, want %v", got, tt.authz)
+			// header names and run the response seam
+			// (TestIstioRejectsUnderscoreHeaders, TestIstioResponseSeam
+			// check the files).
+			efs := map[string]bool{}
+			for _, ef := range o.EnvoyFilters {
+				efs[ef.Name] = true
+			}
+			if got := efs["mcp-reject-underscore-headers"] && efs["mcp-response-seam"] && len(efs) == 2; got != tt.authz {
+				t.Errorf("EnvoyFilters %v, want mcp-reject-underscore-headers and mcp-response-seam: %v", efs, tt.authz)
 			}
 			for _, ap := range o.AuthzPolicies {
 				checkAuthorizationPolicy(t, ap, meshProviders(t))

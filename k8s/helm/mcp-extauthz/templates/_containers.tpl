@@ -85,7 +85,12 @@
   {{- if $native }}
   restartPolicy: Always
   {{- end }}
-  args: [serve]
+  args:
+    - serve
+    {{- if not .idempotency.header }}
+    # No idempotency header: an empty environment value would mean the default.
+    - --idempotency-header=
+    {{- end }}
   env:
     - name: EXTAUTHZ_GRPC_ADDR
       # Sidecar: only Envoy in the same Pod calls Check.
@@ -172,6 +177,57 @@
     # stateStore.memoryPerReplicaAcknowledged).
     - name: EXTAUTHZ_STATE_STORE_MEMORY_PER_REPLICA_OK
       value: "true"
+    {{- end }}
+    {{- end }}
+    {{- with .approvals }}
+    {{- if .issuer }}
+    - name: EXTAUTHZ_APPROVER_ISSUER
+      value: {{ .issuer | quote }}
+    {{- if .jwksSecret.name }}
+    - name: EXTAUTHZ_APPROVER_JWKS_FILE
+      value: /etc/mcp-extauthz/approver-jwks/jwks.json
+    {{- end }}
+    {{- with .url }}
+    - name: EXTAUTHZ_APPROVAL_URL
+      value: {{ . | quote }}
+    {{- end }}
+    - name: EXTAUTHZ_APPROVAL_MAX_LIFETIME
+      value: {{ .maxLifetime | quote }}
+    {{- end }}
+    {{- end }}
+    {{- with .idempotency }}
+    {{- with .header }}
+    - name: EXTAUTHZ_IDEMPOTENCY_HEADER
+      value: {{ . | quote }}
+    {{- end }}
+    {{- with .meta }}
+    - name: EXTAUTHZ_IDEMPOTENCY_META
+      value: {{ . | quote }}
+    {{- end }}
+    - name: EXTAUTHZ_IDEMPOTENCY_TTL
+      value: {{ .ttl | quote }}
+    {{- end }}
+    {{- if .dryRun }}
+    # Dry run: every request is admitted; the decision is only logged.
+    - name: EXTAUTHZ_DRY_RUN
+      value: "true"
+    {{- end }}
+    - name: EXTAUTHZ_DENIAL_STATUS
+      value: {{ .denialStatus | quote }}
+    - name: EXTAUTHZ_CONCEAL_AS
+      value: {{ .concealment.as | quote }}
+    {{- if .concealment.jsonResponse }}
+    - name: EXTAUTHZ_CONCEAL_JSON_RESPONSE
+      value: "true"
+    {{- end }}
+    {{- with .responseSeam }}
+    {{- if .cursorKeySecret.name }}
+    - name: EXTAUTHZ_CURSOR_KEY_FILE
+      value: /etc/mcp-extauthz/cursor-key/cursor.key
+    {{- end }}
+    {{- if gt (int .listTtlMs) 0 }}
+    - name: EXTAUTHZ_LIST_TTL_MS
+      value: {{ int .listTtlMs | quote }}
     {{- end }}
     {{- end }}
     {{- with .extraEnv }}
@@ -268,6 +324,16 @@
       mountPath: /etc/mcp-extauthz/redis-client-cert
       readOnly: true
     {{- end }}
+    {{- end }}
+    {{- if and .approvals.issuer .approvals.jwksSecret.name }}
+    - name: approver-jwks
+      mountPath: /etc/mcp-extauthz/approver-jwks
+      readOnly: true
+    {{- end }}
+    {{- if .responseSeam.cursorKeySecret.name }}
+    - name: cursor-key
+      mountPath: /etc/mcp-extauthz/cursor-key
+      readOnly: true
     {{- end }}
 {{- end }}
 {{- end }}

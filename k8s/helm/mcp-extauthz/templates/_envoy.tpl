@@ -73,6 +73,13 @@ static_resources:
                   args_digest: "%DYNAMIC_METADATA(envoy.filters.http.ext_authz:args_digest)%"
                   request_digest: "%DYNAMIC_METADATA(envoy.filters.http.ext_authz:request_digest)%"
                   policy_version: "%DYNAMIC_METADATA(envoy.filters.http.ext_authz:policy_version)%"
+                  # The response seam's receipt (ext_proc receiving namespace
+                  # mcp.receipt). A line with a decision_id, no outcome and a
+                  # response flag is a call whose answer nobody observed.
+                  outcome: "%DYNAMIC_METADATA(mcp.receipt:outcome)%"
+                  is_error: "%DYNAMIC_METADATA(mcp.receipt:is_error)%"
+                  rpc_error_code: "%DYNAMIC_METADATA(mcp.receipt:rpc_error_code)%"
+                  upstream_failure: "%UPSTREAM_TRANSPORT_FAILURE_REASON%"
           route_config:
             name: mcp
             virtual_hosts:
@@ -90,6 +97,11 @@ static_resources:
                   expose_headers: "mcp-session-id, www-authenticate"
                   max_age: "600"
                   forward_not_matching_preflights: false
+                # The response seam is off for the whole virtual host: no
+                # side stream unless a route below turns it on.
+                envoy.filters.http.ext_proc:
+                  "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                  disabled: true
               routes:
               # RFC 9728 protected resource metadata (MCP authorization): the
               # sign-in discovery a 401's WWW-Authenticate resource_metadata
@@ -104,6 +116,91 @@ static_resources:
                   envoy.filters.http.ext_authz:
                     "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute
                     disabled: true
+              # The response seam (ext_proc). Check sets x-mcp-method on every
+              # allowed request (a client's own copy is removed), and ext_authz's
+              # clear_route_cache re-picks the route on it, so these routes see
+              # the method Check decided, never the client's word. All four
+              # carry the same action; only the side stream differs. Responses
+              # must reach the processor uncompressed: accept-encoding is
+              # removed upstream on every processed route (the processor
+              # refuses any content-encoding but identity).
+              #
+              # Lists (and batches, which may hold one): request headers go to
+              # the processor (it re-verifies the token for the caller's
+              # claims); the processor picks BUFFERED (JSON) or STREAMED (SSE)
+              # when the response headers arrive.
+              - match:
+                  prefix: "/"
+                  headers:
+                  - name: x-mcp-method
+                    string_match: { safe_regex: { regex: "tools/list|prompts/list|resources/list|resources/templates/list|tasks/list|batch" } }
+                route:
+                  cluster: mcp_server
+                  timeout: 0s
+                  host_rewrite_literal: "127.0.0.1:{{ int .Values.sidecar.mcpServer.port }}"
+                  append_x_forwarded_host: true
+                request_headers_to_remove: [accept-encoding]
+                typed_per_filter_config:
+                  envoy.filters.http.ext_proc:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                    overrides:
+                      processing_mode:
+                        request_header_mode: SEND
+                        response_header_mode: SEND
+                        request_body_mode: NONE
+                        response_body_mode: NONE
+                        request_trailer_mode: SKIP
+                        response_trailer_mode: SKIP
+              # Calls and task methods: the side stream opens at the response
+              # headers (task binding, receipts, a list answered on this
+              # stream by shape). Fail closed like every processed route.
+              - match:
+                  prefix: "/"
+                  headers:
+                  - name: x-mcp-method
+                    string_match: { safe_regex: { regex: "tools/call|tasks/get|tasks/result|tasks/cancel|tasks/update" } }
+                route:
+                  cluster: mcp_server
+                  timeout: 0s
+                  host_rewrite_literal: "127.0.0.1:{{ int .Values.sidecar.mcpServer.port }}"
+                  append_x_forwarded_host: true
+                request_headers_to_remove: [accept-encoding]
+                typed_per_filter_config:
+                  envoy.filters.http.ext_proc:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                    overrides:
+                      processing_mode:
+                        request_header_mode: SKIP
+                        response_header_mode: SEND
+                        request_body_mode: NONE
+                        response_body_mode: NONE
+                        request_trailer_mode: SKIP
+                        response_trailer_mode: SKIP
+              # GET: the 2025 standalone SSE stream and Last-Event-ID replays,
+              # which may carry any response; streamed to the processor.
+              - match:
+                  prefix: "/"
+                  headers:
+                  - name: ":method"
+                    string_match: { exact: GET }
+                route:
+                  cluster: mcp_server
+                  timeout: 0s
+                  host_rewrite_literal: "127.0.0.1:{{ int .Values.sidecar.mcpServer.port }}"
+                  append_x_forwarded_host: true
+                request_headers_to_remove: [accept-encoding]
+                typed_per_filter_config:
+                  envoy.filters.http.ext_proc:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                    overrides:
+                      processing_mode:
+                        request_header_mode: SEND
+                        response_header_mode: SEND
+                        request_body_mode: NONE
+                        response_body_mode: STREAMED
+                        request_trailer_mode: SKIP
+                        response_trailer_mode: SKIP
+              # Everything else: no side stream (ext_proc off, as set above).
               - match: { prefix: "/" }
                 route:
                   cluster: mcp_server
@@ -139,7 +236,9 @@ static_resources:
                 max_request_bytes: {{ int .Values.maxRequestBytes }}
                 allow_partial_message: false
                 pack_as_bytes: true
-              clear_route_cache: false
+              # Re-pick the route after Check: the response seam's routes
+              # match on the x-mcp-method header Check sets.
+              clear_route_cache: true
               include_peer_certificate: false
               validate_mutations: true
               # Headers the service reads. x-mcp- is sent so that the service
@@ -167,6 +266,90 @@ static_resources:
                 # for the service to remove those that fold onto its own.
                 - { safe_regex: { regex: "[a-z0-9-]*[^a-z0-9-].*" } }
                 - { exact: idempotency-key }        # replay protection (Idempotency-Key)
+                {{- with lower .Values.idempotency.header }}{{ if ne . "idempotency-key" }}
+                - { exact: {{ . | quote }} }  # idempotency.header
+                {{- end }}{{ end }}
+          # The response seam: Envoy's external processing filter, after
+          # ext_authz (it sees Check's dynamic metadata, and its per-route
+          # config is merged on the route ext_authz re-picked) and before the
+          # router. Off by default (processing_mode below sends nothing but
+          # response headers, and the virtual host disables the filter);
+          # the routes that need a side stream turn it on.
+          # https://www.envoyproxy.io/docs/envoy/latest/api-v3/extensions/filters/http/ext_proc/v3/ext_proc.proto
+          - name: envoy.filters.http.ext_proc
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor
+              # The same gRPC port as Check, its own cluster: long-lived SSE
+              # side streams do not eat the Checks' circuit-breaker budget.
+              # No grpc_service.timeout: a side stream lives as long as its
+              # response.
+              grpc_service:
+                envoy_grpc: { cluster_name: extauthz_proc }
+              # Processor unreachable, failing or gone mid-stream: the
+              # response fails (503 before the response started, a reset
+              # after), never passes unfiltered. A per-message timeout is 504.
+              failure_mode_allow: false
+              status_on_error: { code: ServiceUnavailable }
+              processing_mode:
+                request_header_mode: SKIP
+                response_header_mode: SEND
+                request_body_mode: NONE
+                response_body_mode: NONE
+                request_trailer_mode: SKIP
+                response_trailer_mode: SKIP
+              # The processor picks the response body mode when the response
+              # headers arrive: BUFFERED for application/json, STREAMED for
+              # text/event-stream. Nothing else (no BUFFERED_PARTIAL, whose
+              # remainder passes unprocessed; no FULL_DUPLEX_STREAMED; no
+              # NONE, which would opt a GET stream out). Every field is spelled
+              # out: Envoy compares all but request_header_mode.
+              allow_mode_override: true
+              allowed_override_modes:
+              - request_header_mode: SKIP
+                response_header_mode: SEND
+                request_body_mode: NONE
+                response_body_mode: BUFFERED
+                request_trailer_mode: SKIP
+                response_trailer_mode: SKIP
+              - request_header_mode: SKIP
+                response_header_mode: SEND
+                request_body_mode: NONE
+                response_body_mode: STREAMED
+                request_trailer_mode: SKIP
+                response_trailer_mode: SKIP
+              # Per message awaiting an answer (idle SSE gaps do not count);
+              # the processor may extend it once, up to 5s, for a huge list.
+              message_timeout: 1s
+              max_message_timeout: 5s
+              metadata_options:
+                # Check's decision (decision_id, method, principal, ...).
+                forwarding_namespaces:
+                  untyped: [envoy.filters.http.ext_authz]
+                # The processor's receipt, printed by the access log.
+                receiving_namespaces:
+                  untyped: [mcp.receipt]
+              # Headers the processor reads, request and response alike
+              # (pseudo-headers too: :status must be listed).
+              forward_rules:
+                allowed_headers:
+                  patterns:
+                  - { exact: ":status" }
+                  - { exact: ":method" }
+                  - { exact: authorization }
+                  - { exact: dpop }
+                  - { exact: content-type }
+                  - { exact: content-encoding }
+                  - { exact: content-length }
+                  - { exact: mcp-protocol-version }
+                  - { exact: mcp-session-id }
+                  - { exact: last-event-id }
+                  - { exact: x-request-id }
+              # The processor may set or remove only these headers; any other
+              # mutation fails the response (500) instead of being dropped.
+              mutation_rules:
+                disallow_all: true
+                allow_expression: { regex: "content-length|content-type|cache-control|x-mcp-[a-z0-9-]+" }
+                disallow_is_error: true
           - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
@@ -231,6 +414,29 @@ static_resources:
         max_requests: 10000
     load_assignment:
       cluster_name: ext_authz
+      endpoints:
+      - lb_endpoints:
+        - endpoint:
+            address:
+              socket_address: { address: 127.0.0.1, port_value: {{ int .Values.ports.grpc }} }
+  # The same gRPC port again, for the response seam's side streams
+  # (envoy.service.ext_proc.v3.ExternalProcessor): one per processed
+  # response, some as long as an SSE stream.
+  - name: extauthz_proc
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config:
+          http2_protocol_options: {}
+    circuit_breakers:
+      thresholds:
+      - max_connections: 10000
+        max_pending_requests: 10000
+        max_requests: 10000
+    load_assignment:
+      cluster_name: extauthz_proc
       endpoints:
       - lb_endpoints:
         - endpoint:

@@ -125,3 +125,13 @@ that serve refuses. Returns nothing. */}}
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* Fails the render for feature values serve would refuse or ignore.
+Returns nothing. */}}
+{{- define "mcp-extauthz.featureChecks" -}}
+{{- with .Values.approvals }}
+{{- if and (not .issuer) (or .jwksSecret.name .url) }}
+{{- fail "approvals: jwksSecret and url are settings of approvals: set approvals.issuer (the approver's iss) to turn them on" }}
+{{- end }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,460 @@
+package envoy
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
+)
+
+// The response seam (Envoy's external processing filter) as the shipped
+// configs set it up.
+const (
+	// ExtProcFilter is the external processing filter's name.
+	ExtProcFilter = "envoy.filters.http.ext_proc"
+	// ExtProcCluster is the cluster of the processor's side streams: the
+	// service's gRPC port (envoy.service.ext_proc.v3.ExternalProcessor next
+	// to Authorization/Check), in a cluster of its own so that long-lived
+	// SSE side streams do not use up the Checks' circuit breakers.
+	ExtProcCluster = "extauthz_proc"
+	// ExtAuthzNamespace is the dynamic-metadata namespace ext_authz writes
+	// Check's metadata under (ext_authz.cc Filter::onComplete); the
+	// processor reads the decision from it.
+	ExtAuthzNamespace = "envoy.filters.http.ext_authz"
+	// ReceiptNamespace is where the processor writes its receipt
+	// (metadata_options.receiving_namespaces), for the access log.
+	ReceiptNamespace = "mcp.receipt"
+	// MethodHeader is the request header Check sets on every allowed
+	// request to the JSON-RPC method it decided ("batch", "GET", "DELETE",
+	// "response" for the pseudo-methods), removing a client's own copy;
+	// the response seam's routes match on it after ext_authz re-picks the
+	// route (clear_route_cache).
+	MethodHeader = "x-mcp-method"
+	// AcceptEncoding is removed from the upstream request on every route
+	// with a side stream: the processor reads bodies only uncompressed.
+	AcceptEncoding = "accept-encoding"
+
+	// MinEnvoyVersion is the oldest Envoy release that loads the shipped
+	// configs and behaves as the response seam needs:
+	//   - 1.36.0 adds ext_proc's status_on_error (changelogs/1.36.0.yaml,
+	//     new_features; envoyproxy/envoy#41124), which the configs set; an
+	//     older Envoy rejects the field as unknown;
+	//   - 1.34.0 stops sending local replies (ext_authz denials, router
+	//     503/504) to the processor and compares allowed_override_modes on
+	//     the effective mode (changelogs/1.34.0.yaml).
+	// The images the repository pins (compose.yaml, the chart, kustomize
+	// and the gateway manifests) are v1.38.3.
+	MinEnvoyVersion = "1.36.0"
+)
+
+// ListMethods are the methods whose response carries a list the processor
+// filters for the caller ("batch": a JSON-RPC batch, which may hold one).
+// Their routes send request headers to the processor (the caller's token,
+// for its claims) and must fail closed.
+var ListMethods = []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list", "tasks/list", "batch"}
+
+// ObservedMethods are the methods whose response the processor reads
+// without a list of its own to filter: a task-augmented tools/call binds
+// the task it creates to the caller, task methods close receipts, and any
+// of these streams may carry a list response under another id (filtered by
+// shape). Their side stream opens at the response headers.
+var ObservedMethods = []string{"tools/call", "tasks/get", "tasks/result", "tasks/cancel", "tasks/update"}
+
+// StreamMethod is Check's pseudo-method for a bodiless GET: the 2025
+// standalone SSE stream and Last-Event-ID replays, which may carry any
+// response and are processed STREAMED.
+const StreamMethod = "GET"
+
+// pseudoMethods are the values of MethodHeader that are not JSON-RPC
+// methods.
+var pseudoMethods = []string{"batch", "GET", "DELETE", "response"}
+
+// NeedsSideStream reports whether a request Check decided as method (the
+// value of MethodHeader) needs the response seam.
+func NeedsSideStream(method string) bool {
+	return slices.Contains(ListMethods, method) || slices.Contains(ObservedMethods, method) || method == StreamMethod
+}
+
+// ExtProc returns h's ext_proc filter config and its index in the filter
+// chain, or index -1 if there is none.
+func ExtProc(h *hcmv3.HttpConnectionManager) (*extprocv3.ExternalProcessor, int, error) {
+	for i, f := range h.GetHttpFilters() {
+		if f.GetName() != ExtProcFilter {
+			continue
+		}
+		ep := &extprocv3.ExternalProcessor{}
+		if err := f.GetTypedConfig().UnmarshalTo(ep); err != nil {
+			return nil, i, fmt.Errorf("%s: %w", ExtProcFilter, err)
+		}
+		return ep, i, nil
+	}
+	return nil, -1, nil
+}
+
+// ExtProcRoute is the ext_proc configuration in effect on one route: the
+// filter's, merged with the ExtProcPerRoute of the route configuration, the
+// virtual host and the route, the more specific winning (ext_proc.cc
+// FilterConfigPerRoute merge: disabled, processing mode, gRPC service,
+// forwarding namespaces, failure_mode_allow).
+type ExtProcRoute struct {
+	Disabled         bool
+	Mode             *extprocv3.ProcessingMode
+	Cluster          string
+	ForwardNS        []string // forwarding_namespaces.untyped
+	FailureModeAllow bool
+}
+
+// ExtProcFor merges ep with the per-route configs of rc, vh and r (nil for
+// a level without one). A generic FilterConfig{disabled: true} counts as
+// disabled; a per-route config that fails to decode is an error.
+func ExtProcFor(ep *extprocv3.ExternalProcessor, levels ...map[string]*anypb.Any) (ExtProcRoute, error) {
+	out := ExtProcRoute{Mode: ep.GetProcessingMode(), Cluster: ep.GetGrpcService().GetEnvoyGrpc().GetClusterName(),
+		ForwardNS: ep.GetMetadataOptions().GetForwardingNamespaces().GetUntyped(), FailureModeAllow: ep.GetFailureModeAllow()}
+	for _, m := range levels {
+		a, ok := m[ExtProcFilter]
+		if !ok {
+			continue
+		}
+		if a.MessageIs(&routev3.FilterConfig{}) {
+			fc := &routev3.FilterConfig{}
+			if err := a.UnmarshalTo(fc); err != nil {
+				return out, err
+			}
+			if fc.GetDisabled() {
+				out.Disabled = true
+				continue
+			}
+			if a = fc.GetConfig(); a == nil {
+				continue
+			}
+		}
+		pr := &extprocv3.ExtProcPerRoute{}
+		if err := a.UnmarshalTo(pr); err != nil {
+			return out, fmt.Errorf("%s per-route config: %w", ExtProcFilter, err)
+		}
+		if pr.GetDisabled() {
+			out.Disabled = true
+			continue
+		}
+		o := pr.GetOverrides()
+		if o == nil {
+			continue
+		}
+		out.Disabled = false
+		if o.GetProcessingMode() != nil {
+			out.Mode = o.GetProcessingMode()
+		}
+		if c := o.GetGrpcService().GetEnvoyGrpc().GetClusterName(); c != "" {
+			out.Cluster = c
+		}
+		if fn := o.GetMetadataOptions().GetForwardingNamespaces(); fn != nil {
+			out.ForwardNS = fn.GetUntyped()
+		}
+		if b := o.GetFailureModeAllow(); b != nil {
+			out.FailureModeAllow = b.GetValue()
+		}
+	}
+	return out, nil
+}
+
+// checkMode reports a processing mode that breaks the seam's rules: a
+// request body sent to the processor (it works from Check's metadata, never
+// the request body) or BUFFERED_PARTIAL in either direction (the remainder
+// after the first buffer passes unprocessed: Filter::handleDataBufferedPartialMode).
+func checkMode(m *extprocv3.ProcessingMode, where string, fail func(string, ...any)) {
+	if m == nil {
+		return
+	}
+	if m.GetRequestBodyMode() != extprocv3.ProcessingMode_NONE {
+		fail("%s: request_body_mode %v, want NONE", where, m.GetRequestBodyMode())
+	}
+	if m.GetRequestBodyMode() == extprocv3.ProcessingMode_BUFFERED_PARTIAL || m.GetResponseBodyMode() == extprocv3.ProcessingMode_BUFFERED_PARTIAL {
+		fail("%s: BUFFERED_PARTIAL (the rest of the body would pass unprocessed)", where)
+	}
+}
+
+// requestMethods is every value of MethodHeader Check can set: the MCP
+// methods a client sends and the pseudo-methods.
+func requestMethods() []string {
+	var out []string
+	for _, m := range mcpmethod.Methods {
+		if m.From&mcpmethod.Client != 0 {
+			out = append(out, m.Name)
+		}
+	}
+	return append(out, pseudoMethods...)
+}
+
+// verb is the HTTP method of a request Check decided as method.
+func verb(method string) string {
+	switch method {
+	case "GET", "DELETE":
+		return method
+	}
+	return "POST"
+}
+
+// errCannotEvaluate: a header matcher whose outcome CheckInvariants does not
+// compute.
+var errCannotEvaluate = errors.New("header matcher not evaluated (use exact, prefix, suffix, contains or safe_regex on x-mcp-method or :method)")
+
+// headersMatch evaluates r's header matchers (all must match) on a request
+// that carries only MethodHeader = method and :method = verb(method), as
+// Envoy's HeaderUtility::matchHeaders does for the matcher kinds listed in
+// errCannotEvaluate.
+func headersMatch(r *routev3.Route, method string) (bool, error) {
+	for _, h := range r.GetMatch().GetHeaders() {
+		var v string
+		present := true
+		switch strings.ToLower(h.GetName()) {
+		case MethodHeader:
+			v = method
+		case ":method":
+			v = verb(method)
+		default:
+			present = false
+		}
+		var m bool
+		switch s := h.GetHeaderMatchSpecifier().(type) {
+		case *routev3.HeaderMatcher_PresentMatch:
+			if h.GetInvertMatch() {
+				return false, errCannotEvaluate
+			}
+			if present != s.PresentMatch {
+				return false, nil
+			}
+			continue
+		case *routev3.HeaderMatcher_StringMatch:
+			if !present && !h.GetTreatMissingHeaderAsEmpty() {
+				return false, nil
+			}
+			var err error
+			if m, err = stringMatch(s.StringMatch, v); err != nil {
+				return false, err
+			}
+		case *routev3.HeaderMatcher_ExactMatch:
+			if !present && !h.GetTreatMissingHeaderAsEmpty() {
+				return false, nil
+			}
+			m = v == s.ExactMatch
+		default:
+			return false, errCannotEvaluate
+		}
+		if m == h.GetInvertMatch() {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func stringMatch(sm *matcherv3.StringMatcher, v string) (bool, error) {
+	fold := func(s string) string {
+		if sm.GetIgnoreCase() {
+			return strings.ToLower(s)
+		}
+		return s
+	}
+	switch p := sm.GetMatchPattern().(type) {
+	case *matcherv3.StringMatcher_Exact:
+		return fold(v) == fold(p.Exact), nil
+	case *matcherv3.StringMatcher_Prefix:
+		return strings.HasPrefix(fold(v), fold(p.Prefix)), nil
+	case *matcherv3.StringMatcher_Suffix:
+		return strings.HasSuffix(fold(v), fold(p.Suffix)), nil
+	case *matcherv3.StringMatcher_Contains:
+		return strings.Contains(fold(v), fold(p.Contains)), nil
+	case *matcherv3.StringMatcher_SafeRegex:
+		// Envoy's safe_regex matches the whole value (RE2 FullMatch).
+		re, err := regexp.Compile(`^(?:` + p.SafeRegex.GetRegex() + `)$`)
+		if err != nil {
+			return false, err
+		}
+		return re.MatchString(v), nil
+	}
+	return false, errCannotEvaluate
+}
+
+// pathKey is r's match without its header matchers: routes with equal keys
+// differ only in the headers they match.
+func pathKey(r *routev3.Route) string {
+	m := proto.Clone(r.GetMatch()).(*routev3.RouteMatch)
+	m.Headers = nil
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	return string(b)
+}
+
+func removesHeader(name string, lists ...[]string) bool {
+	for _, l := range lists {
+		for _, h := range l {
+			if strings.EqualFold(h, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkExtProc reports how listener h breaks the response seam's
+// invariants (see CheckInvariants); ea is at index at in the chain, the
+// router at router.
+func checkExtProc(b *bootstrapv3.Bootstrap, h HTTPConnectionManager, at, router int, clearRouteCache bool, fail func(string, ...any)) error {
+	ep, pi, err := ExtProc(h.HCM)
+	if err != nil {
+		return err
+	}
+	l := "listener " + h.Listener
+	switch {
+	case ep == nil:
+		fail("%s: no %s (the response seam)", l, ExtProcFilter)
+		return nil
+	case pi < at:
+		fail("%s: %s before %s (it would see no decision, and merge its per-route config before the re-route)", l, ExtProcFilter, ExtAuthzFilter)
+	case router >= 0 && pi > router:
+		fail("%s: %s after %s", l, ExtProcFilter, RouterFilter)
+	}
+	if h.HCM.GetHttpFilters()[pi].GetDisabled() {
+		fail("%s: %s disabled in the filter chain (routes could enable it only on the route picked before Check)", l, ExtProcFilter)
+	}
+	if !clearRouteCache {
+		fail("%s: ext_authz clear_route_cache is false: the seam's routes would be picked on the client's headers, not Check's", l)
+	}
+	if ep.GetFailureModeAllow() {
+		fail("%s: %s failure_mode_allow is true", l, ExtProcFilter)
+	}
+	if ep.GetObservabilityMode() {
+		fail("%s: %s observability_mode is true (no mutation: lists would pass unfiltered)", l, ExtProcFilter)
+	}
+	if ep.GetGrpcService().GetEnvoyGrpc().GetClusterName() == "" {
+		fail("%s: %s is not an envoy_grpc service", l, ExtProcFilter)
+	}
+	checkMode(ep.GetProcessingMode(), l+": "+ExtProcFilter+" processing_mode", fail)
+	if ep.GetAllowModeOverride() && len(ep.GetAllowedOverrideModes()) == 0 {
+		fail("%s: allow_mode_override without allowed_override_modes (the processor could pick any mode, BUFFERED_PARTIAL included)", l)
+	}
+	for i, m := range ep.GetAllowedOverrideModes() {
+		where := fmt.Sprintf("%s: allowed_override_modes[%d]", l, i)
+		checkMode(m, where, fail)
+		// envoyproxy/envoy#40340: with an override to FULL_DUPLEX_STREAMED
+		// the first buffered chunk passes unprocessed.
+		if m.GetResponseBodyMode() == extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED || m.GetRequestBodyMode() == extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED {
+			fail("%s: FULL_DUPLEX_STREAMED by override (its first chunk may pass unprocessed)", where)
+		}
+	}
+	rc := h.HCM.GetRouteConfig()
+	methods := requestMethods()
+	for _, vh := range rc.GetVirtualHosts() {
+		// Routes to an upstream, grouped by their match without headers.
+		groups := map[string][]*routev3.Route{}
+		var order []string
+		for _, r := range vh.GetRoutes() {
+			eff, err := ExtProcFor(ep, rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), r.GetTypedPerFilterConfig())
+			if err != nil {
+				fail("%s: route %v: %v", l, r.GetMatch(), err)
+				continue
+			}
+			if !eff.Disabled {
+				checkMode(eff.Mode, fmt.Sprintf("%s: route %v", l, r.GetMatch()), fail)
+				if eff.FailureModeAllow {
+					fail("%s: route %v: %s failure_mode_allow is true", l, r.GetMatch(), ExtProcFilter)
+				}
+				if !slices.Contains(eff.ForwardNS, ExtAuthzNamespace) {
+					fail("%s: route %v: forwarding_namespaces %v lack %s", l, r.GetMatch(), eff.ForwardNS, ExtAuthzNamespace)
+				}
+				if c := Cluster(b, eff.Cluster); c == nil || !HTTP2(c) {
+					fail("cluster %s: ext_proc gRPC cluster missing or without HTTP/2", eff.Cluster)
+				}
+			}
+			ra := r.GetRoute()
+			if ra == nil || ra.GetCluster() == AdminCluster {
+				continue
+			}
+			if MetadataRoute(r) {
+				if !eff.Disabled {
+					fail("%s: %s on the protected resource metadata route (no Check runs there)", l, ExtProcFilter)
+				}
+				continue
+			}
+			k := pathKey(r)
+			if groups[k] == nil {
+				order = append(order, k)
+			}
+			groups[k] = append(groups[k], r)
+		}
+		for _, k := range order {
+			checkRouteGroup(ep, rc, vh, groups[k], methods, l, fail)
+		}
+	}
+	return nil
+}
+
+// checkRouteGroup checks routes that share a path match: the route each
+// method Check can name picks has a side stream exactly when the method
+// needs one, fails closed and sends no accept-encoding upstream; and a
+// route chosen by headers checks and forwards as the header-less fallback
+// does, so a client's own x-mcp-method (read before Check removes it, when
+// ext_authz picks its per-route config) changes nothing.
+func checkRouteGroup(ep *extprocv3.ExternalProcessor, rc *routev3.RouteConfiguration, vh *routev3.VirtualHost, rs []*routev3.Route, methods []string, l string, fail func(string, ...any)) {
+	var fallback *routev3.Route
+	for _, r := range rs {
+		if len(r.GetMatch().GetHeaders()) == 0 {
+			fallback = r
+		}
+	}
+	for _, r := range rs {
+		if len(r.GetMatch().GetHeaders()) == 0 {
+			continue
+		}
+		switch {
+		case fallback == nil:
+			fail("%s: route %v matches on headers and has no header-less route of the same path", l, r.GetMatch())
+		case !proto.Equal(r.GetRoute(), fallback.GetRoute()):
+			fail("%s: route %v forwards unlike its header-less route %v", l, r.GetMatch(), fallback.GetMatch())
+		case !proto.Equal(r.GetTypedPerFilterConfig()[ExtAuthzFilter], fallback.GetTypedPerFilterConfig()[ExtAuthzFilter]):
+			fail("%s: route %v: its %s per-route config differs from its header-less route's (a client-sent %s would choose the check)", l, r.GetMatch(), ExtAuthzFilter, MethodHeader)
+		}
+	}
+	for _, m := range methods {
+		var chosen *routev3.Route
+		for _, r := range rs {
+			ok, err := headersMatch(r, m)
+			if err != nil {
+				fail("%s: route %v: %v", l, r.GetMatch(), err)
+				return
+			}
+			if ok {
+				chosen = r
+				break
+			}
+		}
+		need := NeedsSideStream(m)
+		if chosen == nil {
+			if need {
+				fail("%s: no route for %s %q", l, MethodHeader, m)
+			}
+			continue
+		}
+		eff, err := ExtProcFor(ep, rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), chosen.GetTypedPerFilterConfig())
+		if err != nil {
+			continue // reported by checkExtProc
+		}
+		switch {
+		case need && eff.Disabled:
+			fail("%s: %s %q picks route %v, which has no side stream", l, MethodHeader, m, chosen.GetMatch())
+		case !need && !eff.Disabled:
+			fail("%s: %s %q picks route %v, which opens a side stream it does not need", l, MethodHeader, m, chosen.GetMatch())
+		case need && !removesHeader(AcceptEncoding, chosen.GetRequestHeadersToRemove(), vh.GetRequestHeadersToRemove(), rc.GetRequestHeadersToRemove()):
+			fail("%s: route %v (for %q) sends accept-encoding upstream: its response could reach the processor compressed", l, chosen.GetMatch(), m)
+		}
+	}
+}
