@@ -296,17 +296,12 @@ var knownEnv = map[string]bool{
 	"EXTAUTHZ_APPROVER_ISSUER": true, "EXTAUTHZ_APPROVER_JWKS_FILE": true, "EXTAUTHZ_APPROVAL_URL": true, "EXTAUTHZ_APPROVAL_MAX_LIFETIME": true,
 	"EXTAUTHZ_IDEMPOTENCY_HEADER": true, "EXTAUTHZ_IDEMPOTENCY_META": true, "EXTAUTHZ_IDEMPOTENCY_TTL": true,
 	"EXTAUTHZ_DENIAL_STATUS": true, "EXTAUTHZ_CONCEAL_AS": true, "EXTAUTHZ_CONCEAL_JSON_RESPONSE": true,
-	// The response seam's flags (--cursor-key-file, --list-ttl-ms), which
-	// its own branch adds to serve: pendingEnv until README lists them.
-	"EXTAUTHZ_CURSOR_KEY_FILE": true, "EXTAUTHZ_LIST_TTL_MS": true,
+	"EXTAUTHZ_RESPONSE_SEAM": true, "EXTAUTHZ_CURSOR_KEY_FILE": true, "EXTAUTHZ_LIST_CACHE_TTL": true,
 }
 
 // pendingEnv are knownEnv entries whose serve flag is not yet in README's
 // flag table (TestKnownEnvAreServeFlags); each is named with the reason.
-var pendingEnv = map[string]string{
-	"EXTAUTHZ_CURSOR_KEY_FILE": "the response seam adds --cursor-key-file",
-	"EXTAUTHZ_LIST_TTL_MS":     "the response seam adds --list-ttl-ms",
-}
+var pendingEnv = map[string]string{}
 
 // TestKnownEnvAreServeFlags: every variable the chart may set is the
 // environment form of a flag README's reference names, so knownEnv cannot

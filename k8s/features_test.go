@@ -26,7 +26,7 @@ func TestChartFeatureValues(t *testing.T) {
 			"EXTAUTHZ_APPROVER_ISSUER": "", "EXTAUTHZ_APPROVER_JWKS_FILE": "", "EXTAUTHZ_APPROVAL_URL": "", "EXTAUTHZ_APPROVAL_MAX_LIFETIME": "",
 			"EXTAUTHZ_IDEMPOTENCY_HEADER": "Idempotency-Key", "EXTAUTHZ_IDEMPOTENCY_META": "", "EXTAUTHZ_IDEMPOTENCY_TTL": "24h",
 			"EXTAUTHZ_DRY_RUN": "", "EXTAUTHZ_DENIAL_STATUS": "auto", "EXTAUTHZ_CONCEAL_AS": "go-sdk", "EXTAUTHZ_CONCEAL_JSON_RESPONSE": "",
-			"EXTAUTHZ_CURSOR_KEY_FILE": "", "EXTAUTHZ_LIST_TTL_MS": "",
+			"EXTAUTHZ_CURSOR_KEY_FILE": "", "EXTAUTHZ_LIST_CACHE_TTL": "", "EXTAUTHZ_RESPONSE_SEAM": "true",
 		}, nil, nil},
 		{"approvals with discovered keys", one + "approvals: {issuer: 'https://approver.example.com', url: 'https://approve.example.com/{digest}', maxLifetime: 10m}", map[string]string{
 			"EXTAUTHZ_APPROVER_ISSUER": "https://approver.example.com", "EXTAUTHZ_APPROVER_JWKS_FILE": "",
@@ -48,7 +48,7 @@ func TestChartFeatureValues(t *testing.T) {
 			"EXTAUTHZ_CONCEAL_AS": "typescript-sdk", "EXTAUTHZ_CONCEAL_JSON_RESPONSE": "true",
 		}, nil, nil},
 		{"the seam's cursor key and ttlMs", one + "responseSeam: {cursorKeySecret: {name: seam, key: k}, listTtlMs: 30000}", map[string]string{
-			"EXTAUTHZ_CURSOR_KEY_FILE": "/etc/mcp-extauthz/cursor-key/cursor.key", "EXTAUTHZ_LIST_TTL_MS": "30000",
+			"EXTAUTHZ_CURSOR_KEY_FILE": "/etc/mcp-extauthz/cursor-key/cursor.key", "EXTAUTHZ_LIST_CACHE_TTL": "30000ms",
 		}, nil, map[string]string{"cursor-key": "seam:k=cursor.key"}},
 	}
 	for _, tt := range tests {

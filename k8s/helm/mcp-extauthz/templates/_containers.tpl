@@ -220,14 +220,18 @@
     - name: EXTAUTHZ_CONCEAL_JSON_RESPONSE
       value: "true"
     {{- end }}
+    # The chart's Envoy runs the ext_proc response seam on list, call, task
+    # and GET routes: Check enforces task ownership (task_not_owned).
+    - name: EXTAUTHZ_RESPONSE_SEAM
+      value: "true"
     {{- with .responseSeam }}
     {{- if .cursorKeySecret.name }}
     - name: EXTAUTHZ_CURSOR_KEY_FILE
       value: /etc/mcp-extauthz/cursor-key/cursor.key
     {{- end }}
     {{- if gt (int .listTtlMs) 0 }}
-    - name: EXTAUTHZ_LIST_TTL_MS
-      value: {{ int .listTtlMs | quote }}
+    - name: EXTAUTHZ_LIST_CACHE_TTL
+      value: {{ printf "%dms" (int .listTtlMs) | quote }}
     {{- end }}
     {{- end }}
     {{- with .extraEnv }}
