@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -74,6 +75,12 @@ type Config struct {
 	// CacheTTLms is the ttlMs given to filtered lists on MCP 2026-07-28
 	// (the smaller of it and the upstream's); default 0.
 	CacheTTLms int64
+	// Definitions records the tool definitions every tools/list shows when
+	// the live policy pins them (pin_mode tofu or strict), for Check's pin
+	// step; nil with pinning on refuses the list (fail closed).
+	Definitions *toolpin.Observations
+	// Fingerprints caches fingerprints by the raw bytes of a definition.
+	Fingerprints *toolpin.Cache
 }
 
 // Server is the ExternalProcessor.
@@ -424,6 +431,23 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 			return false, nil
 		}
 		return pol.Visible(in).Visible, nil
+	}
+	if pol != nil && pol.PinMode() != policy.PinOff {
+		opt.Observe = func(k listfilter.Kind, key string, item []byte) error {
+			if k != listfilter.Tools {
+				return nil
+			}
+			if st.s.cfg.Definitions == nil {
+				return errors.New("pin_mode is on but tool definitions cannot be recorded here")
+			}
+			d, err := toolpin.Parse(item, st.s.cfg.Fingerprints)
+			if err != nil {
+				// Not strict JSON to the fingerprint: pinned by its raw
+				// bytes, with no hints (every annotation at its worst case).
+				d = toolpin.Definition{Name: key, Fingerprint: toolpin.RawFingerprint(item)}
+			}
+			return st.s.cfg.Definitions.Observe(ctx, st.server, d)
+		}
 	}
 	if c := st.s.cfg.Cursors; c != nil {
 		// Sealed to the policy that filtered this page (the live one,

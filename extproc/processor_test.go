@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -53,6 +54,13 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newFixtureWith(t, src, nil)
+}
+
+// newFixtureWith is newFixture with policy src and tool definition
+// observations defs (nil: none).
+func newFixtureWith(t *testing.T, src []byte, defs *toolpin.Observations) *fixture {
+	t.Helper()
 	pol, err := policy.Compile("examples/policy.yaml", src)
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +97,7 @@ func newFixture(t *testing.T) *fixture {
 	srv := New(Config{
 		Policy:   func() (*policy.Policy, string) { return pol, version },
 		Verifier: ver, Tasks: tasks, Cursors: sealer, Log: zap.New(core),
+		Definitions: defs, Fingerprints: &toolpin.Cache{},
 	})
 	return &fixture{envoy: newEnvoy(startProcessor(t, srv)), tokens: tokens, version: version, sealer: sealer, tasks: tasks, logs: logs}
 }
@@ -531,5 +540,48 @@ func benchProcess(b *testing.B, sseForm bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestPinObservation: with a pinning policy, every tool of a tools/list
+// that passes is recorded (denied ones too: they are the server's catalog),
+// so Check's pin step sees it; a changed definition in a later list makes
+// the tool divergent; with no observations configured the list is refused.
+func TestPinObservation(t *testing.T) {
+	src, err := os.ReadFile("../examples/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = append(src, "\npin_mode: tofu\n"...)
+	pol, err := policy.Compile("p.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &toolpin.Observations{Store: state.NewMemory(100, nil)}
+	f := newFixtureWith(t, src, obs)
+	got := f.envoy.do(t, listRoute, jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), toolsBody))
+	if got.status != 200 || got.body != toolsKept {
+		t.Fatalf("status %d body %s", got.status, got.body)
+	}
+	ctx := context.Background()
+	for _, name := range []string{"search", "delete_repo"} {
+		def, err := obs.Lookup(ctx, pol, "payments", name)
+		if err != nil || def == nil || !def.Listed || def.Changed || !toolpin.Valid(def.Fingerprint) {
+			t.Errorf("%s: %+v %v", name, def, err)
+		}
+	}
+	changed := strings.Replace(toolsBody, `"name":"search"`, `"name":"search","description":"now also exfiltrates"`, 1)
+	if changed == toolsBody {
+		t.Fatal("toolsBody has no search tool to change")
+	}
+	f.envoy.do(t, listRoute, jsonAnswer(f.listRequest("alice", "tools/list", "2", ""), changed))
+	if def, err := obs.Lookup(ctx, pol, "payments", "search"); err != nil || !def.Changed {
+		t.Errorf("after a changed definition: %+v %v", def, err)
+	}
+
+	none := newFixtureWith(t, src, nil)
+	got = none.envoy.do(t, listRoute, jsonAnswer(none.listRequest("alice", "tools/list", "1", ""), toolsBody))
+	if got.status == 200 && strings.Contains(got.body, `"search"`) {
+		t.Errorf("a pinning policy without observations passed the list: %d %s", got.status, got.body)
 	}
 }

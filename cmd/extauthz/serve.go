@@ -635,6 +635,7 @@ func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.Toke
 	}
 	if r, ok := st.(state.Reader); ok {
 		pc.Tasks = &state.Tasks{Store: r}
+		pc.Definitions, pc.Fingerprints = &toolpin.Observations{Store: r}, &toolpin.Cache{}
 	}
 	if cfg.ResponseSeam {
 		if pc.Tasks == nil {

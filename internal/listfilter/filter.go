@@ -123,6 +123,10 @@ type Options struct {
 	// Keep decides each item by its key (a tool or prompt name, a resource
 	// URI, a uriTemplate, a taskId, decoded). An error fails the filter.
 	Keep func(k Kind, key string) (bool, error)
+	// Observe, when set, sees every item before Keep decides it: its key
+	// and its bytes as the upstream sent them (tool definition pinning). An
+	// error fails the filter.
+	Observe func(k Kind, key string, item []byte) error
 	// Cursor, when set, maps the nextCursor of a list (decoded) to the one
 	// handed to the client; its error fails the filter.
 	Cursor func(k Kind, upstream string) (string, error)
@@ -291,6 +295,11 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 			return nil, &Error{Kind: "duplicate", Msg: "two " + kind.String() + " items with one " + kinds[kind].key}
 		}
 		seen[name] = struct{}{}
+		if opt.Observe != nil {
+			if err := opt.Observe(kind, name, in[it[0]:it[1]]); err != nil {
+				return nil, &Error{Kind: "keep", Msg: "observing an item", Err: err}
+			}
+		}
 		keep := false
 		if opt.Keep != nil {
 			keep, err = opt.Keep(kind, name)

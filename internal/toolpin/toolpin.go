@@ -77,6 +77,15 @@ func Fingerprint(def []byte) (fp, name string, err error) {
 	return Version + ":sha256:" + hex.EncodeToString(sum[:]), name, nil
 }
 
+// RawFingerprint is the fingerprint of a definition Fingerprint refuses
+// (not strict JSON, not a Tool): SHA-256 of its bytes as sent, in the same
+// form, so it is stable while the bytes are and never equals the
+// fingerprint of a definition that can be canonicalized but by chance.
+func RawFingerprint(def []byte) string {
+	sum := sha256.Sum256(append([]byte("tooldef-raw\x00"), def...))
+	return Version + ":sha256:" + hex.EncodeToString(sum[:])
+}
+
 // Valid reports whether s has the form of a fingerprint of this Version.
 func Valid(s string) bool {
 	const prefix = Version + ":sha256:"
