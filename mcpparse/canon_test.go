@@ -3,6 +3,7 @@ package mcpparse
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -190,6 +191,67 @@ func TestNumberFastPathAgainstReference(t *testing.T) {
 				t.Fatalf("%s: got %v, reference %v", lit, err, werr)
 			}
 		}
+	}
+}
+
+// TestShortestNumbersAgainstReference does the same for the literals the
+// fast path leaves to strconv: random doubles of every magnitude (subnormals
+// included) in their shortest round-trip digits, laid out as Go, JavaScript
+// and Python print them, with trailing zeros added, and with the last digit
+// moved or one more digit appended (which must be refused as not the
+// double's exact value).
+func TestShortestNumbersAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20, 20))
+	n := 20_000
+	if testing.Short() {
+		n = 2_000
+	}
+	var accepted int
+	for range n {
+		var f float64
+		switch rng.IntN(3) {
+		case 0:
+			f = math.Float64frombits(rng.Uint64()&^(0x7ff<<52) | uint64(rng.IntN(0x7ff))<<52) // any finite
+		case 1:
+			f = (rng.Float64()*2 - 1) * math.Pow(10, float64(rng.IntN(40)-20))
+		default:
+			f = float64(rng.Int64N(1<<54) - 1<<53) // integers around 2^53
+		}
+		lits := [][]byte{
+			strconv.AppendFloat(nil, f, 'g', -1, 64),
+			strconv.AppendFloat(nil, f, 'e', -1, 64),
+			strconv.AppendFloat(nil, f, 'E', -1, 64),
+			strconv.AppendFloat(nil, f, 'f', -1, 64),
+		}
+		e := strconv.AppendFloat(nil, f, 'e', -1, 64)
+		i := bytes.IndexByte(e, 'e')
+		lits = append(lits,
+			append(append(append([]byte(nil), e[:i]...), '0', '0'), e[i:]...), // trailing zeros
+			append(append(append([]byte(nil), e[:i]...), '1'), e[i:]...),      // one more digit
+		)
+		if d := e[i-1]; d > '0' && d < '9' { // the last digit moved by one
+			up := append([]byte(nil), e...)
+			up[i-1]++
+			lits = append(lits, up)
+		}
+		for _, lit := range lits {
+			got, err := Canonicalize(lit, Limits{})
+			want, werr := refCanonicalize(lit, Limits{})
+			if (err == nil) != (werr == nil) || !bytes.Equal(got, want) {
+				t.Fatalf("%s: got %s (%v), reference %s (%v)", lit, got, err, want, werr)
+			}
+			if err != nil {
+				var pe, we *ParseError
+				if !errors.As(err, &pe) || !errors.As(werr, &we) || pe.Kind != we.Kind || pe.Offset != we.Offset {
+					t.Fatalf("%s: got %v, reference %v", lit, err, werr)
+				}
+				continue
+			}
+			accepted++
+		}
+	}
+	if accepted < n { // the shortest forms themselves are always accepted
+		t.Fatalf("only %d literals accepted", accepted)
 	}
 }
 

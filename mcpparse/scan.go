@@ -997,12 +997,47 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 		return nil
 	}
 	var d decimal
-	if d.parse(lit, intEnd-off, fracEnd-off, expOff-off) {
+	ok := d.parse(lit, intEnd-off, fracEnd-off, expOff-off)
+	if ok && d.k <= exactDigits && d.n > -290 && d.n < 290 {
+		// With at most 15 significant digits (DBL_DIG) in that range, the
+		// shortest decimal that round-trips the nearest double is lit's own
+		// digits: lit is exactly the value of its RFC 8785 form, and only
+		// the layout of the digits can change.
 		if w {
-			p.out = d.appendES6(p.out)
+			if d.es6Layout(lit, intEnd-off, fracEnd-off, expOff-off) {
+				p.out = append(p.out, lit...)
+			} else {
+				p.out = d.appendES6(p.out)
+			}
 		}
 		return nil
 	}
+	if p.lenient {
+		return p.numberLenient(lit, off, w)
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil { // out of range: ±Inf has no JSON form
+		return p.fail(ErrNonCanonicalNumber, off, "number out of the IEEE 754 double range")
+	}
+	// The RFC 8785 form of f has the shortest digits that round-trip f
+	// (at most 17). lit denotes exactly that value only if it has the same
+	// digits and exponent; a literal of more than 17 significant digits,
+	// or one that rounded to zero, never does.
+	var s decimal
+	s.shortest(f)
+	if !ok || d.neg != s.neg || d.k != s.k || d.n != s.n || d.digits != s.digits {
+		return p.fail(ErrNonCanonicalNumber, off, "number is not exactly representable as an IEEE 754 double")
+	}
+	if w {
+		p.out = s.appendES6(p.out)
+	}
+	return nil
+}
+
+// numberLenient is number's path for the RFC 8785 test vectors (lenient):
+// any literal in the double range, written as RFC 8785 prints its nearest
+// double.
+func (p *scanner) numberLenient(lit []byte, off int, w bool) *ParseError {
 	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil { // out of range: ±Inf has no JSON form
 		return p.fail(ErrNonCanonicalNumber, off, "number out of the IEEE 754 double range")
@@ -1011,31 +1046,30 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	if err != nil {
 		return p.fail(ErrNonCanonicalNumber, off, "number has no RFC 8785 form")
 	}
-	if !p.lenient && !decimalEqual(lit, []byte(text)) {
-		return p.fail(ErrNonCanonicalNumber, off, "number is not exactly representable as an IEEE 754 double")
-	}
 	if w {
 		p.out = append(p.out, text...)
 	}
 	return nil
 }
 
-// decimal is a number literal of at most 15 significant digits, as
-// ±0.digits × 10^n (ES6 Number::toString's s, k and n).
+// exactDigits is DBL_DIG: every decimal of at most 15 significant digits
+// (within the normal range) survives a round trip through a double.
+const exactDigits = 15
+
+// decimal is a number literal of at most 17 significant digits (the most a
+// shortest round-trip form of a double has), as ±0.digits × 10^n
+// (ES6 Number::toString's s, k and n).
 type decimal struct {
 	neg    bool
-	digits [15]byte
-	k      int // significant digits, no trailing zeros; 0 for zero
+	digits [17]byte // digits[k:] are zero bytes, so two decimals compare with ==
+	k      int      // significant digits, no trailing zeros; 0 for zero
 	n      int
 }
 
 // parse reads lit (intEnd, fracEnd, expOff: where the integer part, the
 // fraction and the exponent part end). It reports false when lit has more
-// than 15 significant digits or a magnitude beyond 10^±290: then the
-// double nearest lit may print otherwise. With at most 15 significant
-// digits (DBL_DIG) in that range, the shortest decimal that round-trips
-// the nearest double is lit's own digits, so lit is exactly the value of
-// its RFC 8785 form and only the layout of the digits can change.
+// than 17 significant digits or an exponent beyond ±1000 (then d is not
+// lit's value).
 func (d *decimal) parse(lit []byte, intEnd, fracEnd, expOff int) bool {
 	i := 0
 	if lit[0] == '-' {
@@ -1066,8 +1100,10 @@ func (d *decimal) parse(lit []byte, intEnd, fracEnd, expOff int) bool {
 	}
 	if first < 0 { // zero
 		d.k, d.neg = 0, false
+		clear(d.digits[:])
 		return true
 	}
+	clear(d.digits[d.k:]) // zeros after the last significant digit
 	exp := 0
 	if expOff < len(lit) {
 		e := lit[expOff+1:]
@@ -1087,7 +1123,49 @@ func (d *decimal) parse(lit []byte, intEnd, fracEnd, expOff int) bool {
 		}
 	}
 	d.n = intDigits - first + exp
-	return d.n > -290 && d.n < 290
+	return true
+}
+
+// shortest sets d to the shortest decimal that round-trips f (finite,
+// nonzero or zero), as strconv and RFC 8785 choose it.
+func (d *decimal) shortest(f float64) {
+	*d = decimal{}
+	if f == 0 {
+		return
+	}
+	if f < 0 {
+		d.neg, f = true, -f
+	}
+	var buf [32]byte
+	b := strconv.AppendFloat(buf[:0], f, 'e', -1, 64) // d[.ddd]e±dd
+	e := 0
+	for i, c := range b {
+		if c == 'e' {
+			e = i
+			break
+		}
+		if c != '.' {
+			d.digits[d.k] = c
+			d.k++
+		}
+	}
+	exp := 0
+	for _, c := range b[e+2:] {
+		exp = exp*10 + int(c-'0')
+	}
+	if b[e+1] == '-' {
+		exp = -exp
+	}
+	d.n = exp + 1
+}
+
+// es6Layout reports whether lit (read by parse into d, at most 15
+// significant digits) is already laid out as appendES6 prints d: no
+// exponent, no trailing zero in a fraction, not zero, and a magnitude
+// ES6 prints without an exponent (1e-6 <= |lit| < 1e21).
+func (d *decimal) es6Layout(lit []byte, intEnd, fracEnd, expOff int) bool {
+	return expOff == len(lit) && (fracEnd == intEnd || lit[fracEnd-1] != '0') &&
+		d.k > 0 && d.n > -6 && d.n <= 21
 }
 
 // appendES6 appends d as ECMAScript's Number::toString prints it (RFC 8785
@@ -1144,75 +1222,4 @@ func digestOf(sum [sha256.Size]byte) string {
 		b[8+2*i] = hexDigits[c&0xF]
 	}
 	return string(b[:])
-}
-
-// decimalEqual reports whether two RFC 8259 number literals denote the
-// same exact decimal value (-0 equals 0).
-func decimalEqual(a, b []byte) bool {
-	an, ad, ae := normDecimal(a)
-	bn, bd, be := normDecimal(b)
-	return an == bn && ae == be && string(ad) == string(bd)
-}
-
-// normDecimal returns a literal as sign, significant digits (no leading or
-// trailing zeros) and exponent, so that value = ±digits × 10^exp. Zero is
-// (false, nil, 0). Exponents saturate at ±1e15, far beyond any double, so
-// the comparison stays exact for every literal that fits in memory.
-func normDecimal(s []byte) (neg bool, digits []byte, exp int) {
-	if len(s) > 0 && s[0] == '-' {
-		neg = true
-		s = s[1:]
-	}
-	mant := s
-	for i, c := range s {
-		if c == 'e' || c == 'E' {
-			mant = s[:i]
-			exp = parseExp(s[i+1:])
-			break
-		}
-	}
-	digits = make([]byte, 0, len(mant))
-	seenDot := false
-	for _, c := range mant {
-		if c == '.' {
-			seenDot = true
-			continue
-		}
-		if seenDot {
-			exp--
-		}
-		if c == '0' && len(digits) == 0 {
-			continue // leading zero
-		}
-		digits = append(digits, c)
-	}
-	for len(digits) > 0 && digits[len(digits)-1] == '0' {
-		digits = digits[:len(digits)-1]
-		exp++
-	}
-	if len(digits) == 0 {
-		return false, nil, 0
-	}
-	return neg, digits, exp
-}
-
-// parseExp parses an exponent ([+-]?digits), saturating at ±1e15.
-func parseExp(s []byte) int {
-	neg := false
-	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
-		neg = s[0] == '-'
-		s = s[1:]
-	}
-	const sat = 1_000_000_000_000_000
-	n := 0
-	for _, c := range s {
-		n = n*10 + int(c-'0')
-		if n > sat {
-			n = sat
-		}
-	}
-	if neg {
-		return -n
-	}
-	return n
 }
