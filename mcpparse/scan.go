@@ -935,30 +935,62 @@ func appendJCSEscaped(dst, s []byte) []byte {
 //
 // and, unless exempt, rejects it when its exact decimal value differs from
 // the value of its RFC 8785 serialization; w: append that serialization.
+// The one pass over the literal also reads its significant digits
+// (decimal), so that the usual number, already in its RFC 8785 form, is
+// copied as it is.
 func (p *scanner) number(exempt, w bool) *ParseError {
 	in := p.in
 	off := p.pos
 	i := off
+	var d decimal
 	if in[i] == '-' {
+		d.neg = true
 		i++
 	}
 	if i >= len(in) || in[i] < '0' || in[i] > '9' {
 		return p.fail(ErrSyntax, i, "invalid number")
 	}
+	nsig := 0      // digits from the first non-zero one on (d.digits holds the first 17)
+	over := false  // a non-zero digit past the 17th
+	intDigits := 0 // digits of the integer part, unless it is "0"
 	if in[i] == '0' {
 		i++
 	} else {
-		for i < len(in) && in[i] >= '0' && in[i] <= '9' {
-			i++
+		for ; i < len(in) && in[i] >= '0' && in[i] <= '9'; i++ {
+			c := in[i]
+			if nsig < len(d.digits) {
+				d.digits[nsig] = c
+			} else if c != '0' {
+				over = true
+			}
+			nsig++
+			if c != '0' {
+				d.k = nsig
+			}
 		}
+		intDigits = nsig
 	}
 	intEnd := i
 	fracEnd := i
+	lead := 0 // fraction zeros before the first significant digit
 	if i < len(in) && in[i] == '.' {
 		i++
 		s := i
-		for i < len(in) && in[i] >= '0' && in[i] <= '9' {
-			i++
+		for ; i < len(in) && in[i] >= '0' && in[i] <= '9'; i++ {
+			c := in[i]
+			if nsig == 0 && c == '0' {
+				lead++
+				continue
+			}
+			if nsig < len(d.digits) {
+				d.digits[nsig] = c
+			} else if c != '0' {
+				over = true
+			}
+			nsig++
+			if c != '0' {
+				d.k = nsig
+			}
 		}
 		if i == s {
 			return p.fail(ErrSyntax, i, "invalid number: no digits after '.'")
@@ -966,17 +998,25 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 		fracEnd = i
 	}
 	expOff := i
+	exp, bigExp := 0, false
 	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
 		i++
+		negExp := false
 		if i < len(in) && (in[i] == '+' || in[i] == '-') {
+			negExp = in[i] == '-'
 			i++
 		}
 		s := i
-		for i < len(in) && in[i] >= '0' && in[i] <= '9' {
-			i++
+		for ; i < len(in) && in[i] >= '0' && in[i] <= '9'; i++ {
+			if exp = exp*10 + int(in[i]-'0'); exp > 1000 {
+				exp, bigExp = 1000, true
+			}
 		}
 		if i == s {
 			return p.fail(ErrSyntax, i, "invalid number: no exponent digits")
+		}
+		if negExp {
+			exp = -exp
 		}
 	}
 	p.pos = i
@@ -984,11 +1024,11 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	if exempt {
 		return nil // only used as an id, byte for byte
 	}
-	// Integers of up to 15 digits are exact doubles and ES6 prints them
-	// unchanged; only "-0" becomes "0".
-	if fracEnd == intEnd && expOff == i && intEnd-off <= 15 {
+	if fracEnd == intEnd && expOff == i && (nsig <= exactDigits || nsig == 16 && string(in[intEnd-16:intEnd]) <= "9007199254740992") {
+		// Integers up to 2^53 are exact doubles and ES6 prints them
+		// unchanged; only "-0" becomes "0".
 		if w {
-			if len(lit) == 2 && lit[0] == '-' && lit[1] == '0' {
+			if nsig == 0 {
 				p.out = append(p.out, '0')
 			} else {
 				p.out = append(p.out, lit...)
@@ -996,8 +1036,15 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 		}
 		return nil
 	}
-	var d decimal
-	ok := d.parse(lit, intEnd-off, fracEnd-off, expOff-off)
+	if d.k == 0 { // zero: its RFC 8785 form is 0
+		if w {
+			p.out = append(p.out, '0')
+		}
+		return nil
+	}
+	clear(d.digits[min(d.k, len(d.digits)):]) // so that decimals compare with ==
+	d.n = intDigits - lead + exp
+	ok := !over && !bigExp
 	if ok && d.k <= exactDigits && d.n > -290 && d.n < 290 {
 		// With at most 15 significant digits (DBL_DIG) in that range, the
 		// shortest decimal that round-trips the nearest double is lit's own
@@ -1015,9 +1062,15 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	if p.lenient {
 		return p.numberLenient(lit, off, w)
 	}
-	f, err := strconv.ParseFloat(string(lit), 64)
-	if err != nil { // out of range: ±Inf has no JSON form
-		return p.fail(ErrNonCanonicalNumber, off, "number out of the IEEE 754 double range")
+	f, exact := 0.0, false
+	if ok {
+		f, exact = d.float()
+	}
+	if !exact {
+		var err error
+		if f, err = strconv.ParseFloat(string(lit), 64); err != nil { // out of range: ±Inf has no JSON form
+			return p.fail(ErrNonCanonicalNumber, off, "number out of the IEEE 754 double range")
+		}
 	}
 	// The RFC 8785 form of f has the shortest digits that round-trip f
 	// (at most 17). lit denotes exactly that value only if it has the same
@@ -1025,7 +1078,7 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	// or one that rounded to zero, never does.
 	var s decimal
 	s.shortest(f)
-	if !ok || d.neg != s.neg || d.k != s.k || d.n != s.n || d.digits != s.digits {
+	if !ok || d != s {
 		return p.fail(ErrNonCanonicalNumber, off, "number is not exactly representable as an IEEE 754 double")
 	}
 	if w {
@@ -1066,64 +1119,32 @@ type decimal struct {
 	n      int
 }
 
-// parse reads lit (intEnd, fracEnd, expOff: where the integer part, the
-// fraction and the exponent part end). It reports false when lit has more
-// than 17 significant digits or an exponent beyond ±1000 (then d is not
-// lit's value).
-func (d *decimal) parse(lit []byte, intEnd, fracEnd, expOff int) bool {
-	i := 0
-	if lit[0] == '-' {
-		d.neg = true
-		i = 1
+// pow10 are the powers of ten that doubles hold exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// float returns the double nearest d when it can be had exactly with one
+// IEEE 754 operation (Clinger's fast path, as strconv takes it: digits
+// below 2^53 and a power of ten of at most 22); exact false otherwise.
+func (d *decimal) float() (f float64, exact bool) {
+	var m uint64
+	for _, c := range d.digits[:d.k] {
+		m = m*10 + uint64(c-'0')
 	}
-	intDigits := intEnd - i
-	pos := 0    // digits seen, integer and fraction
-	first := -1 // position of the first non-zero digit
-	for ; i < fracEnd; i++ {
-		c := lit[i]
-		if c == '.' {
-			continue
-		}
-		if c != '0' {
-			if first < 0 {
-				first = pos
-			}
-			if pos-first >= len(d.digits) {
-				return false
-			}
-			d.digits[pos-first] = c
-			d.k = pos - first + 1
-		} else if first >= 0 && pos-first < len(d.digits) {
-			d.digits[pos-first] = '0'
-		}
-		pos++
+	e := d.n - d.k
+	if m > 1<<53 || e < -22 || e > 22 {
+		return 0, false
 	}
-	if first < 0 { // zero
-		d.k, d.neg = 0, false
-		clear(d.digits[:])
-		return true
+	f = float64(m)
+	if e < 0 {
+		f /= pow10[-e]
+	} else {
+		f *= pow10[e]
 	}
-	clear(d.digits[d.k:]) // zeros after the last significant digit
-	exp := 0
-	if expOff < len(lit) {
-		e := lit[expOff+1:]
-		neg := false
-		if e[0] == '+' || e[0] == '-' {
-			neg = e[0] == '-'
-			e = e[1:]
-		}
-		for _, c := range e {
-			exp = exp*10 + int(c-'0')
-			if exp > 1000 {
-				return false
-			}
-		}
-		if neg {
-			exp = -exp
-		}
+	if d.neg {
+		f = -f
 	}
-	d.n = intDigits - first + exp
-	return true
+	return f, true
 }
 
 // shortest sets d to the shortest decimal that round-trips f (finite,
