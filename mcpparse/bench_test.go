@@ -6,8 +6,35 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
+
+// cpuTime is the process's user+system CPU time so far (all threads, the
+// garbage collector's included).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measureCPU runs loop (the b.Loop loop) and reports CPU time per
+// iteration (cpu-ns/op) and bytes per CPU second (cpu-MB/s): on a shared
+// machine ns/op also counts the time other processes hold the CPU.
+func measureCPU(b *testing.B, size int, loop func()) {
+	start := cpuTime(b)
+	loop()
+	if b.N > 0 {
+		ns := float64(cpuTime(b)-start) / float64(b.N)
+		b.ReportMetric(ns, "cpu-ns/op")
+		if ns > 0 {
+			b.ReportMetric(float64(size)*1e3/ns, "cpu-MB/s")
+		}
+	}
+}
 
 // benchArgs returns a tools/call arguments object of about n bytes shaped
 // like issue 9's 64 KiB payload: a few top-level members, then an array of
@@ -157,8 +184,9 @@ func TestBenchBodies(t *testing.T) {
 // canonical arguments and their SHA-256) for three payloads (mixed,
 // numbers, text) at three sizes, each beside encoding/json.Valid of the
 // same body in the same run (the reference issue 20 sets: strict ≥ 1.0×
-// Valid's throughput). bench/parse.sh prints the ratios. ns/op should grow
-// linearly with the size.
+// Valid's throughput), with CPU time per op beside wall time.
+// bench/parse.sh prints the ratios. ns/op should grow linearly with the
+// size.
 func BenchmarkParse(b *testing.B) {
 	opt := ParseOptions{Limits: benchLimits}
 	for _, bb := range benchBodies(b) {
@@ -166,20 +194,24 @@ func BenchmarkParse(b *testing.B) {
 		b.Run(bb.name+"/strict", func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				if _, err := Parse(body, opt); err != nil {
-					b.Fatal(err)
+			measureCPU(b, len(body), func() {
+				for b.Loop() {
+					if _, err := Parse(body, opt); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
+			})
 		})
 		b.Run(bb.name+"/json.Valid", func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				if !json.Valid(body) {
-					b.Fatal("invalid")
+			measureCPU(b, len(body), func() {
+				for b.Loop() {
+					if !json.Valid(body) {
+						b.Fatal("invalid")
+					}
 				}
-			}
+			})
 		})
 	}
 }

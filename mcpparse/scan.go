@@ -134,17 +134,23 @@ func (p *scanner) truncate() {
 	p.envs, p.subs, p.argMems = p.envs[:0], p.subs[:0], p.argMems[:0]
 }
 
+// fail returns the error of a pass that stops at in[off]. Invalid UTF-8
+// anywhere in the input is reported before any fault but its size: the
+// pass validates UTF-8 only inside strings, as it reaches them (outside
+// them only ASCII is valid JSON), so on the way out the whole input is
+// checked once, to find the first invalid sequence.
 func (p *scanner) fail(k ErrorKind, off int, msg string) *ParseError {
+	if k != ErrTooLarge && !utf8.Valid(p.in) {
+		return &ParseError{Kind: ErrInvalidUTF8, Offset: int64(invalidUTF8At(p.in)), Index: -1, Msg: "invalid UTF-8"}
+	}
 	return &ParseError{Kind: k, Offset: int64(off), Index: p.index, Msg: msg}
 }
 
-// begin checks size and UTF-8 and skips leading whitespace.
+// begin checks the size and skips leading whitespace. UTF-8 is checked
+// within strings, as the pass reaches them (see fail).
 func (p *scanner) begin() *ParseError {
 	if len(p.in) > p.lim.MaxBytes {
 		return p.fail(ErrTooLarge, p.lim.MaxBytes, "body longer than "+strconv.Itoa(p.lim.MaxBytes)+" bytes")
-	}
-	if !utf8.Valid(p.in) {
-		return p.fail(ErrInvalidUTF8, invalidUTF8At(p.in), "invalid UTF-8")
 	}
 	p.skipWS()
 	if p.pos == len(p.in) {
@@ -740,32 +746,128 @@ func special(x uint64) bool {
 	return ((q-lsb)&^q|(b-lsb)&^b|(x-lsb*0x20)&^x)&msb != 0
 }
 
+// specialOrHigh reports whether any byte of x is '"', '\\', below 0x20 or
+// above 0x7F (the start of a UTF-8 sequence to validate).
+func specialOrHigh(x uint64) bool {
+	q := x ^ (lsb * '"')
+	b := x ^ (lsb * '\\')
+	return ((q-lsb)&^q|(b-lsb)&^b|(x-lsb*0x20)|x)&msb != 0
+}
+
+// runeLen returns the length of the valid UTF-8 sequence that starts at
+// in[i] (a byte above 0x7F), or 0 when it is invalid or truncated: no
+// overlong form, no surrogate, nothing above U+10FFFF (RFC 3629).
+func runeLen(in []byte, i int) int {
+	c := in[i]
+	switch {
+	case c < 0xC2:
+		return 0
+	case c < 0xE0:
+		if i+1 < len(in) && in[i+1]&0xC0 == 0x80 {
+			return 2
+		}
+	case c < 0xF0:
+		if i+2 < len(in) {
+			lo, hi := byte(0x80), byte(0xBF)
+			if c == 0xE0 {
+				lo = 0xA0
+			} else if c == 0xED {
+				hi = 0x9F
+			}
+			if b := in[i+1]; b >= lo && b <= hi && in[i+2]&0xC0 == 0x80 {
+				return 3
+			}
+		}
+	case c < 0xF5:
+		if i+3 < len(in) {
+			lo, hi := byte(0x80), byte(0xBF)
+			if c == 0xF0 {
+				lo = 0x90
+			} else if c == 0xF4 {
+				hi = 0x8F
+			}
+			if b := in[i+1]; b >= lo && b <= hi && in[i+2]&0xC0 == 0x80 && in[i+3]&0xC0 == 0x80 {
+				return 4
+			}
+		}
+	}
+	return 0
+}
+
+// skipRunes moves past the valid multi-byte UTF-8 sequences from in[i] on
+// and returns where they stop: at an ASCII byte, at the end, or at an
+// invalid sequence. Two- and three-byte sequences (Latin, Cyrillic, CJK)
+// are matched four bytes at a time.
+func skipRunes(in []byte, i int) int {
+	for i+4 <= len(in) {
+		x := binary.LittleEndian.Uint32(in[i:])
+		switch {
+		case x&0xC0C0F0 == 0x8080E0: // 1110xxxx 10xxxxxx 10xxxxxx
+			if c, b := byte(x), byte(x>>8); c == 0xE0 && b < 0xA0 || c == 0xED && b > 0x9F {
+				return i // overlong or surrogate
+			}
+			i += 3
+		case x&0xC0E0 == 0x80C0 && byte(x) >= 0xC2: // 110xxxxx 10xxxxxx
+			i += 2
+		case byte(x) < 0x80:
+			return i
+		default:
+			n := runeLen(in, i)
+			if n == 0 {
+				return i
+			}
+			i += n
+		}
+	}
+	for i < len(in) && in[i] >= 0x80 {
+		n := runeLen(in, i)
+		if n == 0 {
+			return i
+		}
+		i += n
+	}
+	return i
+}
+
 // scanString scans the string at p.pos (the opening quote) and returns it
 // decoded, aliasing the input when it has no escapes (esc false), else
-// p.str. Control characters must be escaped; a \u escape must not leave a
-// lone surrogate; the decoded length is bounded by MaxStringLen.
+// p.str. It must be UTF-8; control characters must be escaped; a \u
+// escape must not leave a lone surrogate; the decoded length is bounded by
+// MaxStringLen. ASCII is read eight bytes at a time, other text a
+// sequence at a time, each byte once.
 func (p *scanner) scanString() (s []byte, esc bool, err *ParseError) {
 	start := p.pos
 	in := p.in
 	i := start + 1
-	for i+8 <= len(in) && !special(binary.LittleEndian.Uint64(in[i:])) {
-		i += 8
-	}
 	max := p.lim.MaxStringLen
-	for ; i < len(in); i++ {
-		c := in[i]
+	for i < len(in) {
+		for i+8 <= len(in) && !specialOrHigh(binary.LittleEndian.Uint64(in[i:])) {
+			i += 8
+		}
+		if i >= len(in) {
+			break
+		}
 		if i-start-1 > max {
 			return nil, false, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
 		}
+		c := in[i]
 		switch {
 		case c == '"':
 			p.pos = i + 1
 			return in[start+1 : i], false, nil
+		case c >= 0x80:
+			j := skipRunes(in, i)
+			if j == i {
+				return nil, false, p.fail(ErrInvalidUTF8, i, "invalid UTF-8")
+			}
+			i = j
 		case c == '\\':
 			s, err := p.scanEscaped(start, i)
 			return s, true, err
 		case c < 0x20:
 			return nil, false, p.fail(ErrSyntax, i, "unescaped control character in string")
+		default:
+			i++
 		}
 	}
 	if len(in)-start-1 > max {
@@ -783,9 +885,9 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 		if len(buf) > max {
 			return nil, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
 		}
-		// Copy a run of eight plain bytes at once while it stays within
-		// the limit, so the check above sees the same lengths.
-		if i+8 <= len(in) && len(buf)+8 <= max && !special(binary.LittleEndian.Uint64(in[i:])) {
+		// Copy a run of eight plain ASCII bytes at once while it stays
+		// within the limit, so the check above sees the same lengths.
+		if i+8 <= len(in) && len(buf)+8 <= max && !specialOrHigh(binary.LittleEndian.Uint64(in[i:])) {
 			buf = append(buf, in[i:i+8]...)
 			i += 8
 			continue
@@ -796,6 +898,14 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 			p.pos = i + 1
 			p.str = buf[:0]
 			return buf, nil
+		case c >= 0x80:
+			n := runeLen(in, i)
+			if n == 0 {
+				return nil, p.fail(ErrInvalidUTF8, i, "invalid UTF-8")
+			}
+			buf = append(buf, in[i:i+n]...)
+			i += n
+			continue
 		case c < 0x20:
 			return nil, p.fail(ErrSyntax, i, "unescaped control character in string")
 		case c != '\\':

@@ -163,3 +163,53 @@ func TestScannerReuse(t *testing.T) {
 		}
 	}
 }
+
+// TestInvalidUTF8FirstAfterAnyFault: the pass validates UTF-8 only inside
+// the strings it reaches, yet invalid UTF-8 anywhere in a body is still
+// the error, at the first invalid byte, whatever other fault comes before
+// or after it (as when the whole body was checked first).
+func TestInvalidUTF8FirstAfterAnyFault(t *testing.T) {
+	bad := "\xe2\x82" // a truncated three-byte sequence
+	tests := []struct {
+		name string
+		give string
+	}{
+		{"after a syntax error", `{"jsonrpc":"2.0",,"x":"` + bad + `"}`},
+		{"after trailing data", call(`{}`) + ` x "` + bad},
+		{"after a duplicate member", call(`{"a":1,"a":2,"b":"`+bad+`"}`)},
+		{"after a case variant", call(`{"a":1,"A":2,"b":"`+bad+`"}`)},
+		{"after a non-canonical number", call(`{"n":9007199254740993,"b":"`+bad+`"}`)},
+		{"after an unescaped control", call(`{"s":"a`+"\x01"+`","b":"`+bad+`"}`)},
+		{"after a lone surrogate escape", call(`{"s":"\ud800","b":"`+bad+`"}`)},
+		{"after a string too long", call(`{"s":"`+strings.Repeat("é", DefaultMaxStringLen)+`","b":"`+bad+`"}`)},
+		{"after nesting too deep", call(nest(DefaultMaxDepth+1, `1`)) + `"` + bad},
+		{"in a name after an error", call(`{"a":1,"a":2,"`+bad+`":3}`)},
+		{"outside strings", call(`{"a":1}`) + bad},
+		{"inside a long run of CJK", call(`{"s":"`+strings.Repeat("東", 100)+bad+strings.Repeat("東", 100)+`"}`)},
+		{"surrogate as raw UTF-8 after CJK", call(`{"s":"東東東` + "\xed\xa0\x80" + `"}`)},
+		{"overlong after Cyrillic", call(`{"s":"жжж` + "\xe0\x80\xaf" + `"}`)},
+		{"beyond U+10FFFF after emoji", call(`{"s":"😀😀` + "\xf4\x90\x80\x80" + `"}`)},
+		{"in an escaped string", call(`{"s":"\n東` + bad + `"}`)},
+		{"at the very end of a string", call(`{"s":"东`) + "\xe4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(tt.give)
+			want := invalidUTF8At(body)
+			if want == len(body) {
+				t.Fatal("test body is valid UTF-8")
+			}
+			for _, batch := range []bool{false, true} {
+				_, err := Parse(body, ParseOptions{AllowBatch: batch})
+				pe := wantKind(t, err, ErrInvalidUTF8)
+				if pe.Offset != int64(want) || pe.Index != -1 {
+					t.Errorf("Parse: offset %d index %d, want %d, -1", pe.Offset, pe.Index, want)
+				}
+			}
+			_, err := Canonicalize(body, Limits{})
+			if pe := wantKind(t, err, ErrInvalidUTF8); pe.Offset != int64(want) {
+				t.Errorf("Canonicalize: offset %d, want %d", pe.Offset, want)
+			}
+		})
+	}
+}
