@@ -3,6 +3,7 @@ package mcpparse
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"sync"
 	"unicode/utf16"
@@ -736,22 +737,30 @@ const (
 	msb = 0x8080808080808080
 )
 
-// special reports whether any byte of x is '"', '\\' or below 0x20.
-func special(x uint64) bool {
+// special has the top bit set of each byte of x (little-endian) that is
+// '"', '\\' or below 0x20, and possibly of bytes above the first such one
+// (a borrow), never below it.
+func special(x uint64) uint64 {
 	q := x ^ (lsb * '"')
 	b := x ^ (lsb * '\\')
 	// A byte is zero in q or b, or below 0x20 in x: (v - 0x01..) & ^v & 0x80..
 	// finds zero bytes; x - 0x20.. & ^x finds bytes below 0x20 (bytes of
 	// 0x80 and above never match, since ^x clears their top bit).
-	return ((q-lsb)&^q|(b-lsb)&^b|(x-lsb*0x20)&^x)&msb != 0
+	return ((q-lsb)&^q | (b-lsb)&^b | (x-lsb*0x20)&^x) & msb
 }
 
 // specialOrHigh reports whether any byte of x is '"', '\\', below 0x20 or
 // above 0x7F (the start of a UTF-8 sequence to validate).
-func specialOrHigh(x uint64) bool {
+func specialOrHigh(x uint64) bool { return specialMask(x) != 0 }
+
+// specialMask has the top bit set of each byte of x (little-endian) that
+// is '"', '\\', below 0x20 or above 0x7F, and possibly of bytes above the
+// first such one (a borrow), never below it: the lowest set bit locates
+// the first.
+func specialMask(x uint64) uint64 {
 	q := x ^ (lsb * '"')
 	b := x ^ (lsb * '\\')
-	return ((q-lsb)&^q|(b-lsb)&^b|(x-lsb*0x20)|x)&msb != 0
+	return ((q-lsb)&^q | (b-lsb)&^b | (x - lsb*0x20) | x) & msb
 }
 
 // runeLen returns the length of the valid UTF-8 sequence that starts at
@@ -841,11 +850,13 @@ func (p *scanner) scanString() (s []byte, esc bool, err *ParseError) {
 	i := start + 1
 	max := p.lim.MaxStringLen
 	for i < len(in) {
-		for i+8 <= len(in) && !specialOrHigh(binary.LittleEndian.Uint64(in[i:])) {
-			i += 8
-		}
-		if i >= len(in) {
-			break
+		if i+8 <= len(in) {
+			m := specialMask(binary.LittleEndian.Uint64(in[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3 // the first byte to look at
 		}
 		if i-start-1 > max {
 			return nil, false, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
@@ -1000,7 +1011,11 @@ func appendJCSEscaped(dst, s []byte) []byte {
 	const hexDigits = "0123456789abcdef"
 	last := 0
 	for i := 0; i < len(s); i++ {
-		for i+8 <= len(s) && !special(binary.LittleEndian.Uint64(s[i:])) {
+		for i+8 <= len(s) {
+			if m := special(binary.LittleEndian.Uint64(s[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			i += 8
 		}
 		if i >= len(s) {

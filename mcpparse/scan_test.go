@@ -2,6 +2,9 @@ package mcpparse
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -211,5 +214,40 @@ func TestInvalidUTF8FirstAfterAnyFault(t *testing.T) {
 				t.Errorf("Canonicalize: offset %d, want %d", pe.Offset, want)
 			}
 		})
+	}
+}
+
+// TestSpecialMasks: the word-at-a-time classifiers find the same first
+// byte as a byte loop, on random words biased towards the boundary bytes
+// (0x1F, 0x20, '"', '\\', 0x7F, 0x80, 0xFF) and their borrows.
+func TestSpecialMasks(t *testing.T) {
+	edge := []byte{0x00, 0x01, 0x1F, 0x20, 0x21, '"', '#', '\\', ']', 0x7F, 0x80, 0x81, 0xC2, 0xE2, 0xFF, 'a'}
+	rng := rand.New(rand.NewPCG(3, 4))
+	first := func(w [8]byte, is func(byte) bool) int {
+		for i, c := range w {
+			if is(c) {
+				return i
+			}
+		}
+		return 8
+	}
+	at := func(m uint64) int { return bits.TrailingZeros64(m) >> 3 }
+	for range 200_000 {
+		var w [8]byte
+		for i := range w {
+			if rng.IntN(2) == 0 {
+				w[i] = edge[rng.IntN(len(edge))]
+			} else {
+				w[i] = byte(rng.IntN(256))
+			}
+		}
+		x := binary.LittleEndian.Uint64(w[:])
+		low := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
+		if got, want := at(special(x)), first(w, low); got != want {
+			t.Fatalf("special(% x): first at %d, want %d", w, got, want)
+		}
+		if got, want := at(specialMask(x)), first(w, func(c byte) bool { return low(c) || c >= 0x80 }); got != want {
+			t.Fatalf("specialMask(% x): first at %d, want %d", w, got, want)
+		}
 	}
 }
