@@ -316,3 +316,24 @@ func TestCompareUTF16(t *testing.T) {
 		}
 	}
 }
+
+// TestEscapesCopiedOnlyWhenCanonical: a string whose escapes are all the
+// ones RFC 8785 writes is copied from the input; any other escape is
+// decoded and written again. Each form, as a value and as a member name,
+// against internal/jcsoracle.
+func TestEscapesCopiedOnlyWhenCanonical(t *testing.T) {
+	for _, give := range []string{
+		`"plain"`, `"\""`, `"\\"`, `"\b\f\n\r\t"`, `"\u0000\u001f\u0001\u000b"`, // RFC 8785's own
+		`"\/"`, `"\u0041"`, `"\u001F"`, `"\u001E"`, `"\u0008"`, `"\u0009"`, `"\u000a"`, `"\u000C"`, `"\u000d"`,
+		`"\u0022"`, `"\u005c"`, `"\u007f"`, `"\u00e9"`, `"\u2028"`, `"\ud83d\ude00"`, `"a\/b\n"`, `"\n\u0041"`,
+		`"\u0041\n"`, `"ж\t東\u001f😀"`, `"x\u00ff\b"`,
+	} {
+		for _, doc := range []string{`[` + give + `]`, `{` + give + `:1}`} {
+			got, err := Canonicalize([]byte(doc), Limits{})
+			want, oerr := jcsoracle.Transform([]byte(doc))
+			if err != nil || oerr != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: got %s (%v), oracle %s (%v)", doc, got, err, want, oerr)
+			}
+		}
+	}
+}

@@ -73,6 +73,11 @@ type scanner struct {
 	arena []byte    // names (and fold keys) of the open objects' members
 	names []name    // members of the open objects, innermost last
 	str   []byte    // a decoded string with escapes
+	// rawJCS: the last string scanned, in[strOff:p.pos], is already in its
+	// RFC 8785 form (no escapes, or only those RFC 8785 writes), so it is
+	// copied rather than decoded and escaped again.
+	rawJCS bool
+	keyEnd int // end of the member name memberName scanned last
 	out   []byte    // RFC 8785 form of the value being canonicalized
 	mems  []cmember // canonicalized members of the open objects
 	tmp   []byte    // scratch for reordering an object's members
@@ -230,12 +235,17 @@ func (p *scanner) value(w bool) *ParseError {
 	case c == '[':
 		return p.array(w)
 	case c == '"':
+		off := p.pos
 		s, esc, err := p.scanString()
 		if err != nil {
 			return err
 		}
 		if w {
-			p.out = appendJCSBytes(p.out, s, esc)
+			if p.rawJCS {
+				p.out = append(p.out, p.in[off:p.pos]...)
+			} else {
+				p.out = appendJCSBytes(p.out, s, esc)
+			}
 		}
 		return nil
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -463,6 +473,7 @@ func (p *scanner) memberName(o *objState) (nm name, key []byte, keyOff int, esc 
 	if err != nil {
 		return nm, nil, 0, false, err
 	}
+	p.keyEnd = p.pos
 	if p.inParams && p.proto == 0 && string(key) == reservedKey {
 		p.proto = keyOff + 1
 	}
@@ -544,7 +555,11 @@ func (p *scanner) object(w bool) *ParseError {
 				p.out = append(p.out, ',')
 			}
 			mstart = len(p.out)
-			p.out = appendJCSBytes(p.out, key, esc)
+			if p.rawJCS {
+				p.out = append(p.out, p.in[keyOff:p.keyEnd]...)
+			} else {
+				p.out = appendJCSBytes(p.out, key, esc)
+			}
 			p.out = append(p.out, ':')
 		}
 		if err := p.value(w); err != nil {
@@ -865,6 +880,7 @@ func (p *scanner) scanString() (s []byte, esc bool, err *ParseError) {
 		switch {
 		case c == '"':
 			p.pos = i + 1
+			p.rawJCS = true
 			return in[start+1 : i], false, nil
 		case c >= 0x80:
 			j := skipRunes(in, i)
@@ -892,6 +908,7 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 	max := p.lim.MaxStringLen
 	in := p.in
 	buf := append(p.str[:0], in[start+1:i]...)
+	raw := true // every escape so far is the one RFC 8785 writes
 	for i < len(in) {
 		if len(buf) > max {
 			return nil, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
@@ -908,6 +925,7 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 		case c == '"':
 			p.pos = i + 1
 			p.str = buf[:0]
+			p.rawJCS = raw
 			return buf, nil
 		case c >= 0x80:
 			n := runeLen(in, i)
@@ -929,8 +947,11 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 		}
 		e := in[i+1]
 		switch e {
-		case '"', '\\', '/':
+		case '"', '\\':
 			buf = append(buf, e)
+		case '/':
+			buf = append(buf, e)
+			raw = false
 		case 'b':
 			buf = append(buf, '\b')
 		case 'f':
@@ -961,6 +982,10 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 			case utf16.IsSurrogate(r):
 				return nil, p.fail(ErrInvalidUTF8, i, "lone low surrogate in \\u escape")
 			}
+			// RFC 8785 writes \u00xx, lowercase, only for the controls
+			// that have no short escape.
+			raw = raw && r < 0x20 && r != '\b' && r != '\t' && r != '\n' && r != '\f' && r != '\r' &&
+				in[i+2] == '0' && in[i+3] == '0' && (in[i+5] < 'A' || in[i+5] > 'F')
 			buf = utf8.AppendRune(buf, r)
 			i += n
 			continue
