@@ -70,17 +70,17 @@ type scanner struct {
 	// (ParseOptions.CaseSensitiveKeys).
 	exactKeys bool
 
-	arena []byte    // names (and fold keys) of the open objects' members
-	names []name    // members of the open objects, innermost last
-	str   []byte    // a decoded string with escapes
+	arena []byte // names (and fold keys) of the open objects' members
+	names []name // members of the open objects, innermost last
+	str   []byte // a decoded string with escapes
 	// rawJCS: the last string scanned, in[strOff:p.pos], is already in its
 	// RFC 8785 form (no escapes, or only those RFC 8785 writes), so it is
 	// copied rather than decoded and escaped again.
 	rawJCS bool
-	keyEnd int // end of the member name memberName scanned last
-	out   []byte    // RFC 8785 form of the value being canonicalized
-	mems  []cmember // canonicalized members of the open objects
-	tmp   []byte    // scratch for reordering an object's members
+	keyEnd int       // end of the member name memberName scanned last
+	out    []byte    // RFC 8785 form of the value being canonicalized
+	mems   []cmember // canonicalized members of the open objects
+	tmp    []byte    // scratch for reordering an object's members
 	// shapes[d] is the shape of the last object completed at depth d. It
 	// grows while a deeper object is scanned, so it is only ever indexed:
 	// a *shape kept across a nested value would point into the old array
