@@ -5,10 +5,14 @@
 //	bench null  --addr ADDR           serve envoy.service.auth.v3 answering OK at once
 //	bench gen   --token JWT --out DIR write the CheckRequests (ghz -B files) and the protoset
 //	bench probe --addr ADDR --dir DIR send each CheckRequest once, print its decision
+//	bench shape --dir DIR             print the CheckRequests' shape (fields, headers, sizes, SHA-256)
+//	bench load  --addr ADDR --dir DIR --case NAME --rps N [--streams 64] [--duration 10s]
+//	                                  open-loop load at a fixed rate, print latency percentiles
 //
 // The CheckRequests are built as Envoy's ext_authz filter builds them (lower-cased
 // headers with pseudo-headers, body in raw_body) from the example requests of
-// examples/requests.
+// examples/requests. load sends the bytes of DIR/NAME.bin as they are (no
+// re-encoding), so every server measured gets byte-identical CheckRequests.
 package main
 
 import (
@@ -17,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/signal"
@@ -55,6 +60,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	out := fs.String("out", ".", "output directory (gen)")
 	dir := fs.String("dir", ".", "directory of the CheckRequests (probe)")
 	examples := fs.String("examples", "examples/requests", "captured example requests (gen)")
+	cs := fs.String("case", "small", "request to send: a Case name (load)")
+	rps := fs.Float64("rps", 1000, "requests per second, open loop (load)")
+	streams := fs.Int("streams", 64, "concurrent streams on one connection (load)")
+	duration := fs.Duration("duration", 10*time.Second, "how long to send (load)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -70,6 +79,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return gen(*examples, *token, *out)
 	case "probe":
 		return probe(ctx, *addr, *dir, stdout)
+	case "shape":
+		return shape(*dir, stdout)
+	case "load":
+		b, err := os.ReadFile(filepath.Join(*dir, *cs+".bin"))
+		if err != nil {
+			return err
+		}
+		if *rps <= 0 || *streams <= 0 || *duration <= 0 {
+			return errors.New("load: --rps, --streams and --duration must be positive")
+		}
+		r, err := Load(ctx, *addr, b, *rps, *streams, *duration)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, r)
+		return nil
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
@@ -106,12 +131,64 @@ type Case struct {
 	Want    string // reason Check gives
 }
 
-// Cases are the measured requests: a small allowed tools/call, one with
-// 64 KiB of arguments, and a denied one.
+// Cases are the measured requests: a small allowed tools/call, three with
+// 64 KiB of arguments (mixed; mostly numbers; mostly non-ASCII text: the
+// slow paths of a canonicalizer), and a denied one.
 var Cases = []Case{
 	{Name: "small", Example: "search-allowed.json", Want: "allowed"},
 	{Name: "64KiB", Example: "search-allowed.json", Args: LargeArgs(64 << 10), Want: "allowed"},
+	{Name: "numbers", Example: "search-allowed.json", Args: NumberArgs(64 << 10), Want: "allowed"},
+	{Name: "text", Example: "search-allowed.json", Args: TextArgs(64 << 10), Want: "allowed"},
 	{Name: "denied", Example: "delete-repo-denied.json", Want: "policy_denied"},
+}
+
+// NumberArgs returns tools/call arguments of about n bytes that are mostly
+// numbers: shortest round-trip doubles of 16-17 significant digits (as
+// JavaScript and Python print measurements), short decimals, exponents
+// (1.5e10, 6.02E23, -2.5e-7), negative zero, integers up to 2^53 and
+// powers of ten beyond it; each exactly representable, so allowed.
+func NumberArgs(n int) string {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sb strings.Builder
+	sb.WriteString(`{"series":"sensor-7","points":[`)
+	for i := 0; sb.Len() < n-200; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		f := rng.Float64()*2000 - 1000
+		fmt.Fprintf(&sb, `{"t":%d,"v":%s,"w":[%s,%d.%de%d,%s,%d,1%s,%s],"ok":%t}`,
+			1700000000000+i*250, strconv.FormatFloat(f, 'g', -1, 64),
+			strconv.FormatFloat(float64(i%1000)/8, 'f', -1, 64), i%10, i%97, i%30-15,
+			strconv.FormatFloat(rng.NormFloat64()*1e-6, 'e', -1, 64), 1<<53-i, strings.Repeat("0", 16+i%5),
+			[]string{"-0", "0.5", "6.02E23", "1.5e10", "-2.5e-7", "1E21"}[i%6], f >= 0)
+	}
+	sb.WriteString(`]}`)
+	return sb.String()
+}
+
+// TextArgs returns tools/call arguments of about n bytes that are mostly
+// non-ASCII strings (CJK, Cyrillic, Greek, Devanagari, emoji), some member
+// names non-ASCII too, with the odd escape.
+func TextArgs(n int) string {
+	texts := []string{
+		"東京都渋谷区の店舗で購入した商品の返金を希望します。",
+		"Здравствуйте, прошу вернуть деньги за заказ №",
+		"Παρακαλώ επιστρέψτε τα χρήματα για την παραγγελία",
+		"😀🧾🚀 — café crème brûlée, naïve façade, Ångström",
+		`नमस्ते, कृपया मेरा पैसा वापस करें \"जल्दी\"`,
+		"한국어 텍스트와 중국语文本混合",
+	}
+	var sb strings.Builder
+	sb.WriteString(`{"язык":"mixed","messages":[`)
+	for i := 0; sb.Len() < n-600; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"автор":"Łukasz Żółć %d","текст":"%s%s","タグ":["返金","срочно","ελληνικά"],"note":"%s\n"}`,
+			i, texts[i%len(texts)], texts[(i+1)%len(texts)], texts[(i+2)%len(texts)])
+	}
+	sb.WriteString(`]}`)
+	return sb.String()
 }
 
 // LargeArgs returns tools/call arguments of about n bytes: a query and an
