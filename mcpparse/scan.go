@@ -1106,46 +1106,28 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	if in[i] == '0' {
 		i++
 	} else {
-		for ; i < len(in) && in[i] >= '0' && in[i] <= '9'; i++ {
-			c := in[i]
-			if nsig < len(d.digits) {
-				d.digits[nsig] = c
-			} else if c != '0' {
-				over = true
-			}
-			nsig++
-			if c != '0' {
-				d.k = nsig
-			}
-		}
-		intDigits = nsig
+		j := digitsEnd(in, i)
+		d.addDigits(in, i, j, &nsig, &over)
+		intDigits, i = j-i, j
 	}
 	intEnd := i
 	fracEnd := i
 	lead := 0 // fraction zeros before the first significant digit
 	if i < len(in) && in[i] == '.' {
 		i++
-		s := i
-		for ; i < len(in) && in[i] >= '0' && in[i] <= '9'; i++ {
-			c := in[i]
-			if nsig == 0 && c == '0' {
-				lead++
-				continue
-			}
-			if nsig < len(d.digits) {
-				d.digits[nsig] = c
-			} else if c != '0' {
-				over = true
-			}
-			nsig++
-			if c != '0' {
-				d.k = nsig
-			}
-		}
-		if i == s {
+		j := digitsEnd(in, i)
+		if j == i {
 			return p.fail(ErrSyntax, i, "invalid number: no digits after '.'")
 		}
-		fracEnd = i
+		a := i
+		if nsig == 0 {
+			for a < j && in[a] == '0' {
+				a++
+			}
+			lead = a - i
+		}
+		d.addDigits(in, a, j, &nsig, &over)
+		i, fracEnd = j, j
 	}
 	expOff := i
 	exp, bigExp := 0, false
@@ -1267,6 +1249,47 @@ type decimal struct {
 	digits [17]byte // digits[k:] are zero bytes, so two decimals compare with ==
 	k      int      // significant digits, no trailing zeros; 0 for zero
 	n      int
+}
+
+// digitsEnd returns the end of the run of ASCII digits at in[i:], eight
+// bytes at a time.
+func digitsEnd(in []byte, i int) int {
+	for i+8 <= len(in) {
+		x := binary.LittleEndian.Uint64(in[i:])
+		t := x &^ msb
+		// Top bit of each byte that is above '9' (t + 0x46 > 0x7F), below
+		// '0' (0xAF - t > 0x7F) or not ASCII; no byte carries or borrows
+		// into the next, since t <= 0x7F.
+		m := ((t + lsb*0x46) | (lsb*0xAF - t) | x) & msb
+		if m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < len(in) && in[i] >= '0' && in[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// addDigits appends the digits in[a:b] to d as significant digits
+// (*nsig of them so far): the first 17 into d.digits, d.k just past the
+// last non-zero one, *over when that lies past the 17th.
+func (d *decimal) addDigits(in []byte, a, b int, nsig *int, over *bool) {
+	n := *nsig
+	if n < len(d.digits) {
+		copy(d.digits[n:], in[a:b])
+	}
+	for j := b - 1; j >= a; j-- {
+		if in[j] != '0' {
+			d.k = n + j - a + 1
+			if d.k > len(d.digits) {
+				*over = true
+			}
+			break
+		}
+	}
+	*nsig = n + b - a
 }
 
 // pow10 are the powers of ten that doubles hold exactly.

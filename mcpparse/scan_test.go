@@ -251,3 +251,33 @@ func TestSpecialMasks(t *testing.T) {
 		}
 	}
 }
+
+// TestDigitsEnd: the eight-at-a-time digit run ends where a byte loop's
+// does, on random runs of digits followed by any byte, at every alignment
+// and near the end of the input.
+func TestDigitsEnd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	edge := []byte{'/', '0', '9', ':', 0x00, 0x7F, 0x80, 0xB0, 0xB9, 0xFF, '.', 'e', '-'}
+	for range 100_000 {
+		in := make([]byte, rng.IntN(24))
+		for i := range in {
+			switch rng.IntN(3) {
+			case 0, 1:
+				in[i] = byte('0' + rng.IntN(10))
+			default:
+				in[i] = edge[rng.IntN(len(edge))]
+			}
+		}
+		start := 0
+		if len(in) > 0 {
+			start = rng.IntN(len(in) + 1)
+		}
+		want := start
+		for want < len(in) && in[want] >= '0' && in[want] <= '9' {
+			want++
+		}
+		if got := digitsEnd(in, start); got != want {
+			t.Fatalf("digitsEnd(% x, %d) = %d, want %d", in, start, got, want)
+		}
+	}
+}
