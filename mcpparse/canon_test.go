@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
@@ -333,6 +334,35 @@ func TestEscapesCopiedOnlyWhenCanonical(t *testing.T) {
 			want, oerr := jcsoracle.Transform([]byte(doc))
 			if err != nil || oerr != nil || !bytes.Equal(got, want) {
 				t.Errorf("%s: got %s (%v), oracle %s (%v)", doc, got, err, want, oerr)
+			}
+		}
+	}
+}
+
+// TestLargeObjectsReordered: objects past emitInPlace bytes, whose members
+// RFC 8785 reorders with the largest anywhere (first, last, between), alone
+// and as an array of one shape (the cached order), match jcsoracle.
+func TestLargeObjectsReordered(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	member := func(name string, n int) string {
+		return `"` + name + `":"` + strings.Repeat("x", n) + `"`
+	}
+	for range 300 {
+		names := rng.Perm(2 + rng.IntN(6))
+		var ms []string
+		for _, k := range names {
+			n := rng.IntN(200)
+			if rng.IntN(3) == 0 {
+				n = emitInPlace + rng.IntN(3*emitInPlace)
+			}
+			ms = append(ms, member(string(rune('a'+k)), n))
+		}
+		obj := `{` + strings.Join(ms, ",") + `}`
+		for _, doc := range []string{obj, `[` + obj + `,` + obj + `,` + obj + `]`, `{"z":` + obj + `,"a":[` + obj + `]}`} {
+			got, err := Canonicalize([]byte(doc), Limits{})
+			want, oerr := jcsoracle.Transform([]byte(doc))
+			if err != nil || oerr != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%.200s…: %v / %v, differs: %v", doc, err, oerr, !bytes.Equal(got, want))
 			}
 		}
 	}

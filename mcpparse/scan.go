@@ -193,12 +193,12 @@ func invalidUTF8At(in []byte) int {
 
 func (p *scanner) skipWS() {
 	for p.pos < len(p.in) {
-		switch p.in[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
+		// Every whitespace byte is at most ' ': one comparison settles
+		// the usual case, compact JSON.
+		if c := p.in[p.pos]; c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return
 		}
+		p.pos++
 	}
 }
 
@@ -625,21 +625,73 @@ func (p *scanner) sortMembers(ms []cmember) {
 
 // emit rewrites p.out[start:], the members ms joined by commas in input
 // order, in the order of ms (perm nil) or of ms[perm[0]], ms[perm[1]], ….
+//
+// The members keep their bytes and the commas their number, so the object
+// keeps its length. In a large object the largest member (often an array
+// that is most of the arguments) is moved once, straight to its place,
+// rather than out to p.tmp and back.
 func (p *scanner) emit(start int, ms []cmember, perm []int32) {
-	p.tmp = append(p.tmp[:0], p.out[start:]...)
-	o := p.out[:start]
-	for i := range ms {
-		m := &ms[i]
+	at := func(i int) *cmember {
 		if perm != nil {
-			m = &ms[perm[i]]
+			return &ms[perm[i]]
 		}
-		if i > 0 {
-			o = append(o, ',')
-		}
-		o = append(o, p.tmp[m.start-start:m.end-start]...)
+		return &ms[i]
 	}
-	p.out = o
+	if len(p.out)-start < emitInPlace {
+		p.tmp = append(p.tmp[:0], p.out[start:]...)
+		o := p.out[:start]
+		for i := range ms {
+			m := at(i)
+			if i > 0 {
+				o = append(o, ',')
+			}
+			o = append(o, p.tmp[m.start-start:m.end-start]...)
+		}
+		p.out = o
+		return
+	}
+	big := &ms[0]
+	for i := range ms {
+		if ms[i].end-ms[i].start > big.end-big.start {
+			big = &ms[i]
+		}
+	}
+	// Save the rest, move the largest, then write the rest around it.
+	p.tmp = append(append(p.tmp[:0], p.out[start:big.start]...), p.out[big.end:]...)
+	gap := big.end - big.start
+	src := func(m *cmember) []byte {
+		if m.start < big.start {
+			return p.tmp[m.start-start : m.end-start]
+		}
+		return p.tmp[m.start-start-gap : m.end-start-gap]
+	}
+	dst := start
+	for i := range ms {
+		if m := at(i); m == big {
+			break
+		} else {
+			dst += m.end - m.start + 1 // and its comma
+		}
+	}
+	copy(p.out[dst:], p.out[big.start:big.end]) // copy allows the overlap
+	o := start
+	for i := range ms {
+		m := at(i)
+		if i > 0 {
+			p.out[o] = ','
+			o++
+		}
+		if m == big {
+			o += gap
+			continue
+		}
+		o += copy(p.out[o:], src(m))
+	}
 }
+
+// emitInPlace is the object size (bytes of canonical members) from which
+// emit moves the largest member in place.
+const emitInPlace = 4 << 10
 
 func (p *scanner) bytes(s span) []byte { return p.arena[s.a:s.b] }
 
