@@ -236,16 +236,17 @@ func (p *scanner) value(w bool) *ParseError {
 		return p.array(w)
 	case c == '"':
 		off := p.pos
-		s, esc, err := p.scanString()
-		if err != nil {
+		if _, _, err := p.scanStringKeep(false); err != nil {
 			return err
 		}
 		if w {
 			if p.rawJCS {
 				p.out = append(p.out, p.in[off:p.pos]...)
-			} else {
-				p.out = appendJCSBytes(p.out, s, esc)
+				return nil
 			}
+			p.pos = off // escapes RFC 8785 writes otherwise: decode and write them
+			s, esc, _ := p.scanString()
+			p.out = appendJCSBytes(p.out, s, esc)
 		}
 		return nil
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -277,7 +278,7 @@ func (p *scanner) ref(exempt bool) (vref, *ParseError) {
 		k, err = vArray, p.array(false)
 	case c == '"':
 		k = vString
-		_, _, err = p.scanString()
+		_, _, err = p.scanStringKeep(false)
 	case c == '-' || (c >= '0' && c <= '9'):
 		k, err = vNumber, p.number(exempt, false)
 	case c == 't':
@@ -912,6 +913,13 @@ func skipRunes(in []byte, i int) int {
 // MaxStringLen. ASCII is read eight bytes at a time, other text a
 // sequence at a time, each byte once.
 func (p *scanner) scanString() (s []byte, esc bool, err *ParseError) {
+	return p.scanStringKeep(true)
+}
+
+// scanStringKeep is scanString; keep false checks a string with escapes
+// without decoding it (s is then nil), for a value that is only written
+// out when its source text is already its RFC 8785 form (p.rawJCS).
+func (p *scanner) scanStringKeep(keep bool) (s []byte, esc bool, err *ParseError) {
 	start := p.pos
 	in := p.in
 	i := start + 1
@@ -941,7 +949,7 @@ func (p *scanner) scanString() (s []byte, esc bool, err *ParseError) {
 			}
 			i = j
 		case c == '\\':
-			s, err := p.scanEscaped(start, i)
+			s, err := p.scanEscaped(start, i, keep)
 			return s, true, err
 		case c < 0x20:
 			return nil, false, p.fail(ErrSyntax, i, "unescaped control character in string")
@@ -955,20 +963,33 @@ func (p *scanner) scanString() (s []byte, esc bool, err *ParseError) {
 	return nil, false, p.fail(ErrSyntax, len(in), "unterminated string")
 }
 
-// scanEscaped continues scanString from the first backslash at i.
-func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
+// scanEscaped continues scanString from the first backslash at i; keep:
+// decode into p.str (else only n, the decoded length, is kept, for the
+// same limit checks at the same points).
+func (p *scanner) scanEscaped(start, i int, keep bool) ([]byte, *ParseError) {
 	max := p.lim.MaxStringLen
 	in := p.in
-	buf := append(p.str[:0], in[start+1:i]...)
-	raw := true // every escape so far is the one RFC 8785 writes
+	var buf []byte
+	if keep {
+		buf = append(p.str[:0], in[start+1:i]...)
+	}
+	n := i - start - 1 // decoded length so far
+	raw := true        // every escape so far is the one RFC 8785 writes
+	put := func(b ...byte) {
+		if keep {
+			buf = append(buf, b...)
+		}
+		n += len(b)
+	}
 	for i < len(in) {
-		if len(buf) > max {
+		if n > max {
 			return nil, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
 		}
-		// Copy a run of eight plain ASCII bytes at once while it stays
-		// within the limit, so the check above sees the same lengths.
-		if i+8 <= len(in) && len(buf)+8 <= max && !specialOrHigh(binary.LittleEndian.Uint64(in[i:])) {
-			buf = append(buf, in[i:i+8]...)
+		// Copy a run of eight plain ASCII bytes, or of other text, at
+		// once while it stays within the limit, so the check above sees
+		// the same lengths.
+		if i+8 <= len(in) && n+8 <= max && !specialOrHigh(binary.LittleEndian.Uint64(in[i:])) {
+			put(in[i : i+8]...)
 			i += 8
 			continue
 		}
@@ -976,21 +997,33 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 		switch {
 		case c == '"':
 			p.pos = i + 1
-			p.str = buf[:0]
+			if keep {
+				p.str = buf[:0]
+			}
 			p.rawJCS = raw
 			return buf, nil
 		case c >= 0x80:
-			n := runeLen(in, i)
-			if n == 0 {
+			if j := skipRunes(in, i); j > i && n+j-i <= max {
+				put(in[i:j]...)
+				i = j
+				continue
+			}
+			r := runeLen(in, i)
+			if r == 0 {
 				return nil, p.fail(ErrInvalidUTF8, i, "invalid UTF-8")
 			}
-			buf = append(buf, in[i:i+n]...)
-			i += n
+			for k := range r { // byte by byte near the limit, checked as above
+				if k > 0 && n > max {
+					return nil, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
+				}
+				put(in[i+k])
+			}
+			i += r
 			continue
 		case c < 0x20:
 			return nil, p.fail(ErrSyntax, i, "unescaped control character in string")
 		case c != '\\':
-			buf = append(buf, c)
+			put(c)
 			i++
 			continue
 		}
@@ -1000,26 +1033,26 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 		e := in[i+1]
 		switch e {
 		case '"', '\\':
-			buf = append(buf, e)
+			put(e)
 		case '/':
-			buf = append(buf, e)
+			put(e)
 			raw = false
 		case 'b':
-			buf = append(buf, '\b')
+			put('\b')
 		case 'f':
-			buf = append(buf, '\f')
+			put('\f')
 		case 'n':
-			buf = append(buf, '\n')
+			put('\n')
 		case 'r':
-			buf = append(buf, '\r')
+			put('\r')
 		case 't':
-			buf = append(buf, '\t')
+			put('\t')
 		case 'u':
 			r, ok := hex4(in, i+2)
 			if !ok {
 				return nil, p.fail(ErrSyntax, i, "invalid \\u escape")
 			}
-			n := 6
+			w := 6
 			switch {
 			case utf16.IsSurrogate(r) && r < 0xDC00: // high surrogate
 				r2, ok2 := rune(0), false
@@ -1030,7 +1063,7 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 					return nil, p.fail(ErrInvalidUTF8, i, "lone high surrogate in \\u escape")
 				}
 				r = utf16.DecodeRune(r, r2)
-				n = 12
+				w = 12
 			case utf16.IsSurrogate(r):
 				return nil, p.fail(ErrInvalidUTF8, i, "lone low surrogate in \\u escape")
 			}
@@ -1038,8 +1071,11 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 			// that have no short escape.
 			raw = raw && r < 0x20 && r != '\b' && r != '\t' && r != '\n' && r != '\f' && r != '\r' &&
 				in[i+2] == '0' && in[i+3] == '0' && (in[i+5] < 'A' || in[i+5] > 'F')
-			buf = utf8.AppendRune(buf, r)
-			i += n
+			if keep {
+				buf = utf8.AppendRune(buf, r)
+			}
+			n += utf8.RuneLen(r)
+			i += w
 			continue
 		default:
 			return nil, p.fail(ErrSyntax, i, "invalid escape")

@@ -3,8 +3,10 @@ package mcpparse
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math/bits"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -280,4 +282,56 @@ func TestDigitsEnd(t *testing.T) {
 			t.Fatalf("digitsEnd(% x, %d) = %d, want %d", in, start, got, want)
 		}
 	}
+}
+
+// TestStringLimitAgainstReference: with a small MaxStringLen, strings of
+// ASCII, multi-byte text, escapes (canonical or not), controls, invalid
+// UTF-8 and truncation give the tree parser's result, error kind and
+// offset: the word- and run-at-a-time paths check the decoded length at
+// the same points as its byte loop.
+func TestStringLimitAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	pieces := []string{"a", "abcdefgh", "é", "東", "😀", "жжжжжж", "東京都渋谷", `\n`, `\"`, `\\`, `\/`, `\u0041`, `\u001f`,
+		`\ud83d\ude00`, `\ud800`, "\x01", "\xe2\x82", "\xff", `\`, `\u12`}
+	for range 30_000 {
+		var sb strings.Builder
+		sb.WriteByte('"')
+		for range rng.IntN(12) {
+			sb.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		if rng.IntN(8) > 0 {
+			sb.WriteByte('"')
+		}
+		str := sb.String()
+		lim := Limits{MaxStringLen: 1 + rng.IntN(40)}
+		for _, doc := range []string{str, `{` + str + `:` + str + `}`, `[` + str + `,1]`} {
+			got, err := Canonicalize([]byte(doc), lim)
+			want, werr := refCanonicalize([]byte(doc), lim.withDefaults())
+			if unterminatedPastLimit(err, werr) {
+				continue
+			}
+			sameError(t, "Canonicalize "+strconv.Quote(doc)+" max "+strconv.Itoa(lim.MaxStringLen), err, werr)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%q: got %q, reference %q", doc, got, want)
+			}
+			body := []byte(call(`{"s":` + doc + `}`))
+			_, err = Parse(body, ParseOptions{Limits: lim})
+			_, werr = refParse(body, ParseOptions{Limits: lim})
+			if !unterminatedPastLimit(err, werr) {
+				sameError(t, "Parse "+strconv.Quote(doc), err, werr)
+			}
+		}
+	}
+}
+
+// unterminatedPastLimit reports the one place where the scanner and the
+// tree parser disagree, as they did before the scanner read strings a word
+// at a time: a string that runs to the end of the body with more than
+// MaxStringLen bytes, but not more before its last byte, is
+// string_too_long to the scanner and an unterminated string to the tree
+// parser. Both refuse it.
+func unterminatedPastLimit(err, want error) bool {
+	var pe, we *ParseError
+	return errors.As(err, &pe) && errors.As(want, &we) &&
+		pe.Kind == ErrStringTooLong && we.Kind == ErrSyntax && strings.Contains(we.Msg, "unterminated string")
 }
