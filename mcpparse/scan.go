@@ -384,6 +384,9 @@ type shape struct {
 	names []byte  // the names, joined
 	ends  []int32 // end of each name in names
 	perm  []int32 // input positions in canonical order; nil until known
+	// plain[i]: name i has no '"', '\\' or control byte, so input that
+	// spells it byte for byte, then '"', is that name (shapeKey).
+	plain []bool
 	// identity: perm is 0, 1, 2, … (the names are in canonical order).
 	identity bool
 }
@@ -408,6 +411,28 @@ func (p *scanner) growShapes(d int) {
 // drop it, never store it.
 func (p *scanner) shape(o *objState) *shape { return &p.shapes[o.d] }
 
+// shapeKey returns the member name at p.pos (its opening quote) when the
+// input spells it exactly as the name at position o.n of the shape of o's
+// depth, a plain one (no quote, backslash or control), followed by the
+// closing quote: then it needs no scan (it is the same valid UTF-8, within
+// the same limit, as when the shape was recorded in this pass). Else nil.
+func (p *scanner) shapeKey(o *objState) []byte {
+	if !o.match {
+		return nil
+	}
+	sh := p.shape(o)
+	if o.n >= len(sh.ends) || !sh.plain[o.n] {
+		return nil
+	}
+	name := sh.name(o.n)
+	a := p.pos + 1
+	e := a + len(name)
+	if e >= len(p.in) || p.in[e] != '"' || string(p.in[a:e]) != string(name) {
+		return nil
+	}
+	return p.in[a:e:e]
+}
+
 // shapeHas reports whether key is the name at position o.n of the shape
 // of o's depth (o.match objects only: members() objects have none).
 func (p *scanner) shapeHas(o *objState, key []byte) bool {
@@ -419,10 +444,12 @@ func (p *scanner) shapeHas(o *objState, key []byte) bool {
 // p.names[o.nbase:].
 func (p *scanner) record(o *objState, perm []cmember) {
 	sh, nbase := p.shape(o), o.nbase
-	sh.names, sh.ends, sh.perm = sh.names[:0], sh.ends[:0], sh.perm[:0]
+	sh.names, sh.ends, sh.perm, sh.plain = sh.names[:0], sh.ends[:0], sh.perm[:0], sh.plain[:0]
 	for _, nm := range p.names[nbase:] {
-		sh.names = append(sh.names, p.bytes(nm.key)...)
+		k := p.bytes(nm.key)
+		sh.names = append(sh.names, k...)
 		sh.ends = append(sh.ends, int32(len(sh.names)))
+		sh.plain = append(sh.plain, len(k) > 0 && !hasSpecial(k))
 	}
 	if perm == nil {
 		sh.perm = nil
@@ -470,15 +497,19 @@ func (p *scanner) memberName(o *objState) (nm name, key []byte, keyOff int, esc 
 		return nm, nil, 0, false, p.fail(ErrTooManyKeys, p.pos, "more than "+strconv.Itoa(p.lim.MaxKeys)+" object members")
 	}
 	keyOff = p.pos
-	key, esc, err = p.scanString()
-	if err != nil {
+	fromShape := false
+	if key = p.shapeKey(o); key != nil {
+		// The name the shape has here, written as it is: scanned.
+		p.pos = keyOff + len(key) + 2
+		p.rawJCS, fromShape = true, true
+	} else if key, esc, err = p.scanString(); err != nil {
 		return nm, nil, 0, false, err
 	}
 	p.keyEnd = p.pos
 	if p.inParams && p.proto == 0 && string(key) == reservedKey {
 		p.proto = keyOff + 1
 	}
-	if o.match && p.shapeHas(o, key) {
+	if fromShape || o.match && p.shapeHas(o, key) {
 		// Distinct from the names before it, as in the shape; its entry in
 		// p.names is made only if needed (materialize).
 		o.lazy++
@@ -815,6 +846,16 @@ func special(x uint64) uint64 {
 	// finds zero bytes; x - 0x20.. & ^x finds bytes below 0x20 (bytes of
 	// 0x80 and above never match, since ^x clears their top bit).
 	return ((q-lsb)&^q | (b-lsb)&^b | (x-lsb*0x20)&^x) & msb
+}
+
+// hasSpecial reports whether s has a '"', '\\' or control byte.
+func hasSpecial(s []byte) bool {
+	for _, c := range s {
+		if c == '"' || c == '\\' || c < 0x20 {
+			return true
+		}
+	}
+	return false
 }
 
 // specialOrHigh reports whether any byte of x is '"', '\\', below 0x20 or

@@ -335,3 +335,37 @@ func unterminatedPastLimit(err, want error) bool {
 	return errors.As(err, &pe) && errors.As(want, &we) &&
 		pe.Kind == ErrStringTooLong && we.Kind == ErrSyntax && strings.Contains(we.Msg, "unterminated string")
 }
+
+// TestShapeKeysAgainstReference: in arrays of objects of one shape, later
+// objects spell the names otherwise (escaped, longer, shorter, a raw
+// control, a name whose decoded form has a backslash or quote, a case
+// variant, a duplicate); Parse and Canonicalize agree with the tree parser
+// (the shape's spelling is taken without a scan only when it is exact).
+func TestShapeKeysAgainstReference(t *testing.T) {
+	firsts := []string{`{"sku":1,"qty":2}`, `{"a\\":1,"b":2}`, `{"a\"":1,"b":2}`, `{"\n":1,"b":2}`, `{"":1,"b":2}`, `{"é":1,"b":2}`}
+	laters := []string{`{"sku":1,"qty":2}`, `{"sk\u0075":1,"qty":2}`, `{"skux":1,"qty":2}`, `{"sk":1,"qty":2}`, `{"sku":1,"sku":2}`,
+		`{"SKU":1,"qty":2}`, `{"a\\":1,"b":2}`, `{"a\":1,"b":2}`, `{"a\"":1,"b":2}`, "{\"\n\":1,\"b\":2}", `{"\n":1,"b":2}`,
+		`{"":1,"b":2}`, `{"é":1,"b":2}`, `{"\u00e9":1,"b":2}`, `{"b":2,"sku":1}`, `{"sku"`, `{"sku":1,"qty"`, `{"a\`}
+	for _, f := range firsts {
+		for _, l := range laters {
+			for _, doc := range []string{`[` + f + `,` + l + `]`, `[` + f + `,` + f + `,` + l + `,` + f + `]`} {
+				got, err := Canonicalize([]byte(doc), Limits{})
+				want, werr := refCanonicalize([]byte(doc), DefaultLimits())
+				sameError(t, "Canonicalize "+doc, err, werr)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("%s: got %s, reference %s", doc, got, want)
+				}
+				body := []byte(call(`{"items":` + doc + `}`))
+				for _, exact := range []bool{false, true} {
+					opt := ParseOptions{CaseSensitiveKeys: exact}
+					b, err := Parse(body, opt)
+					wb, werr := refParse(body, opt)
+					sameError(t, "Parse "+doc, err, werr)
+					if err == nil {
+						sameBody(t, doc, b, wb, exact)
+					}
+				}
+			}
+		}
+	}
+}
