@@ -1421,6 +1421,15 @@ func (d *decimal) addDigits(in []byte, a, b int, nsig *int, over *bool) {
 	*nsig = n + b - a
 }
 
+// eightDigits returns the value of the eight ASCII digits b[:8], the
+// first the most significant, with three multiplications (SWAR).
+func eightDigits(b []byte) uint64 {
+	v := binary.LittleEndian.Uint64(b)
+	v = (v & 0x0F0F0F0F0F0F0F0F) * 2561 >> 8
+	v = (v & 0x00FF00FF00FF00FF) * 6553601 >> 16
+	return (v & 0x0000FFFF0000FFFF) * 42949672960001 >> 32
+}
+
 // pow10 are the powers of ten that doubles hold exactly.
 var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
@@ -1430,7 +1439,11 @@ var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 // below 2^53 and a power of ten of at most 22); exact false otherwise.
 func (d *decimal) float() (f float64, exact bool) {
 	var m uint64
-	for _, c := range d.digits[:d.k] {
+	i := 0
+	if d.k >= 16 { // the usual caller: 16 or 17 digits
+		m, i = eightDigits(d.digits[0:8])*1e8+eightDigits(d.digits[8:16]), 16
+	}
+	for _, c := range d.digits[i:d.k] {
 		m = m*10 + uint64(c-'0')
 	}
 	e := d.n - d.k

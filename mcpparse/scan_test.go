@@ -369,3 +369,14 @@ func TestShapeKeysAgainstReference(t *testing.T) {
 		}
 	}
 }
+
+func TestEightDigits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for range 100_000 {
+		n := rng.Uint64N(100_000_000)
+		s := []byte(strconv.FormatUint(100_000_000+n, 10)[1:]) // eight digits, leading zeros kept
+		if got := eightDigits(s); got != n {
+			t.Fatalf("eightDigits(%s) = %d", s, got)
+		}
+	}
+}
