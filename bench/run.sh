@@ -18,8 +18,8 @@
 #
 # latency: open loop (bench load, pinned to CPU 1): requests due at a fixed
 # rate (1,000, 2,000 and 5,000 per second) on 64 streams of one connection,
-# each timed from when it was due, so queueing counts; small and 64 KiB;
-# null and ours alternating. Prints p50, p99 and p99.9 in µs and ours / null
+# each timed from its release on schedule (waiting for a free stream
+# counts); small and 64 KiB; null and ours alternating. Prints p50, p99 and p99.9 in µs and ours / null
 # at p99. A request that fails or is not answered counts as infinitely slow.
 #
 # Both servers get byte-identical CheckRequests (the same files; bench load
@@ -192,7 +192,7 @@ latency_mode() {
   done
   echo
   machine
-  echo "load: bench load, open loop, $LAT_STREAMS streams on 1 connection, $LAT_DURATION per rate, server and request; latency from the time each request was due, in µs"
+  echo "load: bench load, open loop, $LAT_STREAMS streams on 1 connection, $LAT_DURATION per rate, server and request; latency from each request's release on schedule, in µs"
   echo
   awk '
     { # c server rate R due N ok N denied N failed N achieved N p50 X p99 X p99.9 X max X
