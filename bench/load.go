@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -199,12 +197,8 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 // every server).
 func shape(dir string, w io.Writer) error {
 	for _, c := range Cases {
-		b, err := os.ReadFile(filepath.Join(dir, c.Name+".bin"))
+		b, req, err := readCase(dir, c.Name)
 		if err != nil {
-			return err
-		}
-		req := &authv3.CheckRequest{}
-		if err := proto.Unmarshal(b, req); err != nil {
 			return err
 		}
 		a := req.GetAttributes()

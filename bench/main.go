@@ -21,7 +21,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/signal"
@@ -40,6 +39,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/benchdata"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
@@ -137,58 +137,9 @@ type Case struct {
 var Cases = []Case{
 	{Name: "small", Example: "search-allowed.json", Want: "allowed"},
 	{Name: "64KiB", Example: "search-allowed.json", Args: LargeArgs(64 << 10), Want: "allowed"},
-	{Name: "numbers", Example: "search-allowed.json", Args: NumberArgs(64 << 10), Want: "allowed"},
-	{Name: "text", Example: "search-allowed.json", Args: TextArgs(64 << 10), Want: "allowed"},
+	{Name: "numbers", Example: "search-allowed.json", Args: benchdata.Numbers(64 << 10), Want: "allowed"},
+	{Name: "text", Example: "search-allowed.json", Args: benchdata.Text(64 << 10), Want: "allowed"},
 	{Name: "denied", Example: "delete-repo-denied.json", Want: "policy_denied"},
-}
-
-// NumberArgs returns tools/call arguments of about n bytes that are mostly
-// numbers: shortest round-trip doubles of 16-17 significant digits (as
-// JavaScript and Python print measurements), short decimals, exponents
-// (1.5e10, 6.02E23, -2.5e-7), negative zero, integers up to 2^53 and
-// powers of ten beyond it; each exactly representable, so allowed.
-func NumberArgs(n int) string {
-	rng := rand.New(rand.NewPCG(1, 2))
-	var sb strings.Builder
-	sb.WriteString(`{"series":"sensor-7","points":[`)
-	for i := 0; sb.Len() < n-200; i++ {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		f := rng.Float64()*2000 - 1000
-		fmt.Fprintf(&sb, `{"t":%d,"v":%s,"w":[%s,%d.%de%d,%s,%d,1%s,%s],"ok":%t}`,
-			1700000000000+i*250, strconv.FormatFloat(f, 'g', -1, 64),
-			strconv.FormatFloat(float64(i%1000)/8, 'f', -1, 64), i%10, i%97, i%30-15,
-			strconv.FormatFloat(rng.NormFloat64()*1e-6, 'e', -1, 64), 1<<53-i, strings.Repeat("0", 16+i%5),
-			[]string{"-0", "0.5", "6.02E23", "1.5e10", "-2.5e-7", "1E21"}[i%6], f >= 0)
-	}
-	sb.WriteString(`]}`)
-	return sb.String()
-}
-
-// TextArgs returns tools/call arguments of about n bytes that are mostly
-// non-ASCII strings (CJK, Cyrillic, Greek, Devanagari, emoji), some member
-// names non-ASCII too, with the odd escape.
-func TextArgs(n int) string {
-	texts := []string{
-		"東京都渋谷区の店舗で購入した商品の返金を希望します。",
-		"Здравствуйте, прошу вернуть деньги за заказ №",
-		"Παρακαλώ επιστρέψτε τα χρήματα για την παραγγελία",
-		"😀🧾🚀 — café crème brûlée, naïve façade, Ångström",
-		`नमस्ते, कृपया मेरा पैसा वापस करें \"जल्दी\"`,
-		"한국어 텍스트와 중국语文本混合",
-	}
-	var sb strings.Builder
-	sb.WriteString(`{"язык":"mixed","messages":[`)
-	for i := 0; sb.Len() < n-600; i++ {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		fmt.Fprintf(&sb, `{"автор":"Łukasz Żółć %d","текст":"%s%s","タグ":["返金","срочно","ελληνικά"],"note":"%s\n"}`,
-			i, texts[i%len(texts)], texts[(i+1)%len(texts)], texts[(i+2)%len(texts)])
-	}
-	sb.WriteString(`]}`)
-	return sb.String()
 }
 
 // LargeArgs returns tools/call arguments of about n bytes: a query and an
@@ -282,12 +233,8 @@ func probe(ctx context.Context, addr, dir string, stdout io.Writer) error {
 	defer conn.Close()
 	client := authv3.NewAuthorizationClient(conn)
 	for _, c := range Cases {
-		b, err := os.ReadFile(filepath.Join(dir, c.Name+".bin"))
+		b, req, err := readCase(dir, c.Name)
 		if err != nil {
-			return err
-		}
-		req := &authv3.CheckRequest{}
-		if err := proto.Unmarshal(b, req); err != nil {
 			return err
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -303,4 +250,18 @@ func probe(ctx context.Context, addr, dir string, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// readCase reads DIR/NAME.bin, the encoded CheckRequest of a case, and
+// decodes it.
+func readCase(dir, name string) ([]byte, *authv3.CheckRequest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name+".bin"))
+	if err != nil {
+		return nil, nil, err
+	}
+	req := &authv3.CheckRequest{}
+	if err := proto.Unmarshal(b, req); err != nil {
+		return nil, nil, fmt.Errorf("%s.bin: %w", name, err)
+	}
+	return b, req, nil
 }

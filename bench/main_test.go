@@ -11,12 +11,14 @@ import (
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/types/descriptorpb"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/benchdata"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // TestGen: the files run.sh hands to ghz are what Envoy would send (valid
@@ -73,16 +75,7 @@ func TestGen(t *testing.T) {
 
 // TestNullServer: the null server answers OK over gRPC on loopback.
 func TestNullServer(t *testing.T) {
-	lis := testkit.Listen(t)
-	addr := lis.Addr().String()
-	lis.Close()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- serveNull(ctx, addr) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	addr := startNull(t)
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +85,7 @@ func TestNullServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, ccancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer ccancel()
 	resp, err := authv3.NewAuthorizationClient(conn).Check(cctx, req, grpc.WaitForReady(true))
 	if err != nil || resp.GetStatus().GetCode() != 0 {
@@ -112,23 +105,20 @@ func TestPayloadsAreWhatTheySay(t *testing.T) {
 		}
 		return n
 	}
-	num := NumberArgs(64 << 10)
+	num := benchdata.Numbers(64 << 10)
 	if n := count(num, func(c byte) bool { return c >= '0' && c <= '9' || strings.IndexByte(".eE+-", c) >= 0 }); n < len(num)/2 {
-		t.Errorf("NumberArgs: %d of %d bytes are number text", n, len(num))
+		t.Errorf("Numbers: %d of %d bytes are number text", n, len(num))
 	}
-	txt := TextArgs(64 << 10)
+	txt := benchdata.Text(64 << 10)
 	if n := count(txt, func(c byte) bool { return c >= 0x80 }); n < len(txt)/2 {
-		t.Errorf("TextArgs: %d of %d bytes are non-ASCII", n, len(txt))
+		t.Errorf("Text: %d of %d bytes are non-ASCII", n, len(txt))
 	}
 }
 
 // startNull serves the null server on a loopback port until the test ends.
 func startNull(t *testing.T) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lis := testkit.Listen(t)
 	addr := lis.Addr().String()
 	lis.Close()
 	ctx, cancel := context.WithCancel(t.Context())
