@@ -5,10 +5,14 @@
 //	bench null  --addr ADDR           serve envoy.service.auth.v3 answering OK at once
 //	bench gen   --token JWT --out DIR write the CheckRequests (ghz -B files) and the protoset
 //	bench probe --addr ADDR --dir DIR send each CheckRequest once, print its decision
+//	bench shape --dir DIR             print the CheckRequests' shape (fields, headers, sizes, SHA-256)
+//	bench load  --addr ADDR --dir DIR --case NAME --rps N [--streams 64] [--duration 10s]
+//	                                  open-loop load at a fixed rate, print latency percentiles
 //
 // The CheckRequests are built as Envoy's ext_authz filter builds them (lower-cased
 // headers with pseudo-headers, body in raw_body) from the example requests of
-// examples/requests.
+// examples/requests. load sends the bytes of DIR/NAME.bin as they are (no
+// re-encoding), so every server measured gets byte-identical CheckRequests.
 package main
 
 import (
@@ -35,6 +39,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/benchdata"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 )
 
@@ -55,6 +60,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	out := fs.String("out", ".", "output directory (gen)")
 	dir := fs.String("dir", ".", "directory of the CheckRequests (probe)")
 	examples := fs.String("examples", "examples/requests", "captured example requests (gen)")
+	cs := fs.String("case", "small", "request to send: a Case name (load)")
+	rps := fs.Float64("rps", 1000, "requests per second, open loop (load)")
+	streams := fs.Int("streams", 64, "concurrent streams on one connection (load)")
+	duration := fs.Duration("duration", 10*time.Second, "how long to send (load)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -70,6 +79,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return gen(*examples, *token, *out)
 	case "probe":
 		return probe(ctx, *addr, *dir, stdout)
+	case "shape":
+		return shape(*dir, stdout)
+	case "load":
+		b, err := os.ReadFile(filepath.Join(*dir, *cs+".bin"))
+		if err != nil {
+			return err
+		}
+		if *rps <= 0 || *streams <= 0 || *duration <= 0 {
+			return errors.New("load: --rps, --streams and --duration must be positive")
+		}
+		r, err := Load(ctx, *addr, b, *rps, *streams, *duration)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, r)
+		return nil
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
@@ -106,11 +131,14 @@ type Case struct {
 	Want    string // reason Check gives
 }
 
-// Cases are the measured requests: a small allowed tools/call, one with
-// 64 KiB of arguments, and a denied one.
+// Cases are the measured requests: a small allowed tools/call, three with
+// 64 KiB of arguments (mixed; mostly numbers; mostly non-ASCII text: the
+// slow paths of a canonicalizer), and a denied one.
 var Cases = []Case{
 	{Name: "small", Example: "search-allowed.json", Want: "allowed"},
 	{Name: "64KiB", Example: "search-allowed.json", Args: LargeArgs(64 << 10), Want: "allowed"},
+	{Name: "numbers", Example: "search-allowed.json", Args: benchdata.Numbers(64 << 10), Want: "allowed"},
+	{Name: "text", Example: "search-allowed.json", Args: benchdata.Text(64 << 10), Want: "allowed"},
 	{Name: "denied", Example: "delete-repo-denied.json", Want: "policy_denied"},
 }
 
@@ -205,12 +233,8 @@ func probe(ctx context.Context, addr, dir string, stdout io.Writer) error {
 	defer conn.Close()
 	client := authv3.NewAuthorizationClient(conn)
 	for _, c := range Cases {
-		b, err := os.ReadFile(filepath.Join(dir, c.Name+".bin"))
+		b, req, err := readCase(dir, c.Name)
 		if err != nil {
-			return err
-		}
-		req := &authv3.CheckRequest{}
-		if err := proto.Unmarshal(b, req); err != nil {
 			return err
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -226,4 +250,18 @@ func probe(ctx context.Context, addr, dir string, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// readCase reads DIR/NAME.bin, the encoded CheckRequest of a case, and
+// decodes it.
+func readCase(dir, name string) ([]byte, *authv3.CheckRequest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name+".bin"))
+	if err != nil {
+		return nil, nil, err
+	}
+	req := &authv3.CheckRequest{}
+	if err := proto.Unmarshal(b, req); err != nil {
+		return nil, nil, fmt.Errorf("%s.bin: %w", name, err)
+	}
+	return b, req, nil
 }

@@ -1,24 +1,48 @@
 #!/usr/bin/env bash
-# CPU per Check: mcp-extauthz against a do-nothing ext_authz server.
+# mcp-extauthz against a do-nothing ext_authz server (bench null), on this
+# machine, in one run:
 #
-#   bash bench/run.sh        (from anywhere; needs Go, taskset and jq; 2+ CPUs)
+#   bash bench/run.sh [cpu|latency|all]   (from anywhere; needs Go, taskset, jq; 2+ CPUs)
 #
-# The server under test runs pinned to CPU 0 and the load generator, ghz
-# (installed here with `go install`), pinned to CPU 1: 50 streams on one
-# connection, for BENCH_DURATION per run. For each request kind and each
-# server, the server's utime+stime from /proc/PID/stat over the run is
-# divided by the requests completed. Two rounds, null and ours alternating
-# run by run, so drift on a shared machine hits both alike. Prints µs of
-# server CPU per request and the ratio ours / null.
+# cpu (the default): CPU per Check. The server under test runs pinned to
+# CPU 0 and the load generator, ghz (installed here with `go install`),
+# pinned to CPU 1: BENCH_STREAMS (50) streams on one connection, closed
+# loop, for BENCH_DURATION per run. For each request kind and each server,
+# the server's utime+stime from /proc/PID/stat over the run is divided by
+# the requests completed. Two rounds, null and ours alternating run by run,
+# so drift on a shared machine hits both alike. Prints µs of server CPU per
+# request and the ratio ours / null, for a small allowed tools/call, 64 KiB
+# of mixed arguments, 64 KiB mostly numbers, 64 KiB mostly non-ASCII text,
+# and a denied call; and each server's largest RSS (VmRSS sampled every
+# 0.1 s) while it served the 64 KiB requests on those streams.
+#
+# latency: open loop (bench load, pinned to CPU 1): requests due at a fixed
+# rate (1,000, 2,000 and 5,000 per second) on 64 streams of one connection,
+# each timed from its release on schedule (waiting for a free stream
+# counts); small and 64 KiB; null and ours alternating. Prints p50, p99 and p99.9 in µs and ours / null
+# at p99. A request that fails or is not answered counts as infinitely slow.
+#
+# Both servers get byte-identical CheckRequests (the same files; bench load
+# sends their bytes as they are); their shape is printed first.
 #
 # Environment: BENCH_DURATION (8s), BENCH_ROUNDS (2), BENCH_STREAMS (50),
-# BENCH_PORT (19391, and the next one), BENCH_SERVER_CPU (0),
-# BENCH_LOAD_CPU (1), GHZ_VERSION, BENCH_EXTAUTHZ (a binary to measure
-# instead of this tree's, e.g. a baseline build).
+# BENCH_LAT_DURATION (10s), BENCH_LAT_RATES ("1000 2000 5000"),
+# BENCH_LAT_STREAMS (64), BENCH_PORT (19391, and the next one),
+# BENCH_SERVER_CPU (0), BENCH_LOAD_CPU (1), GHZ_VERSION, BENCH_EXTAUTHZ (a
+# binary to measure instead of this tree's, e.g. a baseline build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+MODE=${1:-cpu}
+case $MODE in cpu | latency | all) ;; *)
+  echo "usage: bash bench/run.sh [cpu|latency|all]" >&2
+  exit 2
+  ;;
+esac
 DURATION=${BENCH_DURATION:-8s}
+LAT_DURATION=${BENCH_LAT_DURATION:-10s}
+LAT_RATES=${BENCH_LAT_RATES:-1000 2000 5000}
+LAT_STREAMS=${BENCH_LAT_STREAMS:-64}
 ROUNDS=${BENCH_ROUNDS:-2}
 STREAMS=${BENCH_STREAMS:-50}
 PORT=${BENCH_PORT:-19391}
@@ -52,6 +76,8 @@ fi
 
 token=$("$bin/extauthz" token --config examples/config.yaml --sub alice --ttl 2h)
 "$bin/bench" gen --token "$token" --out "$work" --examples examples/requests
+echo "== CheckRequests (the same bytes to both servers)"
+"$bin/bench" shape --dir "$work"
 
 echo "== servers (CPU $SERVER_CPU)" >&2
 ours_addr=127.0.0.1:$PORT
@@ -80,44 +106,111 @@ ghz_run() { # addr case duration -> completed requests
   jq '.statusCodeDistribution.OK // 0' "$work/ghz.json"
 }
 
-cases="small 64KiB denied"
-echo "== warm-up" >&2
-for c in $cases; do
-  ghz_run "$ours_addr" "$c" 2s >/dev/null
-  ghz_run "$null_addr" "$c" 2s >/dev/null
-done
+rss_sampler() { # pid file: append VmRSS (kB) every 0.1 s until killed
+  while awk '/^VmRSS/ {print $2}' "/proc/$1/status" >>"$2" 2>/dev/null; do sleep 0.1; done
+}
 
-results=$work/results
-: >"$results"
-for round in $(seq "$ROUNDS"); do
+machine() {
+  echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr), $(go version | cut -d' ' -f3); load average $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)"
+}
+
+cpu_mode() {
+  local cases="small 64KiB numbers text denied"
+  echo "== warm-up" >&2
   for c in $cases; do
-    for server in null ours; do
-      if [ "$server" = null ]; then pid=$null_pid addr=$null_addr; else pid=$ours_pid addr=$ours_addr; fi
-      t0=$(ticks "$pid")
-      n=$(ghz_run "$addr" "$c" "$DURATION")
-      t1=$(ticks "$pid")
-      echo "$round $c $server $n $((t1 - t0))" >>"$results"
-      printf 'round %s %-7s %-5s %8d requests %6d ticks\n' "$round" "$c" "$server" "$n" "$((t1 - t0))" >&2
+    ghz_run "$ours_addr" "$c" 2s >/dev/null
+    ghz_run "$null_addr" "$c" 2s >/dev/null
+  done
+
+  local results=$work/results
+  : >"$results"
+  for round in $(seq "$ROUNDS"); do
+    for c in $cases; do
+      for server in null ours; do
+        if [ "$server" = null ]; then pid=$null_pid addr=$null_addr; else pid=$ours_pid addr=$ours_addr; fi
+        local sampler=""
+        case $c in 64KiB | numbers | text)
+          rss_sampler "$pid" "$work/rss.$server" &
+          sampler=$!
+          ;;
+        esac
+        t0=$(ticks "$pid")
+        n=$(ghz_run "$addr" "$c" "$DURATION")
+        t1=$(ticks "$pid")
+        if [ -n "$sampler" ]; then kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; fi
+        echo "$round $c $server $n $((t1 - t0))" >>"$results"
+        printf 'round %s %-7s %-5s %8d requests %6d ticks\n' "$round" "$c" "$server" "$n" "$((t1 - t0))" >&2
+      done
     done
   done
-done
 
-echo
-echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr), $(go version | cut -d' ' -f3)"
-echo "load: ghz, $STREAMS streams on 1 connection, $ROUNDS rounds x $DURATION per server and request; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "ours peak RSS: $(awk '/VmHWM/ {print $2, $3}' "/proc/$ours_pid/status")"
-echo
-awk -v hz="$hz" '
-  { req[$2 "," $3] += $4; tick[$2 "," $3] += $5; seen[$2] = 1 }
-  END {
-    printf "| request | null µs CPU/req | ours µs CPU/req | ours / null | ours req/s of CPU |\n"
-    printf "|---|---:|---:|---:|---:|\n"
-    n = split("small 64KiB denied", order, " ")
-    for (i = 1; i <= n; i++) {
-      c = order[i]
-      if (!(c in seen)) continue
-      nu = tick[c ",null"] / hz / req[c ",null"] * 1e6
-      ou = tick[c ",ours"] / hz / req[c ",ours"] * 1e6
-      printf "| %s | %.1f | %.1f | %.2fx | %.0f |\n", c, nu, ou, ou / nu, 1e6 / ou
+  echo
+  machine
+  echo "load: ghz closed loop, $STREAMS streams on 1 connection, $ROUNDS rounds x $DURATION per server and request"
+  for server in null ours; do
+    echo "$server: largest RSS while serving 64 KiB requests on $STREAMS streams: $(sort -n "$work/rss.$server" | tail -1 | awk '{printf "%.1f MiB", $1 / 1024}')"
+  done
+  echo "ours peak RSS over the whole run (VmHWM): $(awk '/VmHWM/ {print $2, $3}' "/proc/$ours_pid/status")"
+  echo
+  awk -v hz="$hz" '
+    { req[$2 "," $3] += $4; tick[$2 "," $3] += $5; seen[$2] = 1 }
+    END {
+      printf "| request | null µs CPU/req | ours µs CPU/req | ours / null | ours req/s of CPU |\n"
+      printf "|---|---:|---:|---:|---:|\n"
+      n = split("small 64KiB numbers text denied", order, " ")
+      for (i = 1; i <= n; i++) {
+        c = order[i]
+        if (!(c in seen)) continue
+        nu = tick[c ",null"] / hz / req[c ",null"] * 1e6
+        ou = tick[c ",ours"] / hz / req[c ",ours"] * 1e6
+        printf "| %s | %.1f | %.1f | %.2fx | %.0f |\n", c, nu, ou, ou / nu, 1e6 / ou
+      }
+    }' "$results"
+}
+
+latency_mode() {
+  local cases="small 64KiB"
+  echo "== warm-up (open loop)" >&2
+  for c in $cases; do
+    for addr in "$null_addr" "$ours_addr"; do
+      taskset -c "$LOAD_CPU" "$bin/bench" load --addr "$addr" --dir "$work" --case "$c" --rps 1000 \
+        --streams "$LAT_STREAMS" --duration 2s >/dev/null
+    done
+  done
+  local results=$work/latency
+  : >"$results"
+  for c in $cases; do
+    for rate in $LAT_RATES; do
+      for server in null ours; do
+        if [ "$server" = null ]; then addr=$null_addr; else addr=$ours_addr; fi
+        line=$(taskset -c "$LOAD_CPU" "$bin/bench" load --addr "$addr" --dir "$work" --case "$c" --rps "$rate" \
+          --streams "$LAT_STREAMS" --duration "$LAT_DURATION")
+        echo "$c $server $line" >>"$results"
+        printf '%-6s %-5s %s\n' "$c" "$server" "$line" >&2
+      done
+    done
+  done
+  echo
+  machine
+  echo "load: bench load, open loop, $LAT_STREAMS streams on 1 connection, $LAT_DURATION per rate, server and request; latency from each request's release on schedule, in µs"
+  echo
+  awk '
+    { # c server rate R due N ok N denied N failed N achieved N p50 X p99 X p99.9 X max X
+      k = $1 "," $4 "," $2
+      p50[k] = $16; p99[k] = $18; p999[k] = $20; ach[k] = $14; bad[k] = $10 + $12
+      if (!(($1 "," $4) in seen)) { seen[$1 "," $4] = 1; order[++n] = $1 "," $4 }
     }
-  }' "$results"
+    END {
+      printf "| request | rate/s | null p50 / p99 / p99.9 | ours p50 / p99 / p99.9 | ours / null p99 | ours achieved/s, not OK |\n"
+      printf "|---|---:|---:|---:|---:|---:|\n"
+      for (i = 1; i <= n; i++) {
+        split(order[i], f, ",")
+        kn = order[i] ",null"; ko = order[i] ",ours"
+        r = (p99[kn] == "inf" || p99[ko] == "inf" || p99[kn] == 0) ? "-" : sprintf("%.2fx", p99[ko] / p99[kn])
+        printf "| %s | %s | %s / %s / %s | %s / %s / %s | %s | %s, %d |\n", f[1], f[2], p50[kn], p99[kn], p999[kn], p50[ko], p99[ko], p999[ko], r, ach[ko], bad[ko]
+      }
+    }' "$results"
+}
+
+if [ "$MODE" = cpu ] || [ "$MODE" = all ]; then cpu_mode; fi
+if [ "$MODE" = latency ] || [ "$MODE" = all ]; then latency_mode; fi

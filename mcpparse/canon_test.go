@@ -3,10 +3,12 @@ package mcpparse
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
@@ -178,19 +180,78 @@ func TestNumberFastPathAgainstReference(t *testing.T) {
 		n = 5_000
 	}
 	for range n {
-		lit := randomNumber(rng)
-		got, err := Canonicalize(lit, Limits{})
-		want, werr := refCanonicalize(lit, Limits{})
-		if (err == nil) != (werr == nil) || !bytes.Equal(got, want) {
-			t.Fatalf("%s: got %s (%v), reference %s (%v)", lit, got, err, want, werr)
+		sameNumber(t, randomNumber(rng))
+	}
+}
+
+// TestShortestNumbersAgainstReference does the same for the literals the
+// fast path leaves to strconv: random doubles of every magnitude (subnormals
+// included) in their shortest round-trip digits, laid out as Go, JavaScript
+// and Python print them, with trailing zeros added, and with the last digit
+// moved or one more digit appended (which must be refused as not the
+// double's exact value).
+func TestShortestNumbersAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20, 20))
+	n := 20_000
+	if testing.Short() {
+		n = 2_000
+	}
+	var accepted int
+	for range n {
+		var f float64
+		switch rng.IntN(3) {
+		case 0:
+			f = math.Float64frombits(rng.Uint64()&^(0x7ff<<52) | uint64(rng.IntN(0x7ff))<<52) // any finite
+		case 1:
+			f = (rng.Float64()*2 - 1) * math.Pow(10, float64(rng.IntN(40)-20))
+		default:
+			f = float64(rng.Int64N(1<<54) - 1<<53) // integers around 2^53
 		}
-		if err != nil {
-			var pe, we *ParseError
-			if !errors.As(err, &pe) || !errors.As(werr, &we) || pe.Kind != we.Kind || pe.Offset != we.Offset {
-				t.Fatalf("%s: got %v, reference %v", lit, err, werr)
+		lits := [][]byte{
+			strconv.AppendFloat(nil, f, 'g', -1, 64),
+			strconv.AppendFloat(nil, f, 'e', -1, 64),
+			strconv.AppendFloat(nil, f, 'E', -1, 64),
+			strconv.AppendFloat(nil, f, 'f', -1, 64),
+		}
+		e := strconv.AppendFloat(nil, f, 'e', -1, 64)
+		i := bytes.IndexByte(e, 'e')
+		lits = append(lits,
+			append(append(append([]byte(nil), e[:i]...), '0', '0'), e[i:]...), // trailing zeros
+			append(append(append([]byte(nil), e[:i]...), '1'), e[i:]...),      // one more digit
+		)
+		if d := e[i-1]; d > '0' && d < '9' { // the last digit moved by one
+			up := append([]byte(nil), e...)
+			up[i-1]++
+			lits = append(lits, up)
+		}
+		for _, lit := range lits {
+			if sameNumber(t, lit) {
+				accepted++
 			}
 		}
 	}
+	if accepted < n { // the shortest forms themselves are always accepted
+		t.Fatalf("only %d literals accepted", accepted)
+	}
+}
+
+// sameNumber fails t unless Canonicalize gives lit the canonical form, or
+// the error kind and offset, that the tree parser gives it; it reports
+// whether lit was accepted.
+func sameNumber(t *testing.T, lit []byte) bool {
+	t.Helper()
+	got, err := Canonicalize(lit, Limits{})
+	want, werr := refCanonicalize(lit, Limits{})
+	if (err == nil) != (werr == nil) || !bytes.Equal(got, want) {
+		t.Fatalf("%s: got %s (%v), reference %s (%v)", lit, got, err, want, werr)
+	}
+	if err != nil {
+		var pe, we *ParseError
+		if !errors.As(err, &pe) || !errors.As(werr, &we) || pe.Kind != we.Kind || pe.Offset != we.Offset {
+			t.Fatalf("%s: got %v, reference %v", lit, err, werr)
+		}
+	}
+	return err == nil
 }
 
 // randomNumber returns a random RFC 8259 number literal.
@@ -251,6 +312,56 @@ func TestCompareUTF16(t *testing.T) {
 		a, b := name(), name()
 		if got, want := sign(compareUTF16([]byte(a), []byte(b))), sign(refCompareUTF16(a, b)); got != want {
 			t.Fatalf("compareUTF16(%q, %q) = %d, reference %d", a, b, got, want)
+		}
+	}
+}
+
+// TestEscapesCopiedOnlyWhenCanonical: a string whose escapes are all the
+// ones RFC 8785 writes is copied from the input; any other escape is
+// decoded and written again. Each form, as a value and as a member name,
+// against internal/jcsoracle.
+func TestEscapesCopiedOnlyWhenCanonical(t *testing.T) {
+	for _, give := range []string{
+		`"plain"`, `"\""`, `"\\"`, `"\b\f\n\r\t"`, `"\u0000\u001f\u0001\u000b"`, // RFC 8785's own
+		`"\/"`, `"\u0041"`, `"\u001F"`, `"\u001E"`, `"\u0008"`, `"\u0009"`, `"\u000a"`, `"\u000C"`, `"\u000d"`,
+		`"\u0022"`, `"\u005c"`, `"\u007f"`, `"\u00e9"`, `"\u2028"`, `"\ud83d\ude00"`, `"a\/b\n"`, `"\n\u0041"`,
+		`"\u0041\n"`, `"ж\t東\u001f😀"`, `"x\u00ff\b"`,
+	} {
+		for _, doc := range []string{`[` + give + `]`, `{` + give + `:1}`} {
+			got, err := Canonicalize([]byte(doc), Limits{})
+			want, oerr := jcsoracle.Transform([]byte(doc))
+			if err != nil || oerr != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: got %s (%v), oracle %s (%v)", doc, got, err, want, oerr)
+			}
+		}
+	}
+}
+
+// TestLargeObjectsReordered: objects past emitInPlace bytes, whose members
+// RFC 8785 reorders with the largest anywhere (first, last, between), alone
+// and as an array of one shape (the cached order), match jcsoracle.
+func TestLargeObjectsReordered(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	member := func(name string, n int) string {
+		return `"` + name + `":"` + strings.Repeat("x", n) + `"`
+	}
+	for range 300 {
+		names := rng.Perm(2 + rng.IntN(6))
+		var ms []string
+		for _, k := range names {
+			n := rng.IntN(200)
+			if rng.IntN(3) == 0 {
+				n = emitInPlace + rng.IntN(3*emitInPlace)
+			}
+			ms = append(ms, member(string(rune('a'+k)), n))
+		}
+		obj := `{` + strings.Join(ms, ",") + `}`
+		for _, doc := range []string{obj, `[` + obj + `,` + obj + `,` + obj + `]`, `{"z":` + obj + `,"a":[` + obj + `]}`} {
+			got, err := Canonicalize([]byte(doc), Limits{})
+			want, oerr := jcsoracle.Transform([]byte(doc))
+			if err != nil || oerr != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%.200s…: %v / %v, differs: %v", doc, err, oerr, !bytes.Equal(got, want))
+			}
 		}
 	}
 }

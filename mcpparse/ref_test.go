@@ -1102,3 +1102,74 @@ func refFindReserved(v *value) (int, bool) {
 	}
 	return 0, false
 }
+
+// decimalEqual reports whether two RFC 8259 number literals denote the
+// same exact decimal value (-0 equals 0).
+func decimalEqual(a, b []byte) bool {
+	an, ad, ae := normDecimal(a)
+	bn, bd, be := normDecimal(b)
+	return an == bn && ae == be && string(ad) == string(bd)
+}
+
+// normDecimal returns a literal as sign, significant digits (no leading or
+// trailing zeros) and exponent, so that value = ±digits × 10^exp. Zero is
+// (false, nil, 0). Exponents saturate at ±1e15, far beyond any double, so
+// the comparison stays exact for every literal that fits in memory.
+func normDecimal(s []byte) (neg bool, digits []byte, exp int) {
+	if len(s) > 0 && s[0] == '-' {
+		neg = true
+		s = s[1:]
+	}
+	mant := s
+	for i, c := range s {
+		if c == 'e' || c == 'E' {
+			mant = s[:i]
+			exp = parseExp(s[i+1:])
+			break
+		}
+	}
+	digits = make([]byte, 0, len(mant))
+	seenDot := false
+	for _, c := range mant {
+		if c == '.' {
+			seenDot = true
+			continue
+		}
+		if seenDot {
+			exp--
+		}
+		if c == '0' && len(digits) == 0 {
+			continue // leading zero
+		}
+		digits = append(digits, c)
+	}
+	for len(digits) > 0 && digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	if len(digits) == 0 {
+		return false, nil, 0
+	}
+	return neg, digits, exp
+}
+
+// parseExp parses an exponent ([+-]?digits), saturating at ±1e15.
+func parseExp(s []byte) int {
+	neg := false
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	const sat = 1_000_000_000_000_000
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+		if n > sat {
+			n = sat
+		}
+	}
+	if neg {
+		return -n
+	}
+	return n
+}

@@ -3,6 +3,7 @@ package mcpparse
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"sync"
 	"unicode/utf16"
@@ -69,12 +70,17 @@ type scanner struct {
 	// (ParseOptions.CaseSensitiveKeys).
 	exactKeys bool
 
-	arena []byte    // names (and fold keys) of the open objects' members
-	names []name    // members of the open objects, innermost last
-	str   []byte    // a decoded string with escapes
-	out   []byte    // RFC 8785 form of the value being canonicalized
-	mems  []cmember // canonicalized members of the open objects
-	tmp   []byte    // scratch for reordering an object's members
+	arena []byte // names (and fold keys) of the open objects' members
+	names []name // members of the open objects, innermost last
+	str   []byte // a decoded string with escapes
+	// rawJCS: the last string scanned, in[strOff:p.pos], is already in its
+	// RFC 8785 form (no escapes, or only those RFC 8785 writes), so it is
+	// copied rather than decoded and escaped again.
+	rawJCS bool
+	keyEnd int       // end of the member name memberName scanned last
+	out    []byte    // RFC 8785 form of the value being canonicalized
+	mems   []cmember // canonicalized members of the open objects
+	tmp    []byte    // scratch for reordering an object's members
 	// shapes[d] is the shape of the last object completed at depth d. It
 	// grows while a deeper object is scanned, so it is only ever indexed:
 	// a *shape kept across a nested value would point into the old array
@@ -134,17 +140,23 @@ func (p *scanner) truncate() {
 	p.envs, p.subs, p.argMems = p.envs[:0], p.subs[:0], p.argMems[:0]
 }
 
+// fail returns the error of a pass that stops at in[off]. Invalid UTF-8
+// anywhere in the input is reported before any fault but its size: the
+// pass validates UTF-8 only inside strings, as it reaches them (outside
+// them only ASCII is valid JSON), so on the way out the whole input is
+// checked once, to find the first invalid sequence.
 func (p *scanner) fail(k ErrorKind, off int, msg string) *ParseError {
+	if k != ErrTooLarge && !utf8.Valid(p.in) {
+		return &ParseError{Kind: ErrInvalidUTF8, Offset: int64(invalidUTF8At(p.in)), Index: -1, Msg: "invalid UTF-8"}
+	}
 	return &ParseError{Kind: k, Offset: int64(off), Index: p.index, Msg: msg}
 }
 
-// begin checks size and UTF-8 and skips leading whitespace.
+// begin checks the size and skips leading whitespace. UTF-8 is checked
+// within strings, as the pass reaches them (see fail).
 func (p *scanner) begin() *ParseError {
 	if len(p.in) > p.lim.MaxBytes {
 		return p.fail(ErrTooLarge, p.lim.MaxBytes, "body longer than "+strconv.Itoa(p.lim.MaxBytes)+" bytes")
-	}
-	if !utf8.Valid(p.in) {
-		return p.fail(ErrInvalidUTF8, invalidUTF8At(p.in), "invalid UTF-8")
 	}
 	p.skipWS()
 	if p.pos == len(p.in) {
@@ -181,12 +193,12 @@ func invalidUTF8At(in []byte) int {
 
 func (p *scanner) skipWS() {
 	for p.pos < len(p.in) {
-		switch p.in[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
+		// Every whitespace byte is at most ' ': one comparison settles
+		// the usual case, compact JSON.
+		if c := p.in[p.pos]; c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return
 		}
+		p.pos++
 	}
 }
 
@@ -223,11 +235,17 @@ func (p *scanner) value(w bool) *ParseError {
 	case c == '[':
 		return p.array(w)
 	case c == '"':
-		s, esc, err := p.scanString()
-		if err != nil {
+		off := p.pos
+		if _, _, err := p.scanStringKeep(false); err != nil {
 			return err
 		}
 		if w {
+			if p.rawJCS {
+				p.out = append(p.out, p.in[off:p.pos]...)
+				return nil
+			}
+			p.pos = off // escapes RFC 8785 writes otherwise: decode and write them
+			s, esc, _ := p.scanString()
 			p.out = appendJCSBytes(p.out, s, esc)
 		}
 		return nil
@@ -260,7 +278,7 @@ func (p *scanner) ref(exempt bool) (vref, *ParseError) {
 		k, err = vArray, p.array(false)
 	case c == '"':
 		k = vString
-		_, _, err = p.scanString()
+		_, _, err = p.scanStringKeep(false)
 	case c == '-' || (c >= '0' && c <= '9'):
 		k, err = vNumber, p.number(exempt, false)
 	case c == 't':
@@ -366,6 +384,9 @@ type shape struct {
 	names []byte  // the names, joined
 	ends  []int32 // end of each name in names
 	perm  []int32 // input positions in canonical order; nil until known
+	// plain[i]: name i has no '"', '\\' or control byte, so input that
+	// spells it byte for byte, then '"', is that name (shapeKey).
+	plain []bool
 	// identity: perm is 0, 1, 2, … (the names are in canonical order).
 	identity bool
 }
@@ -390,6 +411,28 @@ func (p *scanner) growShapes(d int) {
 // drop it, never store it.
 func (p *scanner) shape(o *objState) *shape { return &p.shapes[o.d] }
 
+// shapeKey returns the member name at p.pos (its opening quote) when the
+// input spells it exactly as the name at position o.n of the shape of o's
+// depth, a plain one (no quote, backslash or control), followed by the
+// closing quote: then it needs no scan (it is the same valid UTF-8, within
+// the same limit, as when the shape was recorded in this pass). Else nil.
+func (p *scanner) shapeKey(o *objState) []byte {
+	if !o.match {
+		return nil
+	}
+	sh := p.shape(o)
+	if o.n >= len(sh.ends) || !sh.plain[o.n] {
+		return nil
+	}
+	name := sh.name(o.n)
+	a := p.pos + 1
+	e := a + len(name)
+	if e >= len(p.in) || p.in[e] != '"' || string(p.in[a:e]) != string(name) {
+		return nil
+	}
+	return p.in[a:e:e]
+}
+
 // shapeHas reports whether key is the name at position o.n of the shape
 // of o's depth (o.match objects only: members() objects have none).
 func (p *scanner) shapeHas(o *objState, key []byte) bool {
@@ -401,10 +444,12 @@ func (p *scanner) shapeHas(o *objState, key []byte) bool {
 // p.names[o.nbase:].
 func (p *scanner) record(o *objState, perm []cmember) {
 	sh, nbase := p.shape(o), o.nbase
-	sh.names, sh.ends, sh.perm = sh.names[:0], sh.ends[:0], sh.perm[:0]
+	sh.names, sh.ends, sh.perm, sh.plain = sh.names[:0], sh.ends[:0], sh.perm[:0], sh.plain[:0]
 	for _, nm := range p.names[nbase:] {
-		sh.names = append(sh.names, p.bytes(nm.key)...)
+		k := p.bytes(nm.key)
+		sh.names = append(sh.names, k...)
 		sh.ends = append(sh.ends, int32(len(sh.names)))
+		sh.plain = append(sh.plain, len(k) > 0 && !hasSpecial(k))
 	}
 	if perm == nil {
 		sh.perm = nil
@@ -452,14 +497,19 @@ func (p *scanner) memberName(o *objState) (nm name, key []byte, keyOff int, esc 
 		return nm, nil, 0, false, p.fail(ErrTooManyKeys, p.pos, "more than "+strconv.Itoa(p.lim.MaxKeys)+" object members")
 	}
 	keyOff = p.pos
-	key, esc, err = p.scanString()
-	if err != nil {
+	fromShape := false
+	if key = p.shapeKey(o); key != nil {
+		// The name the shape has here, written as it is: scanned.
+		p.pos = keyOff + len(key) + 2
+		p.rawJCS, fromShape = true, true
+	} else if key, esc, err = p.scanString(); err != nil {
 		return nm, nil, 0, false, err
 	}
+	p.keyEnd = p.pos
 	if p.inParams && p.proto == 0 && string(key) == reservedKey {
 		p.proto = keyOff + 1
 	}
-	if o.match && p.shapeHas(o, key) {
+	if fromShape || o.match && p.shapeHas(o, key) {
 		// Distinct from the names before it, as in the shape; its entry in
 		// p.names is made only if needed (materialize).
 		o.lazy++
@@ -537,7 +587,11 @@ func (p *scanner) object(w bool) *ParseError {
 				p.out = append(p.out, ',')
 			}
 			mstart = len(p.out)
-			p.out = appendJCSBytes(p.out, key, esc)
+			if p.rawJCS {
+				p.out = append(p.out, p.in[keyOff:p.keyEnd]...)
+			} else {
+				p.out = appendJCSBytes(p.out, key, esc)
+			}
 			p.out = append(p.out, ':')
 		}
 		if err := p.value(w); err != nil {
@@ -603,21 +657,73 @@ func (p *scanner) sortMembers(ms []cmember) {
 
 // emit rewrites p.out[start:], the members ms joined by commas in input
 // order, in the order of ms (perm nil) or of ms[perm[0]], ms[perm[1]], ….
+//
+// The members keep their bytes and the commas their number, so the object
+// keeps its length. In a large object the largest member (often an array
+// that is most of the arguments) is moved once, straight to its place,
+// rather than out to p.tmp and back.
 func (p *scanner) emit(start int, ms []cmember, perm []int32) {
-	p.tmp = append(p.tmp[:0], p.out[start:]...)
-	o := p.out[:start]
-	for i := range ms {
-		m := &ms[i]
+	at := func(i int) *cmember {
 		if perm != nil {
-			m = &ms[perm[i]]
+			return &ms[perm[i]]
 		}
-		if i > 0 {
-			o = append(o, ',')
-		}
-		o = append(o, p.tmp[m.start-start:m.end-start]...)
+		return &ms[i]
 	}
-	p.out = o
+	if len(p.out)-start < emitInPlace {
+		p.tmp = append(p.tmp[:0], p.out[start:]...)
+		o := p.out[:start]
+		for i := range ms {
+			m := at(i)
+			if i > 0 {
+				o = append(o, ',')
+			}
+			o = append(o, p.tmp[m.start-start:m.end-start]...)
+		}
+		p.out = o
+		return
+	}
+	big := &ms[0]
+	for i := range ms {
+		if ms[i].end-ms[i].start > big.end-big.start {
+			big = &ms[i]
+		}
+	}
+	// Save the rest, move the largest, then write the rest around it.
+	p.tmp = append(append(p.tmp[:0], p.out[start:big.start]...), p.out[big.end:]...)
+	gap := big.end - big.start
+	src := func(m *cmember) []byte {
+		if m.start < big.start {
+			return p.tmp[m.start-start : m.end-start]
+		}
+		return p.tmp[m.start-start-gap : m.end-start-gap]
+	}
+	dst := start
+	for i := range ms {
+		if m := at(i); m == big {
+			break
+		} else {
+			dst += m.end - m.start + 1 // and its comma
+		}
+	}
+	copy(p.out[dst:], p.out[big.start:big.end]) // copy allows the overlap
+	o := start
+	for i := range ms {
+		m := at(i)
+		if i > 0 {
+			p.out[o] = ','
+			o++
+		}
+		if m == big {
+			o += gap
+			continue
+		}
+		o += copy(p.out[o:], src(m))
+	}
 }
+
+// emitInPlace is the object size (bytes of canonical members) from which
+// emit moves the largest member in place.
+const emitInPlace = 4 << 10
 
 func (p *scanner) bytes(s span) []byte { return p.arena[s.a:s.b] }
 
@@ -730,42 +836,166 @@ const (
 	msb = 0x8080808080808080
 )
 
-// special reports whether any byte of x is '"', '\\' or below 0x20.
-func special(x uint64) bool {
+// special has the top bit set of each byte of x (little-endian) that is
+// '"', '\\' or below 0x20, and possibly of bytes above the first such one
+// (a borrow), never below it.
+func special(x uint64) uint64 {
 	q := x ^ (lsb * '"')
 	b := x ^ (lsb * '\\')
 	// A byte is zero in q or b, or below 0x20 in x: (v - 0x01..) & ^v & 0x80..
 	// finds zero bytes; x - 0x20.. & ^x finds bytes below 0x20 (bytes of
 	// 0x80 and above never match, since ^x clears their top bit).
-	return ((q-lsb)&^q|(b-lsb)&^b|(x-lsb*0x20)&^x)&msb != 0
+	return ((q-lsb)&^q | (b-lsb)&^b | (x-lsb*0x20)&^x) & msb
+}
+
+// hasSpecial reports whether s has a '"', '\\' or control byte.
+func hasSpecial(s []byte) bool {
+	for _, c := range s {
+		if c == '"' || c == '\\' || c < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
+// specialOrHigh reports whether any byte of x is '"', '\\', below 0x20 or
+// above 0x7F (the start of a UTF-8 sequence to validate).
+func specialOrHigh(x uint64) bool { return specialMask(x) != 0 }
+
+// specialMask has the top bit set of each byte of x (little-endian) that
+// is '"', '\\', below 0x20 or above 0x7F, and possibly of bytes above the
+// first such one (a borrow), never below it: the lowest set bit locates
+// the first.
+func specialMask(x uint64) uint64 {
+	q := x ^ (lsb * '"')
+	b := x ^ (lsb * '\\')
+	return ((q-lsb)&^q | (b-lsb)&^b | (x - lsb*0x20) | x) & msb
+}
+
+// runeLen returns the length of the valid UTF-8 sequence that starts at
+// in[i] (a byte above 0x7F), or 0 when it is invalid or truncated: no
+// overlong form, no surrogate, nothing above U+10FFFF (RFC 3629).
+func runeLen(in []byte, i int) int {
+	c := in[i]
+	switch {
+	case c < 0xC2:
+		return 0
+	case c < 0xE0:
+		if i+1 < len(in) && in[i+1]&0xC0 == 0x80 {
+			return 2
+		}
+	case c < 0xF0:
+		if i+2 < len(in) {
+			lo, hi := byte(0x80), byte(0xBF)
+			if c == 0xE0 {
+				lo = 0xA0
+			} else if c == 0xED {
+				hi = 0x9F
+			}
+			if b := in[i+1]; b >= lo && b <= hi && in[i+2]&0xC0 == 0x80 {
+				return 3
+			}
+		}
+	case c < 0xF5:
+		if i+3 < len(in) {
+			lo, hi := byte(0x80), byte(0xBF)
+			if c == 0xF0 {
+				lo = 0x90
+			} else if c == 0xF4 {
+				hi = 0x8F
+			}
+			if b := in[i+1]; b >= lo && b <= hi && in[i+2]&0xC0 == 0x80 && in[i+3]&0xC0 == 0x80 {
+				return 4
+			}
+		}
+	}
+	return 0
+}
+
+// skipRunes moves past the valid multi-byte UTF-8 sequences from in[i] on
+// and returns where they stop: at an ASCII byte, at the end, or at an
+// invalid sequence. Two- and three-byte sequences (Latin, Cyrillic, CJK)
+// are matched four bytes at a time.
+func skipRunes(in []byte, i int) int {
+	for i+4 <= len(in) {
+		x := binary.LittleEndian.Uint32(in[i:])
+		switch {
+		case x&0xC0C0F0 == 0x8080E0: // 1110xxxx 10xxxxxx 10xxxxxx
+			if c, b := byte(x), byte(x>>8); c == 0xE0 && b < 0xA0 || c == 0xED && b > 0x9F {
+				return i // overlong or surrogate
+			}
+			i += 3
+		case x&0xC0E0 == 0x80C0 && byte(x) >= 0xC2: // 110xxxxx 10xxxxxx
+			i += 2
+		case byte(x) < 0x80:
+			return i
+		default:
+			n := runeLen(in, i)
+			if n == 0 {
+				return i
+			}
+			i += n
+		}
+	}
+	for i < len(in) && in[i] >= 0x80 {
+		n := runeLen(in, i)
+		if n == 0 {
+			return i
+		}
+		i += n
+	}
+	return i
 }
 
 // scanString scans the string at p.pos (the opening quote) and returns it
 // decoded, aliasing the input when it has no escapes (esc false), else
-// p.str. Control characters must be escaped; a \u escape must not leave a
-// lone surrogate; the decoded length is bounded by MaxStringLen.
+// p.str. It must be UTF-8; control characters must be escaped; a \u
+// escape must not leave a lone surrogate; the decoded length is bounded by
+// MaxStringLen. ASCII is read eight bytes at a time, other text a
+// sequence at a time, each byte once.
 func (p *scanner) scanString() (s []byte, esc bool, err *ParseError) {
+	return p.scanStringKeep(true)
+}
+
+// scanStringKeep is scanString; keep false checks a string with escapes
+// without decoding it (s is then nil), for a value that is only written
+// out when its source text is already its RFC 8785 form (p.rawJCS).
+func (p *scanner) scanStringKeep(keep bool) (s []byte, esc bool, err *ParseError) {
 	start := p.pos
 	in := p.in
 	i := start + 1
-	for i+8 <= len(in) && !special(binary.LittleEndian.Uint64(in[i:])) {
-		i += 8
-	}
 	max := p.lim.MaxStringLen
-	for ; i < len(in); i++ {
-		c := in[i]
+	for i < len(in) {
+		if i+8 <= len(in) {
+			m := specialMask(binary.LittleEndian.Uint64(in[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3 // the first byte to look at
+		}
 		if i-start-1 > max {
 			return nil, false, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
 		}
+		c := in[i]
 		switch {
 		case c == '"':
 			p.pos = i + 1
+			p.rawJCS = true
 			return in[start+1 : i], false, nil
+		case c >= 0x80:
+			j := skipRunes(in, i)
+			if j == i {
+				return nil, false, p.fail(ErrInvalidUTF8, i, "invalid UTF-8")
+			}
+			i = j
 		case c == '\\':
-			s, err := p.scanEscaped(start, i)
+			s, err := p.scanEscaped(start, i, keep)
 			return s, true, err
 		case c < 0x20:
 			return nil, false, p.fail(ErrSyntax, i, "unescaped control character in string")
+		default:
+			i++
 		}
 	}
 	if len(in)-start-1 > max {
@@ -774,19 +1004,33 @@ func (p *scanner) scanString() (s []byte, esc bool, err *ParseError) {
 	return nil, false, p.fail(ErrSyntax, len(in), "unterminated string")
 }
 
-// scanEscaped continues scanString from the first backslash at i.
-func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
+// scanEscaped continues scanString from the first backslash at i; keep:
+// decode into p.str (else only n, the decoded length, is kept, for the
+// same limit checks at the same points).
+func (p *scanner) scanEscaped(start, i int, keep bool) ([]byte, *ParseError) {
 	max := p.lim.MaxStringLen
 	in := p.in
-	buf := append(p.str[:0], in[start+1:i]...)
+	var buf []byte
+	if keep {
+		buf = append(p.str[:0], in[start+1:i]...)
+	}
+	n := i - start - 1 // decoded length so far
+	raw := true        // every escape so far is the one RFC 8785 writes
+	put := func(b ...byte) {
+		if keep {
+			buf = append(buf, b...)
+		}
+		n += len(b)
+	}
 	for i < len(in) {
-		if len(buf) > max {
+		if n > max {
 			return nil, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
 		}
-		// Copy a run of eight plain bytes at once while it stays within
-		// the limit, so the check above sees the same lengths.
-		if i+8 <= len(in) && len(buf)+8 <= max && !special(binary.LittleEndian.Uint64(in[i:])) {
-			buf = append(buf, in[i:i+8]...)
+		// Copy a run of eight plain ASCII bytes, or of other text, at
+		// once while it stays within the limit, so the check above sees
+		// the same lengths.
+		if i+8 <= len(in) && n+8 <= max && !specialOrHigh(binary.LittleEndian.Uint64(in[i:])) {
+			put(in[i : i+8]...)
 			i += 8
 			continue
 		}
@@ -794,12 +1038,33 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 		switch {
 		case c == '"':
 			p.pos = i + 1
-			p.str = buf[:0]
+			if keep {
+				p.str = buf[:0]
+			}
+			p.rawJCS = raw
 			return buf, nil
+		case c >= 0x80:
+			if j := skipRunes(in, i); j > i && n+j-i <= max {
+				put(in[i:j]...)
+				i = j
+				continue
+			}
+			r := runeLen(in, i)
+			if r == 0 {
+				return nil, p.fail(ErrInvalidUTF8, i, "invalid UTF-8")
+			}
+			for k := range r { // byte by byte near the limit, checked as above
+				if k > 0 && n > max {
+					return nil, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
+				}
+				put(in[i+k])
+			}
+			i += r
+			continue
 		case c < 0x20:
 			return nil, p.fail(ErrSyntax, i, "unescaped control character in string")
 		case c != '\\':
-			buf = append(buf, c)
+			put(c)
 			i++
 			continue
 		}
@@ -808,24 +1073,27 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 		}
 		e := in[i+1]
 		switch e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
+		case '"', '\\':
+			put(e)
+		case '/':
+			put(e)
+			raw = false
 		case 'b':
-			buf = append(buf, '\b')
+			put('\b')
 		case 'f':
-			buf = append(buf, '\f')
+			put('\f')
 		case 'n':
-			buf = append(buf, '\n')
+			put('\n')
 		case 'r':
-			buf = append(buf, '\r')
+			put('\r')
 		case 't':
-			buf = append(buf, '\t')
+			put('\t')
 		case 'u':
 			r, ok := hex4(in, i+2)
 			if !ok {
 				return nil, p.fail(ErrSyntax, i, "invalid \\u escape")
 			}
-			n := 6
+			w := 6
 			switch {
 			case utf16.IsSurrogate(r) && r < 0xDC00: // high surrogate
 				r2, ok2 := rune(0), false
@@ -836,12 +1104,19 @@ func (p *scanner) scanEscaped(start, i int) ([]byte, *ParseError) {
 					return nil, p.fail(ErrInvalidUTF8, i, "lone high surrogate in \\u escape")
 				}
 				r = utf16.DecodeRune(r, r2)
-				n = 12
+				w = 12
 			case utf16.IsSurrogate(r):
 				return nil, p.fail(ErrInvalidUTF8, i, "lone low surrogate in \\u escape")
 			}
-			buf = utf8.AppendRune(buf, r)
-			i += n
+			// RFC 8785 writes \u00xx, lowercase, only for the controls
+			// that have no short escape.
+			raw = raw && r < 0x20 && r != '\b' && r != '\t' && r != '\n' && r != '\f' && r != '\r' &&
+				in[i+2] == '0' && in[i+3] == '0' && (in[i+5] < 'A' || in[i+5] > 'F')
+			if keep {
+				buf = utf8.AppendRune(buf, r)
+			}
+			n += utf8.RuneLen(r)
+			i += w
 			continue
 		default:
 			return nil, p.fail(ErrSyntax, i, "invalid escape")
@@ -890,7 +1165,11 @@ func appendJCSEscaped(dst, s []byte) []byte {
 	const hexDigits = "0123456789abcdef"
 	last := 0
 	for i := 0; i < len(s); i++ {
-		for i+8 <= len(s) && !special(binary.LittleEndian.Uint64(s[i:])) {
+		for i+8 <= len(s) {
+			if m := special(binary.LittleEndian.Uint64(s[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			i += 8
 		}
 		if i >= len(s) {
@@ -935,48 +1214,70 @@ func appendJCSEscaped(dst, s []byte) []byte {
 //
 // and, unless exempt, rejects it when its exact decimal value differs from
 // the value of its RFC 8785 serialization; w: append that serialization.
+// The one pass over the literal also reads its significant digits
+// (decimal), so that the usual number, already in its RFC 8785 form, is
+// copied as it is.
 func (p *scanner) number(exempt, w bool) *ParseError {
 	in := p.in
 	off := p.pos
 	i := off
+	var d decimal
 	if in[i] == '-' {
+		d.neg = true
 		i++
 	}
 	if i >= len(in) || in[i] < '0' || in[i] > '9' {
 		return p.fail(ErrSyntax, i, "invalid number")
 	}
+	nsig := 0      // digits from the first non-zero one on (d.digits holds the first 17)
+	over := false  // a non-zero digit past the 17th
+	intDigits := 0 // digits of the integer part, unless it is "0"
 	if in[i] == '0' {
 		i++
 	} else {
-		for i < len(in) && in[i] >= '0' && in[i] <= '9' {
-			i++
-		}
+		j := digitsEnd(in, i)
+		d.addDigits(in, i, j, &nsig, &over)
+		intDigits, i = j-i, j
 	}
 	intEnd := i
 	fracEnd := i
+	lead := 0 // fraction zeros before the first significant digit
 	if i < len(in) && in[i] == '.' {
 		i++
-		s := i
-		for i < len(in) && in[i] >= '0' && in[i] <= '9' {
-			i++
-		}
-		if i == s {
+		j := digitsEnd(in, i)
+		if j == i {
 			return p.fail(ErrSyntax, i, "invalid number: no digits after '.'")
 		}
-		fracEnd = i
+		a := i
+		if nsig == 0 {
+			for a < j && in[a] == '0' {
+				a++
+			}
+			lead = a - i
+		}
+		d.addDigits(in, a, j, &nsig, &over)
+		i, fracEnd = j, j
 	}
 	expOff := i
+	exp, bigExp := 0, false
 	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
 		i++
+		negExp := false
 		if i < len(in) && (in[i] == '+' || in[i] == '-') {
+			negExp = in[i] == '-'
 			i++
 		}
 		s := i
-		for i < len(in) && in[i] >= '0' && in[i] <= '9' {
-			i++
+		for ; i < len(in) && in[i] >= '0' && in[i] <= '9'; i++ {
+			if exp = exp*10 + int(in[i]-'0'); exp > 1000 {
+				exp, bigExp = 1000, true
+			}
 		}
 		if i == s {
 			return p.fail(ErrSyntax, i, "invalid number: no exponent digits")
+		}
+		if negExp {
+			exp = -exp
 		}
 	}
 	p.pos = i
@@ -984,11 +1285,11 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	if exempt {
 		return nil // only used as an id, byte for byte
 	}
-	// Integers of up to 15 digits are exact doubles and ES6 prints them
-	// unchanged; only "-0" becomes "0".
-	if fracEnd == intEnd && expOff == i && intEnd-off <= 15 {
+	if fracEnd == intEnd && expOff == i && (nsig <= exactDigits || nsig == 16 && string(in[intEnd-16:intEnd]) <= "9007199254740992") {
+		// Integers up to 2^53 are exact doubles and ES6 prints them
+		// unchanged; only "-0" becomes "0".
 		if w {
-			if len(lit) == 2 && lit[0] == '-' && lit[1] == '0' {
+			if nsig == 0 {
 				p.out = append(p.out, '0')
 			} else {
 				p.out = append(p.out, lit...)
@@ -996,13 +1297,61 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 		}
 		return nil
 	}
-	var d decimal
-	if d.parse(lit, intEnd-off, fracEnd-off, expOff-off) {
+	if d.k == 0 { // zero: its RFC 8785 form is 0
 		if w {
-			p.out = d.appendES6(p.out)
+			p.out = append(p.out, '0')
 		}
 		return nil
 	}
+	clear(d.digits[min(d.k, len(d.digits)):]) // so that decimals compare with ==
+	d.n = intDigits - lead + exp
+	ok := !over && !bigExp
+	if ok && d.k <= exactDigits && d.n > -290 && d.n < 290 {
+		// With at most 15 significant digits (DBL_DIG) in that range, the
+		// shortest decimal that round-trips the nearest double is lit's own
+		// digits: lit is exactly the value of its RFC 8785 form, and only
+		// the layout of the digits can change.
+		if w {
+			if d.es6Layout(lit, intEnd-off, fracEnd-off, expOff-off) {
+				p.out = append(p.out, lit...)
+			} else {
+				p.out = d.appendES6(p.out)
+			}
+		}
+		return nil
+	}
+	if p.lenient {
+		return p.numberLenient(lit, off, w)
+	}
+	f, exact := 0.0, false
+	if ok {
+		f, exact = d.float()
+	}
+	if !exact {
+		var err error
+		if f, err = strconv.ParseFloat(string(lit), 64); err != nil { // out of range: ±Inf has no JSON form
+			return p.fail(ErrNonCanonicalNumber, off, "number out of the IEEE 754 double range")
+		}
+	}
+	// The RFC 8785 form of f has the shortest digits that round-trip f
+	// (at most 17). lit denotes exactly that value only if it has the same
+	// digits and exponent; a literal of more than 17 significant digits,
+	// or one that rounded to zero, never does.
+	var s decimal
+	s.shortest(f)
+	if !ok || d != s {
+		return p.fail(ErrNonCanonicalNumber, off, "number is not exactly representable as an IEEE 754 double")
+	}
+	if w {
+		p.out = s.appendES6(p.out)
+	}
+	return nil
+}
+
+// numberLenient is number's path for the RFC 8785 test vectors (lenient):
+// any literal in the double range, written as RFC 8785 prints its nearest
+// double.
+func (p *scanner) numberLenient(lit []byte, off int, w bool) *ParseError {
 	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil { // out of range: ±Inf has no JSON form
 		return p.fail(ErrNonCanonicalNumber, off, "number out of the IEEE 754 double range")
@@ -1011,83 +1360,148 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	if err != nil {
 		return p.fail(ErrNonCanonicalNumber, off, "number has no RFC 8785 form")
 	}
-	if !p.lenient && !decimalEqual(lit, []byte(text)) {
-		return p.fail(ErrNonCanonicalNumber, off, "number is not exactly representable as an IEEE 754 double")
-	}
 	if w {
 		p.out = append(p.out, text...)
 	}
 	return nil
 }
 
-// decimal is a number literal of at most 15 significant digits, as
-// ±0.digits × 10^n (ES6 Number::toString's s, k and n).
+// exactDigits is DBL_DIG: every decimal of at most 15 significant digits
+// (within the normal range) survives a round trip through a double.
+const exactDigits = 15
+
+// decimal is a number literal of at most 17 significant digits (the most a
+// shortest round-trip form of a double has), as ±0.digits × 10^n
+// (ES6 Number::toString's s, k and n).
 type decimal struct {
 	neg    bool
-	digits [15]byte
-	k      int // significant digits, no trailing zeros; 0 for zero
+	digits [17]byte // digits[k:] are zero bytes, so two decimals compare with ==
+	k      int      // significant digits, no trailing zeros; 0 for zero
 	n      int
 }
 
-// parse reads lit (intEnd, fracEnd, expOff: where the integer part, the
-// fraction and the exponent part end). It reports false when lit has more
-// than 15 significant digits or a magnitude beyond 10^±290: then the
-// double nearest lit may print otherwise. With at most 15 significant
-// digits (DBL_DIG) in that range, the shortest decimal that round-trips
-// the nearest double is lit's own digits, so lit is exactly the value of
-// its RFC 8785 form and only the layout of the digits can change.
-func (d *decimal) parse(lit []byte, intEnd, fracEnd, expOff int) bool {
+// digitsEnd returns the end of the run of ASCII digits at in[i:], eight
+// bytes at a time.
+func digitsEnd(in []byte, i int) int {
+	for i+8 <= len(in) {
+		x := binary.LittleEndian.Uint64(in[i:])
+		t := x &^ msb
+		// Top bit of each byte that is above '9' (t + 0x46 > 0x7F), below
+		// '0' (0xAF - t > 0x7F) or not ASCII; no byte carries or borrows
+		// into the next, since t <= 0x7F.
+		m := ((t + lsb*0x46) | (lsb*0xAF - t) | x) & msb
+		if m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < len(in) && in[i] >= '0' && in[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// addDigits appends the digits in[a:b] to d as significant digits
+// (*nsig of them so far): the first 17 into d.digits, d.k just past the
+// last non-zero one, *over when that lies past the 17th.
+func (d *decimal) addDigits(in []byte, a, b int, nsig *int, over *bool) {
+	n := *nsig
+	if n < len(d.digits) {
+		copy(d.digits[n:], in[a:b])
+	}
+	for j := b - 1; j >= a; j-- {
+		if in[j] != '0' {
+			d.k = n + j - a + 1
+			if d.k > len(d.digits) {
+				*over = true
+			}
+			break
+		}
+	}
+	*nsig = n + b - a
+}
+
+// eightDigits returns the value of the eight ASCII digits b[:8], the
+// first the most significant, with three multiplications (SWAR).
+func eightDigits(b []byte) uint64 {
+	v := binary.LittleEndian.Uint64(b)
+	v = (v & 0x0F0F0F0F0F0F0F0F) * 2561 >> 8
+	v = (v & 0x00FF00FF00FF00FF) * 6553601 >> 16
+	return (v & 0x0000FFFF0000FFFF) * 42949672960001 >> 32
+}
+
+// pow10 are the powers of ten that doubles hold exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// float returns the double nearest d when it can be had exactly with one
+// IEEE 754 operation (Clinger's fast path, as strconv takes it: digits
+// below 2^53 and a power of ten of at most 22); exact false otherwise.
+func (d *decimal) float() (f float64, exact bool) {
+	var m uint64
 	i := 0
-	if lit[0] == '-' {
-		d.neg = true
-		i = 1
+	if d.k >= 16 { // the usual caller: 16 or 17 digits
+		m, i = eightDigits(d.digits[0:8])*1e8+eightDigits(d.digits[8:16]), 16
 	}
-	intDigits := intEnd - i
-	pos := 0    // digits seen, integer and fraction
-	first := -1 // position of the first non-zero digit
-	for ; i < fracEnd; i++ {
-		c := lit[i]
-		if c == '.' {
-			continue
-		}
-		if c != '0' {
-			if first < 0 {
-				first = pos
-			}
-			if pos-first >= len(d.digits) {
-				return false
-			}
-			d.digits[pos-first] = c
-			d.k = pos - first + 1
-		} else if first >= 0 && pos-first < len(d.digits) {
-			d.digits[pos-first] = '0'
-		}
-		pos++
+	for _, c := range d.digits[i:d.k] {
+		m = m*10 + uint64(c-'0')
 	}
-	if first < 0 { // zero
-		d.k, d.neg = 0, false
-		return true
+	e := d.n - d.k
+	if m > 1<<53 || e < -22 || e > 22 {
+		return 0, false
+	}
+	f = float64(m)
+	if e < 0 {
+		f /= pow10[-e]
+	} else {
+		f *= pow10[e]
+	}
+	if d.neg {
+		f = -f
+	}
+	return f, true
+}
+
+// shortest sets d to the shortest decimal that round-trips f (finite,
+// nonzero or zero), as strconv and RFC 8785 choose it.
+func (d *decimal) shortest(f float64) {
+	*d = decimal{}
+	if f == 0 {
+		return
+	}
+	if f < 0 {
+		d.neg, f = true, -f
+	}
+	var buf [32]byte
+	b := strconv.AppendFloat(buf[:0], f, 'e', -1, 64) // d[.ddd]e±dd
+	e := 0
+	for i, c := range b {
+		if c == 'e' {
+			e = i
+			break
+		}
+		if c != '.' {
+			d.digits[d.k] = c
+			d.k++
+		}
 	}
 	exp := 0
-	if expOff < len(lit) {
-		e := lit[expOff+1:]
-		neg := false
-		if e[0] == '+' || e[0] == '-' {
-			neg = e[0] == '-'
-			e = e[1:]
-		}
-		for _, c := range e {
-			exp = exp*10 + int(c-'0')
-			if exp > 1000 {
-				return false
-			}
-		}
-		if neg {
-			exp = -exp
-		}
+	for _, c := range b[e+2:] {
+		exp = exp*10 + int(c-'0')
 	}
-	d.n = intDigits - first + exp
-	return d.n > -290 && d.n < 290
+	if b[e+1] == '-' {
+		exp = -exp
+	}
+	d.n = exp + 1
+}
+
+// es6Layout reports whether lit (read by parse into d, at most 15
+// significant digits) is already laid out as appendES6 prints d: no
+// exponent, no trailing zero in a fraction, not zero, and a magnitude
+// ES6 prints without an exponent (1e-6 <= |lit| < 1e21).
+func (d *decimal) es6Layout(lit []byte, intEnd, fracEnd, expOff int) bool {
+	return expOff == len(lit) && (fracEnd == intEnd || lit[fracEnd-1] != '0') &&
+		d.k > 0 && d.n > -6 && d.n <= 21
 }
 
 // appendES6 appends d as ECMAScript's Number::toString prints it (RFC 8785
@@ -1144,75 +1558,4 @@ func digestOf(sum [sha256.Size]byte) string {
 		b[8+2*i] = hexDigits[c&0xF]
 	}
 	return string(b[:])
-}
-
-// decimalEqual reports whether two RFC 8259 number literals denote the
-// same exact decimal value (-0 equals 0).
-func decimalEqual(a, b []byte) bool {
-	an, ad, ae := normDecimal(a)
-	bn, bd, be := normDecimal(b)
-	return an == bn && ae == be && string(ad) == string(bd)
-}
-
-// normDecimal returns a literal as sign, significant digits (no leading or
-// trailing zeros) and exponent, so that value = ±digits × 10^exp. Zero is
-// (false, nil, 0). Exponents saturate at ±1e15, far beyond any double, so
-// the comparison stays exact for every literal that fits in memory.
-func normDecimal(s []byte) (neg bool, digits []byte, exp int) {
-	if len(s) > 0 && s[0] == '-' {
-		neg = true
-		s = s[1:]
-	}
-	mant := s
-	for i, c := range s {
-		if c == 'e' || c == 'E' {
-			mant = s[:i]
-			exp = parseExp(s[i+1:])
-			break
-		}
-	}
-	digits = make([]byte, 0, len(mant))
-	seenDot := false
-	for _, c := range mant {
-		if c == '.' {
-			seenDot = true
-			continue
-		}
-		if seenDot {
-			exp--
-		}
-		if c == '0' && len(digits) == 0 {
-			continue // leading zero
-		}
-		digits = append(digits, c)
-	}
-	for len(digits) > 0 && digits[len(digits)-1] == '0' {
-		digits = digits[:len(digits)-1]
-		exp++
-	}
-	if len(digits) == 0 {
-		return false, nil, 0
-	}
-	return neg, digits, exp
-}
-
-// parseExp parses an exponent ([+-]?digits), saturating at ±1e15.
-func parseExp(s []byte) int {
-	neg := false
-	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
-		neg = s[0] == '-'
-		s = s[1:]
-	}
-	const sat = 1_000_000_000_000_000
-	n := 0
-	for _, c := range s {
-		n = n*10 + int(c-'0')
-		if n > sat {
-			n = sat
-		}
-	}
-	if neg {
-		return -n
-	}
-	return n
 }

@@ -2,6 +2,11 @@ package mcpparse
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/bits"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -160,6 +165,218 @@ func TestScannerReuse(t *testing.T) {
 			if gerr == nil && !bytes.Equal(got.Messages[0].Arguments(), want.Messages[0].Arguments()) {
 				t.Fatalf("round %d input %d: reused %s, fresh %s", round, i, got.Messages[0].Arguments(), want.Messages[0].Arguments())
 			}
+		}
+	}
+}
+
+// TestInvalidUTF8FirstAfterAnyFault: the pass validates UTF-8 only inside
+// the strings it reaches, yet invalid UTF-8 anywhere in a body is still
+// the error, at the first invalid byte, whatever other fault comes before
+// or after it (as when the whole body was checked first).
+func TestInvalidUTF8FirstAfterAnyFault(t *testing.T) {
+	bad := "\xe2\x82" // a truncated three-byte sequence
+	tests := []struct {
+		name string
+		give string
+	}{
+		{"after a syntax error", `{"jsonrpc":"2.0",,"x":"` + bad + `"}`},
+		{"after trailing data", call(`{}`) + ` x "` + bad},
+		{"after a duplicate member", call(`{"a":1,"a":2,"b":"` + bad + `"}`)},
+		{"after a case variant", call(`{"a":1,"A":2,"b":"` + bad + `"}`)},
+		{"after a non-canonical number", call(`{"n":9007199254740993,"b":"` + bad + `"}`)},
+		{"after an unescaped control", call(`{"s":"a` + "\x01" + `","b":"` + bad + `"}`)},
+		{"after a lone surrogate escape", call(`{"s":"\ud800","b":"` + bad + `"}`)},
+		{"after a string too long", call(`{"s":"` + strings.Repeat("é", DefaultMaxStringLen) + `","b":"` + bad + `"}`)},
+		{"after nesting too deep", call(nest(DefaultMaxDepth+1, `1`)) + `"` + bad},
+		{"in a name after an error", call(`{"a":1,"a":2,"` + bad + `":3}`)},
+		{"outside strings", call(`{"a":1}`) + bad},
+		{"inside a long run of CJK", call(`{"s":"` + strings.Repeat("東", 100) + bad + strings.Repeat("東", 100) + `"}`)},
+		{"surrogate as raw UTF-8 after CJK", call(`{"s":"東東東` + "\xed\xa0\x80" + `"}`)},
+		{"overlong after Cyrillic", call(`{"s":"жжж` + "\xe0\x80\xaf" + `"}`)},
+		{"beyond U+10FFFF after emoji", call(`{"s":"😀😀` + "\xf4\x90\x80\x80" + `"}`)},
+		{"in an escaped string", call(`{"s":"\n東` + bad + `"}`)},
+		{"at the very end of a string", call(`{"s":"东`) + "\xe4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(tt.give)
+			want := invalidUTF8At(body)
+			if want == len(body) {
+				t.Fatal("test body is valid UTF-8")
+			}
+			for _, batch := range []bool{false, true} {
+				_, err := Parse(body, ParseOptions{AllowBatch: batch})
+				pe := wantKind(t, err, ErrInvalidUTF8)
+				if pe.Offset != int64(want) || pe.Index != -1 {
+					t.Errorf("Parse: offset %d index %d, want %d, -1", pe.Offset, pe.Index, want)
+				}
+			}
+			_, err := Canonicalize(body, Limits{})
+			if pe := wantKind(t, err, ErrInvalidUTF8); pe.Offset != int64(want) {
+				t.Errorf("Canonicalize: offset %d, want %d", pe.Offset, want)
+			}
+		})
+	}
+}
+
+// TestSpecialMasks: the word-at-a-time classifiers find the same first
+// byte as a byte loop, on random words biased towards the boundary bytes
+// (0x1F, 0x20, '"', '\\', 0x7F, 0x80, 0xFF) and their borrows.
+func TestSpecialMasks(t *testing.T) {
+	edge := []byte{0x00, 0x01, 0x1F, 0x20, 0x21, '"', '#', '\\', ']', 0x7F, 0x80, 0x81, 0xC2, 0xE2, 0xFF, 'a'}
+	rng := rand.New(rand.NewPCG(3, 4))
+	first := func(w [8]byte, is func(byte) bool) int {
+		for i, c := range w {
+			if is(c) {
+				return i
+			}
+		}
+		return 8
+	}
+	at := func(m uint64) int { return bits.TrailingZeros64(m) >> 3 }
+	for range 200_000 {
+		var w [8]byte
+		for i := range w {
+			if rng.IntN(2) == 0 {
+				w[i] = edge[rng.IntN(len(edge))]
+			} else {
+				w[i] = byte(rng.IntN(256))
+			}
+		}
+		x := binary.LittleEndian.Uint64(w[:])
+		low := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
+		if got, want := at(special(x)), first(w, low); got != want {
+			t.Fatalf("special(% x): first at %d, want %d", w, got, want)
+		}
+		if got, want := at(specialMask(x)), first(w, func(c byte) bool { return low(c) || c >= 0x80 }); got != want {
+			t.Fatalf("specialMask(% x): first at %d, want %d", w, got, want)
+		}
+	}
+}
+
+// TestDigitsEnd: the eight-at-a-time digit run ends where a byte loop's
+// does, on random runs of digits followed by any byte, at every alignment
+// and near the end of the input.
+func TestDigitsEnd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	edge := []byte{'/', '0', '9', ':', 0x00, 0x7F, 0x80, 0xB0, 0xB9, 0xFF, '.', 'e', '-'}
+	for range 100_000 {
+		in := make([]byte, rng.IntN(24))
+		for i := range in {
+			switch rng.IntN(3) {
+			case 0, 1:
+				in[i] = byte('0' + rng.IntN(10))
+			default:
+				in[i] = edge[rng.IntN(len(edge))]
+			}
+		}
+		start := 0
+		if len(in) > 0 {
+			start = rng.IntN(len(in) + 1)
+		}
+		want := start
+		for want < len(in) && in[want] >= '0' && in[want] <= '9' {
+			want++
+		}
+		if got := digitsEnd(in, start); got != want {
+			t.Fatalf("digitsEnd(% x, %d) = %d, want %d", in, start, got, want)
+		}
+	}
+}
+
+// TestStringLimitAgainstReference: with a small MaxStringLen, strings of
+// ASCII, multi-byte text, escapes (canonical or not), controls, invalid
+// UTF-8 and truncation give the tree parser's result, error kind and
+// offset: the word- and run-at-a-time paths check the decoded length at
+// the same points as its byte loop.
+func TestStringLimitAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	pieces := []string{"a", "abcdefgh", "é", "東", "😀", "жжжжжж", "東京都渋谷", `\n`, `\"`, `\\`, `\/`, `\u0041`, `\u001f`,
+		`\ud83d\ude00`, `\ud800`, "\x01", "\xe2\x82", "\xff", `\`, `\u12`}
+	for range 30_000 {
+		var sb strings.Builder
+		sb.WriteByte('"')
+		for range rng.IntN(12) {
+			sb.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		if rng.IntN(8) > 0 {
+			sb.WriteByte('"')
+		}
+		str := sb.String()
+		lim := Limits{MaxStringLen: 1 + rng.IntN(40)}
+		for _, doc := range []string{str, `{` + str + `:` + str + `}`, `[` + str + `,1]`} {
+			got, err := Canonicalize([]byte(doc), lim)
+			want, werr := refCanonicalize([]byte(doc), lim.withDefaults())
+			if unterminatedPastLimit(err, werr) {
+				continue
+			}
+			sameError(t, "Canonicalize "+strconv.Quote(doc)+" max "+strconv.Itoa(lim.MaxStringLen), err, werr)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%q: got %q, reference %q", doc, got, want)
+			}
+			body := []byte(call(`{"s":` + doc + `}`))
+			_, err = Parse(body, ParseOptions{Limits: lim})
+			_, werr = refParse(body, ParseOptions{Limits: lim})
+			if !unterminatedPastLimit(err, werr) {
+				sameError(t, "Parse "+strconv.Quote(doc), err, werr)
+			}
+		}
+	}
+}
+
+// unterminatedPastLimit reports the one place where the scanner and the
+// tree parser disagree, as they did before the scanner read strings a word
+// at a time: a string that runs to the end of the body with more than
+// MaxStringLen bytes, but not more before its last byte, is
+// string_too_long to the scanner and an unterminated string to the tree
+// parser. Both refuse it.
+func unterminatedPastLimit(err, want error) bool {
+	var pe, we *ParseError
+	return errors.As(err, &pe) && errors.As(want, &we) &&
+		pe.Kind == ErrStringTooLong && we.Kind == ErrSyntax && strings.Contains(we.Msg, "unterminated string")
+}
+
+// TestShapeKeysAgainstReference: in arrays of objects of one shape, later
+// objects spell the names otherwise (escaped, longer, shorter, a raw
+// control, a name whose decoded form has a backslash or quote, a case
+// variant, a duplicate); Parse and Canonicalize agree with the tree parser
+// (the shape's spelling is taken without a scan only when it is exact).
+func TestShapeKeysAgainstReference(t *testing.T) {
+	firsts := []string{`{"sku":1,"qty":2}`, `{"a\\":1,"b":2}`, `{"a\"":1,"b":2}`, `{"\n":1,"b":2}`, `{"":1,"b":2}`, `{"é":1,"b":2}`}
+	laters := []string{`{"sku":1,"qty":2}`, `{"sk\u0075":1,"qty":2}`, `{"skux":1,"qty":2}`, `{"sk":1,"qty":2}`, `{"sku":1,"sku":2}`,
+		`{"SKU":1,"qty":2}`, `{"a\\":1,"b":2}`, `{"a\":1,"b":2}`, `{"a\"":1,"b":2}`, "{\"\n\":1,\"b\":2}", `{"\n":1,"b":2}`,
+		`{"":1,"b":2}`, `{"é":1,"b":2}`, `{"\u00e9":1,"b":2}`, `{"b":2,"sku":1}`, `{"sku"`, `{"sku":1,"qty"`, `{"a\`}
+	for _, f := range firsts {
+		for _, l := range laters {
+			for _, doc := range []string{`[` + f + `,` + l + `]`, `[` + f + `,` + f + `,` + l + `,` + f + `]`} {
+				got, err := Canonicalize([]byte(doc), Limits{})
+				want, werr := refCanonicalize([]byte(doc), DefaultLimits())
+				sameError(t, "Canonicalize "+doc, err, werr)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("%s: got %s, reference %s", doc, got, want)
+				}
+				body := []byte(call(`{"items":` + doc + `}`))
+				for _, exact := range []bool{false, true} {
+					opt := ParseOptions{CaseSensitiveKeys: exact}
+					b, err := Parse(body, opt)
+					wb, werr := refParse(body, opt)
+					sameError(t, "Parse "+doc, err, werr)
+					if err == nil {
+						sameBody(t, doc, b, wb, exact)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestEightDigits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for range 100_000 {
+		n := rng.Uint64N(100_000_000)
+		s := []byte(strconv.FormatUint(100_000_000+n, 10)[1:]) // eight digits, leading zeros kept
+		if got := eightDigits(s); got != n {
+			t.Fatalf("eightDigits(%s) = %d", s, got)
 		}
 	}
 }
