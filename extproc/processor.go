@@ -136,6 +136,7 @@ type stream struct {
 	// counts for the decision log
 	lists, kept, removed int
 	kind                 listfilter.Kind
+	rc                   receipt // of an allowed tools/call (receipt.go)
 }
 
 // Process implements ExternalProcessorServer: one call per HTTP stream.
@@ -146,6 +147,7 @@ func (s *Server) Process(srv extprocv3.ExternalProcessor_ProcessServer) (err err
 		if r := recover(); r != nil {
 			err = status.Errorf(codes.Internal, "ext_proc: recovered: %v", r)
 		}
+		st.endReceipt() // the stream ended before the answer: outcome_unknown
 		if err != nil {
 			outcome = "error"
 		} else if st.refused {
@@ -236,6 +238,7 @@ func (st *stream) readMeta(req *extprocv3.ProcessingRequest) {
 	}
 	st.taskRequested = str("task_requested") == "true" || f["task_requested"].GetBoolValue()
 	st.isList = isListMethod(st.method)
+	st.startReceipt(str("request_digest"))
 }
 
 // header returns the value of header k (lower case) in hm.
@@ -338,6 +341,7 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 	isJSON := !isSSE && strings.Contains(lct, "application/json")
 	pass := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}}
 	ok2xx := code >= 200 && code < 300
+	st.rc.status = code
 	if !st.haveMeta {
 		if ok2xx && (isSSE || isJSON) {
 			return st.immediate(503, ReasonNoMetadata, "no authorization decision for this response"), nil
@@ -346,7 +350,8 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 	}
 	noBody := h.GetEndOfStream() || code == 204 || code == 304 || code == 202 || st.httpMethod == "HEAD"
 	if noBody {
-		return pass, nil
+		st.endReceipt()
+		return st.withReceipt(pass), nil
 	}
 	if e := strings.TrimSpace(strings.ToLower(enc)); e != "" && e != "identity" {
 		return st.immediate(502, ReasonCompressed, "a compressed response cannot be filtered"), nil
@@ -356,7 +361,8 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 	switch {
 	case !ok2xx:
 		if !isSSE && !isJSON {
-			return pass, nil
+			st.endReceipt() // http_error
+			return st.withReceipt(pass), nil
 		}
 		st.mode = modeError
 	case isSSE:
@@ -523,7 +529,17 @@ func (st *stream) logFiltered() {
 		zap.String("result", "ok"))
 }
 
+// responseBody answers one response body message; the call's receipt is
+// closed at end_of_stream and travels to Envoy with that answer.
 func (st *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
+	resp, err := st.responseBodyOf(ctx, b)
+	if err == nil && b.GetEndOfStream() {
+		st.endReceipt()
+	}
+	return st.withReceipt(resp), err
+}
+
+func (st *stream) responseBodyOf(ctx context.Context, b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
 	switch st.mode {
 	case modeSSE:
 		return st.sseChunk(ctx, b)
@@ -553,6 +569,7 @@ func (st *stream) jsonBody(ctx context.Context, body []byte) (*extprocv3.Process
 	if len(bytes.TrimSpace(body)) == 0 {
 		return bodyResponse(nil, nil), nil
 	}
+	st.answer(body)
 	replace := func(reason, msg string) *extprocv3.ProcessingResponse {
 		eb := errorBody(st.rpcID, -32603, reason, msg)
 		return bodyResponse(eb, []*corev3.HeaderValueOption{
@@ -705,6 +722,9 @@ func (st *stream) event(ctx context.Context, ev *sse.Event) []byte {
 		}
 		st.refusedList(ReasonUnfilterable, errors.New("a bare CR: clients frame this event differently"))
 		return st.errorEvent(ReasonUnfilterable, "an SSE event the clients read differently")
+	}
+	if read && len(ev.Go.Data) > 0 {
+		st.answer(ev.Go.Data)
 	}
 	views := [][]byte{ev.Go.Data, ev.TS.Data}
 	if bytes.Equal(views[0], views[1]) {

@@ -27,6 +27,9 @@ type Trace struct {
 	// the normal form of the URI, or the method; "" for GET, DELETE and
 	// response.
 	Name string
+	// Pinned: tool definition pinning applied to this request (a
+	// tools/call under pin_mode tofu or strict with a Definition).
+	Pinned bool
 	// URIProblem, at step "unsafe_uri", says why the URI was refused when
 	// the reason is a Windows name (a stream, a device, a short name, …);
 	// "" for the other refusals.
@@ -85,6 +88,7 @@ func (p *Policy) Explain(in *Input) Trace {
 	}
 	r, _ := p.newRequest(in) // Evaluate accepted in
 	tr.Name = r.name
+	tr.Pinned = in.Definition != nil && r.kind == kindTool && p.pinMode != PinOff
 	for _, d := range []Decision{Deny, Ask, Allow} {
 		for _, ru := range p.rules[d][r.kind] {
 			tr.Rules = append(tr.Rules, ru.trace(r))
@@ -104,6 +108,18 @@ func (ru *rule) trace(r *request) RuleTrace {
 		Pattern: ru.pattern, When: ru.whenSrc}
 	t.PatternHeld = ru.patternMatches(r)
 	t.PatternNote = ru.patternNote(r, t.PatternHeld)
+	if len(ru.hints) > 0 && t.PatternNote == "" {
+		v := r.annotationValues()
+		parts := make([]string, len(annotationNames))
+		for i, n := range annotationNames {
+			parts[i] = fmt.Sprintf("%s=%v", n, v[i])
+		}
+		src := "the worst case (server not trusted, or tool not listed)"
+		if r.trusted && r.in.Definition != nil && r.in.Definition.Listed {
+			src = "declared by the listed definition"
+		}
+		t.PatternNote = "annotations " + strings.Join(parts, " ") + ": " + src
+	}
 	if !t.PatternHeld {
 		return t
 	}

@@ -262,7 +262,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	store := &decision.PolicyStore{}
 	store.Store(lp)
 	req := extauthz.RequestFromCheck(capt.CheckRequest(true))
-	dc := decision.Config{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: *explain,
+	dc := decision.Config{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: *explain, Definitions: policytest.Listed{},
 		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{})}
 	responder := &extauthz.Responder{ResourceMetadataURL: resourcemeta.URL(aud[0])}
 	if cfg != nil { // as serve decides and answers

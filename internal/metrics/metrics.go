@@ -43,6 +43,7 @@ type Metrics struct {
 	SideStreams         *prometheus.CounterVec   // ext_proc_streams_total{route,outcome}
 	ListsFiltered       *prometheus.CounterVec   // lists_filtered_total{kind,result}
 	ListItemsRemoved    *prometheus.CounterVec   // list_items_removed_total{kind}
+	Receipts            *prometheus.CounterVec   // receipts_total{outcome}
 
 	reg prometheus.Registerer
 	now func() time.Time // nil means time.Now
@@ -62,6 +63,9 @@ var Sinks = []string{"stdout", "file", "otlp"}
 
 // StateStoreOps are the values of the state store's op label.
 var StateStoreOps = []string{"claim", "release", "ping", "get"}
+
+// ReceiptOutcomes are the values of receipts_total's outcome label.
+var ReceiptOutcomes = []string{"success", "tool_error", "rpc_error", "task_created", "input_required", "http_error", "outcome_unknown"}
 
 // SideStreamRoutes are the values of ext_proc_streams_total's route label.
 var SideStreamRoutes = []string{"list", "get", "task", "call", "other"}
@@ -145,13 +149,18 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 			Help: "List answers seen by the processor, by kind (tools, prompts, resources, resourceTemplates, tasks) and result (ok, refused: replaced by a JSON-RPC error)."}, []string{"kind", "result"}),
 		ListItemsRemoved: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "list_items_removed_total",
 			Help: "Items removed from list answers, by kind."}, []string{"kind"}),
+		Receipts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "receipts_total",
+			Help: "Receipts of allowed tools/call, by outcome (success, tool_error, rpc_error, task_created, input_required, http_error, outcome_unknown: the upstream may have run the call; nobody saw the answer)."}, []string{"outcome"}),
 		reg: reg,
 	}
 	reg.MustRegister(m.Decisions, m.ShadowMatches, m.CheckDuration, m.InFlight, m.TokenFailures, m.TokenCache,
 		m.KeySetRefreshes, m.OIDCDiscovery, m.PolicyReloads, m.PolicyReloadError, m.PolicyInfo, m.Ready,
 		m.BuildInfo, m.DryRun, m.PolicyReloadOK, m.PolicyReloadTime, m.KeySetRefreshTime, m.StateStoreRequests,
 		m.StateStoreDuration, m.DecisionLogErrors, m.DecisionLogDropped, m.DecisionLogBlocked, m.DecisionLogSampled,
-		m.CELEvaluationErrors, m.RuleDecisions, m.SideStreams, m.ListsFiltered, m.ListItemsRemoved)
+		m.CELEvaluationErrors, m.RuleDecisions, m.SideStreams, m.ListsFiltered, m.ListItemsRemoved, m.Receipts)
+	for _, o := range ReceiptOutcomes {
+		m.Receipts.WithLabelValues(o)
+	}
 	for _, r := range SideStreamRoutes {
 		for _, o := range []string{"ok", "error", "refused"} {
 			m.SideStreams.WithLabelValues(r, o)
@@ -415,4 +424,12 @@ func (m *Metrics) ListFiltered(kind, result string, removed int) {
 	if removed > 0 {
 		m.ListItemsRemoved.WithLabelValues(kind).Add(float64(removed))
 	}
+}
+
+// Receipt counts one receipt of an allowed tools/call by its outcome.
+func (m *Metrics) Receipt(outcome string) {
+	if m == nil {
+		return
+	}
+	m.Receipts.WithLabelValues(outcome).Inc()
 }

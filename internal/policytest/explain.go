@@ -111,7 +111,11 @@ func WriteTrace(w io.Writer, d *decision.Decision, policyFile string) {
 		}
 		fmt.Fprintf(w, "      => %s\n", verdict)
 	}
-	fmt.Fprintf(w, "precedence (deny > ask > allow > default): %s\n", stepText(tr))
+	order := "deny > ask > allow > default"
+	if tr.Pinned {
+		order = "deny > pin > ask > allow > default"
+	}
+	fmt.Fprintf(w, "precedence (%s): %s\n", order, stepText(tr))
 	if d.Reason != decision.ReasonAllowed && d.Reason != decision.ReasonPolicyDenied &&
 		d.Reason != decision.ReasonDefaultDeny && d.Reason != decision.ReasonAuthorizationRequired {
 		fmt.Fprintf(w, "answered as: %s\n", d.Reason)
@@ -146,6 +150,11 @@ func stepText(tr *policy.Trace) string {
 		return "the resource URI has no safe normal form: deny before any rule"
 	case "invalid_input":
 		return "the request lacks the name or URI its method needs: deny before any rule"
+	case "pin":
+		if tr.Result.Cause == policy.CauseToolNotListed {
+			return "no deny rule matched; no tools/list showed the tool and no allow rule names it literally: tool_not_listed (deny)"
+		}
+		return "no deny rule matched; the tool's listed definition is not its baseline: definition_changed (ask)"
 	}
 	return tr.Step
 }

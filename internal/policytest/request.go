@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
 // Defaults of an offline principal: the issuer and audience of the
@@ -112,7 +113,8 @@ func (r *Request) Captured() *capture.Request {
 func Decide(ctx context.Context, lp *decision.LoadedPolicy, server string, p Principal, c *capture.Request) *decision.Decision {
 	store := &decision.PolicyStore{}
 	store.Store(lp)
-	d, err := decision.NewDecider(decision.Config{ServerID: server, Verifier: Verifier{P: p}, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: true})
+	d, err := decision.NewDecider(decision.Config{ServerID: server, Verifier: Verifier{P: p}, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: true,
+		Definitions: Listed{}})
 	if err != nil {
 		return decision.Internal(err.Error())
 	}
@@ -152,4 +154,23 @@ func JSONClaims(in map[string]any) (map[string]any, error) {
 		return nil, fmt.Errorf("claims: %w", err)
 	}
 	return out, nil
+}
+
+// Listed is the offline answer to "what did the response seam see of this
+// tool?" for a pinning policy: every tool listed with its first pinned
+// definition (or, without pins, one the baseline holds), no annotations
+// declared. Offline decisions thus test the rules as they apply to an
+// unchanged tool; definition_changed and tool_not_listed need a live seam.
+type Listed struct{}
+
+// Lookup implements decision.ToolDefinitions.
+func (Listed) Lookup(_ context.Context, p *policy.Policy, server, tool string) (*policy.ToolDefinition, error) {
+	if p.PinMode() == policy.PinOff {
+		return nil, nil
+	}
+	d := &policy.ToolDefinition{Listed: true}
+	if pins := p.Pins(server, tool); len(pins) > 0 {
+		d.Fingerprint = pins[0]
+	}
+	return d, nil
 }

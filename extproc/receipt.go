@@ -1,0 +1,204 @@
+package extproc
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+)
+
+// ReceiptNamespace is the dynamic-metadata namespace the processor writes
+// a call's outcome into (Envoy's access log prints
+// %DYNAMIC_METADATA(mcp.receipt:outcome)%).
+const ReceiptNamespace = "mcp.receipt"
+
+// The outcomes of an allowed tools/call (issue 18; notes/RESPONSE-SEAM.md
+// 5.8). outcome_unknown: the stream ended, was reset or timed out before the
+// answer was seen: the upstream may have executed the call; nobody saw the
+// answer.
+const (
+	OutcomeSuccess       = "success"
+	OutcomeToolError     = "tool_error"
+	OutcomeRPCError      = "rpc_error"
+	OutcomeTaskCreated   = "task_created"
+	OutcomeInputRequired = "input_required"
+	OutcomeHTTPError     = "http_error"
+	OutcomeUnknown       = "outcome_unknown"
+)
+
+// receipt is what the processor records of one allowed tools/call.
+type receipt struct {
+	on, done      bool
+	start         time.Time
+	requestDigest string
+	status        int // upstream HTTP status
+	outcome       string
+	code          int64  // JSON-RPC error code, rpc_error only
+	digest        string // sha256 of the RFC 8785 form of result (or error)
+	bytes         int
+	meta          *structpb.Struct // set once done, for the next ProcessingResponse
+}
+
+// startReceipt begins the receipt of a tools/call stream (Check allowed
+// it: there is a decision id).
+func (st *stream) startReceipt(requestDigest string) {
+	if st.method != mcpmethod.ToolsCall || st.decision == "" {
+		return
+	}
+	st.rc = receipt{on: true, start: time.Now(), requestDigest: requestDigest}
+}
+
+// answer records the outcome from msg (a JSON-RPC message or batch, the
+// bytes the client reads) when it holds the response to the call's id.
+func (st *stream) answer(msg []byte) {
+	rc := &st.rc
+	if !rc.on || rc.done || len(st.rpcID) == 0 {
+		return
+	}
+	body, err := mcpparse.Parse(bytes.TrimPrefix(msg, []byte("\xef\xbb\xbf")), mcpparse.ParseOptions{Limits: st.limits(), AllowBatch: true})
+	if err != nil {
+		return
+	}
+	for i := range body.Messages {
+		m := &body.Messages[i]
+		if m.Kind != mcpparse.KindResponse || !bytes.Equal(m.ID, st.rpcID) {
+			continue
+		}
+		rc.bytes = len(msg)
+		if m.Result == nil {
+			rc.outcome = OutcomeRPCError
+			rc.code = errorCode(msg)
+			rc.digest = canonicalDigest(errorMember(msg))
+		} else {
+			rc.outcome = resultOutcome(m.Result)
+			rc.digest = canonicalDigest(m.Result)
+		}
+		st.finishReceipt()
+		return
+	}
+}
+
+// resultOutcome classifies a tools/call result: isError true is a tool
+// error; a CreateTaskResult (result.task.taskId) or MCP 2026's resultType
+// "task" a created task; resultType "input_required" a request for input.
+func resultOutcome(result []byte) string {
+	var r struct {
+		IsError    *bool  `json:"isError"`
+		ResultType string `json:"resultType"`
+		Task       *struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return OutcomeSuccess
+	}
+	switch {
+	case r.IsError != nil && *r.IsError:
+		return OutcomeToolError
+	case r.Task != nil && r.Task.TaskID != "" || r.ResultType == "task":
+		return OutcomeTaskCreated
+	case r.ResultType == "input_required":
+		return OutcomeInputRequired
+	}
+	return OutcomeSuccess
+}
+
+// endReceipt closes a receipt that saw no answer: http_error for an
+// upstream error status without a JSON-RPC response, else outcome_unknown.
+func (st *stream) endReceipt() {
+	rc := &st.rc
+	if !rc.on || rc.done {
+		return
+	}
+	rc.outcome = OutcomeUnknown
+	if rc.status >= 300 {
+		rc.outcome = OutcomeHTTPError
+	}
+	st.finishReceipt()
+}
+
+// finishReceipt writes the receipt line to the decision log (digests and
+// sizes only, never the result) and prepares Envoy's dynamic metadata.
+func (st *stream) finishReceipt() {
+	rc := &st.rc
+	rc.done = true
+	f := []zap.Field{
+		zap.String("kind", "receipt"),
+		zap.String("decision_id", st.decision),
+		zap.String("request_digest", rc.requestDigest),
+		zap.String("method", st.method),
+		zap.String("server", st.server),
+		zap.String("outcome", rc.outcome),
+		zap.Int("upstream_status", rc.status),
+		zap.Int("bytes", rc.bytes),
+		zap.Int64("duration_ms", time.Since(rc.start).Milliseconds()),
+	}
+	if len(st.rpcID) > 0 {
+		f = append(f, zap.String("rpc_id", string(st.rpcID)))
+	}
+	if rc.outcome == OutcomeRPCError {
+		f = append(f, zap.Int64("rpc_error_code", rc.code))
+	}
+	if rc.digest != "" {
+		f = append(f, zap.String("result_digest", rc.digest))
+	}
+	st.s.cfg.Log.Info("receipt", f...)
+	st.s.cfg.Metrics.Receipt(rc.outcome)
+	fields := map[string]*structpb.Value{
+		"outcome":     structpb.NewStringValue(rc.outcome),
+		"decision_id": structpb.NewStringValue(st.decision),
+		"is_error":    structpb.NewBoolValue(rc.outcome == OutcomeToolError),
+	}
+	if rc.outcome == OutcomeRPCError {
+		fields["rpc_error_code"] = structpb.NewStringValue(strconv.FormatInt(rc.code, 10))
+	}
+	rc.meta = &structpb.Struct{Fields: map[string]*structpb.Value{ReceiptNamespace: structpb.NewStructValue(&structpb.Struct{Fields: fields})}}
+}
+
+// withReceipt attaches the finished receipt's metadata to resp, once.
+func (st *stream) withReceipt(resp *extprocv3.ProcessingResponse) *extprocv3.ProcessingResponse {
+	if resp != nil && st.rc.meta != nil {
+		resp.DynamicMetadata, st.rc.meta = st.rc.meta, nil
+	}
+	return resp
+}
+
+// canonicalDigest is "sha256:<hex>" of the RFC 8785 form of v; of its bytes
+// when it is not strict JSON (a digest of what was seen, still never the
+// value).
+func canonicalDigest(v []byte) string {
+	if len(v) == 0 {
+		return ""
+	}
+	if c, err := mcpparse.Canonicalize(v, mcpparse.Limits{}); err == nil {
+		return mcpparse.Digest(c)
+	}
+	return mcpparse.Digest(v)
+}
+
+// errorCode and errorMember read a JSON-RPC error response's error.code and
+// error member (0 and nil when absent).
+func errorCode(msg []byte) int64 {
+	var e struct {
+		Error struct {
+			Code int64 `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(msg, &e)
+	return e.Error.Code
+}
+
+func errorMember(msg []byte) []byte {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	_ = json.Unmarshal(msg, &e)
+	return e.Error
+}

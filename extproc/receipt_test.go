@@ -1,0 +1,78 @@
+package extproc
+
+import (
+	"strings"
+	"testing"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// TestReceipts: every outcome of an allowed tools/call leaves one receipt
+// line with Check's decision_id and request_digest, and never the result
+// itself (its RFC 8785 digest only).
+func TestReceipts(t *testing.T) {
+	call := func(f *fixture, status int, ct string, chunks ...string) exchange {
+		m := f.meta("alice", "tools/call", "7")
+		m["request_digest"] = "sha256:req"
+		return exchange{method: "POST", meta: m, status: status, hdrs: map[string]string{"content-type": ct}, chunks: chunks}
+	}
+	const secret = "s3cr3t-result-text"
+	tests := []struct {
+		name    string
+		status  int
+		ct      string
+		chunks  []string
+		outcome string
+		code    int64
+	}{
+		{"success (JSON)", 200, "application/json", []string{`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + secret + `"}]}}`}, OutcomeSuccess, 0},
+		{"tool error", 200, "application/json", []string{`{"jsonrpc":"2.0","id":7,"result":{"isError":true,"content":[{"type":"text","text":"` + secret + `"}]}}`}, OutcomeToolError, 0},
+		{"rpc error", 200, "application/json", []string{`{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"bad"}}`}, OutcomeRPCError, -32602},
+		{"task created", 200, "application/json", []string{`{"jsonrpc":"2.0","id":7,"result":{"task":{"taskId":"t1","status":"working"}}}`}, OutcomeTaskCreated, 0},
+		{"input required (2026)", 200, "application/json", []string{`{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required"}}`}, OutcomeInputRequired, 0},
+		{"http error, no JSON-RPC body", 502, "text/plain", []string{"upstream connect error"}, OutcomeHTTPError, 0},
+		{"success (SSE, after a notification)", 200, "text/event-stream", []string{
+			"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n",
+			"data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n"}, OutcomeSuccess, 0},
+		{"SSE ended before the answer", 200, "text/event-stream", []string{
+			"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n"}, OutcomeUnknown, 0},
+		{"another id only", 200, "application/json", []string{`{"jsonrpc":"2.0","id":8,"result":{}}`}, OutcomeUnknown, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			got := f.envoy.do(t, callRoute, call(f, tt.status, tt.ct, tt.chunks...))
+			if got.localReply || got.reset {
+				t.Fatalf("the call was not passed: %+v", got)
+			}
+			lines := f.logs.FilterMessage("receipt").All()
+			if len(lines) != 1 {
+				t.Fatalf("%d receipt lines, want 1", len(lines))
+			}
+			fields := lines[0].ContextMap()
+			if fields["outcome"] != tt.outcome || fields["decision_id"] != "d-alice" || fields["request_digest"] != "sha256:req" {
+				t.Errorf("receipt %v", fields)
+			}
+			if tt.code != 0 && fields["rpc_error_code"] != tt.code {
+				t.Errorf("rpc_error_code %v, want %d", fields["rpc_error_code"], tt.code)
+			}
+			for _, fl := range lines[0].Context {
+				if fl.Type == zapcore.StringType && strings.Contains(fl.String, secret) {
+					t.Errorf("the receipt holds the result: %s", fl.Key)
+				}
+			}
+			if d, _ := fields["result_digest"].(string); tt.outcome != OutcomeUnknown && tt.outcome != OutcomeHTTPError && !strings.HasPrefix(d, "sha256:") {
+				t.Errorf("result_digest %v", fields["result_digest"])
+			}
+		})
+	}
+}
+
+// TestReceiptOnlyForCalls: lists and GET streams leave no receipt.
+func TestReceiptOnlyForCalls(t *testing.T) {
+	f := newFixture(t)
+	f.envoy.do(t, listRoute, jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), toolsBody))
+	if n := f.logs.FilterMessage("receipt").Len(); n != 0 {
+		t.Errorf("%d receipts for a list", n)
+	}
+}
