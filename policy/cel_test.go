@@ -337,3 +337,31 @@ allow:
 		t.Errorf("WhenErrors %v, want only not-bool's", res.WhenErrors)
 	}
 }
+
+// TestCostLimitOnlyWhereUnbounded: an expression whose worst case cel-go
+// bounds statically runs without a cost tracker; one that depends on the
+// size of args, claims or a string, or that builds big lists, keeps it.
+func TestCostLimitOnlyWhereUnbounded(t *testing.T) {
+	env, err := celEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for give, want := range map[string]bool{
+		`method == "tools/call" && server == "payments"`:                false,
+		`args.amount < 100 && args.currency == "EUR"`:                   false,
+		`annotations.readOnlyHint`:                                      false,
+		`args.l.all(x, args.l.all(y, true))`:                            true,
+		`claims.scope.split(" ").exists(s, s == "admin")`:               true,
+		`args.q.matches("^[a-z]+$")`:                                    true,
+		`lists.range(1000).map(i, lists.range(1000).size()).size() > 0`: true,
+		`size(args) < 3`: false,
+	} {
+		ast, iss := env.Compile(give)
+		if iss != nil && iss.Err() != nil {
+			t.Fatalf("%s: %v", give, iss.Err())
+		}
+		if got := needsCostLimit(env, ast); got != want {
+			t.Errorf("%s: needs a cost limit = %v, want %v", give, got, want)
+		}
+	}
+}

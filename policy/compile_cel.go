@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/checker"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -36,7 +37,16 @@ func (c *compiler) compileWhen(n *yaml.Node, id string) (cel.Program, bool) {
 		c.addf(n, id, "when has type %s, want bool", t)
 		return nil, false
 	}
-	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(maxEvalCost))
+	// A cost tracker per evaluation costs about half the allocations of a
+	// small Check. An expression whose worst case cel-go's static estimate
+	// bounds below maxEvalCost (no size of args, claims or a string enters
+	// it: such sizes are unknown, so unbounded) cannot exceed the limit and
+	// runs without one; every other expression keeps the limit.
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	if needsCostLimit(env, ast) {
+		opts = append(opts, cel.CostLimit(maxEvalCost))
+	}
+	prg, err := env.Program(ast, opts...)
 	if err != nil {
 		c.addf(n, id, "when: %v", err)
 		return nil, false
@@ -111,4 +121,21 @@ func runeOffset(s string, n int) int {
 		n--
 	}
 	return len(s)
+}
+
+// needsCostLimit reports whether ast's worst-case cost is not statically
+// bounded below maxEvalCost.
+func needsCostLimit(env *cel.Env, ast *cel.Ast) bool {
+	est, err := env.EstimateCost(ast, unknownSizes{})
+	return err != nil || est.Max > maxEvalCost
+}
+
+// unknownSizes is the cost estimator of compileWhen: it knows no size and
+// no call cost, so cel-go's defaults apply (unknown sizes unbounded).
+type unknownSizes struct{}
+
+func (unknownSizes) EstimateSize(checker.AstNode) *checker.SizeEstimate { return nil }
+
+func (unknownSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
 }
