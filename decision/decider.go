@@ -73,7 +73,7 @@ type Decider struct{ cfg Config }
 // server's tool under policy p (nil when p's pin_mode is off). Errors mean
 // the observations cannot be read: the call is refused.
 type ToolDefinitions interface {
-	Lookup(ctx context.Context, p *policy.Policy, server, tool string) (*policy.ToolDefinition, error)
+	Lookup(ctx context.Context, p *policy.Policy, server, session, tool string) (*policy.ToolDefinition, error)
 }
 
 // TaskOwners is the task binding store the response seam writes
@@ -168,6 +168,7 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		return ReasonPolicyUnavailable
 	}
 	dec.PolicyVersion = lp.Version
+	dec.session, _ = r.Headers.Get("mcp-session-id")
 	dec.ProtocolVersion, _ = r.Headers.Get("mcp-protocol-version")
 	if dec.Server = d.server(r); dec.Server == "" {
 		return ReasonUnknownServer
@@ -296,7 +297,7 @@ func (d *Decider) decideBatch(ctx context.Context, lp *LoadedPolicy, dec *Decisi
 	refused := -1
 	for i := range body.Messages {
 		el := &els[i]
-		el.Server, el.Principal, el.PolicyVersion, el.BatchIndex = dec.Server, dec.Principal, dec.PolicyVersion, -1
+		el.Server, el.Principal, el.PolicyVersion, el.BatchIndex, el.session = dec.Server, dec.Principal, dec.PolicyVersion, -1, dec.session
 		el.ProtocolVersion = dec.ProtocolVersion
 		el.Reason = d.decideMessage(ctx, lp, el, &body.Messages[i])
 		dec.BatchDigests[i] = el.RequestDigest
@@ -436,7 +437,7 @@ func (d *Decider) definition(ctx context.Context, lp *LoadedPolicy, el *Decision
 		el.Detail = "pin_mode is on but no tool definitions are observed here"
 		return ReasonStateStoreUnavailable
 	}
-	def, err := d.cfg.Definitions.Lookup(ctx, lp.Policy, in.Server, in.Tool)
+	def, err := d.cfg.Definitions.Lookup(ctx, lp.Policy, in.Server, el.session, in.Tool)
 	if err != nil {
 		el.Detail = "tool definitions: " + err.Error()
 		return ReasonStateStoreUnavailable

@@ -53,8 +53,9 @@ type Decision struct {
 	// listed); an approval of a definition_changed call must name it.
 	ToolFingerprint string
 
-	parsed bool   // the body went through mcpparse.Parse
-	params []byte // params of the deciding message, for _meta
+	parsed  bool   // the body went through mcpparse.Parse
+	session string // the request's Mcp-Session-Id, for pin_scope session
+	params  []byte // params of the deciding message, for _meta
 }
 
 // Allowed reports whether the request may reach the upstream.

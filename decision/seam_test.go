@@ -10,6 +10,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 )
 
 // subjectVerifier accepts "Bearer <subject>" for the subjects it knows.
@@ -38,7 +39,8 @@ func seamDecider(t *testing.T) (*Decider, *state.Tasks, *cursor.Sealer, string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDecider(Config{ServerID: "payments", Policies: store, Verifier: subjectVerifier{}, Tasks: tasks, Cursors: sealer})
+	d, err := NewDecider(Config{ServerID: "payments", Policies: store, Verifier: subjectVerifier{}, Tasks: tasks, Cursors: sealer,
+		Definitions: toolpin.Observations{Store: state.NewMemory(0, nil)}})
 	if err != nil {
 		t.Fatal(err)
 	}

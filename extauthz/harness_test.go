@@ -20,7 +20,9 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -76,7 +78,8 @@ func newTestServer(store *decision.PolicyStore, v bearer.TokenVerifier, log *zap
 		log = zap.NewNop()
 	}
 	return &Server{
-		Decider:   mustDecider(decision.Config{ServerID: testServerID, Verifier: v, Policies: store, Limits: mcpparse.DefaultLimits()}),
+		Decider: mustDecider(decision.Config{ServerID: testServerID, Verifier: v, Policies: store, Limits: mcpparse.DefaultLimits(),
+			Definitions: toolpin.Observations{Store: state.NewMemory(0, nil)}}),
 		Responder: &Responder{ResourceMetadataURL: resourcemeta.URL(testAudience)},
 		Log:       log,
 	}

@@ -137,6 +137,7 @@ type stream struct {
 	lists, kept, removed int
 	kind                 listfilter.Kind
 	rc                   receipt // of an allowed tools/call (receipt.go)
+	session              string  // Mcp-Session-Id (list and GET routes), for pin_scope session
 }
 
 // Process implements ExternalProcessorServer: one call per HTTP stream.
@@ -259,6 +260,7 @@ func (st *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		return st.immediate(503, ReasonNoMetadata, "no authorization decision for this request"), nil
 	}
 	st.httpMethod, _ = header(h.GetHeaders(), ":method")
+	st.session, _ = header(h.GetHeaders(), "mcp-session-id")
 	if st.protocol == "" {
 		st.protocol, _ = header(h.GetHeaders(), "mcp-protocol-version")
 	}
@@ -452,7 +454,7 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 				// bytes, with no hints (every annotation at its worst case).
 				d = toolpin.Definition{Name: key, Fingerprint: toolpin.RawFingerprint(item)}
 			}
-			return st.s.cfg.Definitions.Observe(ctx, st.server, d)
+			return st.s.cfg.Definitions.Observe(ctx, toolpin.Scope(pol, st.server, st.session), d)
 		}
 	}
 	if c := st.s.cfg.Cursors; c != nil {

@@ -565,7 +565,7 @@ func TestPinObservation(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, name := range []string{"search", "delete_repo"} {
-		def, err := obs.Lookup(ctx, pol, "payments", name)
+		def, err := obs.Lookup(ctx, pol, "payments", "", name)
 		if err != nil || def == nil || !def.Listed || def.Changed || !toolpin.Valid(def.Fingerprint) {
 			t.Errorf("%s: %+v %v", name, def, err)
 		}
@@ -575,7 +575,7 @@ func TestPinObservation(t *testing.T) {
 		t.Fatal("toolsBody has no search tool to change")
 	}
 	f.envoy.do(t, listRoute, jsonAnswer(f.listRequest("alice", "tools/list", "2", ""), changed))
-	if def, err := obs.Lookup(ctx, pol, "payments", "search"); err != nil || !def.Changed {
+	if def, err := obs.Lookup(ctx, pol, "payments", "", "search"); err != nil || !def.Changed {
 		t.Errorf("after a changed definition: %+v %v", def, err)
 	}
 

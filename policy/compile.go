@@ -43,7 +43,7 @@ type compiler struct {
 // Keys a policy file may hold. To add a key, list it here and read it where
 // the list is used (compile, compileRule); everything else is refused.
 var (
-	policyKeys  = []string{"default", "refusal", "deny", "ask", "allow", "methods", "scopes", "pin_mode", "pins", "allow_new_tools", "trusted_servers"}
+	policyKeys  = []string{"default", "refusal", "deny", "ask", "allow", "methods", "scopes", "pin_mode", "pin_scope", "pins", "allow_new_tools", "trusted_servers"}
 	methodsKeys = []string{"deny", "ask", "allow"}
 	// toolRuleKeys are the keys of a rule in deny, ask and allow.
 	toolRuleKeys = []string{"id", "match", "when", "shadow", "scopes", "refusal", "annotations"}
@@ -102,6 +102,8 @@ func (c *compiler) compile() *Policy {
 			c.compileScopesSupported(f.val)
 		case "pin_mode":
 			c.compilePinMode(f.val)
+		case "pin_scope":
+			c.compilePinScope(f.val)
 		case "pins":
 			c.compilePins(f.val)
 		case "allow_new_tools":

@@ -154,6 +154,41 @@ func (p *Policy) pinStep(r *request, res *Result, by **rule) bool {
 	return false
 }
 
+// PinScope is the policy's pin_scope: whose tools/list answers a tool's
+// observations and trust-on-first-use baseline are kept for.
+type PinScope int
+
+const (
+	// PinScopeServer: one set per MCP server id, shared by every session
+	// and replica (the default): a definition change between sessions is
+	// caught too.
+	PinScopeServer PinScope = iota
+	// PinScopeSession: one set per server and Mcp-Session-Id (requests
+	// without a session id fall back to the server's set): a change is
+	// caught within the session that was shown the first definition, and
+	// one service may decide for several servers behind one server id.
+	PinScopeSession
+)
+
+// PinScope returns the policy's pin_scope.
+func (p *Policy) PinScope() PinScope { return p.pinScope }
+
+// compilePinScope reads `pin_scope`: server or session.
+func (c *compiler) compilePinScope(n *yaml.Node) {
+	s, ok := c.str(n, "", "pin_scope")
+	if !ok {
+		return
+	}
+	switch s {
+	case "server":
+		c.p.pinScope = PinScopeServer
+	case "session":
+		c.p.pinScope = PinScopeSession
+	default:
+		c.addf(n, "", "pin_scope must be server or session, not %q", s)
+	}
+}
+
 // PinMode returns the policy's pin_mode.
 func (p *Policy) PinMode() PinMode { return p.pinMode }
 

@@ -216,6 +216,7 @@ type Policy struct {
 
 	// Tool definition pinning (pins.go).
 	pinMode       PinMode
+	pinScope      PinScope
 	pins          map[string]map[string][]string // server → tool → approved fingerprints
 	allowNewTools bool
 	trusted       map[string]bool // trusted_servers

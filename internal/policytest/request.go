@@ -164,7 +164,7 @@ func JSONClaims(in map[string]any) (map[string]any, error) {
 type Listed struct{}
 
 // Lookup implements decision.ToolDefinitions.
-func (Listed) Lookup(_ context.Context, p *policy.Policy, server, tool string) (*policy.ToolDefinition, error) {
+func (Listed) Lookup(_ context.Context, p *policy.Policy, server, _, tool string) (*policy.ToolDefinition, error) {
 	if p.PinMode() == policy.PinOff {
 		return nil, nil
 	}

@@ -2,6 +2,8 @@ package toolpin
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -45,8 +47,20 @@ type Observations struct {
 	Now            func() time.Time // nil: time.Now
 }
 
-func toolKey(kind, server, tool string) string {
-	return kind + ":" + strconv.Itoa(len(server)) + ":" + server + ":" + tool
+func toolKey(kind, scope, tool string) string {
+	return kind + ":" + strconv.Itoa(len(scope)) + ":" + scope + ":" + tool
+}
+
+// Scope is the name observations of server's tools are kept under for a
+// request of session (its Mcp-Session-Id, "" for none) under p's
+// pin_scope: the server id, or with pin_scope session and a session id the
+// server id and the SHA-256 of the session id (never the id itself).
+func Scope(p *policy.Policy, server, session string) string {
+	if p == nil || p.PinScope() != policy.PinScopeSession || session == "" {
+		return server
+	}
+	sum := sha256.Sum256([]byte(session))
+	return server + " session:" + hex.EncodeToString(sum[:16])
 }
 
 func (o Observations) ttl() time.Duration {
@@ -135,8 +149,10 @@ func decodeHints(s string) policy.Hints {
 	return policy.Hints{ReadOnly: h(0), Destructive: h(1), Idempotent: h(2), OpenWorld: h(3)}
 }
 
-// Observe records that a tools/list answer of server showed d.
-func (o Observations) Observe(ctx context.Context, server string, d Definition) error {
+// Observe records that a tools/list answer in scope (Scope: a server id,
+// or a server and session) showed d.
+func (o Observations) Observe(ctx context.Context, scope string, d Definition) error {
+	server := scope
 	if d.Name == "" || !Valid(d.Fingerprint) {
 		return fmt.Errorf("%w: toolpin: observe %q: not a fingerprinted tool", state.ErrUnavailable, d.Name)
 	}
@@ -178,12 +194,13 @@ func (o Observations) Observe(ctx context.Context, server string, d Definition) 
 // baseline (the policy's pins for the tool when it lists some; else, under
 // tofu, the first fingerprint observed if the tool was in the server's
 // first list; under strict, or for a tool that appeared later, nothing).
-func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, tool string) (*policy.ToolDefinition, error) {
+func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, session, tool string) (*policy.ToolDefinition, error) {
 	mode := p.PinMode()
 	if mode == policy.PinOff {
 		return nil, nil
 	}
-	v, found, err := o.Store.Get(ctx, toolKey("tooldef", server, tool))
+	scope := Scope(p, server, session)
+	v, found, err := o.Store.Get(ctx, toolKey("tooldef", scope, tool))
 	if err != nil {
 		return nil, err
 	}
@@ -192,13 +209,13 @@ func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, tool
 	}
 	fp, hints, _ := strings.Cut(v, " ")
 	def := &policy.ToolDefinition{Listed: true, Fingerprint: fp, Hints: decodeHints(hints)}
-	other, divergent, err := o.Store.Get(ctx, toolKey("tooldef-div", server, tool))
+	other, divergent, err := o.Store.Get(ctx, toolKey("tooldef-div", scope, tool))
 	if err != nil {
 		return nil, err
 	}
 	baseline := p.Pins(server, tool)
 	if len(baseline) == 0 && mode == policy.PinTOFU {
-		base, found, err := o.Store.Get(ctx, toolKey("tooldef-base", server, tool))
+		base, found, err := o.Store.Get(ctx, toolKey("tooldef-base", scope, tool))
 		if err != nil {
 			return nil, err
 		}

@@ -103,7 +103,7 @@ allow:
 							}
 						}
 					}
-					def, err := o.Lookup(ctx, p, server, tt.call)
+					def, err := o.Lookup(ctx, p, server, "", tt.call)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -153,7 +153,7 @@ func TestLookupPins(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			def, err := o.Lookup(ctx, p, "s", "refund")
+			def, err := o.Lookup(ctx, p, "s", "", "refund")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +172,7 @@ func TestObservationsStoreDown(t *testing.T) {
 	if err := o.Observe(context.Background(), "s", mustDef(t, base)); !errors.Is(err, state.ErrUnavailable) {
 		t.Errorf("Observe: %v", err)
 	}
-	if def, err := o.Lookup(context.Background(), p, "s", "refund"); !errors.Is(err, state.ErrUnavailable) || def != nil {
+	if def, err := o.Lookup(context.Background(), p, "s", "", "refund"); !errors.Is(err, state.ErrUnavailable) || def != nil {
 		t.Errorf("Lookup: %+v %v", def, err)
 	}
 }
@@ -187,5 +187,45 @@ func TestParseHints(t *testing.T) {
 	}
 	if got := decodeHints(encodeHints(d.Hints)); got != want {
 		t.Errorf("round trip %+v", got)
+	}
+}
+
+// TestPinScopeSession: with pin_scope session, each session keeps its own
+// observations and baseline (two servers behind one id do not diverge);
+// a change within a session is still caught; no session id falls back to
+// the server's set.
+func TestPinScopeSession(t *testing.T) {
+	p, err := policy.Compile("p.yaml", []byte("default: deny\npin_mode: tofu\npin_scope: session\nallow: [payments/refund]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	o := Observations{Store: state.NewMemory(0, nil)}
+	a, b := mustDef(t, base), mustDef(t, edit(func(m map[string]any) { m["description"] = "the other server's" }))
+	observe := func(session string, d Definition) {
+		if err := o.Observe(ctx, Scope(p, "payments", session), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	observe("s1", a)
+	observe("s2", b)
+	for _, s := range []string{"s1", "s2"} {
+		if def, err := o.Lookup(ctx, p, "payments", s, "refund"); err != nil || !def.Listed || def.Changed {
+			t.Errorf("session %s: %+v %v", s, def, err)
+		}
+	}
+	if def, _ := o.Lookup(ctx, p, "payments", "s3", "refund"); def.Listed {
+		t.Errorf("a session that never listed: %+v", def)
+	}
+	observe("s1", b) // the rug pull, within s1
+	if def, _ := o.Lookup(ctx, p, "payments", "s1", "refund"); !def.Changed {
+		t.Errorf("a change within the session: %+v", def)
+	}
+	observe("", a)
+	if def, _ := o.Lookup(ctx, p, "payments", "", "refund"); !def.Listed || def.Changed {
+		t.Errorf("no session id: %+v", def)
+	}
+	if Scope(p, "payments", "s1") == Scope(p, "payments", "s2") || strings.Contains(Scope(p, "payments", "secret-session"), "secret-session") {
+		t.Error("Scope must separate sessions and never hold the id")
 	}
 }
