@@ -54,7 +54,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newFixtureWith(t, src, nil)
+	return newFixtureWith(t, src, &toolpin.Observations{Store: state.NewMemory(1000, nil)})
 }
 
 // newFixtureWith is newFixture with policy src and tool definition
@@ -552,7 +552,9 @@ func TestPinObservation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src = append(src, "\npin_mode: tofu\n"...)
+	if !bytes.Contains(src, []byte("pin_mode: tofu")) {
+		t.Fatal("the reference policy no longer pins on first use")
+	}
 	pol, err := policy.Compile("p.yaml", src)
 	if err != nil {
 		t.Fatal(err)
