@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -168,7 +169,8 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		return ReasonPolicyUnavailable
 	}
 	dec.PolicyVersion = lp.Version
-	dec.session, _ = r.Headers.Get("mcp-session-id")
+	sid, _ := r.Headers.Get("mcp-session-id")
+	dec.session = toolpin.Session(sid, r.Path)
 	dec.ProtocolVersion, _ = r.Headers.Get("mcp-protocol-version")
 	if dec.Server = d.server(r); dec.Server == "" {
 		return ReasonUnknownServer

@@ -260,7 +260,9 @@ func (st *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		return st.immediate(503, ReasonNoMetadata, "no authorization decision for this request"), nil
 	}
 	st.httpMethod, _ = header(h.GetHeaders(), ":method")
-	st.session, _ = header(h.GetHeaders(), "mcp-session-id")
+	sid, _ := header(h.GetHeaders(), "mcp-session-id")
+	path, _ := header(h.GetHeaders(), ":path") // forwarded on list routes
+	st.session = toolpin.Session(sid, path)
 	if st.protocol == "" {
 		st.protocol, _ = header(h.GetHeaders(), "mcp-protocol-version")
 	}

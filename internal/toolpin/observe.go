@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,26 @@ type Observations struct {
 
 func toolKey(kind, scope, tool string) string {
 	return kind + ":" + strconv.Itoa(len(scope)) + ":" + scope + ":" + tool
+}
+
+// Session is the MCP session a request belongs to, for pin_scope session:
+// its Mcp-Session-Id header (Streamable HTTP), else the sessionId query
+// parameter of its path (the 2024-11-05 HTTP+SSE transport posts to
+// /messages?sessionId=…), else "" (no session: MCP 2026-07-28, stateless
+// servers).
+func Session(header, path string) string {
+	if header != "" {
+		return header
+	}
+	_, q, ok := strings.Cut(path, "?")
+	if !ok {
+		return ""
+	}
+	v, err := url.ParseQuery(q)
+	if err != nil || len(v["sessionId"]) != 1 {
+		return ""
+	}
+	return "sse:" + v["sessionId"][0]
 }
 
 // Scope is the name observations of server's tools are kept under for a

@@ -229,3 +229,18 @@ func TestPinScopeSession(t *testing.T) {
 		t.Error("Scope must separate sessions and never hold the id")
 	}
 }
+
+func TestSession(t *testing.T) {
+	for _, tt := range []struct{ header, path, want string }{
+		{"abc", "/mcp?sessionId=x", "abc"},
+		{"", "/messages?sessionId=x1", "sse:x1"},
+		{"", "/messages?sessionId=a&sessionId=b", ""},
+		{"", "/mcp", ""},
+		{"", "/messages?sessionid=x", ""},
+		{"", "/messages?%zz", ""},
+	} {
+		if got := Session(tt.header, tt.path); got != tt.want {
+			t.Errorf("Session(%q, %q) = %q, want %q", tt.header, tt.path, got, tt.want)
+		}
+	}
+}
