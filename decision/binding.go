@@ -61,6 +61,11 @@ type Binding struct {
 	ApprovalURL string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Results, when set, answers a retry (same idempotency key, same request
+	// digest) of a call whose rule says recover_results from the result the
+	// response seam recorded for the first (ReasonResultRecovered); nil, or
+	// no result recorded yet, passes the retry upstream (x-mcp-retry).
+	Results *state.Results
 }
 
 // bind applies approvals and idempotency keys to a decided request and
@@ -174,7 +179,9 @@ func (b *Binding) claimKey(ctx context.Context, dec *Decision, key string) (clai
 	if ttl <= 0 {
 		ttl = DefaultIdempotencyTTL
 	}
-	claimed, prev, err := b.Store.Claim(ctx, b.keyID(dec, key), dec.RequestDigest, ttl)
+	id := b.keyID(dec, key)
+	dec.IdempotencyKeyID = id
+	claimed, prev, err := b.Store.Claim(ctx, id, dec.RequestDigest, ttl)
 	switch {
 	case err != nil:
 		dec.Detail = err.Error()
@@ -183,6 +190,17 @@ func (b *Binding) claimKey(ctx context.Context, dec *Decision, key string) (clai
 		return true, ReasonAllowed
 	case prev == dec.RequestDigest:
 		dec.Retry = true
+		if dec.RecoverResults && b.Results != nil && dec.Approver == "" {
+			res, found, err := b.Results.Lookup(ctx, id)
+			switch {
+			case err != nil:
+				dec.Detail = err.Error()
+				return false, ReasonStateStoreUnavailable
+			case found:
+				dec.Recovered = res
+				return false, ReasonResultRecovered
+			}
+		}
 		return false, ReasonAllowed
 	}
 	return false, ReasonReplaySubstitution

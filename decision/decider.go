@@ -461,6 +461,7 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input) Rea
 		res = lp.Policy.Evaluate(in)
 	}
 	el.RuleID, el.Shadow, el.WhenErrors = res.RuleID, res.Shadow, res.WhenErrors
+	el.RecoverResults = res.RecoverResults
 	el.Conceal = res.Refusal == policy.RefusalConceal
 	switch {
 	case res.Cause == policy.CauseUnsafeURI:

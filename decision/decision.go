@@ -48,6 +48,14 @@ type Decision struct {
 	Approver       string   // the approval's approver claim, when an approval admitted the request
 	ApprovalID     string   // the approval's jti
 	ApprovalURL    string   // where to get an approval (Binding.ApprovalURL), on asks
+	// RecoverResults: the deciding rule lets a retry be answered from the
+	// recorded result (policy.Result.RecoverResults). IdempotencyKeyID is
+	// the hashed id of the request's idempotency key when it has one (the
+	// processor records the result under it). Recovered is that recorded
+	// result (the JSON of a result member) on ReasonResultRecovered.
+	RecoverResults   bool
+	IdempotencyKeyID string
+	Recovered        []byte
 	// ToolFingerprint is the observed fingerprint of a tools/call's tool
 	// definition when the policy pins definitions ("" otherwise or never
 	// listed); an approval of a definition_changed call must name it.

@@ -71,6 +71,7 @@ const (
 	ReasonApprovalPrincipalMismatch Reason = "approval_principal_mismatch" // the approval's sub is not the token's sub
 	ReasonApprovalDigestMismatch    Reason = "approval_digest_mismatch"    // the approval's digest is not this request's digest
 	ReasonApprovalReplayed          Reason = "approval_replayed"           // the approval's jti was used before (approvals are single use)
+	ReasonResultRecovered           Reason = "result_recovered"            // a retry (same idempotency key, same request digest) of a call whose rule says recover_results, answered from the result recorded for the first instead of running again
 	ReasonReplaySubstitution        Reason = "replay_substitution"         // an idempotency key already bound to a different request digest
 	ReasonStateStoreUnavailable     Reason = "state_store_unavailable"     // the approval / idempotency store cannot be reached
 	ReasonTaskNotOwned              Reason = "task_not_owned"              // tasks/get|result|cancel|update naming a task id not bound to this principal and server (MCP 2025-11-25 "Tasks", "Security")
@@ -145,6 +146,7 @@ var reasons = []Reason{
 	ReasonApprovalPrincipalMismatch,
 	ReasonApprovalDigestMismatch,
 	ReasonApprovalReplayed,
+	ReasonResultRecovered,
 	ReasonReplaySubstitution,
 	ReasonStateStoreUnavailable,
 	ReasonDefinitionChanged,
@@ -161,14 +163,15 @@ func Reasons() []Reason { return append([]Reason(nil), reasons...) }
 
 // Verdict is the policy decision a reason reports in the decision log, the
 // metrics' decision label and `extauthz test`'s want.decision: allow for
-// ReasonAllowed; ask for ReasonAuthorizationRequired, ReasonDefinitionChanged
+// ReasonAllowed and ReasonResultRecovered (allowed, answered without the
+// upstream); ask for ReasonAuthorizationRequired, ReasonDefinitionChanged
 // (an approval of that definition lifts it) and the approval_* reasons (the
 // policy asked, and no valid approval answered); deny for every
 // other reason, including faults. It is derived from the reason alone: the
 // reason is the only verdict.
 func (r Reason) Verdict() policy.Decision {
 	switch r {
-	case ReasonAllowed:
+	case ReasonAllowed, ReasonResultRecovered:
 		return policy.Allow
 	case ReasonAuthorizationRequired, ReasonDefinitionChanged, ReasonApprovalUntrusted, ReasonApprovalExpired,
 		ReasonApprovalAudienceMismatch, ReasonApprovalPrincipalMismatch,

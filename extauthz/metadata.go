@@ -39,6 +39,11 @@ func (mb *metadataBlock) fill(d *decision.Decision) *structpb.Struct {
 	if d.TaskRequested {
 		mb.set("task_requested", "true")
 	}
+	// The processor records this call's result under the (hashed)
+	// idempotency key id for retries, when the rule says recover_results.
+	if d.RecoverResults && d.IdempotencyKeyID != "" && d.Allowed() && !d.Retry {
+		mb.set("recover_key", d.IdempotencyKeyID)
+	}
 	return &mb.s
 }
 

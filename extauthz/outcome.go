@@ -39,6 +39,7 @@ const (
 	classRequest           // the HTTP request is malformed or too large: 400, 405, 413, 415
 	classUnavailable       // a dependency is down or too slow: 503 + Retry-After
 	classInternal          // the service failed: 500
+	classRecovered         // a retry answered from its recorded result: 200 + the JSON-RPC response, by Envoy
 )
 
 // outcome is everything a reason implies for its answer: the gRPC status
@@ -113,6 +114,7 @@ var outcomes = map[decision.Reason]outcome{
 	decision.ReasonApprovalPrincipalMismatch: {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeAuthorizationRequired, message: "Approval is for another principal", concealable: true},
 	decision.ReasonApprovalDigestMismatch:    {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeAuthorizationRequired, message: "Approval is for another request", concealable: true},
 	decision.ReasonApprovalReplayed:          {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeAuthorizationRequired, message: "Approval already used", concealable: true},
+	decision.ReasonResultRecovered:   {grpc: codes.AlreadyExists, class: classRecovered, http: http.StatusOK},
 	decision.ReasonReplaySubstitution:        {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusUnprocessableEntity, code: CodeRequestRejected, message: "Idempotency key reused for a different request", concealable: true},
 	decision.ReasonDefinitionChanged:         {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeAuthorizationRequired, message: "Tool definition changed: approval required"},
 	decision.ReasonToolNotListed:             {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeForbidden, message: "Tool not listed", concealable: true},

@@ -74,6 +74,7 @@ var wantOutcomes = map[string]wantOutcome{
 	"approval_replayed":           wantApprovalRefused,
 	"replay_substitution":         {"deny", codes.PermissionDenied, 422, -32013},
 	"state_store_unavailable":     wantUnavailable,
+	"result_recovered":            {"allow", codes.AlreadyExists, 200, 0},
 	"definition_changed":          wantApprovalRefused,
 	"tool_not_listed":             wantForbidden,
 	"task_not_owned":              {"deny", codes.PermissionDenied, 403, -32010},
@@ -217,9 +218,26 @@ func TestReasonTable(t *testing.T) {
 				t.Errorf("README says %s %s; want %s %s", got[0], got[1], httpCell(want), codeCell(want))
 			}
 			d := &decision.Decision{ID: "0123456789abcdef0123456789abcdef", Reason: decision.Reason(r), BatchIndex: -1}
+			if r == string(decision.ReasonResultRecovered) {
+				d.Recovered = []byte("{}")
+			}
 			resp := rs.Response(d, decision.Headers{"authorization": {"Bearer x"}})
 			if got := codes.Code(resp.GetStatus().GetCode()); got != want.grpc {
 				t.Errorf("gRPC status %v, want %v", got, want.grpc)
+			}
+			if r == string(decision.ReasonResultRecovered) {
+				// Allowed, answered by Envoy from the recorded result: a
+				// local reply, never the upstream.
+				d.Recovered, d.RPCID = []byte(`{"content":[]}`), []byte("9")
+				dr := rs.Response(d, nil).GetDeniedResponse()
+				if dr == nil || int(dr.GetStatus().GetCode()) != want.http || dr.GetBody() != `{"jsonrpc":"2.0","id":9,"result":{"content":[]}}` {
+					t.Errorf("recovered answer %v", dr)
+				}
+				d.Recovered = nil // never an empty result: fail closed
+				if dr := rs.Response(d, nil).GetDeniedResponse(); dr == nil || dr.GetStatus().GetCode() != 500 {
+					t.Errorf("a recovered answer without a result: %v", dr)
+				}
+				return
 			}
 			if want.decision == "allow" {
 				if resp.GetOkResponse() == nil {

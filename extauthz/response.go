@@ -1,6 +1,7 @@
 package extauthz
 
 import (
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,11 +73,25 @@ func (rs *Responder) respond(d *decision.Decision, reqHeaders decision.Headers, 
 	if d.Allowed() {
 		return rs.okCheckResponse(d, reqHeaders, false)
 	}
+	if d.Reason == decision.ReasonResultRecovered && len(d.Recovered) == 0 {
+		// No result to answer with: a fault, never an empty answer.
+		e := *d
+		e.Reason, e.Detail = decision.ReasonInternalError, "result_recovered without a recorded result"
+		d = &e
+	}
 	b := new(deniedBlock)
 	o := outcomeOf(d.Reason)
 	var status int
 	var body []byte
 	switch {
+	case o.class == classRecovered: // the first call's result, for this request's id
+		b.add("content-type", "application/json")
+		b.add(HeaderRetry, "true")
+		id := d.RPCID
+		if len(id) == 0 {
+			id = []byte("null")
+		}
+		status, body = http.StatusOK, jsonrpcEnvelope(id, "result", d.Recovered, false)
 	case concealable(d): // the MCP server's own answer to an unknown target
 		a := concealAnswer(rs.ConcealAs, rs.ConcealJSONResponse, d, reqHeaders)
 		for _, h := range a.headers[:a.n] {

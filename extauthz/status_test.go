@@ -29,7 +29,7 @@ var httpErrorStatus = map[decision.Reason]int{
 	decision.ReasonInsufficientScope: 403, decision.ReasonApprovalUntrusted: 403, decision.ReasonApprovalExpired: 403,
 	decision.ReasonApprovalAudienceMismatch: 403, decision.ReasonApprovalPrincipalMismatch: 403, decision.ReasonApprovalDigestMismatch: 403,
 	decision.ReasonApprovalReplayed: 403, decision.ReasonReplaySubstitution: 422, decision.ReasonStateStoreUnavailable: 503,
-	decision.ReasonDefinitionChanged: 403, decision.ReasonToolNotListed: 403,
+	decision.ReasonResultRecovered: 200, decision.ReasonDefinitionChanged: 403, decision.ReasonToolNotListed: 403,
 	decision.ReasonTaskNotOwned: 403,
 }
 
@@ -89,6 +89,9 @@ func TestDenialStatusTable(t *testing.T) {
 			rs := &Responder{ResourceMetadataURL: "https://mcp.example.com/.well-known/oauth-protected-resource/mcp", DenialStatus: mode}
 			for _, tr := range transports {
 				d := &decision.Decision{ID: "d1", Reason: r, Method: tr.method, RPCID: tr.id, BatchIndex: tr.batch}
+				if r == decision.ReasonResultRecovered {
+					d.Recovered = []byte("{}")
+				}
 				want := wantErr
 				if mode == DenialStatusAuto && policyReasons[r] && tr.streamableReq() {
 					want = 200

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	procfv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -81,6 +82,12 @@ type Config struct {
 	Definitions *toolpin.Observations
 	// Fingerprints caches fingerprints by the raw bytes of a definition.
 	Fingerprints *toolpin.Cache
+	// Results records the result of a call Check marked recover_key (its
+	// rule says recover_results and it has an idempotency key), success or
+	// tool_error, for ResultTTL (the idempotency key's lifetime), so Check
+	// answers its retry from it. Nil: nothing is recorded.
+	Results   *state.Results
+	ResultTTL time.Duration
 }
 
 // Server is the ExternalProcessor.
@@ -138,6 +145,8 @@ type stream struct {
 	kind                 listfilter.Kind
 	rc                   receipt // of an allowed tools/call (receipt.go)
 	session              string  // Mcp-Session-Id (list and GET routes), for pin_scope session
+	recoverKey           string  // Check's recover_key: record the result under it
+	ctx                  context.Context
 }
 
 // Process implements ExternalProcessorServer: one call per HTTP stream.
@@ -157,6 +166,7 @@ func (s *Server) Process(srv extprocv3.ExternalProcessor_ProcessServer) (err err
 		s.cfg.Metrics.SideStreamEnded(st.route(), outcome)
 	}()
 	ctx := srv.Context()
+	st.ctx = ctx
 	for {
 		req, rerr := srv.Recv()
 		if errors.Is(rerr, io.EOF) {
@@ -239,6 +249,7 @@ func (st *stream) readMeta(req *extprocv3.ProcessingRequest) {
 	}
 	st.taskRequested = str("task_requested") == "true" || f["task_requested"].GetBoolValue()
 	st.isList = isListMethod(st.method)
+	st.recoverKey = str("recover_key")
 	st.startReceipt(str("request_digest"))
 }
 

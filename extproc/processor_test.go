@@ -59,7 +59,7 @@ func newFixture(t *testing.T) *fixture {
 
 // newFixtureWith is newFixture with policy src and tool definition
 // observations defs (nil: none).
-func newFixtureWith(t *testing.T, src []byte, defs *toolpin.Observations) *fixture {
+func newFixtureWith(t *testing.T, src []byte, defs *toolpin.Observations, opts ...func(*Config)) *fixture {
 	t.Helper()
 	pol, err := policy.Compile("examples/policy.yaml", src)
 	if err != nil {
@@ -94,11 +94,15 @@ func newFixtureWith(t *testing.T, src []byte, defs *toolpin.Observations) *fixtu
 	}
 	tasks := &state.Tasks{Store: state.NewMemory(100, nil)}
 	core, logs := observer.New(zap.InfoLevel)
-	srv := New(Config{
+	cfg := Config{
 		Policy:   func() (*policy.Policy, string) { return pol, version },
 		Verifier: ver, Tasks: tasks, Cursors: sealer, Log: zap.New(core),
 		Definitions: defs, Fingerprints: &toolpin.Cache{},
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv := New(cfg)
 	return &fixture{envoy: newEnvoy(startProcessor(t, srv)), tokens: tokens, version: version, sealer: sealer, tasks: tasks, logs: logs}
 }
 

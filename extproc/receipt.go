@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -79,6 +80,7 @@ func (st *stream) answer(msg []byte) {
 		} else {
 			rc.outcome = resultOutcome(m.Result)
 			rc.digest = canonicalDigest(m.Result)
+			st.recordResult(m.Result)
 		}
 		st.finishReceipt()
 		return
@@ -201,4 +203,24 @@ func errorMember(msg []byte) []byte {
 	}
 	_ = json.Unmarshal(msg, &e)
 	return e.Error
+}
+
+// recordResult keeps a success or tool_error result for the retry of this
+// call (Config.Results), when Check asked for it (recover_key).
+func (st *stream) recordResult(result []byte) {
+	r := st.s.cfg.Results
+	if r == nil || st.recoverKey == "" || (st.rc.outcome != OutcomeSuccess && st.rc.outcome != OutcomeToolError) {
+		return
+	}
+	ctx := st.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ttl := st.s.cfg.ResultTTL
+	if ttl <= 0 {
+		ttl = 24 * time.Hour
+	}
+	if _, err := r.Record(ctx, st.recoverKey, append([]byte(nil), result...), ttl); err != nil {
+		st.s.cfg.Log.Warn("result not recorded", zap.String("decision_id", st.decision), zap.Error(err))
+	}
 }

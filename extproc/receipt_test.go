@@ -1,9 +1,14 @@
 package extproc
 
 import (
+	"context"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -74,5 +79,39 @@ func TestReceiptOnlyForCalls(t *testing.T) {
 	f.envoy.do(t, listRoute, jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), toolsBody))
 	if n := f.logs.FilterMessage("receipt").Len(); n != 0 {
 		t.Errorf("%d receipts for a list", n)
+	}
+}
+
+// TestRecordResult: the result of a call Check marked recover_key is kept
+// for its retry when it is success or tool_error, never an rpc error or a
+// call without the mark.
+func TestRecordResult(t *testing.T) {
+	src, err := os.ReadFile("../examples/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := &state.Results{Store: state.NewMemory(100, nil)}
+	f := newFixtureWith(t, src, &toolpin.Observations{Store: state.NewMemory(100, nil)}, func(c *Config) { c.Results, c.ResultTTL = results, time.Hour })
+	for _, tt := range []struct {
+		key, answer string
+		kept        bool
+	}{
+		{"k-ok", `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`, true},
+		{"k-toolerr", `{"jsonrpc":"2.0","id":7,"result":{"isError":true,"content":[]}}`, true},
+		{"k-rpcerr", `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"x"}}`, false},
+		{"", `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`, false},
+	} {
+		m := f.meta("alice", "tools/call", "7")
+		if tt.key != "" {
+			m["recover_key"] = tt.key
+		}
+		f.envoy.do(t, callRoute, exchange{method: "POST", meta: m, status: 200, hdrs: map[string]string{"content-type": "application/json"}, chunks: []string{tt.answer}})
+		if tt.key == "" {
+			continue
+		}
+		got, found, err := results.Lookup(context.Background(), tt.key)
+		if err != nil || found != tt.kept || (found && !strings.Contains(tt.answer, string(got))) {
+			t.Errorf("%s: %q %v %v, want kept %v", tt.key, got, found, err, tt.kept)
+		}
 	}
 }

@@ -46,7 +46,7 @@ var (
 	policyKeys  = []string{"default", "refusal", "deny", "ask", "allow", "methods", "scopes", "pin_mode", "pin_scope", "pins", "allow_new_tools", "trusted_servers"}
 	methodsKeys = []string{"deny", "ask", "allow"}
 	// toolRuleKeys are the keys of a rule in deny, ask and allow.
-	toolRuleKeys = []string{"id", "match", "when", "shadow", "scopes", "refusal", "annotations"}
+	toolRuleKeys = []string{"id", "match", "when", "shadow", "scopes", "refusal", "annotations", "recover_results"}
 	// methodRuleKeys are the keys of a rule in methods.deny|ask|allow.
 	methodRuleKeys = []string{"id", "method", "when", "shadow", "custom", "scopes", "refusal"}
 )
@@ -352,6 +352,15 @@ func (c *compiler) compileRule(item *yaml.Node, pos string, d Decision, methods 
 		ok = ok && ru.refusal != nil
 		if methods {
 			c.addf(refusal, id, "refusal applies to tool, prompt and resource rules, not method rules")
+			ok = false
+		}
+	}
+	if n := f["recover_results"]; n != nil {
+		b, bok := c.boolean(n, id, "recover_results")
+		ok = ok && bok
+		ru.recoverResults = b
+		if bok && b && (d != Allow || ru.kind != kindTool) {
+			c.addf(n, id, "recover_results applies to allow rules of tools only")
 			ok = false
 		}
 	}

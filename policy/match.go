@@ -27,6 +27,10 @@ type rule struct {
 	literal bool
 	// hints are the rule's `annotations` (pins.go); nil tests none.
 	hints []hintMatch
+	// recoverResults: a retry of a call this rule allowed, under the same
+	// idempotency key and request digest, is answered from the recorded
+	// result (Result.RecoverResults).
+	recoverResults bool
 
 	// Source, for Explain.
 	line, col int    // of the rule in the file

@@ -158,6 +158,11 @@ type Result struct {
 	// deciding rule's `refusal`, else the policy's. Always RefusalExplain
 	// for operations other than tools/call, prompts/get and resources/read.
 	Refusal Refusal
+	// RecoverResults: the deciding allow rule says `recover_results: true`:
+	// a retry of this call under the same idempotency key and request
+	// digest may be answered from the result recorded for the first one,
+	// instead of running again. The caller does the recording and answering.
+	RecoverResults bool
 	// WhenErrors are the `when` expressions evaluated for this decision
 	// that failed at run time (a missing args member, a wrong type, the
 	// cost limit), shadow rules' included, in evaluation order; nil when
@@ -338,6 +343,7 @@ func (p *Policy) evaluate(in *Input) Result {
 	}
 	if by != nil {
 		res.Scopes = by.scopes
+		res.RecoverResults = by.recoverResults && res.Decision == Allow
 	}
 	for _, ru := range p.shadow {
 		if ru.matches(r) {

@@ -73,6 +73,7 @@ type Config struct {
 	IdempotencyHeader            string
 	IdempotencyMeta              string
 	IdempotencyTTL               time.Duration
+	IdempotencyResultMaxBytes    int
 	ConcealAs                    string
 	ConcealJSONResponse          bool
 	// The response seam (extproc, issue 17).
@@ -207,6 +208,8 @@ func checkBinding(c *Config) error {
 		return errors.New(errSharedIssuer + " (keys from discovery are one set, and can change after start-up)")
 	case c.ApproverJWKSFile != "" && c.ApproverIssuer == "":
 		return errors.New("--approver-jwks-file needs --approver-issuer (the iss of approvals)")
+	case c.IdempotencyResultMaxBytes < 0:
+		return errors.New("--idempotency-result-max-bytes must not be negative")
 	case c.ApprovalMaxLifetime <= 0 || c.IdempotencyTTL <= 0:
 		return errors.New("--approval-max-lifetime and --idempotency-ttl must be positive")
 	}
@@ -339,6 +342,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.IdempotencyHeader, "idempotency-header", "Idempotency-Key", "header with the request's idempotency key; empty ignores headers")
 	fs.StringVar(&c.IdempotencyMeta, "idempotency-meta", "", "params._meta member with the request's idempotency key (e.g. io.mcp-extauthz/idempotency-key); empty ignores _meta")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", decision.DefaultIdempotencyTTL, "how long an idempotency key stays bound to its request digest")
+	fs.IntVar(&c.IdempotencyResultMaxBytes, "idempotency-result-max-bytes", state.DefaultMaxResultBytes, "largest tools/call result kept for the retry of a call whose rule says recover_results (bytes; larger results are not kept, the retry runs again)")
 	fs.StringVar(&c.ConcealAs, "conceal-as", string(extauthz.ConcealGoSDK), "SDK of the MCP server whose unknown-tool answer refusal: conceal reproduces: go-sdk, typescript-sdk (1.x) or typescript-sdk-v2")
 	fs.BoolVar(&c.ConcealJSONResponse, "conceal-json-response", false, "the MCP server answers POSTs with application/json, not an SSE stream (go-sdk JSONResponse, TypeScript enableJsonResponse): so does a concealed refusal")
 	fs.BoolVar(&c.ResponseSeam, "response-seam", false, "Envoy runs the ext_proc response seam (served on --grpc-addr next to Check): Check refuses tasks/get, tasks/result, tasks/cancel and tasks/update naming a task the seam did not bind to the caller (task_not_owned)")

@@ -353,6 +353,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	var definitions decision.ToolDefinitions
 	if rd, ok := binding.Store.(state.Reader); ok { // Memory and Redis are
 		definitions = toolpin.Observations{Store: rd}
+		binding.Results = &state.Results{Store: rd, MaxBytes: cfg.IdempotencyResultMaxBytes}
 	}
 	dc := decision.Config{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal,
 		Verifier: verifier, Policies: store, Limits: lim, Binding: binding, Definitions: definitions,
@@ -636,6 +637,7 @@ func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.Toke
 	if r, ok := st.(state.Reader); ok {
 		pc.Tasks = &state.Tasks{Store: r}
 		pc.Definitions, pc.Fingerprints = &toolpin.Observations{Store: r}, &toolpin.Cache{}
+		pc.Results, pc.ResultTTL = &state.Results{Store: r, MaxBytes: cfg.IdempotencyResultMaxBytes}, cfg.IdempotencyTTL
 	}
 	if cfg.ResponseSeam {
 		if pc.Tasks == nil {
