@@ -370,8 +370,8 @@ const (
 	// processor's override on a list route answered in JSON.
 	allowedBuffered = "              - request_header_mode: SKIP\n                response_header_mode: SEND\n                request_body_mode: BUFFERED\n                response_body_mode: BUFFERED\n                request_trailer_mode: SKIP\n                response_trailer_mode: SKIP\n"
 	allowedNoneSSE  = "              - request_header_mode: SKIP\n                response_header_mode: SEND\n                request_body_mode: NONE\n                response_body_mode: STREAMED\n                request_trailer_mode: SKIP\n                response_trailer_mode: SKIP\n"
-	listTrailers  = "                        request_trailer_mode: SKIP\n                        response_trailer_mode: SKIP\n"
-	listRegex     = "tools/list|prompts/list|resources/list|resources/templates/list|tasks/list|batch"
+	listTrailers    = "                        request_trailer_mode: SKIP\n                        response_trailer_mode: SKIP\n"
+	listRegex       = "tools/list|prompts/list|resources/list|resources/templates/list|tasks/list|batch"
 )
 
 // cut returns y without [from, to) (to itself kept) and the piece cut.
