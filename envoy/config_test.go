@@ -363,9 +363,15 @@ const (
 	routerStart  = "          - name: envoy.filters.http.router\n"
 	authzStart   = "          - name: envoy.filters.http.ext_authz\n"
 	// The list route's overrides, and the same with more fields.
-	listOverrides = "                    overrides:\n                      processing_mode:\n                        request_header_mode: SEND\n                        response_header_mode: SEND\n                        request_body_mode: NONE\n                        response_body_mode: NONE\n"
-	listTrailers  = "                        request_trailer_mode: SKIP\n                        response_trailer_mode: SKIP\n"
-	listRegex     = "tools/list|prompts/list|resources/list|resources/templates/list|tasks/list|batch"
+	listOverrides = "                    overrides:\n                      processing_mode:\n                        request_header_mode: SEND\n                        response_header_mode: SEND\n                        request_body_mode: BUFFERED\n                        response_body_mode: NONE\n"
+	callMode      = "                        request_header_mode: SKIP\n                        response_header_mode: SEND\n                        request_body_mode: NONE\n                        response_body_mode: NONE\n"
+	getMode       = "                        request_body_mode: NONE\n                        response_body_mode: STREAMED\n"
+	// allowedBuffered is the allowed_override_modes entry for the
+	// processor's override on a list route answered in JSON.
+	allowedBuffered = "              - request_header_mode: SKIP\n                response_header_mode: SEND\n                request_body_mode: BUFFERED\n                response_body_mode: BUFFERED\n                request_trailer_mode: SKIP\n                response_trailer_mode: SKIP\n"
+	allowedNoneSSE  = "              - request_header_mode: SKIP\n                response_header_mode: SEND\n                request_body_mode: NONE\n                response_body_mode: STREAMED\n                request_trailer_mode: SKIP\n                response_trailer_mode: SKIP\n"
+	listTrailers    = "                        request_trailer_mode: SKIP\n                        response_trailer_mode: SKIP\n"
+	listRegex       = "tools/list|prompts/list|resources/list|resources/templates/list|tasks/list|batch"
 )
 
 // cut returns y without [from, to) (to itself kept) and the piece cut.
@@ -415,7 +421,17 @@ func TestCheckInvariantsRejectsResponseSeam(t *testing.T) {
 		{"BUFFERED_PARTIAL on the GET route", edit("response_body_mode: STREAMED\n                        request_trailer_mode", "response_body_mode: BUFFERED_PARTIAL\n                        request_trailer_mode"), "BUFFERED_PARTIAL"},
 		{"FULL_DUPLEX_STREAMED by override", edit("response_body_mode: STREAMED\n                request_trailer_mode: SKIP\n                response_trailer_mode: SKIP", "response_body_mode: FULL_DUPLEX_STREAMED\n                request_trailer_mode: SKIP\n                response_trailer_mode: SEND"), "FULL_DUPLEX_STREAMED by override"},
 		{"request body to the processor", edit("                request_body_mode: NONE\n                response_body_mode: NONE\n", "                request_body_mode: BUFFERED\n                response_body_mode: NONE\n"), "request_body_mode BUFFERED, want NONE"},
-		{"request body on a route", edit(listOverrides, strings.Replace(listOverrides, "request_body_mode: NONE", "request_body_mode: STREAMED", 1)), "request_body_mode STREAMED, want NONE"},
+		{"request body STREAMED on the list route", edit(listOverrides, strings.Replace(listOverrides, "request_body_mode: BUFFERED", "request_body_mode: STREAMED", 1)), "request_body_mode STREAMED, want NONE or BUFFERED"},
+		{"request body BUFFERED_PARTIAL on the list route", edit(listOverrides, strings.Replace(listOverrides, "request_body_mode: BUFFERED", "request_body_mode: BUFFERED_PARTIAL", 1)), "request_body_mode BUFFERED_PARTIAL, want NONE or BUFFERED"},
+		{"request body FULL_DUPLEX_STREAMED on the list route", edit(listOverrides, strings.Replace(listOverrides, "request_body_mode: BUFFERED", "request_body_mode: FULL_DUPLEX_STREAMED", 1)), "request_body_mode FULL_DUPLEX_STREAMED, want NONE or BUFFERED"},
+		{"request body on the call route", edit(callMode, strings.Replace(callMode, "request_body_mode: NONE", "request_body_mode: BUFFERED", 1)), `sends the request body to the processor and serves ["tasks/cancel" "tasks/get"`},
+		{"request body on the GET route", edit(getMode, strings.Replace(getMode, "request_body_mode: NONE", "request_body_mode: BUFFERED", 1)), `sends the request body to the processor and serves ["GET"]`},
+		{"list route also catches tools/call", edit(listRegex, listRegex+"|tools/call"), `sends the request body to the processor and serves ["tools/call"]`},
+		{"request body STREAMED by override", edit(allowedBuffered, strings.Replace(allowedBuffered, "request_body_mode: BUFFERED", "request_body_mode: STREAMED", 1)), "allowed_override_modes[2]: request_body_mode STREAMED, want NONE or BUFFERED"},
+		{"list override with the request body not allowed", edit(allowedBuffered, ""), "(request_body_mode BUFFERED, response_body_mode BUFFERED) matches no allowed_override_modes entry"},
+		{"SSE override without a request body not allowed", edit(allowedNoneSSE, ""), "(request_body_mode NONE, response_body_mode STREAMED) matches no allowed_override_modes entry"},
+		{"allowed entry differs in a trailer mode", edit(allowedBuffered, strings.Replace(allowedBuffered, "response_trailer_mode: SKIP", "response_trailer_mode: SEND", 1)), "(request_body_mode BUFFERED, response_body_mode BUFFERED) matches no allowed_override_modes entry"},
+		{"mode overrides off", edit("              allow_mode_override: true\n", "              allow_mode_override: false\n"), "matches no allowed_override_modes entry"},
 		{"any mode by override", func(t *testing.T, y []byte) []byte {
 			y, _ = cut(t, y, "              allowed_override_modes:\n", "              # Per message awaiting")
 			return y

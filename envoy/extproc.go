@@ -168,19 +168,101 @@ func ExtProcFor(ep *extprocv3.ExternalProcessor, levels ...map[string]*anypb.Any
 	return out, nil
 }
 
-// checkMode reports a processing mode that breaks the seam's rules: a
-// request body sent to the processor (it works from Check's metadata, never
-// the request body) or BUFFERED_PARTIAL in either direction (the remainder
-// after the first buffer passes unprocessed: Filter::handleDataBufferedPartialMode).
-func checkMode(m *extprocv3.ProcessingMode, where string, fail func(string, ...any)) {
+// checkMode reports a processing mode that breaks the seam's rules:
+// BUFFERED_PARTIAL in either direction (the remainder after the first
+// buffer passes unprocessed: Filter::handleDataBufferedPartialMode), and a
+// request body sent to the processor other than BUFFERED, or at all where
+// requestBody is false. BUFFERED is the one request body mode whose whole
+// body reaches the processor before the upstream sees a byte (STREAMED and
+// FULL_DUPLEX_STREAMED pass chunks on as they are answered); only the list
+// routes send one, for the processor to swap a sealed params.cursor for the
+// upstream's own (extproc requestBody), and which routes those are is
+// checked by checkRouteGroup.
+func checkMode(m *extprocv3.ProcessingMode, where string, requestBody bool, fail func(string, ...any)) {
 	if m == nil {
 		return
 	}
-	if m.GetRequestBodyMode() != extprocv3.ProcessingMode_NONE {
-		fail("%s: request_body_mode %v, want NONE", where, m.GetRequestBodyMode())
+	switch rb := m.GetRequestBodyMode(); {
+	case rb == extprocv3.ProcessingMode_NONE:
+	case rb == extprocv3.ProcessingMode_BUFFERED && requestBody:
+	case requestBody:
+		fail("%s: request_body_mode %v, want NONE or BUFFERED", where, rb)
+	default:
+		fail("%s: request_body_mode %v, want NONE", where, rb)
 	}
 	if m.GetRequestBodyMode() == extprocv3.ProcessingMode_BUFFERED_PARTIAL || m.GetResponseBodyMode() == extprocv3.ProcessingMode_BUFFERED_PARTIAL {
 		fail("%s: BUFFERED_PARTIAL (the rest of the body would pass unprocessed)", where)
+	}
+}
+
+// ProcessorOverride is the mode_override the processor (extproc) sends
+// with its answer to the response headers: response body BUFFERED (JSON)
+// or STREAMED (SSE), the request body mode the route had (BUFFERED when the
+// processor saw a request body, else NONE), headers SEND, trailers SKIP.
+// Envoy honours it only if it equals an allowed_override_modes entry on
+// every field but request_header_mode (ext_proc.cc Filter::onReceiveMessage,
+// effectiveModeOverride); otherwise it ignores it silently and the response
+// body is sent as the route's mode says: NONE on every seam route but GET,
+// so unfiltered. extproc's tests keep its override equal to this.
+func ProcessorOverride(requestBody, responseBody extprocv3.ProcessingMode_BodySendMode) *extprocv3.ProcessingMode {
+	return &extprocv3.ProcessingMode{
+		RequestHeaderMode: extprocv3.ProcessingMode_SEND, ResponseHeaderMode: extprocv3.ProcessingMode_SEND,
+		RequestBodyMode: requestBody, ResponseBodyMode: responseBody,
+		RequestTrailerMode: extprocv3.ProcessingMode_SKIP, ResponseTrailerMode: extprocv3.ProcessingMode_SKIP,
+	}
+}
+
+// overrideAllowed reports whether Envoy would honour mode_override o under
+// ep (ext_proc.cc Filter::onReceiveMessage): allow_mode_override on, and
+// an allowed_override_modes entry equal to o's effective mode on every
+// field but request_header_mode (an empty list allows any).
+func overrideAllowed(ep *extprocv3.ExternalProcessor, o *extprocv3.ProcessingMode) bool {
+	if !ep.GetAllowModeOverride() {
+		return false
+	}
+	// effectiveModeOverride: DEFAULT header and trailer modes keep the
+	// filter's; body modes are always the override's.
+	eff := proto.Clone(ep.GetProcessingMode()).(*extprocv3.ProcessingMode)
+	if eff == nil {
+		eff = &extprocv3.ProcessingMode{}
+	}
+	if o.GetResponseHeaderMode() != extprocv3.ProcessingMode_DEFAULT {
+		eff.ResponseHeaderMode = o.GetResponseHeaderMode()
+	}
+	if o.GetRequestTrailerMode() != extprocv3.ProcessingMode_DEFAULT {
+		eff.RequestTrailerMode = o.GetRequestTrailerMode()
+	}
+	if o.GetResponseTrailerMode() != extprocv3.ProcessingMode_DEFAULT {
+		eff.ResponseTrailerMode = o.GetResponseTrailerMode()
+	}
+	eff.RequestBodyMode, eff.ResponseBodyMode = o.GetRequestBodyMode(), o.GetResponseBodyMode()
+	if len(ep.GetAllowedOverrideModes()) == 0 {
+		return true
+	}
+	for _, a := range ep.GetAllowedOverrideModes() {
+		if eff.GetResponseHeaderMode() == a.GetResponseHeaderMode() && eff.GetRequestBodyMode() == a.GetRequestBodyMode() &&
+			eff.GetResponseBodyMode() == a.GetResponseBodyMode() && eff.GetRequestTrailerMode() == a.GetRequestTrailerMode() &&
+			eff.GetResponseTrailerMode() == a.GetResponseTrailerMode() {
+			return true
+		}
+	}
+	return false
+}
+
+// checkOverrides reports a side-stream route on which Envoy would ignore an
+// override the processor sends (ProcessorOverride, for each request body
+// mode it can have seen there and both response body modes).
+func checkOverrides(ep *extprocv3.ExternalProcessor, eff ExtProcRoute, where string, fail func(string, ...any)) {
+	reqModes := []extprocv3.ProcessingMode_BodySendMode{extprocv3.ProcessingMode_NONE}
+	if eff.Mode.GetRequestBodyMode() == extprocv3.ProcessingMode_BUFFERED {
+		reqModes = append(reqModes, extprocv3.ProcessingMode_BUFFERED) // NONE too: a request without a body
+	}
+	for _, rb := range reqModes {
+		for _, resp := range []extprocv3.ProcessingMode_BodySendMode{extprocv3.ProcessingMode_BUFFERED, extprocv3.ProcessingMode_STREAMED} {
+			if !overrideAllowed(ep, ProcessorOverride(rb, resp)) {
+				fail("%s: the processor's mode_override (request_body_mode %v, response_body_mode %v) matches no allowed_override_modes entry: Envoy would ignore it and the response body would pass unprocessed", where, rb, resp)
+			}
+		}
 	}
 }
 
@@ -338,13 +420,13 @@ func checkExtProc(b *bootstrapv3.Bootstrap, h HTTPConnectionManager, at, router 
 	if ep.GetGrpcService().GetEnvoyGrpc().GetClusterName() == "" {
 		fail("%s: %s is not an envoy_grpc service", l, ExtProcFilter)
 	}
-	checkMode(ep.GetProcessingMode(), l+": "+ExtProcFilter+" processing_mode", fail)
+	checkMode(ep.GetProcessingMode(), l+": "+ExtProcFilter+" processing_mode", false, fail)
 	if ep.GetAllowModeOverride() && len(ep.GetAllowedOverrideModes()) == 0 {
 		fail("%s: allow_mode_override without allowed_override_modes (the processor could pick any mode, BUFFERED_PARTIAL included)", l)
 	}
 	for i, m := range ep.GetAllowedOverrideModes() {
 		where := fmt.Sprintf("%s: allowed_override_modes[%d]", l, i)
-		checkMode(m, where, fail)
+		checkMode(m, where, true, fail)
 		// envoyproxy/envoy#40340: with an override to FULL_DUPLEX_STREAMED
 		// the first buffered chunk passes unprocessed.
 		if m.GetResponseBodyMode() == extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED || m.GetRequestBodyMode() == extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED {
@@ -364,7 +446,9 @@ func checkExtProc(b *bootstrapv3.Bootstrap, h HTTPConnectionManager, at, router 
 				continue
 			}
 			if !eff.Disabled {
-				checkMode(eff.Mode, fmt.Sprintf("%s: route %v", l, r.GetMatch()), fail)
+				where := fmt.Sprintf("%s: route %v", l, r.GetMatch())
+				checkMode(eff.Mode, where, true, fail)
+				checkOverrides(ep, eff, where, fail)
 				if eff.FailureModeAllow {
 					fail("%s: route %v: %s failure_mode_allow is true", l, r.GetMatch(), ExtProcFilter)
 				}
@@ -376,6 +460,11 @@ func checkExtProc(b *bootstrapv3.Bootstrap, h HTTPConnectionManager, at, router 
 				}
 			}
 			ra := r.GetRoute()
+			if ra == nil || ra.GetCluster() == AdminCluster || MetadataRoute(r) {
+				if !eff.Disabled && eff.Mode.GetRequestBodyMode() != extprocv3.ProcessingMode_NONE {
+					fail("%s: route %v sends the request body to the processor, and it is no list route", l, r.GetMatch())
+				}
+			}
 			if ra == nil || ra.GetCluster() == AdminCluster {
 				continue
 			}
@@ -424,6 +513,7 @@ func checkRouteGroup(ep *extprocv3.ExternalProcessor, rc *routev3.RouteConfigura
 			fail("%s: route %v: its %s per-route config differs from its header-less route's (a client-sent %s would choose the check)", l, r.GetMatch(), ExtAuthzFilter, MethodHeader)
 		}
 	}
+	chosenBy := map[*routev3.Route][]string{}
 	for _, m := range methods {
 		var chosen *routev3.Route
 		for _, r := range rs {
@@ -438,6 +528,9 @@ func checkRouteGroup(ep *extprocv3.ExternalProcessor, rc *routev3.RouteConfigura
 			}
 		}
 		need := NeedsSideStream(m)
+		if chosen != nil {
+			chosenBy[chosen] = append(chosenBy[chosen], m)
+		}
 		if chosen == nil {
 			if need {
 				fail("%s: no route for %s %q", l, MethodHeader, m)
@@ -455,6 +548,28 @@ func checkRouteGroup(ep *extprocv3.ExternalProcessor, rc *routev3.RouteConfigura
 			fail("%s: %s %q picks route %v, which opens a side stream it does not need", l, MethodHeader, m, chosen.GetMatch())
 		case need && !removesHeader(AcceptEncoding, chosen.GetRequestHeadersToRemove(), vh.GetRequestHeadersToRemove(), rc.GetRequestHeadersToRemove()):
 			fail("%s: route %v (for %q) sends accept-encoding upstream: its response could reach the processor compressed", l, chosen.GetMatch(), m)
+		}
+	}
+	// The request body goes to the processor only on routes that serve list
+	// methods alone: elsewhere it would cost a buffered round trip for
+	// nothing, and the processor could rewrite a body it never needs.
+	for _, r := range rs {
+		eff, err := ExtProcFor(ep, rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), r.GetTypedPerFilterConfig())
+		if err != nil || eff.Disabled || eff.Mode.GetRequestBodyMode() == extprocv3.ProcessingMode_NONE {
+			continue
+		}
+		ms := chosenBy[r]
+		var other []string
+		for _, m := range ms {
+			if !slices.Contains(ListMethods, m) {
+				other = append(other, m)
+			}
+		}
+		switch {
+		case len(ms) == 0:
+			fail("%s: route %v sends the request body to the processor and serves no list method", l, r.GetMatch())
+		case len(other) > 0:
+			fail("%s: route %v sends the request body to the processor and serves %q, not list methods (only list routes may)", l, r.GetMatch(), other)
 		}
 	}
 }

@@ -53,10 +53,13 @@
 // verifies a list request's sealed params.cursor (invalid_params when it was
 // sealed for another principal, server, method or policy version), and the
 // processor replaces it by the upstream's own cursor in the request body
-// (list routes with request_body_mode BUFFERED; the body is small). Without
-// that route mode the upstream would receive the sealed cursor: leave
-// --cursor-key-file unset then, and cursors pass as the upstream issued
-// them.
+// (list routes with request_body_mode BUFFERED, as every shipped config
+// has; the body is small). Without that route mode the upstream would
+// receive the sealed cursor: leave --cursor-key-file unset then, and cursors
+// pass as the upstream issued them. The answer to the response headers
+// keeps the request body mode in its mode_override (BUFFERED once a request
+// body was seen), which the filter's allowed_override_modes must list
+// (envoy.ProcessorOverride).
 //
 // The processor never ends a stream with gRPC OK on its own: Envoy passes
 // the rest of a body unprocessed after a clean close. It returns only when

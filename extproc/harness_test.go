@@ -90,6 +90,10 @@ type seen struct {
 	reset        bool   // the downstream stream was reset
 	upstreamBody string // the request body the upstream received
 	cleanClose   bool   // the processor closed OK with body left (passed unprocessed)
+	// override is the mode_override of the answer to the response
+	// headers (nil: none); honoured, whether it matched an allowed entry.
+	override *procfv3.ProcessingMode
+	honoured bool
 }
 
 // envoy drives one exchange.
@@ -217,6 +221,8 @@ func (e *envoy) do(t *testing.T, rt route, x exchange) seen {
 		return s
 	}
 	out := seen{}
+	var override *procfv3.ProcessingMode
+	honoured := false
 	// Request headers.
 	reqHdrs := map[string]string{":method": x.method}
 	for k, v := range x.reqHdrs {
@@ -298,12 +304,14 @@ func (e *envoy) do(t *testing.T, rt route, x exchange) seen {
 			if ok {
 				respBodyMode = mo.GetResponseBodyMode()
 			}
+			override, honoured = mo, ok
 		}
 		applyHeaders(respHdrs, r.GetResponseHeaders().GetResponse().GetHeaderMutation())
 	}
 	status := func() int { n, _ := strconv.Atoi(respHdrs[":status"]); return n }
 	finish := func(b string, sent bool) seen {
-		s := seen{status: status(), hdrs: respHdrs, body: b, upstreamBody: out.upstreamBody, cleanClose: closed && sent}
+		s := seen{status: status(), hdrs: respHdrs, body: b, upstreamBody: out.upstreamBody, cleanClose: closed && sent,
+			override: override, honoured: honoured}
 		delete(s.hdrs, ":status")
 		return s
 	}

@@ -33,6 +33,8 @@ func thumbprint(t *testing.T, jwk map[string]string) []byte {
 		members = []string{"crv", "kty", "x", "y"}
 	case "OKP":
 		members = []string{"crv", "kty", "x"}
+	case "oct":
+		members = []string{"k", "kty"}
 	default:
 		t.Fatalf("kty %q", jwk["kty"])
 	}
@@ -75,7 +77,9 @@ func publishedKeys(t *testing.T) map[string][]byte {
 
 // TestChartKnowsThePublishedTestKeys: the chart's list of published test
 // keys and the service's (internal/testkeys/published.txt) both name every
-// examples/TEST-ONLY-*.jwk.json by its thumbprint, and nothing else.
+// examples/TEST-ONLY-*.jwk.json by its thumbprint, and nothing else; the
+// service's also names the cursor key examples/TEST-ONLY-cursor-key (by the
+// thumbprint of its oct JWK), which the chart never inlines (a Secret).
 func TestChartKnowsThePublishedTestKeys(t *testing.T) {
 	want := map[string]string{}
 	for f, tp := range publishedKeys(t) {
@@ -113,6 +117,25 @@ func TestChartKnowsThePublishedTestKeys(t *testing.T) {
 		}
 		service[file] = hex.EncodeToString(raw)
 	}
+	cursorKey, err := os.ReadFile("../examples/TEST-ONLY-cursor-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantService := map[string]string{}
+	for f, tp := range want {
+		wantService[f] = tp
+	}
+	for _, l := range strings.Split(string(cursorKey), "\n") {
+		if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(l)
+		if err != nil || len(raw) != 32 {
+			t.Fatalf("examples/TEST-ONLY-cursor-key: not base64 of 32 bytes: %v", err)
+		}
+		wantService["examples/TEST-ONLY-cursor-key"] = hex.EncodeToString(thumbprint(t, map[string]string{"kty": "oct", "k": base64.RawURLEncoding.EncodeToString(raw)}))
+	}
+	want = wantService
 	if !mapsEqual(service, want) {
 		t.Errorf("internal/testkeys/published.txt lists %v, want %v", service, want)
 	}

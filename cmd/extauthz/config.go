@@ -90,8 +90,10 @@ type Config struct {
 	CaseSensitiveKeys []string
 	// Telemetry is the observability flags (telemetry.go).
 	Telemetry telemetryConfig
-	// AllowTestKeys lets --jwks-file and --approver-jwks-file hold the
-	// published test keys (examples/TEST-ONLY-*.jwk.json): demos and tests.
+	// AllowTestKeys lets --jwks-file, --approver-jwks-file and
+	// --cursor-key-file hold the published test keys
+	// (examples/TEST-ONLY-*.jwk.json, examples/TEST-ONLY-cursor-key): demos
+	// and tests.
 	AllowTestKeys bool
 }
 
@@ -351,7 +353,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	c.ServersByPrincipal = map[string]string{}
 	fs.Var(principalFlag(c.ServersByPrincipal), "server-id-by-principal", "PRINCIPAL=ID: the MCP server id for requests to the workload with this destination principal (Istio SPIFFE id), when the route names none (repeatable)")
 	fs.Var((*listFlag)(&c.CaseSensitiveKeys), "case-sensitive-keys", "SERVER-ID: an MCP server whose SDK matches argument names case-sensitively (TypeScript, Python), so arguments that differ only by case are two members, not a case_variant_key refusal (repeatable; default: refused for every server)")
-	fs.BoolVar(&c.AllowTestKeys, "allow-test-keys", false, "TEST ONLY: let --jwks-file and --approver-jwks-file hold the keys this repository publishes (examples/TEST-ONLY-*.jwk.json), whose private halves anyone can sign with")
+	fs.BoolVar(&c.AllowTestKeys, "allow-test-keys", false, "TEST ONLY: let --jwks-file, --approver-jwks-file and --cursor-key-file hold the keys this repository publishes (examples/TEST-ONLY-*.jwk.json, whose private halves anyone can sign with; examples/TEST-ONLY-cursor-key, with which anyone can forge cursors)")
 	fs.StringVar(&c.TLS.cert, "tls-cert-file", "", "gRPC port: server certificate chain (PEM); with --tls-key-file and --client-ca-file, mTLS, reloaded on change")
 	fs.StringVar(&c.TLS.key, "tls-key-file", "", "gRPC port: private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.TLS.clientCA, "client-ca-file", "", "gRPC port: CA bundle (PEM) that callers' client certificates must chain to")

@@ -358,7 +358,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	dc := decision.Config{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal,
 		Verifier: verifier, Policies: store, Limits: lim, Binding: binding, Definitions: definitions,
 		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), CaseSensitiveKeys: setOf(cfg.CaseSensitiveKeys)}
-	proc, err := newProcessor(cfg, store, verifier, binding.Store, decisionLog, metrics, &dc)
+	proc, err := newProcessor(cfg, store, verifier, binding.Store, log, decisionLog, metrics, &dc)
 	if err != nil {
 		binding.Store.Close()
 		return nil, err
@@ -621,9 +621,10 @@ func setOf(list []string) map[string]bool {
 // newProcessor builds the response seam (extproc) on the Check service's
 // policy store, token verifier, state store, decision log and metrics, and
 // sets the Decider's task and cursor checks in dc: tasks with
-// --response-seam, cursors with --cursor-key-file.
+// --response-seam, cursors with --cursor-key-file (refused if it holds a
+// published test key, unless --allow-test-keys; log gets the warning).
 func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.TokenVerifier, st state.Store,
-	decisionLog *zap.Logger, m *metrics.Metrics, dc *decision.Config) (*extproc.Server, error) {
+	log, decisionLog *zap.Logger, m *metrics.Metrics, dc *decision.Config) (*extproc.Server, error) {
 	pc := extproc.Config{
 		Policy: func() (*policy.Policy, string) {
 			if lp := store.Load(); lp != nil {
@@ -650,7 +651,14 @@ func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.Toke
 		if err != nil {
 			return nil, fmt.Errorf("--cursor-key-file: %w", err)
 		}
-		sealer, err := cursor.ParseKeyFile(b)
+		keys, err := cursor.ReadKeyFile(b)
+		if err != nil {
+			return nil, fmt.Errorf("--cursor-key-file %s: %w", cfg.CursorKeyFile, err)
+		}
+		if err := publishedCursorKeysRefusal(keys, cfg.AllowTestKeys, log); err != nil {
+			return nil, fmt.Errorf("--cursor-key-file %s: %w", cfg.CursorKeyFile, err)
+		}
+		sealer, err := cursor.New(keys...)
 		if err != nil {
 			return nil, fmt.Errorf("--cursor-key-file %s: %w", cfg.CursorKeyFile, err)
 		}

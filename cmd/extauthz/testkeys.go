@@ -34,3 +34,25 @@ func publishedKeysRefusal(flag string, allow bool, log *zap.Logger) func([]jose.
 			strings.Join(what, ", "))
 	}
 }
+
+// publishedCursorKeysRefusal refuses --cursor-key-file keys that hold the
+// cursor key this repository publishes (examples/TEST-ONLY-cursor-key,
+// found by RFC 7638 thumbprint), with which anyone can forge a sealed
+// cursor for any principal, unless --allow-test-keys is on; then it warns.
+func publishedCursorKeysRefusal(keys [][]byte, allow bool, log *zap.Logger) error {
+	found := testkeys.FindSecrets(keys)
+	if len(found) == 0 {
+		return nil
+	}
+	what := make([]string, len(found))
+	for i, k := range found {
+		what[i] = fmt.Sprintf("thumbprint %s (published as %s)", k.Thumbprint, k.File)
+	}
+	if allow {
+		log.Warn("--cursor-key-file holds a published test key (--allow-test-keys): anyone can forge sealed cursors with it; demos and tests only",
+			zap.Strings("keys", what))
+		return nil
+	}
+	return fmt.Errorf("the key file holds a published test key, %s: anyone can forge sealed cursors with it, so it is refused unless --allow-test-keys (EXTAUTHZ_ALLOW_TEST_KEYS=true; Helm testOnly.allowPublishedTestKeys) says this is a demo or a test",
+		strings.Join(what, ", "))
+}

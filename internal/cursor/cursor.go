@@ -87,11 +87,22 @@ func New(keys ...[]byte) (*Sealer, error) {
 	return s, nil
 }
 
-// ParseKeyFile reads a key file: one key per line, base64 (standard or
-// URL alphabet, padded or not) of KeySize bytes, the sealing key first;
-// blank lines and lines starting with '#' are skipped. Errors name the line,
-// never the key.
+// ParseKeyFile reads a key file (ReadKeyFile) and returns a Sealer of its
+// keys. Errors name the line, never the key.
 func ParseKeyFile(b []byte) (*Sealer, error) {
+	keys, err := ReadKeyFile(b)
+	if err != nil {
+		return nil, err
+	}
+	return New(keys...)
+}
+
+// ReadKeyFile returns the keys of a key file, in its order: one key per
+// line, base64 (standard or URL alphabet, padded or not) of KeySize bytes,
+// the sealing key first; blank lines and lines starting with '#' are
+// skipped. It does not check their number (New does). Errors name the
+// line, never the key.
+func ReadKeyFile(b []byte) ([][]byte, error) {
 	var keys [][]byte
 	for n, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
@@ -104,7 +115,7 @@ func ParseKeyFile(b []byte) (*Sealer, error) {
 		}
 		keys = append(keys, k)
 	}
-	return New(keys...)
+	return keys, nil
 }
 
 func decodeKey(s string) ([]byte, error) {

@@ -1,16 +1,20 @@
-// Package testkeys names the signing keys this repository publishes for
-// demos and tests (examples/TEST-ONLY-*.jwk.json). Their private halves are
-// public, so anyone can sign tokens and approvals with them: a key set that
-// trusts one admits anybody. extauthz serve refuses such a key set unless a
-// test-only setting says it runs a demo or a test.
+// Package testkeys names the keys this repository publishes for demos and
+// tests: the signing keys examples/TEST-ONLY-*.jwk.json, whose private
+// halves are public, so anyone can sign tokens and approvals with them (a
+// key set that trusts one admits anybody), and the cursor sealing key
+// examples/TEST-ONLY-cursor-key, with which anyone can forge a sealed
+// cursor. extauthz serve refuses such keys unless a test-only setting says
+// it runs a demo or a test.
 //
-// Keys are compared by their RFC 7638 SHA-256 thumbprint, which covers the
-// public key's required members only, so a copy under another kid, alg or
-// use is found too.
+// Keys are compared by their RFC 7638 SHA-256 thumbprint: of the public
+// key's required members for a signing key, so a copy under another kid,
+// alg or use is found too; of the symmetric JWK {"k","kty":"oct"} for a
+// cursor key.
 package testkeys
 
 import (
 	"crypto"
+	"crypto/sha256"
 	_ "embed"
 	"encoding/base64"
 	"strings"
@@ -54,6 +58,32 @@ func Thumbprint(k jose.JSONWebKey) string {
 		return ""
 	}
 	return base64.RawURLEncoding.EncodeToString(tp)
+}
+
+// SecretThumbprint returns the RFC 7638 SHA-256 thumbprint of the
+// symmetric key k (as the JWK {"k": base64url(k), "kty": "oct"}),
+// base64url without padding.
+// (go-jose computes none for symmetric keys: RFC 7638 section 3.2, the
+// members k and kty in lexicographic order, no whitespace.)
+func SecretThumbprint(k []byte) string {
+	tp := sha256.Sum256([]byte(`{"k":"` + base64.RawURLEncoding.EncodeToString(k) + `","kty":"oct"}`))
+	return base64.RawURLEncoding.EncodeToString(tp[:])
+}
+
+// FindSecrets returns, for each of the symmetric keys (cursor keys) that is
+// a published key, that published key, in the order of keys; nil when none
+// is.
+func FindSecrets(keys [][]byte) []Key {
+	var out []Key
+	for _, k := range keys {
+		tp := SecretThumbprint(k)
+		for _, p := range Published() {
+			if tp != "" && tp == p.Thumbprint {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // Find returns, for each of keys that is a published key, that published

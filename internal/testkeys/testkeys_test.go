@@ -5,6 +5,8 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"testing"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
@@ -35,6 +39,16 @@ func TestPublishedAreTheExamples(t *testing.T) {
 		rel, _ := filepath.Rel(repo, f)
 		want = append(want, Key{Thumbprint: Thumbprint(k), File: filepath.ToSlash(rel)})
 	}
+	cursorFile := filepath.Join(repo, "examples", "TEST-ONLY-cursor-key")
+	b, err := os.ReadFile(cursorFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := cursor.ReadKeyFile(b)
+	if err != nil || len(ck) != 1 {
+		t.Fatalf("%s: %d keys, %v; want one", cursorFile, len(ck), err)
+	}
+	want = append(want, Key{Thumbprint: SecretThumbprint(ck[0]), File: "examples/TEST-ONLY-cursor-key"})
 	got := Published()
 	sortKeys(got)
 	sortKeys(want)
@@ -82,6 +96,67 @@ func TestFind(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSecretThumbprint: RFC 7638 section 3 of the JWK {"kty":"oct","k":...}
+// (its required members, sorted, no whitespace), computed here through
+// encoding/json, which sorts map keys.
+func TestSecretThumbprint(t *testing.T) {
+	for _, k := range [][]byte{make([]byte, 32), []byte("0123456789abcdef0123456789abcdef"), {0xff, 0xfe}} {
+		j, err := json.Marshal(map[string]string{"kty": "oct", "k": base64.RawURLEncoding.EncodeToString(k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(j)
+		if got, want := SecretThumbprint(k), base64.RawURLEncoding.EncodeToString(sum[:]); got != want {
+			t.Errorf("SecretThumbprint(%x) = %s, want %s", k, got, want)
+		}
+	}
+}
+
+func TestFindSecrets(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repo, "examples", "TEST-ONLY-cursor-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	published, err := cursor.ReadKeyFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := make([]byte, cursor.KeySize)
+	if _, err := rand.Read(fresh); err != nil {
+		t.Fatal(err)
+	}
+	signing := testkit.ReadJWK(t, filepath.Join(repo, "examples", "TEST-ONLY-signing-key.jwk.json"))
+	tests := []struct {
+		name string
+		give [][]byte
+		want []string
+	}{
+		{"the published cursor key", published, []string{"examples/TEST-ONLY-cursor-key"}},
+		{"a fresh key, then the published one (rotation)", [][]byte{fresh, published[0]}, []string{"examples/TEST-ONLY-cursor-key"}},
+		{"a fresh key", [][]byte{fresh}, nil},
+		{"the published key with one bit flipped", [][]byte{flip(published[0])}, nil},
+		{"the signing key's thumbprint bytes are no cursor key", [][]byte{[]byte(Thumbprint(signing))}, nil},
+		{"no keys", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, k := range FindSecrets(tt.give) {
+				got = append(got, k.File)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("FindSecrets = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func flip(k []byte) []byte {
+	c := slices.Clone(k)
+	c[0] ^= 1
+	return c
 }
 
 func readSet(t *testing.T, name string) []jose.JSONWebKey {

@@ -127,8 +127,11 @@ static_resources:
               #
               # Lists (and batches, which may hold one): request headers go to
               # the processor (it re-verifies the token for the caller's
-              # claims); the processor picks BUFFERED (JSON) or STREAMED (SSE)
-              # when the response headers arrive.
+              # claims), and the request body, BUFFERED (Check already read
+              # it whole): the processor swaps a sealed params.cursor for the
+              # upstream's own (--cursor-key-file); the processor picks
+              # BUFFERED (JSON) or STREAMED (SSE) when the response headers
+              # arrive. Only list routes send the request body.
               - match:
                   prefix: "/"
                   headers:
@@ -147,7 +150,7 @@ static_resources:
                       processing_mode:
                         request_header_mode: SEND
                         response_header_mode: SEND
-                        request_body_mode: NONE
+                        request_body_mode: BUFFERED
                         response_body_mode: NONE
                         request_trailer_mode: SKIP
                         response_trailer_mode: SKIP
@@ -302,7 +305,12 @@ static_resources:
               # text/event-stream. Nothing else (no BUFFERED_PARTIAL, whose
               # remainder passes unprocessed; no FULL_DUPLEX_STREAMED; no
               # NONE, which would opt a GET stream out). Every field is spelled
-              # out: Envoy compares all but request_header_mode.
+              # out: Envoy compares all but request_header_mode, so
+              # request_body_mode too. The processor's override keeps the
+              # route's request body mode: NONE, or BUFFERED on the list
+              # routes (it saw the request body). An override matching no
+              # entry is ignored and the response body would stay NONE,
+              # unfiltered: envoy.CheckInvariants requires an entry for each.
               allow_mode_override: true
               allowed_override_modes:
               - request_header_mode: SKIP
@@ -314,6 +322,18 @@ static_resources:
               - request_header_mode: SKIP
                 response_header_mode: SEND
                 request_body_mode: NONE
+                response_body_mode: STREAMED
+                request_trailer_mode: SKIP
+                response_trailer_mode: SKIP
+              - request_header_mode: SKIP
+                response_header_mode: SEND
+                request_body_mode: BUFFERED
+                response_body_mode: BUFFERED
+                request_trailer_mode: SKIP
+                response_trailer_mode: SKIP
+              - request_header_mode: SKIP
+                response_header_mode: SEND
+                request_body_mode: BUFFERED
                 response_body_mode: STREAMED
                 request_trailer_mode: SKIP
                 response_trailer_mode: SKIP

@@ -1,0 +1,194 @@
+package extproc
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	procfv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	envoycfg "github.com/mcp-extauthz/mcp-extauthz/envoy"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
+)
+
+// shippedList is the harness route of envoy/sidecar.yaml's route for
+// x-mcp-method method (its ExtProcPerRoute merged on the filter's
+// processing_mode, envoycfg.ExtProcFor) and the harness Envoy with the file's
+// allowed_override_modes: what Envoy would do with that file.
+func shippedList(t *testing.T, c *envoy, method string) route {
+	t.Helper()
+	y, err := os.ReadFile("../envoy/sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := envoycfg.ValidateBootstrapYAML(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hcms, err := envoycfg.HTTPConnectionManagers(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hcms {
+		ep, _, err := envoycfg.ExtProc(h.HCM)
+		if err != nil || ep == nil {
+			continue
+		}
+		if ep.GetAllowModeOverride() {
+			c.allowed = ep.GetAllowedOverrideModes()
+		} else {
+			c.allowed = nil
+		}
+		rc := h.HCM.GetRouteConfig()
+		for _, vh := range rc.GetVirtualHosts() {
+			for _, r := range vh.GetRoutes() {
+				if !picks(t, r, method) {
+					continue
+				}
+				eff, err := envoycfg.ExtProcFor(ep, rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), r.GetTypedPerFilterConfig())
+				if err != nil || eff.Disabled {
+					t.Fatalf("the route for %s: %v, disabled %v", method, err, eff.Disabled)
+				}
+				m := eff.Mode
+				if m.GetRequestBodyMode() != procfv3.ProcessingMode_NONE && m.GetRequestBodyMode() != procfv3.ProcessingMode_BUFFERED {
+					t.Fatalf("request_body_mode %v: the harness plays NONE and BUFFERED only", m.GetRequestBodyMode())
+				}
+				return route{requestHeaders: m.GetRequestHeaderMode() == procfv3.ProcessingMode_SEND,
+					requestBody: m.GetRequestBodyMode() == procfv3.ProcessingMode_BUFFERED, responseBody: m.GetResponseBodyMode()}
+			}
+		}
+	}
+	t.Fatalf("envoy/sidecar.yaml: no ext_proc route for %s", method)
+	return route{}
+}
+
+// picks reports whether r is the seam route matching x-mcp-method method
+// by a safe_regex (the shipped configs' form; Envoy matches it whole).
+func picks(t *testing.T, r *routev3.Route, method string) bool {
+	t.Helper()
+	for _, h := range r.GetMatch().GetHeaders() {
+		if h.GetName() != envoycfg.MethodHeader {
+			continue
+		}
+		re := h.GetStringMatch().GetSafeRegex().GetRegex()
+		for _, alt := range strings.Split(re, "|") {
+			if alt == method {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// subjects accepts "Bearer <subject>" for Check's side of the round trip.
+type subjects struct{}
+
+func (subjects) Audiences() []string { return []string{audience} }
+
+func (subjects) Verify(_ context.Context, tok string) (*bearer.Principal, error) {
+	return &bearer.Principal{Issuer: issuer, Subject: tok, Audience: audience}, nil
+}
+
+// TestSealedCursorThroughShippedConfig: a paginated tools/list through
+// envoy/sidecar.yaml's list route as that file configures it (request body
+// BUFFERED, its allowed_override_modes): the processor's override at the
+// response headers matches an allowed entry exactly (else Envoy would ignore
+// it and pass the page unfiltered), the client gets a sealed nextCursor,
+// Check (the Decider, on the same key and policy) admits it for alice and
+// refuses bob's replay (invalid_params), and the upstream gets its own
+// cursor back; the same holds for a page answered as SSE.
+func TestSealedCursorThroughShippedConfig(t *testing.T) {
+	f := newFixture(t)
+	rt := shippedList(t, f.envoy, "tools/list")
+	if !rt.requestBody {
+		t.Fatal("envoy/sidecar.yaml's tools/list route sends no request body: the upstream would get the sealed cursor")
+	}
+	src, err := os.ReadFile("../examples/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp, err := decision.CompilePolicy("examples/policy.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lp.Version != f.version {
+		t.Fatalf("policy versions differ: %s, %s", lp.Version, f.version)
+	}
+	store := new(decision.PolicyStore)
+	store.Store(lp)
+	decider, err := decision.NewDecider(decision.Config{ServerID: "payments", Policies: store, Verifier: subjects{}, Cursors: f.sealer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := func(who, body string) decision.Reason {
+		return decider.Decide(context.Background(), &decision.Request{Method: "POST", Headers: decision.Headers{
+			"authorization": {"Bearer " + who}, "content-type": {"application/json"},
+			"accept": {"application/json, text/event-stream"}, "mcp-protocol-version": {"2025-11-25"},
+		}, Body: []byte(body)}).Reason
+	}
+
+	page1 := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"search","inputSchema":{"type":"object"}},{"name":"delete_repo","inputSchema":{"type":"object"}}],"nextCursor":"up-2"}}`
+	tests := []struct {
+		name     string
+		answer   func(exchange) exchange
+		respMode procfv3.ProcessingMode_BodySendMode
+	}{
+		{"json", func(x exchange) exchange { return jsonAnswer(x, page1) }, procfv3.ProcessingMode_BUFFERED},
+		{"sse", func(x exchange) exchange { return sseAnswer(x, "event: message\ndata: "+page1+"\n\n") }, procfv3.ProcessingMode_STREAMED},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Page 1: no cursor in the request; the page is filtered and its
+			// nextCursor sealed.
+			first := f.listRequest("alice", "tools/list", "1", "")
+			if r := decide("alice", first.reqBody); r != decision.ReasonAllowed {
+				t.Fatalf("Check of page 1: %s", r)
+			}
+			got := f.envoy.do(t, rt, tt.answer(first))
+			check(t, "page 1", got)
+			if want := envoycfg.ProcessorOverride(procfv3.ProcessingMode_BUFFERED, tt.respMode); !proto.Equal(got.override, want) || !got.honoured {
+				t.Fatalf("override %v (honoured %v), want %v honoured by the shipped allowed_override_modes", got.override, got.honoured, want)
+			}
+			body := got.body // JSON, or one SSE event: its data line
+			if i := strings.Index(body, "data:"); tt.respMode == procfv3.ProcessingMode_STREAMED && i >= 0 {
+				body = strings.TrimSpace(body[i+len("data:"):])
+			}
+			var res struct {
+				Result struct {
+					Tools      []struct{ Name string }
+					NextCursor string
+				}
+			}
+			if err := json.Unmarshal([]byte(body), &res); err != nil || len(res.Result.Tools) != 1 || res.Result.Tools[0].Name != "search" {
+				t.Fatalf("page 1 as the client got it: %s (%v)", got.body, err)
+			}
+			sealed := res.Result.NextCursor
+			if !strings.HasPrefix(sealed, cursor.Prefix) || strings.Contains(sealed, "up-2") {
+				t.Fatalf("nextCursor %q, want sealed", sealed)
+			}
+			// Page 2: Check admits alice's sealed cursor and refuses bob's
+			// replay of it; the upstream gets its own cursor back.
+			params := `,"params":{"cursor":"` + sealed + `"}`
+			second := f.listRequest("alice", "tools/list", "2", params)
+			if r := decide("alice", second.reqBody); r != decision.ReasonAllowed {
+				t.Fatalf("Check of alice's page 2: %s", r)
+			}
+			if r := decide("bob", f.listRequest("bob", "tools/list", "2", params).reqBody); r != decision.ReasonInvalidParams {
+				t.Fatalf("Check of bob's replay: %s, want %s", r, decision.ReasonInvalidParams)
+			}
+			page2 := f.envoy.do(t, rt, jsonAnswer(second, `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`))
+			if page2.upstreamBody != `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"up-2"}}` {
+				t.Fatalf("the upstream got %s, want its own cursor back", page2.upstreamBody)
+			}
+			if !page2.honoured {
+				t.Fatalf("page 2's override %v not honoured", page2.override)
+			}
+		})
+	}
+}
