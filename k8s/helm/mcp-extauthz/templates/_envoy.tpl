@@ -355,6 +355,7 @@ static_resources:
                   patterns:
                   - { exact: ":status" }
                   - { exact: ":method" }
+                  - { exact: ":path" }     # the legacy HTTP+SSE sessionId (pin_scope session)
                   - { exact: authorization }
                   - { exact: dpop }
                   - { exact: content-type }
