@@ -62,23 +62,23 @@ const (
 // filters for the caller ("batch": a JSON-RPC batch, which may hold one).
 // Their routes send request headers to the processor (the caller's token,
 // for its claims) and must fail closed.
-var ListMethods = []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list", "tasks/list", "batch"}
+var ListMethods = []string{mcpmethod.ToolsList, mcpmethod.PromptsList, mcpmethod.ResourcesList, mcpmethod.ResourcesTemplatesList, mcpmethod.TasksList, mcpmethod.Batch}
 
 // ObservedMethods are the methods whose response the processor reads
 // without a list of its own to filter: a task-augmented tools/call binds
 // the task it creates to the caller, task methods close receipts, and any
 // of these streams may carry a list response under another id (filtered by
 // shape). Their side stream opens at the response headers.
-var ObservedMethods = []string{"tools/call", "tasks/get", "tasks/result", "tasks/cancel", "tasks/update"}
+var ObservedMethods = []string{mcpmethod.ToolsCall, mcpmethod.TasksGet, mcpmethod.TasksResult, mcpmethod.TasksCancel, mcpmethod.TasksUpdate}
 
 // StreamMethod is Check's pseudo-method for a bodiless GET: the 2025
 // standalone SSE stream and Last-Event-ID replays, which may carry any
 // response and are processed STREAMED.
-const StreamMethod = "GET"
+const StreamMethod = mcpmethod.HTTPGet
 
 // pseudoMethods are the values of MethodHeader that are not JSON-RPC
 // methods.
-var pseudoMethods = []string{"batch", "GET", "DELETE", "response"}
+var pseudoMethods = []string{mcpmethod.Batch, mcpmethod.HTTPGet, mcpmethod.HTTPDelete, mcpmethod.Response}
 
 // NeedsSideStream reports whether a request Check decided as method (the
 // value of MethodHeader) needs the response seam.

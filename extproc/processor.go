@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
@@ -193,11 +194,11 @@ func (st *stream) route() string {
 	switch {
 	case st.isList || isListMethod(st.method):
 		return "list"
-	case st.httpMethod == "GET" || st.method == "GET":
+	case st.httpMethod == "GET" || st.method == mcpmethod.HTTPGet:
 		return "get"
 	case strings.HasPrefix(st.method, "tasks/"):
 		return "task"
-	case st.method == "tools/call":
+	case st.method == mcpmethod.ToolsCall:
 		return "call"
 	}
 	return "other"
@@ -786,17 +787,17 @@ func ItemInput(k listfilter.Kind, key, server string, claims map[string]any) (in
 	in = &policy.Input{Op: policy.OpRequest, Server: server, Claims: claims}
 	switch k {
 	case listfilter.Tools:
-		in.Method, in.Tool = "tools/call", key
+		in.Method, in.Tool = mcpmethod.ToolsCall, key
 	case listfilter.Prompts:
-		in.Method, in.Prompt = "prompts/get", key
+		in.Method, in.Prompt = mcpmethod.PromptsGet, key
 	case listfilter.Resources:
-		in.Method, in.URI = "resources/read", key
+		in.Method, in.URI = mcpmethod.ResourcesRead, key
 	case listfilter.ResourceTemplates:
 		uri, ok := policy.ExpandTemplate(key)
 		if !ok {
 			return nil, false
 		}
-		in.Method, in.URI = "resources/read", uri
+		in.Method, in.URI = mcpmethod.ResourcesRead, uri
 	default:
 		return nil, false
 	}

@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -54,11 +55,11 @@ const (
 var kinds = [...]struct {
 	member, key, method string
 }{
-	Tools:             {"tools", "name", "tools/list"},
-	Prompts:           {"prompts", "name", "prompts/list"},
-	Resources:         {"resources", "uri", "resources/list"},
-	ResourceTemplates: {"resourceTemplates", "uriTemplate", "resources/templates/list"},
-	Tasks:             {"tasks", "taskId", "tasks/list"},
+	Tools:             {"tools", "name", mcpmethod.ToolsList},
+	Prompts:           {"prompts", "name", mcpmethod.PromptsList},
+	Resources:         {"resources", "uri", mcpmethod.ResourcesList},
+	ResourceTemplates: {"resourceTemplates", "uriTemplate", mcpmethod.ResourcesTemplatesList},
+	Tasks:             {"tasks", "taskId", mcpmethod.TasksList},
 }
 
 // String returns the list's member name ("tools", ..., "tasks").
