@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -394,7 +395,7 @@ func (d *Decider) seam(ctx context.Context, lp *LoadedPolicy, el *Decision, m *m
 		case !found:
 			el.Detail = "task id not bound"
 			return ReasonTaskNotOwned
-		case owner != el.Principal.Subject:
+		case owner != state.TaskOwner(el.Principal.Issuer, el.Principal.Subject):
 			el.Detail = "task id bound to another principal"
 			return ReasonTaskNotOwned
 		}

@@ -56,7 +56,11 @@ func post(subject, body string) *Request {
 
 func TestTaskOwnership(t *testing.T) {
 	d, tasks, _, _ := seamDecider(t)
-	if err := tasks.Bind(context.Background(), "payments", "t-1", "alice", 60_000); err != nil {
+	if err := tasks.Bind(context.Background(), "payments", "t-1", state.TaskOwner("https://idp.example.com", "alice"), 60_000); err != nil {
+		t.Fatal(err)
+	}
+	// The same subject at another issuer is another principal.
+	if err := tasks.Bind(context.Background(), "payments", "t-2", state.TaskOwner("https://other-idp.example.com", "alice"), 60_000); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -71,6 +75,7 @@ func TestTaskOwnership(t *testing.T) {
 		{"alice", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":7}}`, ReasonInvalidParams},
 		{"alice", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{}}`, ReasonInvalidParams},
 		{"bob", `{"jsonrpc":"2.0","id":1,"method":"tasks/list"}`, ReasonAllowed},
+		{"alice", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t-2"}}`, ReasonTaskNotOwned},
 	}
 	for _, tt := range tests {
 		if got := d.Decide(context.Background(), post(tt.who, tt.body)); got.Reason != tt.want {

@@ -23,6 +23,7 @@ func (mb *metadataBlock) fill(d *decision.Decision) *structpb.Struct {
 	mb.set("policy_version", d.PolicyVersion)
 	if d.Principal != nil {
 		mb.set("principal", d.Principal.Subject)
+		mb.set("issuer", d.Principal.Issuer)
 	}
 	if d.Retry {
 		mb.set("retry", "true")

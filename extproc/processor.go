@@ -147,6 +147,7 @@ type stream struct {
 	rc                   receipt // of an allowed tools/call (receipt.go)
 	session              string  // Mcp-Session-Id (list and GET routes), for pin_scope session
 	recoverKey           string  // Check's recover_key: record the result under it
+	owner                string  // state.TaskOwner of the caller: issuer and subject
 	ctx                  context.Context
 }
 
@@ -244,6 +245,7 @@ func (st *stream) readMeta(req *extprocv3.ProcessingRequest) {
 	st.haveMeta = true
 	st.decision = str("decision_id")
 	st.method, st.server, st.principal = str("method"), str("server"), str("principal")
+	st.owner = state.TaskOwner(str("issuer"), st.principal)
 	st.policyVersion, st.protocol = str("policy_version"), str("protocol_version")
 	if id := str("rpc_id"); id != "" {
 		st.rpcID = []byte(id)
@@ -443,7 +445,7 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 				return false, errors.New("no task store")
 			}
 			owner, found, err := t.Owner(ctx, st.server, key)
-			return found && owner == st.principal, err
+			return found && owner == st.owner, err
 		}
 		if pol == nil {
 			return false, errors.New("no policy")
@@ -511,7 +513,7 @@ func (st *stream) bindTasks(ctx context.Context, tasks []listfilter.Task) {
 			st.s.cfg.Log.Warn("task not bound: no task store", zap.String("decision_id", st.decision))
 			continue
 		}
-		if err := tk.Bind(ctx, st.server, t.ID, st.principal, t.TTLms); err != nil {
+		if err := tk.Bind(ctx, st.server, t.ID, st.owner, t.TTLms); err != nil {
 			// The task stays unbound (or another's): its later task calls
 			// are refused, which fails closed.
 			st.s.cfg.Log.Warn("task not bound", zap.String("decision_id", st.decision), zap.Error(err))

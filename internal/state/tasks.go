@@ -57,6 +57,15 @@ func (o *observed) Get(ctx context.Context, key string) (string, bool, error) {
 	return v, found, err
 }
 
+// TaskOwner is the principal a task is bound to: the token's issuer and
+// subject, so equal subjects of two issuers never share a task.
+func TaskOwner(issuer, subject string) string {
+	if issuer == "" {
+		return subject
+	}
+	return issuer + " " + subject
+}
+
 // ErrTaskConflict is returned by Tasks.Bind when the task id is already
 // bound to another principal: the binding is kept, never replaced.
 var ErrTaskConflict = errors.New("task id bound to another principal")
