@@ -46,7 +46,9 @@
 # BENCH_LAT_DURATION (10s), BENCH_LAT_RATES ("1000 2000 5000"),
 # BENCH_LAT_STREAMS (64), BENCH_PORT (19391, and the next one),
 # BENCH_SERVER_CPU (0), BENCH_LOAD_CPU (1), GHZ_VERSION, BENCH_EXTAUTHZ (a
-# binary to measure instead of this tree's, e.g. a baseline build).
+# binary to measure instead of this tree's, e.g. a baseline build),
+# BENCH_SERVE_FLAGS (more serve flags for ours, e.g. "--policy FILE" with
+# pin_mode off, to split the cost of pinning from the seam's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -101,8 +103,9 @@ echo "== CheckRequests (the same bytes to both servers)"
 echo "== servers (CPU $SERVER_CPU)" >&2
 ours_addr=127.0.0.1:$PORT
 null_addr=127.0.0.1:$((PORT + 1))
+# shellcheck disable=SC2086 # BENCH_SERVE_FLAGS: several flags
 taskset -c "$SERVER_CPU" "$ours_bin" serve --config examples/config.yaml \
-  --grpc-addr "$ours_addr" --http-addr "" >"$work/decisions.log" 2>"$work/ours.err" &
+  --grpc-addr "$ours_addr" --http-addr "" ${BENCH_SERVE_FLAGS:-} >"$work/decisions.log" 2>"$work/ours.err" &
 pids+=($!); ours_pid=$!
 taskset -c "$SERVER_CPU" "$bin/bench" null --addr "$null_addr" 2>"$work/null.err" &
 pids+=($!); null_pid=$!
