@@ -8,6 +8,17 @@
 //	bench shape --dir DIR             print the CheckRequests' shape (fields, headers, sizes, SHA-256)
 //	bench load  --addr ADDR --dir DIR --case NAME --rps N [--streams 64] [--duration 10s]
 //	                                  open-loop load at a fixed rate, print latency percentiles
+//	bench seamgen   --addr OURS --token JWT --out DIR
+//	                                  write the seam cases (Check + ProcessingRequests) as Envoy sends them
+//	bench seamshape --dir DIR         print the seam cases' message shapes
+//	bench seamprobe --addr ADDR --dir DIR [--filtered]
+//	                                  send each seam case once; --filtered: fail unless lists were filtered
+//	bench seamload  --addr ADDR --dir DIR --case NAME [--streams 50] [--duration 8s]
+//	                                  closed loop: Check, then the route's side stream; print requests done
+//
+// null serves both envoy.service.auth.v3.Authorization (OK at once) and
+// envoy.service.ext_proc.v3.ExternalProcessor (the empty answer to each
+// message), as the service serves both on one port.
 //
 // The CheckRequests are built as Envoy's ext_authz filter builds them (lower-cased
 // headers with pseudo-headers, body in raw_body) from the example requests of
@@ -31,6 +42,7 @@ import (
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -52,7 +64,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: bench null|gen|probe [flags]")
+		return errors.New("usage: bench null|gen|probe|shape|load|seamgen|seamshape|seamprobe|seamload [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:9291", "gRPC address (null, probe)")
@@ -63,7 +75,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	cs := fs.String("case", "small", "request to send: a Case name (load)")
 	rps := fs.Float64("rps", 1000, "requests per second, open loop (load)")
 	streams := fs.Int("streams", 64, "concurrent streams on one connection (load)")
-	duration := fs.Duration("duration", 10*time.Second, "how long to send (load)")
+	duration := fs.Duration("duration", 10*time.Second, "how long to send (load, seamload)")
+	filtered := fs.Bool("filtered", false, "fail unless list answers were filtered (seamprobe)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -95,6 +108,29 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintln(stdout, r)
 		return nil
+	case "seamgen":
+		if *token == "" {
+			return errors.New("seamgen: --token is required")
+		}
+		return seamGen(ctx, *addr, *examples, *token, *out)
+	case "seamshape":
+		return seamShape(*dir, stdout)
+	case "seamprobe":
+		return seamProbe(ctx, *addr, *dir, *filtered, stdout)
+	case "seamload":
+		f, err := readSeam(*dir, *cs)
+		if err != nil {
+			return err
+		}
+		if *streams <= 0 || *duration <= 0 {
+			return errors.New("seamload: --streams and --duration must be positive")
+		}
+		ok, failed, err := SeamLoad(ctx, *addr, f, *streams, *duration)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "ok %d failed %d\n", ok, failed)
+		return nil
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
@@ -116,6 +152,7 @@ func serveNull(ctx context.Context, addr string) error {
 	}
 	gs := grpc.NewServer(grpc.MaxRecvMsgSize(16 << 20))
 	authv3.RegisterAuthorizationServer(gs, nullServer{})
+	extprocv3.RegisterExternalProcessorServer(gs, nullProcessor{})
 	go func() {
 		<-ctx.Done()
 		gs.Stop()

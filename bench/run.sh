@@ -2,7 +2,7 @@
 # mcp-extauthz against a do-nothing ext_authz server (bench null), on this
 # machine, in one run:
 #
-#   bash bench/run.sh [cpu|latency|all]   (from anywhere; needs Go, taskset, jq; 2+ CPUs)
+#   bash bench/run.sh [cpu|latency|seam|all]   (from anywhere; needs Go, taskset, jq; 2+ CPUs)
 #
 # cpu (the default): CPU per Check. The server under test runs pinned to
 # CPU 0 and the load generator, ghz (installed here with `go install`),
@@ -22,6 +22,23 @@
 # counts); small and 64 KiB; null and ours alternating. Prints p50, p99 and p99.9 in µs and ours / null
 # at p99. A request that fails or is not answered counts as infinitely slow.
 #
+# seam: the response seam (issue 17). CPU per request of the service as a
+# request through envoy/sidecar.yaml costs it: its Check plus, on a route
+# with a side stream, one ext_proc stream (ProcessingRequests as Envoy's
+# ext_proc filter sends them, one answer awaited per message), against the
+# null pair (bench null: Check answers OK, every ProcessingRequest gets the
+# empty answer of its kind) on the same bytes. bench seamload, pinned to
+# CPU 1, runs BENCH_STREAMS closed-loop workers over two connections (the
+# sidecar's two clusters), for BENCH_DURATION per run, null and ours
+# alternating, BENCH_ROUNDS rounds. Cases: a tools/list of 50 tools
+# answered as JSON (one buffered body) and as SSE (three chunks and the
+# empty end of stream), filtered to 3 by the reference policy (target:
+# ours <= 2x the pair); an allowed tools/call on the call route (response
+# headers, then its buffered answer); and an initialize, which has no side
+# stream (Check only, against the null ext_authz: the ratio to compare with
+# cpu mode's small call). The message shapes are printed first, and the
+# service is probed once: each list must come back filtered.
+#
 # Both servers get byte-identical CheckRequests (the same files; bench load
 # sends their bytes as they are); their shape is printed first.
 #
@@ -29,13 +46,15 @@
 # BENCH_LAT_DURATION (10s), BENCH_LAT_RATES ("1000 2000 5000"),
 # BENCH_LAT_STREAMS (64), BENCH_PORT (19391, and the next one),
 # BENCH_SERVER_CPU (0), BENCH_LOAD_CPU (1), GHZ_VERSION, BENCH_EXTAUTHZ (a
-# binary to measure instead of this tree's, e.g. a baseline build).
+# binary to measure instead of this tree's, e.g. a baseline build),
+# BENCH_SERVE_FLAGS (more serve flags for ours, e.g. "--policy FILE" with
+# pin_mode off, to split the cost of pinning from the seam's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MODE=${1:-cpu}
-case $MODE in cpu | latency | all) ;; *)
-  echo "usage: bash bench/run.sh [cpu|latency|all]" >&2
+case $MODE in cpu | latency | seam | all) ;; *)
+  echo "usage: bash bench/run.sh [cpu|latency|seam|all]" >&2
   exit 2
   ;;
 esac
@@ -68,10 +87,12 @@ mkdir -p "$bin"
 go build -o "$bin/extauthz" ./cmd/extauthz
 ours_bin=${BENCH_EXTAUTHZ:-$bin/extauthz} # another build of the service, e.g. a baseline
 go build -o "$bin/bench" ./bench
-if ! GOBIN=$bin go install "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION" 2>"$work/ghz-install.log"; then
-  echo "bench: ghz $GHZ_VERSION did not install (see below); trying @latest" >&2
-  cat "$work/ghz-install.log" >&2
-  GOBIN=$bin go install github.com/bojand/ghz/cmd/ghz@latest
+if [ "$MODE" = cpu ] || [ "$MODE" = all ]; then
+  if ! GOBIN=$bin go install "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION" 2>"$work/ghz-install.log"; then
+    echo "bench: ghz $GHZ_VERSION did not install (see below); trying @latest" >&2
+    cat "$work/ghz-install.log" >&2
+    GOBIN=$bin go install github.com/bojand/ghz/cmd/ghz@latest
+  fi
 fi
 
 token=$("$bin/extauthz" token --config examples/config.yaml --sub alice --ttl 2h)
@@ -82,8 +103,9 @@ echo "== CheckRequests (the same bytes to both servers)"
 echo "== servers (CPU $SERVER_CPU)" >&2
 ours_addr=127.0.0.1:$PORT
 null_addr=127.0.0.1:$((PORT + 1))
+# shellcheck disable=SC2086 # BENCH_SERVE_FLAGS: several flags
 taskset -c "$SERVER_CPU" "$ours_bin" serve --config examples/config.yaml \
-  --grpc-addr "$ours_addr" --http-addr "" >"$work/decisions.log" 2>"$work/ours.err" &
+  --grpc-addr "$ours_addr" --http-addr "" ${BENCH_SERVE_FLAGS:-} >"$work/decisions.log" 2>"$work/ours.err" &
 pids+=($!); ours_pid=$!
 taskset -c "$SERVER_CPU" "$bin/bench" null --addr "$null_addr" 2>"$work/null.err" &
 pids+=($!); null_pid=$!
@@ -212,5 +234,57 @@ latency_mode() {
     }' "$results"
 }
 
+seam_mode() {
+  local cases="list-json list-sse call-json initialize"
+  "$bin/bench" seamgen --addr "$ours_addr" --token "$token" --out "$work" --examples examples/requests
+  echo "== seam: messages per request (the same bytes to both servers)"
+  "$bin/bench" seamshape --dir "$work"
+  echo "== seam: one of each, ours (lists must come back filtered) and null"
+  "$bin/bench" seamprobe --addr "$ours_addr" --dir "$work" --filtered | sed 's/^/ours /'
+  "$bin/bench" seamprobe --addr "$null_addr" --dir "$work" | sed 's/^/null /'
+  echo "== warm-up (seam)" >&2
+  for c in $cases; do
+    for addr in "$null_addr" "$ours_addr"; do
+      taskset -c "$LOAD_CPU" "$bin/bench" seamload --addr "$addr" --dir "$work" --case "$c" --streams "$STREAMS" --duration 2s >/dev/null
+    done
+  done
+  local results=$work/seam
+  : >"$results"
+  for round in $(seq "$ROUNDS"); do
+    for c in $cases; do
+      for server in null ours; do
+        if [ "$server" = null ]; then pid=$null_pid addr=$null_addr; else pid=$ours_pid addr=$ours_addr; fi
+        t0=$(ticks "$pid")
+        line=$(taskset -c "$LOAD_CPU" "$bin/bench" seamload --addr "$addr" --dir "$work" --case "$c" --streams "$STREAMS" --duration "$DURATION")
+        t1=$(ticks "$pid")
+        read -r _ n _ failed <<<"$line"
+        echo "$round $c $server $n $((t1 - t0)) $failed" >>"$results"
+        printf 'round %s %-10s %-5s %8d requests %6d ticks %d failed\n' "$round" "$c" "$server" "$n" "$((t1 - t0))" "$failed" >&2
+      done
+    done
+  done
+  echo
+  machine
+  echo "load: bench seamload closed loop, $STREAMS workers on 2 connections (Check; ext_proc), $ROUNDS rounds x $DURATION per server and request"
+  echo
+  awk -v hz="$hz" '
+    { req[$2 "," $3] += $4; tick[$2 "," $3] += $5; bad[$2 "," $3] += $6; seen[$2] = 1 }
+    END {
+      printf "| request (sidecar route) | null pair µs CPU/req | ours µs CPU/req | ours / null | target | failed (null, ours) |\n"
+      printf "|---|---:|---:|---:|---|---:|\n"
+      n = split("list-json list-sse call-json initialize", order, " ")
+      split("tools/list 50 tools, JSON (list: Check + side stream)|tools/list 50 tools, SSE (list: Check + side stream)|tools/call (call: Check + side stream)|initialize (no side stream: Check only)", label, "|")
+      split("<= 2x|<= 2x|-|as cpu mode small", target, "|")
+      for (i = 1; i <= n; i++) {
+        c = order[i]
+        if (!(c in seen)) continue
+        nu = tick[c ",null"] / hz / req[c ",null"] * 1e6
+        ou = tick[c ",ours"] / hz / req[c ",ours"] * 1e6
+        printf "| %s | %.1f | %.1f | %.2fx | %s | %d, %d |\n", label[i], nu, ou, ou / nu, target[i], bad[c ",null"], bad[c ",ours"]
+      }
+    }' "$results"
+}
+
 if [ "$MODE" = cpu ] || [ "$MODE" = all ]; then cpu_mode; fi
+if [ "$MODE" = seam ] || [ "$MODE" = all ]; then seam_mode; fi
 if [ "$MODE" = latency ] || [ "$MODE" = all ]; then latency_mode; fi

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/mcp-extauthz/mcp-extauthz/extproc"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
+)
+
+// referencePolicy compiles examples/policy.yaml.
+func referencePolicy(t *testing.T) *policy.Policy {
+	t.Helper()
+	src, err := os.ReadFile("../examples/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Compile("examples/policy.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// writeSeams writes every seam case with Check metadata for alice's
+// method, as Check gives it, without a running service.
+func writeSeams(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, c := range SeamCases {
+		req, cr, err := c.checkRequest("../examples/requests", "tok")
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta, err := structpb.NewStruct(map[string]any{"decision_id": "d-1", "decision": "allow", "reason": "allowed",
+			"method": c.Method, "server": "payments", "principal": "alice", "policy_version": "v", "rpc_id": "1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := writeSeam(dir, c, req, cr, meta); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestToolsList: the measured list is valid JSON of SeamTools distinct
+// tools, and the reference policy keeps exactly the three it says.
+func TestToolsList(t *testing.T) {
+	var m struct {
+		Result struct {
+			Tools []struct{ Name string }
+		}
+	}
+	if err := json.Unmarshal([]byte(ToolsList(SeamTools)), &m); err != nil {
+		t.Fatal(err)
+	}
+	p := referencePolicy(t)
+	seen := map[string]bool{}
+	var kept []string
+	for _, tool := range m.Result.Tools {
+		if seen[tool.Name] {
+			t.Fatalf("duplicate %s", tool.Name)
+		}
+		seen[tool.Name] = true
+		in, _ := extproc.ItemInput(listfilter.Tools, tool.Name, "payments", nil)
+		if p.Visible(in).Visible {
+			kept = append(kept, tool.Name)
+		}
+	}
+	if len(m.Result.Tools) != SeamTools || strings.Join(kept, ",") != "search,read_file,issue_refund" {
+		t.Fatalf("%d tools, kept %v", len(m.Result.Tools), kept)
+	}
+}
+
+// TestSeamMessages: the messages are in Envoy's order for each route,
+// metadata on each, protocol_config on the first only, content-length
+// matching a buffered body, and the SSE chunks adding up to one event
+// ended by an empty end_of_stream chunk.
+func TestSeamMessages(t *testing.T) {
+	dir := writeSeams(t)
+	want := map[string]string{
+		"list-json":  "reqh resph body*",
+		"list-sse":   "reqh resph body body body body*",
+		"call-json":  "resph body*",
+		"initialize": "",
+	}
+	for _, c := range SeamCases {
+		f, err := readSeam(dir, c.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.req.GetAttributes().GetRequest().GetHttp().GetHeaders()["authorization"] != "Bearer tok" {
+			t.Errorf("%s: CheckRequest without the token", c.Name)
+		}
+		var kinds []string
+		var body strings.Builder
+		cl := ""
+		for i, m := range f.msgs {
+			if (m.GetProtocolConfig() != nil) != (i == 0) {
+				t.Errorf("%s: message %d: protocol_config %v", c.Name, i+1, m.GetProtocolConfig())
+			}
+			if m.GetMetadataContext().GetFilterMetadata()[authzNamespace].GetFields()["decision_id"].GetStringValue() != "d-1" {
+				t.Errorf("%s: message %d without Check's metadata", c.Name, i+1)
+			}
+			switch r := m.GetRequest().(type) {
+			case *extprocv3.ProcessingRequest_RequestHeaders:
+				kinds = append(kinds, "reqh")
+				if _, ok := headerOf(r.RequestHeaders, "authorization"); !ok {
+					t.Errorf("%s: request headers without the token", c.Name)
+				}
+			case *extprocv3.ProcessingRequest_ResponseHeaders:
+				kinds = append(kinds, "resph")
+				cl, _ = headerOf(r.ResponseHeaders, "content-length")
+			case *extprocv3.ProcessingRequest_ResponseBody:
+				k := "body"
+				if r.ResponseBody.GetEndOfStream() {
+					k += "*"
+				}
+				kinds = append(kinds, k)
+				body.Write(r.ResponseBody.GetBody())
+			}
+		}
+		if got := strings.Join(kinds, " "); got != want[c.Name] {
+			t.Errorf("%s: %q, want %q", c.Name, got, want[c.Name])
+		}
+		switch {
+		case c.SSE && (cl != "" || body.String() != "event: message\ndata: "+ToolsList(SeamTools)+"\n\n"):
+			t.Errorf("%s: content-length %q, body %.80q", c.Name, cl, body.String())
+		case !c.SSE && c.Route != "" && (cl != itoa(body.Len()) || !json.Valid([]byte(body.String()))):
+			t.Errorf("%s: content-length %q for %d bytes", c.Name, cl, body.Len())
+		}
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func headerOf(h *extprocv3.HttpHeaders, k string) (string, bool) {
+	for _, x := range h.GetHeaders().GetHeaders() {
+		if x.GetKey() == k {
+			return string(x.GetRawValue()), true
+		}
+	}
+	return "", false
+}
+
+// startSeam serves a null Check next to the real processor (reference
+// policy, tool definitions recorded, no token verifier) on loopback.
+func startSeam(t *testing.T) string {
+	t.Helper()
+	p := referencePolicy(t)
+	lis := testkit.Listen(t)
+	gs := grpc.NewServer()
+	authv3.RegisterAuthorizationServer(gs, nullServer{})
+	extprocv3.RegisterExternalProcessorServer(gs, extproc.New(extproc.Config{
+		Policy:      func() (*policy.Policy, string) { return p, "v" },
+		Definitions: &toolpin.Observations{Store: state.NewMemory(1000, nil)}, Fingerprints: &toolpin.Cache{},
+	}))
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(gs.Stop)
+	return lis.Addr().String()
+}
+
+// TestSeamProbe: the real processor filters both list answers from these
+// messages (the probe's --filtered check passes), and the null pair, which
+// filters nothing, fails it.
+func TestSeamProbe(t *testing.T) {
+	dir := writeSeams(t)
+	var sb strings.Builder
+	if err := seamProbe(t.Context(), startSeam(t), dir, true, &sb); err != nil {
+		t.Fatalf("%v\n%s", err, sb.String())
+	}
+	for _, want := range []string{"list-json: 3 answers, body mode BUFFERED, body replaced true, 3 tools", "list-sse: 6 answers, body mode STREAMED, body replaced true, 3 tools"} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("probe output lacks %q:\n%s", want, sb.String())
+		}
+	}
+	null := startNull(t)
+	if err := seamProbe(t.Context(), null, dir, false, &sb); err != nil {
+		t.Fatalf("null pair: %v", err)
+	}
+	if err := seamProbe(t.Context(), null, dir, true, &sb); err == nil || !strings.Contains(err.Error(), "not filtered") {
+		t.Fatalf("null pair passed the filtered probe: %v", err)
+	}
+}
+
+// TestSeamLoad: a short closed-loop run completes requests with no
+// failure on both; a Check the server refuses counts as failed.
+func TestSeamLoad(t *testing.T) {
+	dir := writeSeams(t)
+	for _, addr := range []string{startNull(t), startSeam(t)} {
+		for _, c := range []string{"list-sse", "initialize"} {
+			f, err := readSeam(dir, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, failed, err := SeamLoad(t.Context(), addr, f, 4, 100*time.Millisecond)
+			if err != nil || ok == 0 || failed != 0 {
+				t.Errorf("%s %s: ok %d failed %d, %v", addr, c, ok, failed, err)
+			}
+		}
+	}
+	f, err := readSeam(dir, "list-json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.check = []byte{0xff, 0xff}
+	if _, _, err := SeamLoad(t.Context(), startNull(t), f, 2, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "first request") {
+		t.Fatalf("got %v, want the first request to fail", err)
+	}
+}
+
+// TestSeamShape prints each message of each case.
+func TestSeamShape(t *testing.T) {
+	var sb strings.Builder
+	if err := run(t.Context(), []string{"seamshape", "--dir", writeSeams(t)}, &sb); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"list-json: tools/list, route list;", "1. request_headers [:method authorization", "+ protocol_config",
+		"response_body 0 bytes end_of_stream true", "initialize: initialize, route none (ext_proc disabled)",
+	} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("shape lacks %q:\n%s", want, sb.String())
+		}
+	}
+}
