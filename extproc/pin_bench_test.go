@@ -88,7 +88,7 @@ func BenchmarkFilterPin500(b *testing.B) {
 			}
 			cfg := Config{Policy: func() (*policy.Policy, string) { return pol, "v" }}
 			if tt.pin {
-				cfg.Definitions = &toolpin.Observations{Store: state.NewMemory(100000, nil)}
+				cfg.Definitions = &toolpin.Observations{Store: state.NewMemory(100000, nil), Recent: &toolpin.Recent{}} // as serve configures it
 				cfg.Fingerprints = &toolpin.Cache{}
 			}
 			srv := New(cfg)

@@ -524,7 +524,8 @@ func benchProcess(b *testing.B, sseForm bool) {
 	body := sb.String()
 	src, _ := os.ReadFile("../examples/policy.yaml")
 	pol, _ := policy.Compile("p.yaml", src)
-	srv := New(Config{Policy: func() (*policy.Policy, string) { return pol, "v" }})
+	srv := New(Config{Policy: func() (*policy.Policy, string) { return pol, "v" },
+		Definitions: &toolpin.Observations{Store: state.NewMemory(1000, nil), Recent: &toolpin.Recent{}}, Fingerprints: &toolpin.Cache{}})
 	st := &stream{s: srv, haveMeta: true, decision: "d", method: "tools/list", server: "payments", principal: "alice", policyVersion: "v", isList: true}
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -532,6 +533,7 @@ func benchProcess(b *testing.B, sseForm bool) {
 	for b.Loop() {
 		st.mode, st.lists = modeJSON, 0
 		var err error
+		var resp *extprocv3.ProcessingResponse
 		if sseForm {
 			st.mode, st.framer = modeSSE, sse.New(0)
 			_, err = st.responseBody(ctx, &extprocv3.HttpBody{Body: []byte("data: " + body + "\n\n")})
@@ -539,10 +541,13 @@ func benchProcess(b *testing.B, sseForm bool) {
 				_, err = st.responseBody(ctx, &extprocv3.HttpBody{EndOfStream: true})
 			}
 		} else {
-			_, err = st.responseBody(ctx, &extprocv3.HttpBody{Body: []byte(body), EndOfStream: true})
+			resp, err = st.responseBody(ctx, &extprocv3.HttpBody{Body: []byte(body), EndOfStream: true})
 		}
 		if err != nil {
 			b.Fatal(err)
+		}
+		if resp != nil && strings.Contains(string(resp.GetResponseBody().GetResponse().GetBodyMutation().GetBody()), "response_unfilterable") {
+			b.Fatal("the list was refused, not filtered")
 		}
 	}
 }

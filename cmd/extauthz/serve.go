@@ -637,7 +637,7 @@ func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.Toke
 	}
 	if r, ok := st.(state.Reader); ok {
 		pc.Tasks = &state.Tasks{Store: r}
-		pc.Definitions, pc.Fingerprints = &toolpin.Observations{Store: r}, &toolpin.Cache{}
+		pc.Definitions, pc.Fingerprints = &toolpin.Observations{Store: r, Recent: &toolpin.Recent{}}, &toolpin.Cache{}
 		pc.Results, pc.ResultTTL = &state.Results{Store: r, MaxBytes: cfg.IdempotencyResultMaxBytes}, cfg.IdempotencyTTL
 	}
 	if cfg.ResponseSeam {

@@ -1,6 +1,7 @@
 package toolpin
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
@@ -41,6 +43,11 @@ const (
 // ("tooldef-srv:" + server): a tool added or renamed later is not trusted on
 // first use. Errors wrap state.ErrUnavailable: callers fail closed.
 type Observations struct {
+	// Recent, when set, remembers what this process recorded lately, so a
+	// list repeated with the same definitions costs no store round trip
+	// (every write Observe makes is a first-claim-wins claim: writing the
+	// same fingerprint again changes nothing while the claims live).
+	Recent         *Recent
 	Store          state.Reader
 	TTL            time.Duration    // zero: DefaultTTL
 	BaselineTTL    time.Duration    // zero: DefaultBaselineTTL
@@ -110,13 +117,32 @@ type Definition struct {
 // openWorldHint; a member that is not a boolean counts as absent). Errors
 // are Fingerprint's.
 func Parse(def []byte, c *Cache) (Definition, error) {
-	var fp, name string
-	var err error
-	if c != nil {
-		fp, name, err = c.Fingerprint(def)
-	} else {
-		fp, name, err = Fingerprint(def)
+	if c == nil {
+		return parse(def)
 	}
+	key := sha256.Sum256(bytes.TrimSpace(def))
+	c.mu.Lock()
+	d, ok := c.defs[key]
+	c.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	d, err := parse(def)
+	if err != nil {
+		return Definition{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.defs == nil || len(c.defs) >= c.max() {
+		c.defs = make(map[[32]byte]Definition)
+	}
+	c.defs[key] = d
+	return d, nil
+}
+
+// parse is Parse without a cache.
+func parse(def []byte) (Definition, error) {
+	fp, name, err := Fingerprint(def)
 	if err != nil {
 		return Definition{}, err
 	}
@@ -172,8 +198,21 @@ func decodeHints(s string) policy.Hints {
 
 // Observe records that a tools/list answer in scope (Scope: a server id,
 // or a server and session) showed d.
-func (o Observations) Observe(ctx context.Context, scope string, d Definition) error {
+func (o Observations) Observe(ctx context.Context, scope string, d Definition) (err error) {
 	server := scope
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	rkey := strconv.Itoa(len(scope)) + ":" + scope + ":" + strconv.Itoa(len(d.Name)) + ":" + d.Name + ":" + d.Fingerprint
+	if o.Recent.seen(rkey, now()) {
+		return nil
+	}
+	defer func() {
+		if err == nil {
+			o.Recent.add(rkey, now(), o.ttl())
+		}
+	}()
 	if d.Name == "" || !Valid(d.Fingerprint) {
 		return fmt.Errorf("%w: toolpin: observe %q: not a fingerprinted tool", state.ErrUnavailable, d.Name)
 	}
@@ -186,10 +225,6 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) e
 		if _, _, err := o.Store.Claim(ctx, toolKey("tooldef-div", server, d.Name), d.Fingerprint, o.ttl()); err != nil {
 			return err
 		}
-	}
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
 	}
 	t := now()
 	_, first, err := o.Store.Claim(ctx, "tooldef-srv:"+strconv.Itoa(len(server))+":"+server, strconv.FormatInt(t.UnixMilli(), 10), o.baselineTTL())
@@ -246,4 +281,41 @@ func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, sess
 	}
 	def.Changed = !slices.Contains(baseline, fp) || divergent && !slices.Contains(baseline, other)
 	return def, nil
+}
+
+// Recent is a bounded, process-local memory of observations Observe
+// recorded, each for a quarter of the observation TTL (so a claim that
+// expired in the store is written again well before anyone misses it).
+// Safe for concurrent use; the zero value holds up to 16384 entries. A nil
+// *Recent remembers nothing.
+type Recent struct {
+	Max int
+	mu  sync.Mutex
+	m   map[string]time.Time // until
+}
+
+func (r *Recent) seen(k string, now time.Time) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	until, ok := r.m[k]
+	return ok && now.Before(until)
+}
+
+func (r *Recent) add(k string, now time.Time, ttl time.Duration) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	max := r.Max
+	if max <= 0 {
+		max = 16384
+	}
+	if r.m == nil || len(r.m) >= max {
+		r.m = make(map[string]time.Time)
+	}
+	r.m[k] = now.Add(ttl / 4)
 }

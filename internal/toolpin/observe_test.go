@@ -244,3 +244,53 @@ func TestSession(t *testing.T) {
 		}
 	}
 }
+
+// countingStore counts the calls that reach a store.
+type countingStore struct {
+	state.Reader
+	calls int
+}
+
+func (c *countingStore) Claim(ctx context.Context, k, v string, ttl time.Duration) (bool, string, error) {
+	c.calls++
+	return c.Reader.Claim(ctx, k, v, ttl)
+}
+
+// TestRecentSkipsRepeats: a list repeated with the same definitions costs
+// no store call; a changed definition, or an observation past its time,
+// reaches the store again and is still seen as changed.
+func TestRecentSkipsRepeats(t *testing.T) {
+	p, _ := policy.Compile("p.yaml", []byte("default: deny\npin_mode: tofu\n"))
+	cs := &countingStore{Reader: state.NewMemory(0, nil)}
+	clock := time.Unix(1_800_000_000, 0)
+	o := Observations{Store: cs, Recent: &Recent{}, Now: func() time.Time { return clock }}
+	ctx := context.Background()
+	a, b := mustDef(t, base), mustDef(t, edit(func(m map[string]any) { m["description"] = "v2" }))
+	if err := o.Observe(ctx, "s", a); err != nil {
+		t.Fatal(err)
+	}
+	first := cs.calls
+	for range 3 {
+		if err := o.Observe(ctx, "s", a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cs.calls != first {
+		t.Errorf("repeats reached the store: %d calls after %d", cs.calls, first)
+	}
+	if err := o.Observe(ctx, "s", b); err != nil || cs.calls == first {
+		t.Fatalf("a changed definition did not reach the store: %v", err)
+	}
+	if def, _ := o.Lookup(ctx, p, "s", "", "refund"); !def.Changed {
+		t.Errorf("changed definition not seen: %+v", def)
+	}
+	clock = clock.Add(DefaultTTL / 2)
+	n := cs.calls
+	if err := o.Observe(ctx, "s", a); err != nil || cs.calls == n {
+		t.Errorf("an observation past a quarter of its TTL was not written again")
+	}
+	var nilRecent *Recent
+	if nilRecent.seen("k", clock) {
+		t.Error("a nil Recent remembers")
+	}
+}

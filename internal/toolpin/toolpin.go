@@ -106,9 +106,17 @@ func Valid(s string) bool {
 // and forgets all of them when full. Safe for concurrent use; the zero value
 // is ready.
 type Cache struct {
-	Max int
-	mu  sync.Mutex
-	m   map[[32]byte]cached
+	Max  int
+	mu   sync.Mutex
+	m    map[[32]byte]cached
+	defs map[[32]byte]Definition // Parse's
+}
+
+func (c *Cache) max() int {
+	if c.Max <= 0 {
+		return 4096
+	}
+	return c.Max
 }
 
 type cached struct{ fp, name string }
@@ -129,11 +137,7 @@ func (c *Cache) Fingerprint(def []byte) (fp, name string, err error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	max := c.Max
-	if max <= 0 {
-		max = 4096
-	}
-	if c.m == nil || len(c.m) >= max {
+	if c.m == nil || len(c.m) >= c.max() {
 		c.m = make(map[[32]byte]cached)
 	}
 	c.m[key] = cached{fp, name}
