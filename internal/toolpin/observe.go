@@ -62,7 +62,8 @@ func toolKey(kind, scope, tool string) string {
 // Session is the MCP session a request belongs to, for pin_scope session:
 // its Mcp-Session-Id header (Streamable HTTP), else the sessionId query
 // parameter of its path (the 2024-11-05 HTTP+SSE transport posts to
-// /messages?sessionId=…), else "" (no session: MCP 2026-07-28, stateless
+// /messages?sessionId=… with the TypeScript SDK, ?sessionid=… with the Go
+// SDK; one of them, once), else "" (no session: MCP 2026-07-28, stateless
 // servers).
 func Session(header, path string) string {
 	if header != "" {
@@ -73,10 +74,15 @@ func Session(header, path string) string {
 		return ""
 	}
 	v, err := url.ParseQuery(q)
-	if err != nil || len(v["sessionId"]) != 1 {
+	if err != nil {
 		return ""
 	}
-	return "sse:" + v["sessionId"][0]
+	// The TypeScript SDK's endpoint says sessionId, the Go SDK's sessionid.
+	ids := append(v["sessionId"], v["sessionid"]...)
+	if len(ids) != 1 {
+		return ""
+	}
+	return "sse:" + ids[0]
 }
 
 // Scope is the name observations of server's tools are kept under for a

@@ -236,7 +236,8 @@ func TestSession(t *testing.T) {
 		{"", "/messages?sessionId=x1", "sse:x1"},
 		{"", "/messages?sessionId=a&sessionId=b", ""},
 		{"", "/mcp", ""},
-		{"", "/messages?sessionid=x", ""},
+		{"", "/messages?sessionid=x", "sse:x"},
+		{"", "/messages?sessionid=x&sessionId=x", ""},
 		{"", "/messages?%zz", ""},
 	} {
 		if got := Session(tt.header, tt.path); got != tt.want {
