@@ -171,8 +171,8 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 	}
 	dec.PolicyVersion = lp.Version
 	sid, _ := r.Headers.Get("mcp-session-id")
-	dec.session = toolpin.Session(sid, r.Path)
 	dec.ProtocolVersion, _ = r.Headers.Get("mcp-protocol-version")
+	dec.session = toolpin.Session(sid, r.Path, dec.ProtocolVersion)
 	if dec.Server = d.server(r); dec.Server == "" {
 		return ReasonUnknownServer
 	}

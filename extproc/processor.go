@@ -276,7 +276,8 @@ func (st *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	st.httpMethod, _ = header(h.GetHeaders(), ":method")
 	sid, _ := header(h.GetHeaders(), "mcp-session-id")
 	path, _ := header(h.GetHeaders(), ":path") // forwarded on list routes
-	st.session = toolpin.Session(sid, path)
+	rev, _ := header(h.GetHeaders(), "mcp-protocol-version")
+	st.session = toolpin.Session(sid, path, rev)
 	if st.protocol == "" {
 		st.protocol, _ = header(h.GetHeaders(), "mcp-protocol-version")
 	}

@@ -65,10 +65,26 @@ func toolKey(kind, scope, tool string) string {
 // /messages?sessionId=… with the TypeScript SDK, ?sessionid=… with the Go
 // SDK; one of them, once), else "" (no session: MCP 2026-07-28, stateless
 // servers).
-func Session(header, path string) string {
+//
+// With no session, revision (the MCP-Protocol-Version the request names)
+// stands in as "rev:<revision>": a server may show other definitions under
+// another revision, and sessionless clients of one revision see one
+// catalog.
+func Session(header, path, revision string) string {
 	if header != "" {
 		return header
 	}
+	if s := legacySession(path); s != "" {
+		return s
+	}
+	if revision != "" {
+		return "rev:" + revision
+	}
+	return ""
+}
+
+// legacySession is the sessionId / sessionid query parameter of path.
+func legacySession(path string) string {
 	_, q, ok := strings.Cut(path, "?")
 	if !ok {
 		return ""

@@ -240,8 +240,17 @@ func TestSession(t *testing.T) {
 		{"", "/messages?sessionid=x&sessionId=x", ""},
 		{"", "/messages?%zz", ""},
 	} {
-		if got := Session(tt.header, tt.path); got != tt.want {
+		if got := Session(tt.header, tt.path, ""); got != tt.want {
 			t.Errorf("Session(%q, %q) = %q, want %q", tt.header, tt.path, got, tt.want)
+		}
+	}
+	for _, tt := range []struct{ header, path, rev, want string }{
+		{"", "/mcp", "2026-07-28", "rev:2026-07-28"},
+		{"abc", "/mcp", "2026-07-28", "abc"},
+		{"", "/messages?sessionId=x", "2025-06-18", "sse:x"},
+	} {
+		if got := Session(tt.header, tt.path, tt.rev); got != tt.want {
+			t.Errorf("Session(%q, %q, %q) = %q, want %q", tt.header, tt.path, tt.rev, got, tt.want)
 		}
 	}
 }
