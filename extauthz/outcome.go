@@ -114,7 +114,7 @@ var outcomes = map[decision.Reason]outcome{
 	decision.ReasonApprovalPrincipalMismatch: {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeAuthorizationRequired, message: "Approval is for another principal", concealable: true},
 	decision.ReasonApprovalDigestMismatch:    {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeAuthorizationRequired, message: "Approval is for another request", concealable: true},
 	decision.ReasonApprovalReplayed:          {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeAuthorizationRequired, message: "Approval already used", concealable: true},
-	decision.ReasonResultRecovered:   {grpc: codes.AlreadyExists, class: classRecovered, http: http.StatusOK},
+	decision.ReasonResultRecovered:           {grpc: codes.AlreadyExists, class: classRecovered, http: http.StatusOK},
 	decision.ReasonReplaySubstitution:        {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusUnprocessableEntity, code: CodeRequestRejected, message: "Idempotency key reused for a different request", concealable: true},
 	decision.ReasonDefinitionChanged:         {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeAuthorizationRequired, message: "Tool definition changed: approval required"},
 	decision.ReasonToolNotListed:             {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeForbidden, message: "Tool not listed", concealable: true},
