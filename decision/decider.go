@@ -356,6 +356,9 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 		ArgsDigest: el.ArgsDigest, Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
 	})
 	el.TaskRequested = m.Method == mcpmethod.ToolsCall && paramMember(m.Params, "task") != nil
+	if m.Kind == mcpparse.KindRequest && taskMethods[m.Method] {
+		el.TaskID, _ = paramString(m.Params, "taskId")
+	}
 	reason := d.evaluate(lp, el, in)
 	if reason != ReasonAllowed && reason != ReasonAuthorizationRequired {
 		return reason

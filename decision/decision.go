@@ -48,6 +48,10 @@ type Decision struct {
 	Approver       string   // the approval's approver claim, when an approval admitted the request
 	ApprovalID     string   // the approval's jti
 	ApprovalURL    string   // where to get an approval (Binding.ApprovalURL), on asks
+	// TaskID is params.taskId of tasks/get, tasks/result, tasks/cancel or
+	// tasks/update ("" when absent or not a string): what a concealed
+	// refusal names, as the server would. Not logged.
+	TaskID string
 	// RecoverResults: the deciding rule lets a retry be answered from the
 	// recorded result (policy.Result.RecoverResults). IdempotencyKeyID is
 	// the hashed id of the request's idempotency key when it has one (the

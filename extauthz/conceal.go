@@ -57,14 +57,24 @@ func ParseConcealStyle(s string) (ConcealStyle, error) {
 
 // concealable reports whether d's refusal may be concealed: a policy
 // outcome about the target (not a fault, a bad request or a bad token, which
-// the client must be able to act on) of tools/call, prompts/get or
-// resources/read under `refusal: conceal`.
+// the client must be able to act on) of tools/call, prompts/get,
+// resources/read or a task method (task_not_owned above all) under
+// `refusal: conceal`.
 func concealable(d *decision.Decision) bool {
 	if !d.Conceal || d.Allowed() || len(d.RPCID) == 0 || !outcomeOf(d.Reason).concealable {
 		return false
 	}
 	switch d.Method {
 	case mcpmethod.ToolsCall, mcpmethod.PromptsGet, mcpmethod.ResourcesRead:
+		return true
+	}
+	return isTaskMethod(d.Method)
+}
+
+// isTaskMethod reports whether m names one task by params.taskId.
+func isTaskMethod(m string) bool {
+	switch m {
+	case mcpmethod.TasksGet, mcpmethod.TasksResult, mcpmethod.TasksCancel, mcpmethod.TasksUpdate:
 		return true
 	}
 	return false
@@ -134,6 +144,9 @@ func concealAnswer(style ConcealStyle, jsonResponse bool, d *decision.Decision, 
 	id, ok := sdkID(style, d.RPCID)
 	if !ok {
 		return refusedID(style, modern, d.RPCID)
+	}
+	if style == ConcealGoSDK && isTaskMethod(d.Method) {
+		return goUnsupported(modern, d.Method, id)
 	}
 	body := concealedBody(style, d, id)
 	switch {
@@ -286,6 +299,29 @@ func goInt64(f float64) int64 {
 	return math.MinInt64
 }
 
+// goUnsupported is go-sdk's answer to a request for a method it does not
+// implement, as it answers every task method (go-sdk has no tasks, so an
+// unknown task and a foreign one look alike): its transport refuses the
+// request before any session sees it (mcp/streamable.go servePOST,
+// checkRequest's `JSON RPC not handled: "<method>" unsupported`). On
+// 2026-07-28 and later HTTP 404 with a -32601 JSON-RPC error
+// (writeJSONRPCError, Content-Type only); before, HTTP 400 text/plain
+// (http.Error). idJSON is the id as go-sdk writes it (sdkID).
+func goUnsupported(modern bool, method string, idJSON []byte) concealedAnswer {
+	msg := "JSON RPC not handled: " + strconv.Quote(method) + " unsupported"
+	if modern {
+		a := concealedAnswer{status: http.StatusNotFound}
+		a.add("content-type", contentTypeJSON)
+		a.body = rpcErrorGo(idJSON, CodeMethodNotFound, msg, nil)
+		return a
+	}
+	a := concealedAnswer{status: http.StatusBadRequest}
+	a.add("content-type", "text/plain; charset=utf-8")
+	a.add("x-content-type-options", "nosniff")
+	a.body = []byte(msg + "\n")
+	return a
+}
+
 // refusedID is style's answer to a message whose id it cannot hold
 // (sdkID false); modern is a 2026-07-28 request.
 func refusedID(style ConcealStyle, modern bool, raw []byte) concealedAnswer {
@@ -322,7 +358,9 @@ func refusedID(style ConcealStyle, modern bool, raw []byte) concealedAnswer {
 }
 
 // concealedBody is the JSON-RPC response the style's SDK gives for an
-// unknown target of d's method, answering the id idJSON (already as the SDK
+// unknown target of d's method (for a task method, an unknown task: TypeScript
+// 1.x's task handlers in shared/protocol.ts; v2 has no tasks and answers
+// -32601; go-sdk's answer is goUnsupported), answering the id idJSON (already as the SDK
 // writes it, sdkID). Strings are escaped as each SDK's encoder does:
 // go-sdk's encoding/json without HTML escaping (jsonText), TypeScript's
 // JSON.stringify (appendJSStringify).
@@ -333,6 +371,12 @@ func concealedBody(style ConcealStyle, d *decision.Decision, idJSON []byte) []by
 	case ConcealTypeScriptSDK:
 		prefix := "MCP error -32602: "
 		switch d.Method {
+		case mcpmethod.TasksGet: // shared/protocol.ts, the GetTaskRequestSchema handler
+			return rpcErrorJS(idJSON, invalidParams, prefix+"Failed to retrieve task: Task not found", nil)
+		case mcpmethod.TasksResult, mcpmethod.TasksCancel: // the GetTaskPayload and CancelTask handlers
+			return rpcErrorJS(idJSON, invalidParams, prefix+"Task not found: "+d.TaskID, nil)
+		case mcpmethod.TasksUpdate: // no handler: Protocol._onrequest's own answer, no prefix
+			return rpcErrorJS(idJSON, CodeMethodNotFound, "Method not found", nil)
 		case mcpmethod.ToolsCall:
 			text := appendJSStringify(nil, prefix+"Tool "+target+" not found")
 			return jsonrpcEnvelope(idJSON, "result", []byte(`{"content":[{"type":"text","text":`+string(text)+`}],"isError":true}`), true)
@@ -343,6 +387,10 @@ func concealedBody(style ConcealStyle, d *decision.Decision, idJSON []byte) []by
 		}
 	case ConcealTypeScriptSDKV2:
 		switch d.Method {
+		case mcpmethod.TasksGet, mcpmethod.TasksResult, mcpmethod.TasksCancel, mcpmethod.TasksUpdate:
+			// v2 has no tasks: every era answers tasks/* -32601 in band
+			// (core-internal shared/protocol.ts, the era gate or no handler).
+			return rpcErrorJS(idJSON, CodeMethodNotFound, "Method not found", nil)
 		case mcpmethod.ToolsCall:
 			return rpcErrorJS(idJSON, invalidParams, "Tool "+target+" not found", nil)
 		case mcpmethod.PromptsGet:

@@ -2,10 +2,12 @@ package extauthz
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,6 +20,8 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
@@ -187,6 +191,10 @@ var concealTargets = []struct{ method, params string }{
 	{"prompts/get", "{\"name\":\"secret<prompt>\u2028\"}"},
 	{"resources/read", `{"uri":"file:///etc/shadow"}`},
 	{"resources/read", "{\"uri\":\"file:///x<&>\u2028é\"}"},
+	{"tasks/get", `{"taskId":"t-1"}`},
+	{"tasks/result", "{\"taskId\":\"t<&>\u2028é\\\"q\"}"},
+	{"tasks/cancel", `{"taskId":"t-1"}`},
+	{"tasks/update", `{"taskId":"t-1","status":"working"}`},
 }
 
 // concealForms are the request and server shapes of the goldens.
@@ -441,6 +449,94 @@ func BenchmarkConcealAnswer(b *testing.B) {
 				if a := concealAnswer(style, false, d, h); a.status != 200 {
 					b.Fatal(a.status)
 				}
+			}
+		})
+	}
+}
+
+// TestConcealTaskNotOwned: a tasks/get, tasks/result or tasks/cancel naming
+// another principal's task, or a task never bound, is refused
+// task_not_owned (the dynamic metadata keeps the true reason); under
+// `refusal: conceal` the client gets the SDK's own unknown-task answer,
+// under explain the machine-readable denial. The owner is allowed.
+func TestConcealTaskNotOwned(t *testing.T) {
+	key := testkit.NewKey(t, "task-key")
+	idp := testkit.NewIdP(t, key)
+	v := warmVerifier(t, idp.Issuer(), []string{testAudience}, nil)
+	tasks := &state.Tasks{Store: state.NewMemory(0, nil)}
+	claims := idp.Claims()
+	owner := state.TaskOwner(idp.Issuer(), claims["sub"].(string))
+	if err := tasks.Bind(context.Background(), testServerID, "t-mine", owner, 60_000); err != nil {
+		t.Fatal(err)
+	}
+	if err := tasks.Bind(context.Background(), testServerID, "t-theirs", state.TaskOwner(idp.Issuer(), "someone-else"), 60_000); err != nil {
+		t.Fatal(err)
+	}
+	token := key.Sign(t, claims)
+	server := func(refusal string, style ConcealStyle) authv3.AuthorizationClient {
+		dir := t.TempDir()
+		file := filepath.Join(dir, "policy.yaml")
+		src := "refusal: " + refusal + "\nmethods:\n  allow:\n    - {id: tasks, method: tasks/get}\n    - {method: tasks/result}\n    - {method: tasks/cancel}\n"
+		if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		srv := newTestServer(compileStore(t, file), v, nil)
+		srv.Decider = mustDecider(decision.Config{ServerID: testServerID, Verifier: v, Policies: compileStore(t, file),
+			Limits: mcpparse.DefaultLimits(), Tasks: tasks})
+		srv.Responder.ConcealAs, srv.Responder.ConcealJSONResponse = style, true
+		return startGRPC(t, srv)
+	}
+	call := func(c authv3.AuthorizationClient, method, task string) *authv3.CheckResponse {
+		body := `{"jsonrpc":"2.0","id":4,"method":"` + method + `","params":{"taskId":"` + task + `"}}`
+		r := &capture.Request{Method: "POST", Path: "/mcp", Body: []byte(body), Headers: map[string]string{
+			"authorization": "Bearer " + token, "content-type": "application/json",
+			"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25",
+		}}
+		return check(t, c, r.CheckRequest(true))
+	}
+	tests := []struct {
+		refusal    string
+		style      ConcealStyle
+		method     string
+		task       string
+		wantStatus int
+		wantBody   string // "" for an allowed request
+	}{
+		{"conceal", ConcealTypeScriptSDK, "tasks/get", "t-mine", 0, ""},
+		{"conceal", ConcealTypeScriptSDK, "tasks/get", "t-theirs", 200, `{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"MCP error -32602: Failed to retrieve task: Task not found"}}`},
+		{"conceal", ConcealTypeScriptSDK, "tasks/result", "t-theirs", 200, `{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"MCP error -32602: Task not found: t-theirs"}}`},
+		{"conceal", ConcealTypeScriptSDK, "tasks/cancel", "t-never-bound", 200, `{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"MCP error -32602: Task not found: t-never-bound"}}`},
+		{"conceal", ConcealTypeScriptSDKV2, "tasks/get", "t-theirs", 200, `{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found"}}`},
+		{"conceal", ConcealGoSDK, "tasks/get", "t-theirs", 400, "JSON RPC not handled: \"tasks/get\" unsupported\n"},
+		{"explain", ConcealTypeScriptSDK, "tasks/get", "t-theirs", 200, `"reason":"task_not_owned"`}, // DenialStatusAuto: 200 for a JSON-RPC client
+	}
+	for _, tt := range tests {
+		t.Run(tt.refusal+"/"+string(tt.style)+"/"+tt.method+"/"+tt.task, func(t *testing.T) {
+			resp := call(server(tt.refusal, tt.style), tt.method, tt.task)
+			if tt.wantBody == "" {
+				if resp.GetOkResponse() == nil {
+					t.Fatalf("owner refused: %v", resp)
+				}
+				return
+			}
+			dr := resp.GetDeniedResponse()
+			if dr == nil {
+				t.Fatalf("want a denial, got %v", resp)
+			}
+			if r := resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue(); r != string(decision.ReasonTaskNotOwned) {
+				t.Errorf("metadata reason %q, want task_not_owned", r)
+			}
+			if int(dr.GetStatus().GetCode()) != tt.wantStatus {
+				t.Errorf("status %d, want %d", dr.GetStatus().GetCode(), tt.wantStatus)
+			}
+			if tt.refusal == "explain" {
+				if !strings.Contains(dr.GetBody(), tt.wantBody) {
+					t.Errorf("body %s, want it to contain %s", dr.GetBody(), tt.wantBody)
+				}
+				return
+			}
+			if dr.GetBody() != tt.wantBody {
+				t.Errorf("body\n got %q\nwant %q", dr.GetBody(), tt.wantBody)
 			}
 		})
 	}

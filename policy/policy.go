@@ -156,7 +156,10 @@ type Result struct {
 	Scopes []string
 	// Refusal says how a refusal of this operation is answered: the
 	// deciding rule's `refusal`, else the policy's. Always RefusalExplain
-	// for operations other than tools/call, prompts/get and resources/read.
+	// for operations other than tools/call, prompts/get, resources/read and
+	// the task methods naming one task (tasks/get, tasks/result,
+	// tasks/cancel, tasks/update), whose refusal the caller may answer as
+	// the server answers an unknown task.
 	Refusal Refusal
 	// RecoverResults: the deciding allow rule says `recover_results: true`:
 	// a retry of this call under the same idempotency key and request
@@ -271,6 +274,17 @@ const (
 	numKinds
 )
 
+// concealableMethod reports whether a refusal of method m may be answered
+// as the server answers an unknown target (Result.Refusal).
+func concealableMethod(m string) bool {
+	switch m {
+	case methodToolsCall, methodPromptsGet, methodResRead,
+		mcpmethod.TasksGet, mcpmethod.TasksResult, mcpmethod.TasksCancel, mcpmethod.TasksUpdate:
+		return true
+	}
+	return false
+}
+
 func isResourceMethod(m string) bool {
 	return m == methodResRead || m == methodResSub || m == methodResUnsub
 }
@@ -335,7 +349,7 @@ func (p *Policy) evaluate(in *Input) Result {
 	default:
 		res = Result{Decision: p.def, Cause: CauseDefault}
 	}
-	if in.Method == methodToolsCall || in.Method == methodPromptsGet || in.Method == methodResRead {
+	if concealableMethod(in.Method) {
 		res.Refusal = p.refusal
 		if by != nil && by.refusal != nil {
 			res.Refusal = *by.refusal

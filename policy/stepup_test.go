@@ -37,6 +37,11 @@ func TestScopesAndRefusal(t *testing.T) {
 		{"resources/read rule", resRead("payments", "file:///reports/a"), "allow[2]", nil, RefusalConceal},
 		{"resources/subscribe is never concealed", &Input{Op: OpRequest, Method: "resources/subscribe", Server: "payments", URI: "file:///reports/a"}, "allow[2]", nil, RefusalExplain},
 		{"method rule scopes, never concealed", method("tools/list"), "list", []string{"tools:read"}, RefusalExplain},
+		{"tasks/get takes the policy's refusal", method("tasks/get"), "", nil, RefusalConceal},
+		{"tasks/result too", method("tasks/result"), "", nil, RefusalConceal},
+		{"tasks/cancel too", method("tasks/cancel"), "", nil, RefusalConceal},
+		{"tasks/update too", method("tasks/update"), "", nil, RefusalConceal},
+		{"tasks/list is never concealed", method("tasks/list"), "", nil, RefusalExplain},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
