@@ -21,8 +21,8 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
-	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
 // concealRig is a Check server under testdata/conceal/policy.yaml
