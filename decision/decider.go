@@ -412,7 +412,7 @@ func (d *Decider) seam(ctx context.Context, lp *LoadedPolicy, el *Decision, m *m
 			el.Detail = "params.cursor is not a string"
 			return ReasonInvalidParams
 		}
-		b := cursor.Binding{Method: m.Method, Server: el.Server, Principal: el.Principal.Subject, PolicyVersion: lp.Version}
+		b := cursor.Binding{Method: m.Method, Server: el.Server, Principal: state.TaskOwner(el.Principal.Issuer, el.Principal.Subject), PolicyVersion: lp.Version}
 		if _, err := d.cfg.Cursors.Open(b, c); err != nil {
 			el.Detail = "params.cursor not sealed for this caller, server, method and policy version"
 			return ReasonInvalidParams

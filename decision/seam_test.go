@@ -91,7 +91,16 @@ func TestTaskOwnership(t *testing.T) {
 
 func TestSealedCursorCheck(t *testing.T) {
 	d, _, sealer, version := seamDecider(t)
-	sealed, err := sealer.Seal(cursor.Binding{Method: "tools/list", Server: "payments", Principal: "alice", PolicyVersion: version}, "up-2")
+	sealed, err := sealer.Seal(cursor.Binding{Method: "tools/list", Server: "payments", Principal: state.TaskOwner("https://idp.example.com", "alice"), PolicyVersion: version}, "up-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// alice at another issuer is another principal: her cursor is not this one's.
+	otherIssuer, err := sealer.Seal(cursor.Binding{Method: "tools/list", Server: "payments", Principal: state.TaskOwner("https://other-idp.example.com", "alice"), PolicyVersion: version}, "up-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjectOnly, err := sealer.Seal(cursor.Binding{Method: "tools/list", Server: "payments", Principal: "alice", PolicyVersion: version}, "up-2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +114,8 @@ func TestSealedCursorCheck(t *testing.T) {
 		{"alice", list(sealed), ReasonAllowed},
 		{"alice", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, ReasonAllowed},
 		{"bob", list(sealed), ReasonInvalidParams},
+		{"alice", list(otherIssuer), ReasonInvalidParams},
+		{"alice", list(subjectOnly), ReasonInvalidParams},
 		{"alice", list("up-2"), ReasonInvalidParams},
 		{"alice", strings.Replace(list(sealed), "tools/list", "prompts/list", 1), ReasonInvalidParams},
 		{"alice", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":null}}`, ReasonInvalidParams},

@@ -30,8 +30,8 @@
 //  2. request_headers (list and GET routes, request_header_mode SEND):
 //     the bearer token is verified again through the shared
 //     bearer.TokenVerifier for its claims (DPoP is not checked again: Check
-//     consumed the proof's jti on this request); a subject other than
-//     Check's principal is refused.
+//     consumed the proof's jti on this request); a subject or issuer other
+//     than Check's principal's is refused.
 //  3. request_body (list routes, request_body_mode BUFFERED): a sealed
 //     params.cursor is opened; an invalid one is answered -32602.
 //  4. response_headers: mode_override BUFFERED for JSON (and any other 2xx

@@ -148,6 +148,7 @@ type stream struct {
 	session              string  // Mcp-Session-Id (list and GET routes), for pin_scope session
 	recoverKey           string  // Check's recover_key: record the result under it
 	owner                string  // state.TaskOwner of the caller: issuer and subject
+	issuer               string  // the token issuer Check decided with ("" when Check sent none)
 	ctx                  context.Context
 }
 
@@ -245,7 +246,8 @@ func (st *stream) readMeta(req *extprocv3.ProcessingRequest) {
 	st.haveMeta = true
 	st.decision = str("decision_id")
 	st.method, st.server, st.principal = str("method"), str("server"), str("principal")
-	st.owner = state.TaskOwner(str("issuer"), st.principal)
+	st.issuer = str("issuer")
+	st.owner = state.TaskOwner(st.issuer, st.principal)
 	st.policyVersion, st.protocol = str("policy_version"), str("protocol_version")
 	if id := str("rpc_id"); id != "" {
 		st.rpcID = []byte(id)
@@ -291,7 +293,7 @@ func (st *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 			if err != nil {
 				return st.immediate(503, ReasonToken, "the bearer token no longer verifies"), nil
 			}
-			if p.Subject != st.principal {
+			if p.Subject != st.principal || st.issuer != "" && p.Issuer != st.issuer {
 				return st.immediate(503, ReasonPrincipal, "the bearer token is not the decided principal's"), nil
 			}
 			st.claims = p.Claims
@@ -333,7 +335,7 @@ func (st *stream) requestBody(b *extprocv3.HttpBody) (*extprocv3.ProcessingRespo
 }
 
 func (st *stream) binding(method string) cursor.Binding {
-	return cursor.Binding{Method: method, Server: st.server, Principal: st.principal, PolicyVersion: st.policyVersion}
+	return cursor.Binding{Method: method, Server: st.server, Principal: st.owner, PolicyVersion: st.policyVersion}
 }
 
 func (st *stream) limits() mcpparse.Limits {

@@ -109,7 +109,7 @@ func newFixtureWith(t *testing.T, src []byte, defs *toolpin.Observations, opts .
 // meta is Check's metadata for principal calling method with rpc id.
 func (f *fixture) meta(principal, method, rpcID string) map[string]string {
 	m := map[string]string{"decision_id": "d-" + principal, "decision": "allow", "method": method, "server": "payments",
-		"principal": principal, "policy_version": f.version, "protocol_version": "2025-11-25"}
+		"principal": principal, "issuer": issuer, "policy_version": f.version, "protocol_version": "2025-11-25"}
 	if rpcID != "" {
 		m["rpc_id"] = rpcID
 	}
@@ -272,6 +272,11 @@ func TestBypassRows(t *testing.T) {
 			x.reqHdrs["authorization"] = "Bearer " + f.tokens["bob"]
 			return x
 		}(), wantStatus: 503, wantReason: ReasonPrincipal},
+		{name: "Check decided the subject at another issuer", rt: listRoute, give: func() exchange {
+			x := jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), toolsBody)
+			x.meta["issuer"] = "https://other-idp.example.com"
+			return x
+		}(), wantStatus: 503, wantReason: ReasonPrincipal},
 		{name: "unrequested non-2xx passes", rt: callRoute, give: exchange{method: "POST", status: 503,
 			hdrs: map[string]string{"content-type": "text/plain"}, chunks: []string{"upstream connect error"}},
 			wantStatus: 503, wantBody: "upstream connect error"},
@@ -355,7 +360,7 @@ func TestTasks(t *testing.T) {
 	if got := f.envoy.do(t, callRoute, call); got.status != 200 || !strings.Contains(got.body, "t-alice") {
 		t.Fatalf("CreateTaskResult: %+v", got)
 	}
-	if owner, found, _ := f.tasks.Owner(context.Background(), "payments", "t-alice"); !found || owner != "alice" {
+	if owner, found, _ := f.tasks.Owner(context.Background(), "payments", "t-alice"); !found || owner != state.TaskOwner(issuer, "alice") {
 		t.Fatalf("binding: %q %v", owner, found)
 	}
 	list := `{"jsonrpc":"2.0","id":1,"result":{"tasks":[{"taskId":"t-alice","status":"working"},{"taskId":"t-other","status":"working"}]}}`

@@ -53,7 +53,7 @@ var ErrInvalid = errors.New("cursor: invalid cursor")
 type Binding struct {
 	Method        string // the list method, "tools/list", ...
 	Server        string // the MCP server id
-	Principal     string // the token's subject
+	Principal     string // the token's issuer and subject (state.TaskOwner's "<iss> <sub>")
 	PolicyVersion string
 }
 
