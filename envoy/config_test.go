@@ -441,7 +441,35 @@ func TestCheckInvariantsRejectsResponseSeam(t *testing.T) {
 		{"side stream on every request", edit("                envoy.filters.http.ext_proc:\n                  \"@type\": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute\n                  disabled: true\n", ""), `"initialize" picks route`},
 		{"list route catches every method", edit(listRegex, ".*"), `"initialize" picks route`},
 		{"a list without a side stream", edit(listRegex, strings.TrimPrefix(listRegex, "tools/list|")), `"tools/list" picks route`},
-		{"a task method without a side stream", edit("tools/call|tasks/get|", "tools/call|"), `"tasks/get" picks route`},
+		{"a task method without a side stream", edit(`regex: "tasks/get|`, `regex: "`), `"tasks/get" picks route`},
+		{"task route fails open", edit(`"tasks/get|tasks/result|tasks/cancel|tasks/update" } }
+                route:
+                  cluster: mcp_server
+                  timeout: 0s
+                  host_rewrite_literal: 127.0.0.1:3000
+                  append_x_forwarded_host: true
+                request_headers_to_remove: [accept-encoding]
+                typed_per_filter_config:
+                  envoy.filters.http.ext_proc:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                    overrides:
+`, `"tasks/get|tasks/result|tasks/cancel|tasks/update" } }
+                route:
+                  cluster: mcp_server
+                  timeout: 0s
+                  host_rewrite_literal: 127.0.0.1:3000
+                  append_x_forwarded_host: true
+                request_headers_to_remove: [accept-encoding]
+                typed_per_filter_config:
+                  envoy.filters.http.ext_proc:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                    overrides:
+                      failure_mode_allow: true
+`), `failure_mode_allow is true and the route serves ["tasks/cancel" "tasks/get" "tasks/result" "tasks/update"]`},
+		{"observe-only route catches task methods", func(t *testing.T, y []byte) []byte {
+			y = mutate(t, y, `"tasks/get|tasks/result|tasks/cancel|tasks/update" } }`, `"tasks/x" } }`)
+			return mutate(t, y, "string_match: { exact: tools/call }", `string_match: { safe_regex: { regex: "tools/call|tasks/get" } }`)
+		}, `failure_mode_allow is true and the route serves ["tasks/get"] (only ["tools/call"] may fail open)`},
 		{"GET streams unprocessed", edit("                  - name: \":method\"\n                    string_match: { exact: GET }\n", "                  - name: \":method\"\n                    string_match: { exact: HEAD }\n"), `"GET" picks route`},
 		{"compressed responses", edit("                request_headers_to_remove: [accept-encoding]\n", ""), "sends accept-encoding upstream"},
 		{"side stream over HTTP/1.1", edit("cluster_name: extauthz_proc }", "cluster_name: extauthz_http }"), "ext_proc gRPC cluster missing or without HTTP/2"},

@@ -71,6 +71,20 @@ var ListMethods = []string{mcpmethod.ToolsList, mcpmethod.PromptsList, mcpmethod
 // shape). Their side stream opens at the response headers.
 var ObservedMethods = []string{mcpmethod.ToolsCall, mcpmethod.TasksGet, mcpmethod.TasksResult, mcpmethod.TasksCancel, mcpmethod.TasksUpdate}
 
+// ObserveOnlyMethods are the methods whose routes may set
+// failure_mode_allow true (per route, overrides.failure_mode_allow): when
+// their response reaches the processor the upstream has already run the
+// call, so a processor outage there costs the receipt (the access log shows
+// the decision without an outcome: outcome_unknown), the recorded result
+// and the task binding (a task created then is bound to no one, and its task
+// methods are refused task_not_owned), never the answer of a call that ran
+// (MCP tools/call, issue 18's receipts). What is lost with the processor: a
+// list response under another id on that POST stream passes unfiltered,
+// which Streamable HTTP does not send there (a POST stream carries its own
+// request's response; other responses go to a GET stream, which fails
+// closed). Every other processed route fails closed.
+var ObserveOnlyMethods = []string{mcpmethod.ToolsCall}
+
 // StreamMethod is Check's pseudo-method for a bodiless GET: the 2025
 // standalone SSE stream and Last-Event-ID replays, which may carry any
 // response and are processed STREAMED.
@@ -449,9 +463,6 @@ func checkExtProc(b *bootstrapv3.Bootstrap, h HTTPConnectionManager, at, router 
 				where := fmt.Sprintf("%s: route %v", l, r.GetMatch())
 				checkMode(eff.Mode, where, true, fail)
 				checkOverrides(ep, eff, where, fail)
-				if eff.FailureModeAllow {
-					fail("%s: route %v: %s failure_mode_allow is true", l, r.GetMatch(), ExtProcFilter)
-				}
 				if !slices.Contains(eff.ForwardNS, ExtAuthzNamespace) {
 					fail("%s: route %v: forwarding_namespaces %v lack %s", l, r.GetMatch(), eff.ForwardNS, ExtAuthzNamespace)
 				}
@@ -464,6 +475,9 @@ func checkExtProc(b *bootstrapv3.Bootstrap, h HTTPConnectionManager, at, router 
 				if !eff.Disabled && eff.Mode.GetRequestBodyMode() != extprocv3.ProcessingMode_NONE {
 					fail("%s: route %v sends the request body to the processor, and it is no list route", l, r.GetMatch())
 				}
+			}
+			if eff.FailureModeAllow && (ra == nil || ra.GetCluster() == AdminCluster || MetadataRoute(r)) {
+				fail("%s: route %v: %s failure_mode_allow is true", l, r.GetMatch(), ExtProcFilter)
 			}
 			if ra == nil || ra.GetCluster() == AdminCluster {
 				continue
@@ -548,6 +562,25 @@ func checkRouteGroup(ep *extprocv3.ExternalProcessor, rc *routev3.RouteConfigura
 			fail("%s: %s %q picks route %v, which opens a side stream it does not need", l, MethodHeader, m, chosen.GetMatch())
 		case need && !removesHeader(AcceptEncoding, chosen.GetRequestHeadersToRemove(), vh.GetRequestHeadersToRemove(), rc.GetRequestHeadersToRemove()):
 			fail("%s: route %v (for %q) sends accept-encoding upstream: its response could reach the processor compressed", l, chosen.GetMatch(), m)
+		}
+	}
+	// Only routes that serve observe-only methods alone may fail open.
+	for _, r := range rs {
+		eff, err := ExtProcFor(ep, rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), r.GetTypedPerFilterConfig())
+		if err != nil || eff.Disabled || !eff.FailureModeAllow {
+			continue
+		}
+		var other []string
+		for _, m := range chosenBy[r] {
+			if !slices.Contains(ObserveOnlyMethods, m) {
+				other = append(other, m)
+			}
+		}
+		switch {
+		case len(chosenBy[r]) == 0:
+			fail("%s: route %v: %s failure_mode_allow is true and the route serves no observe-only method", l, r.GetMatch(), ExtProcFilter)
+		case len(other) > 0:
+			fail("%s: route %v: %s failure_mode_allow is true and the route serves %q (only %q may fail open)", l, r.GetMatch(), ExtProcFilter, other, ObserveOnlyMethods)
 		}
 	}
 	// The request body goes to the processor only on routes that serve list

@@ -320,7 +320,8 @@ func AllowsHeader(ea *extauthzv3.ExtAuthz, name string) bool {
 //   - the response seam: ext_proc runs after ext_authz and before the
 //     router, enabled in the chain; ext_authz clears the route cache, so
 //     routes are picked on the MethodHeader Check set; ext_proc fails
-//     closed (failure_mode_allow false, also on every route), never in
+//     closed (failure_mode_allow false in the filter and on every route but
+//     those serving ObserveOnlyMethods alone, which may fail open), never in
 //     observability mode, never BUFFERED_PARTIAL anywhere, request body
 //     mode NONE in the filter's processing_mode, NONE or BUFFERED in
 //     allowed_override_modes and on routes, allow_mode_override only with

@@ -56,6 +56,9 @@ type route struct {
 	requestHeaders bool // request_header_mode SEND
 	requestBody    bool // request_body_mode BUFFERED
 	responseBody   procfv3.ProcessingMode_BodySendMode
+	// failOpen is failure_mode_allow: a gRPC error or a timeout lets the
+	// response continue unprocessed (Filter::onGrpcError, onMessageTimeout).
+	failOpen bool
 }
 
 var (
@@ -207,6 +210,13 @@ func (e *envoy) do(t *testing.T, rt route, x exchange) seen {
 		return seen{status: status, localReply: true, details: details, body: body, hdrs: map[string]string{}}
 	}
 	fail := func(err error, headersSent bool) seen {
+		if rt.failOpen {
+			h := map[string]string{}
+			for k, v := range x.hdrs {
+				h[k] = v
+			}
+			return seen{status: x.status, hdrs: h, body: strings.Join(x.chunks, ""), upstreamBody: x.reqBody}
+		}
 		if headersSent {
 			return seen{reset: true}
 		}

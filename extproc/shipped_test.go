@@ -3,12 +3,16 @@ package extproc
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"strings"
 	"testing"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	procfv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
@@ -60,7 +64,8 @@ func shippedList(t *testing.T, c *envoy, method string) route {
 					t.Fatalf("request_body_mode %v: the harness plays NONE and BUFFERED only", m.GetRequestBodyMode())
 				}
 				return route{requestHeaders: m.GetRequestHeaderMode() == procfv3.ProcessingMode_SEND,
-					requestBody: m.GetRequestBodyMode() == procfv3.ProcessingMode_BUFFERED, responseBody: m.GetResponseBodyMode()}
+					requestBody: m.GetRequestBodyMode() == procfv3.ProcessingMode_BUFFERED, responseBody: m.GetResponseBodyMode(),
+					failOpen: eff.FailureModeAllow}
 			}
 		}
 	}
@@ -69,12 +74,16 @@ func shippedList(t *testing.T, c *envoy, method string) route {
 }
 
 // picks reports whether r is the seam route matching x-mcp-method method
-// by a safe_regex (the shipped configs' form; Envoy matches it whole).
+// exactly or by a safe_regex of alternatives (the shipped configs' forms;
+// Envoy matches a regex whole).
 func picks(t *testing.T, r *routev3.Route, method string) bool {
 	t.Helper()
 	for _, h := range r.GetMatch().GetHeaders() {
 		if h.GetName() != envoycfg.MethodHeader {
 			continue
+		}
+		if h.GetStringMatch().GetExact() == method {
+			return true
 		}
 		re := h.GetStringMatch().GetSafeRegex().GetRegex()
 		for _, alt := range strings.Split(re, "|") {
@@ -188,6 +197,52 @@ func TestSealedCursorThroughShippedConfig(t *testing.T) {
 			}
 			if !page2.honoured {
 				t.Fatalf("page 2's override %v not honoured", page2.override)
+			}
+		})
+	}
+}
+
+// TestShippedRoutesOnProcessorOutage: with the processor unreachable, the
+// shipped sidecar's routes fail as envoy.ObserveOnlyMethods says: a
+// tools/call's answer (the upstream ran the call) reaches the client as the
+// upstream sent it (its receipt is lost); a list or a task method
+// is refused by Envoy (status_on_error), never passed unfiltered.
+func TestShippedRoutesOnProcessorOutage(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close() // nothing listens there now
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	e := newEnvoy(extprocv3.NewExternalProcessorClient(conn))
+	const list = `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"delete_repo","inputSchema":{"type":"object"}}]}}`
+	tests := []struct {
+		method     string
+		body       string
+		wantStatus int
+		wantBody   string
+	}{
+		{"tools/call", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}`, 200, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}`},
+		{"tools/list", list, 500, ""},
+		{"tasks/get", `{"jsonrpc":"2.0","id":1,"result":{"taskId":"t","status":"working"}}`, 500, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method, func(t *testing.T) {
+			rt := shippedList(t, e, tt.method)
+			x := exchange{method: "POST", reqHdrs: map[string]string{"content-type": "application/json"}, reqBody: `{"jsonrpc":"2.0","id":1,"method":"` + tt.method + `"}`,
+				meta:   map[string]string{"decision_id": "d-1", "decision": "allow", "method": tt.method, "server": "payments", "principal": "alice", "issuer": issuer},
+				status: 200, hdrs: map[string]string{"content-type": "application/json"}, chunks: []string{tt.body}}
+			got := e.do(t, rt, x)
+			if got.status != tt.wantStatus || got.body != tt.wantBody {
+				t.Errorf("got %d %q (local reply %v %s), want %d %q", got.status, got.body, got.localReply, got.details, tt.wantStatus, tt.wantBody)
+			}
+			if tt.wantStatus != 200 && !got.localReply {
+				t.Errorf("a refused %s is not Envoy's local reply", tt.method)
 			}
 		})
 	}

@@ -154,14 +154,14 @@ static_resources:
                         response_body_mode: NONE
                         request_trailer_mode: SKIP
                         response_trailer_mode: SKIP
-              # Calls and task methods: the side stream opens at the response
-              # headers (task binding, receipts, a list answered on this
-              # stream by shape). Fail closed like every processed route.
+              # Task methods: the side stream opens at the response headers (a
+              # list answered on this stream by shape). Fail closed like every
+              # processed route.
               - match:
                   prefix: "/"
                   headers:
                   - name: x-mcp-method
-                    string_match: { safe_regex: { regex: "tools/call|tasks/get|tasks/result|tasks/cancel|tasks/update" } }
+                    string_match: { safe_regex: { regex: "tasks/get|tasks/result|tasks/cancel|tasks/update" } }
                 route:
                   cluster: mcp_server
                   timeout: 0s
@@ -172,6 +172,36 @@ static_resources:
                   envoy.filters.http.ext_proc:
                     "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
                     overrides:
+                      processing_mode:
+                        request_header_mode: SKIP
+                        response_header_mode: SEND
+                        request_body_mode: NONE
+                        response_body_mode: NONE
+                        request_trailer_mode: SKIP
+                        response_trailer_mode: SKIP
+              # Calls: observe only (envoy.ObserveOnlyMethods). The side stream
+              # opens at the response headers, when the upstream has already
+              # run the call: it writes the receipt, binds a task the call
+              # created and records a result for recovery. A processor outage
+              # costs those (the access log shows the decision without an
+              # outcome; an unbound task is refused to everyone), never the
+              # answer of a call that ran.
+              - match:
+                  prefix: "/"
+                  headers:
+                  - name: x-mcp-method
+                    string_match: { exact: tools/call }
+                route:
+                  cluster: mcp_server
+                  timeout: 0s
+                  host_rewrite_literal: "127.0.0.1:{{ int .Values.sidecar.mcpServer.port }}"
+                  append_x_forwarded_host: true
+                request_headers_to_remove: [accept-encoding]
+                typed_per_filter_config:
+                  envoy.filters.http.ext_proc:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                    overrides:
+                      failure_mode_allow: true
                       processing_mode:
                         request_header_mode: SKIP
                         response_header_mode: SEND
@@ -291,6 +321,7 @@ static_resources:
               # Processor unreachable, failing or gone mid-stream: the
               # response fails (503 before the response started, a reset
               # after), never passes unfiltered. A per-message timeout is 504.
+              # The tools/call route alone overrides it (observe only).
               failure_mode_allow: false
               status_on_error: { code: ServiceUnavailable }
               processing_mode:
