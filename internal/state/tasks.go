@@ -17,6 +17,14 @@ type Reader interface {
 	// Get returns the value held by key's unexpired claim, and found
 	// false when there is none. Errors wrap ErrUnavailable.
 	Get(ctx context.Context, key string) (value string, found bool, err error)
+	// GetMany is Get of every key in one store round trip: values[i] and
+	// found[i] answer keys[i]. On a single Redis server or a Sentinel
+	// primary it is one MGET; on a Redis Cluster the keys of each node go
+	// in one pipeline, the nodes' in parallel (a round trip's latency, one
+	// exchange per node holding a key). Not a snapshot across keys on
+	// Redis: a claim made between two keys' reads may be seen for one
+	// only. Errors wrap ErrUnavailable; then nothing is known of any key.
+	GetMany(ctx context.Context, keys ...string) (values []string, found []bool, err error)
 }
 
 // Get implements Reader.
@@ -32,6 +40,23 @@ func (m *Memory) Get(ctx context.Context, key string) (string, bool, error) {
 	return "", false, nil
 }
 
+// GetMany implements Reader: one look at every key under one lock.
+func (m *Memory) GetMany(ctx context.Context, keys ...string) ([]string, []bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	values, found := make([]string, len(keys)), make([]bool, len(keys))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	for i, k := range keys {
+		if e, ok := m.entries[k]; ok && now.Before(e.expires) {
+			values[i], found[i] = e.value, true
+		}
+	}
+	return values, found, nil
+}
+
 // Get implements Reader.
 func (r *Redis) Get(ctx context.Context, key string) (string, bool, error) {
 	v, err := r.c.Get(ctx, r.prefix+key).Result()
@@ -42,6 +67,60 @@ func (r *Redis) Get(ctx context.Context, key string) (string, bool, error) {
 		return "", false, fmt.Errorf("%w: redis: %w", ErrUnavailable, err)
 	}
 	return v, true, nil
+}
+
+// GetMany implements Reader: MGET on one server or a Sentinel primary;
+// on a Cluster, a GET per key in a cluster pipeline (go-redis sends each
+// node its keys' commands in one pipeline, the nodes in parallel, and
+// follows MOVED/ASK; MGET would fail with CROSSSLOT, since the keys of one
+// caller rarely share a slot). A key holding a value that is not a string
+// reads as not found on one server and as an error on a Cluster.
+func (r *Redis) GetMany(ctx context.Context, keys ...string) ([]string, []bool, error) {
+	values, found := make([]string, len(keys)), make([]bool, len(keys))
+	if len(keys) == 0 {
+		return values, found, nil
+	}
+	if r.cluster != nil {
+		pipe := r.cluster.Pipeline()
+		cmds := make([]*redis.StringCmd, len(keys))
+		for i, k := range keys {
+			cmds[i] = pipe.Get(ctx, r.prefix+k)
+		}
+		_, _ = pipe.Exec(ctx) // errors are read per command below
+		for i, c := range cmds {
+			v, err := c.Result()
+			switch {
+			case errors.Is(err, redis.Nil):
+			case err != nil:
+				r.reloadTopology()
+				return nil, nil, fmt.Errorf("%w: redis cluster: %w", ErrUnavailable, err)
+			default:
+				values[i], found[i] = v, true
+			}
+		}
+		return values, found, nil
+	}
+	full := make([]string, len(keys))
+	for i, k := range keys {
+		full[i] = r.prefix + k
+	}
+	got, err := r.c.MGet(ctx, full...).Result()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: redis: %w", ErrUnavailable, err)
+	}
+	if len(got) != len(keys) {
+		return nil, nil, fmt.Errorf("%w: redis: MGET of %d keys answered %d values", ErrUnavailable, len(keys), len(got))
+	}
+	for i, v := range got {
+		switch v := v.(type) {
+		case nil:
+		case string:
+			values[i], found[i] = v, true
+		default:
+			return nil, nil, fmt.Errorf("%w: redis: MGET answered a %T", ErrUnavailable, v)
+		}
+	}
+	return values, found, nil
 }
 
 // Get implements Reader when the observed store does; otherwise it fails
@@ -133,4 +212,18 @@ func (t Tasks) Bind(ctx context.Context, server, taskID, principal string, taskT
 // ErrUnavailable: the caller refuses then.
 func (t Tasks) Owner(ctx context.Context, server, taskID string) (principal string, found bool, err error) {
 	return t.Store.Get(ctx, taskKey(server, taskID))
+}
+
+// GetMany implements Reader when the observed store does (one "get"
+// observation per call: one round trip); otherwise it fails with
+// ErrUnavailable.
+func (o *observed) GetMany(ctx context.Context, keys ...string) ([]string, []bool, error) {
+	r, ok := o.s.(Reader)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: the store cannot read claims", ErrUnavailable)
+	}
+	start := o.now()
+	values, found, err := r.GetMany(ctx, keys...)
+	o.observe("get", o.now().Sub(start), err)
+	return values, found, err
 }
