@@ -272,34 +272,35 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) (
 // baseline (the policy's pins for the tool when it lists some; else, under
 // tofu, the first fingerprint observed if the tool was in the server's
 // first list; under strict, or for a tool that appeared later, nothing).
+// It reads the store once (state.Reader.GetMany of the tool's keys): one
+// round trip per pinned tools/call.
 func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, session, tool string) (*policy.ToolDefinition, error) {
 	mode := p.PinMode()
 	if mode == policy.PinOff {
 		return nil, nil
 	}
 	scope := Scope(p, server, session)
-	v, found, err := o.Store.Get(ctx, toolKey("tooldef", scope, tool))
+	baseline := p.Pins(server, tool)
+	keys := []string{toolKey("tooldef", scope, tool), toolKey("tooldef-div", scope, tool)}
+	if len(baseline) == 0 && mode == policy.PinTOFU {
+		keys = append(keys, toolKey("tooldef-base", scope, tool))
+	}
+	// One round trip for every key the decision needs.
+	vals, found, err := o.Store.GetMany(ctx, keys...)
 	if err != nil {
 		return nil, err
 	}
-	if !found {
+	if len(vals) != len(keys) || len(found) != len(keys) {
+		return nil, fmt.Errorf("%w: toolpin: %d answers for %d keys", state.ErrUnavailable, len(vals), len(keys))
+	}
+	if !found[0] {
 		return &policy.ToolDefinition{}, nil
 	}
-	fp, hints, _ := strings.Cut(v, " ")
+	fp, hints, _ := strings.Cut(vals[0], " ")
 	def := &policy.ToolDefinition{Listed: true, Fingerprint: fp, Hints: decodeHints(hints)}
-	other, divergent, err := o.Store.Get(ctx, toolKey("tooldef-div", scope, tool))
-	if err != nil {
-		return nil, err
-	}
-	baseline := p.Pins(server, tool)
-	if len(baseline) == 0 && mode == policy.PinTOFU {
-		base, found, err := o.Store.Get(ctx, toolKey("tooldef-base", scope, tool))
-		if err != nil {
-			return nil, err
-		}
-		if found && !strings.HasPrefix(base, "new ") {
-			baseline = []string{base}
-		}
+	other, divergent := vals[1], found[1]
+	if len(keys) == 3 && found[2] && !strings.HasPrefix(vals[2], "new ") {
+		baseline = []string{vals[2]}
 	}
 	def.Changed = !slices.Contains(baseline, fp) || divergent && !slices.Contains(baseline, other)
 	return def, nil

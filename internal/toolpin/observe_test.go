@@ -33,6 +33,9 @@ func (downStore) Close() error                                  { return nil }
 func (downStore) Get(context.Context, string) (string, bool, error) {
 	return "", false, state.ErrUnavailable
 }
+func (downStore) GetMany(context.Context, ...string) ([]string, []bool, error) {
+	return nil, nil, state.ErrUnavailable
+}
 
 // TestRugPullTable: the attack table of issue 18, on memory and a real
 // redis-server: what each list shows, then what a tools/call of the tool
@@ -302,5 +305,78 @@ func TestRecentSkipsRepeats(t *testing.T) {
 	var nilRecent *Recent
 	if nilRecent.seen("k", clock) {
 		t.Error("a nil Recent remembers")
+	}
+}
+
+// readCounter counts the reads that reach a store.
+type readCounter struct {
+	state.Reader
+	gets, getManys int
+}
+
+func (c *readCounter) Get(ctx context.Context, k string) (string, bool, error) {
+	c.gets++
+	return c.Reader.Get(ctx, k)
+}
+
+func (c *readCounter) GetMany(ctx context.Context, keys ...string) ([]string, []bool, error) {
+	c.getManys++
+	return c.Reader.GetMany(ctx, keys...)
+}
+
+// shortStore answers GetMany with fewer values than keys asked.
+type shortStore struct{ state.Reader }
+
+func (shortStore) GetMany(context.Context, ...string) ([]string, []bool, error) {
+	return []string{"x"}, []bool{true}, nil
+}
+
+// TestLookupOneRead: whatever Lookup decides (unlisted, listed, divergent,
+// tofu baseline, pinned by the policy, strict), it reads the store once;
+// a store that answers fewer values than keys is a store error.
+func TestLookupOneRead(t *testing.T) {
+	ctx := context.Background()
+	a, b := mustDef(t, base), mustDef(t, edit(func(m map[string]any) { m["description"] = "v2" }))
+	for _, tt := range []struct {
+		name    string
+		policy  string
+		observe []Definition
+		want    policy.ToolDefinition
+	}{
+		{"unlisted", "pin_mode: tofu", nil, policy.ToolDefinition{}},
+		{"tofu", "pin_mode: tofu", []Definition{a}, policy.ToolDefinition{Listed: true, Fingerprint: a.Fingerprint}},
+		{"tofu-divergent", "pin_mode: tofu", []Definition{a, b}, policy.ToolDefinition{Listed: true, Fingerprint: a.Fingerprint, Changed: true}},
+		{"pinned", "pin_mode: strict\npins: {s: {refund: [" + b.Fingerprint + "]}}", []Definition{b}, policy.ToolDefinition{Listed: true, Fingerprint: b.Fingerprint}},
+		{"pinned-other", "pin_mode: tofu\npins: {s: {refund: [" + b.Fingerprint + "]}}", []Definition{a}, policy.ToolDefinition{Listed: true, Fingerprint: a.Fingerprint, Changed: true}},
+		{"strict", "pin_mode: strict", []Definition{a}, policy.ToolDefinition{Listed: true, Fingerprint: a.Fingerprint, Changed: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := policy.Compile("p.yaml", []byte("default: deny\n"+tt.policy+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := &readCounter{Reader: state.NewMemory(0, nil)}
+			o := Observations{Store: rc}
+			for _, d := range tt.observe {
+				if err := o.Observe(ctx, "s", d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			def, err := o.Lookup(ctx, p, "s", "", "refund")
+			if err != nil {
+				t.Fatal(err)
+			}
+			def.Hints = policy.Hints{}
+			if *def != tt.want {
+				t.Errorf("Lookup = %+v, want %+v", *def, tt.want)
+			}
+			if rc.gets != 0 || rc.getManys != 1 {
+				t.Errorf("%d Get and %d GetMany calls, want one GetMany", rc.gets, rc.getManys)
+			}
+		})
+	}
+	p, _ := policy.Compile("p.yaml", []byte("default: deny\npin_mode: tofu\n"))
+	if _, err := (Observations{Store: shortStore{state.NewMemory(0, nil)}}).Lookup(ctx, p, "s", "", "refund"); !errors.Is(err, state.ErrUnavailable) {
+		t.Errorf("short answer: %v, want ErrUnavailable", err)
 	}
 }
