@@ -144,6 +144,7 @@ type stream struct {
 	// counts for the decision log
 	lists, kept, removed int
 	kind                 listfilter.Kind
+	listed               loggedTools
 	rc                   receipt // of an allowed tools/call (receipt.go)
 	session              string  // Mcp-Session-Id (list and GET routes), for pin_scope session
 	recoverKey           string  // Check's recover_key: record the result under it
@@ -473,6 +474,7 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 				// bytes, with no hints (every annotation at its worst case).
 				d = toolpin.Definition{Name: key, Fingerprint: toolpin.RawFingerprint(item)}
 			}
+			st.listed.add(d, err != nil)
 			return st.s.cfg.Definitions.Observe(ctx, toolpin.Scope(pol, st.server, st.session), d)
 		}
 	}
@@ -538,16 +540,19 @@ func (st *stream) refusedList(reason string, err error) {
 		zap.String("result", "refused"), zap.String("reason", reason), zap.NamedError("cause", err))
 }
 
-// logFiltered writes the one decision-log line of a filtered list.
+// logFiltered writes the one decision-log line of a filtered list; for
+// tools/list with pinning on it carries the fingerprints of every tool
+// listed, kept or removed (pinlog.go: "tools", bounded by
+// MaxLoggedToolBytes), for extauthz pin --decision-log.
 func (st *stream) logFiltered() {
 	if st.lists == 0 {
 		return
 	}
-	st.s.cfg.Log.Info("list filtered",
-		zap.String("kind", "list_filter"), zap.String("decision_id", st.decision), zap.String("method", st.method),
+	fields := []zap.Field{zap.String("kind", "list_filter"), zap.String("decision_id", st.decision), zap.String("method", st.method),
 		zap.String("server", st.server), zap.String("policy_version", st.policyVersion),
 		zap.String("list", st.kind.String()), zap.Int("lists", st.lists), zap.Int("kept", st.kept), zap.Int("removed", st.removed),
-		zap.String("result", "ok"))
+		zap.String("result", "ok")}
+	st.s.cfg.Log.Info("list filtered", append(fields, st.listed.fields()...)...)
 }
 
 // responseBody answers one response body message; the call's receipt is

@@ -1,0 +1,104 @@
+package extproc
+
+import (
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
+)
+
+// MaxLoggedToolBytes bounds the "tools" member of one "list filtered"
+// line: the fingerprints of the tools a stream's tools/list answers
+// carried, as listed (kept or removed), each entry costing its name's
+// length plus 111 bytes (122 for a raw one). 128 KiB holds about 1,000
+// tools of 20-character names; a 500-tool list of 8 to 10-character names
+// (listfilter's BenchmarkFilter500 shape) makes a "tools" member of 59.6 KB
+// and a line of 60 KB. The
+// tools past the budget, in upstream order, are left out and counted in
+// "tools_omitted" (extauthz pin says so).
+const MaxLoggedToolBytes = 128 << 10
+
+// toolEntryBytes is what one entry of "tools" costs beyond its name:
+// {"name":"","fingerprint":"tooldef-v1:sha256:<64 hex>"} and a comma;
+// rawEntryBytes what ,"raw":true adds. A name with characters JSON escapes
+// costs more than its length: the budget is then overrun by those escapes.
+const (
+	toolEntryBytes = 111
+	rawEntryBytes  = 11
+)
+
+// loggedTool is one entry of the "tools" member: a tool's name and the
+// fingerprint the processor recorded for it (raw: toolpin.RawFingerprint,
+// its definition is not strict JSON). Never its description, schema or
+// any argument.
+type loggedTool struct {
+	name, fingerprint string
+	raw               bool
+}
+
+// loggedTools are the fingerprints of one stream's tools/list answers.
+type loggedTools struct {
+	tools   []loggedTool
+	bytes   int
+	omitted int
+}
+
+// add records d, the definition Observe is about to record (raw when it
+// was fingerprinted by its bytes). O(1): repeats (a batch of two lists)
+// are dropped when the line is written.
+func (l *loggedTools) add(d toolpin.Definition, raw bool) {
+	cost := len(d.Name) + toolEntryBytes
+	if raw {
+		cost += rawEntryBytes
+	}
+	if l.bytes+cost > MaxLoggedToolBytes {
+		l.omitted++
+		return
+	}
+	l.bytes += cost
+	l.tools = append(l.tools, loggedTool{d.Name, d.Fingerprint, raw})
+}
+
+// fields are the log fields of l: "tools", sorted by name (a name seen with
+// two fingerprints keeps their order), and "tools_omitted" when some were
+// left out; none when no tool was fingerprinted (pin_mode off).
+func (l *loggedTools) fields() []zap.Field {
+	if len(l.tools) == 0 && l.omitted == 0 {
+		return nil
+	}
+	slices.SortStableFunc(l.tools, func(a, b loggedTool) int { return strings.Compare(a.name, b.name) })
+	// Drop repeats of a name and fingerprint, keeping first-seen order
+	// within a name (its entries are adjacent now, and rarely more than one).
+	out, group := l.tools[:0], 0
+	for _, t := range l.tools {
+		if len(out) > 0 && out[len(out)-1].name != t.name {
+			group = len(out)
+		}
+		if !slices.ContainsFunc(out[group:], func(x loggedTool) bool { return x.fingerprint == t.fingerprint }) {
+			out = append(out, t)
+		}
+	}
+	l.tools = out
+	f := []zap.Field{zap.Array("tools", zapcore.ArrayMarshalerFunc(func(enc zapcore.ArrayEncoder) error {
+		for _, t := range l.tools {
+			if err := enc.AppendObject(zapcore.ObjectMarshalerFunc(func(o zapcore.ObjectEncoder) error {
+				o.AddString("name", t.name)
+				o.AddString("fingerprint", t.fingerprint)
+				if t.raw {
+					o.AddBool("raw", true)
+				}
+				return nil
+			})); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))}
+	if l.omitted > 0 {
+		f = append(f, zap.Int("tools_omitted", l.omitted))
+	}
+	return f
+}
