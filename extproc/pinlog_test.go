@@ -242,7 +242,9 @@ func TestPinLogBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The oracle: the budget spent in upstream order.
-			var n struct{ Result struct{ Tools []struct{ Name string } } }
+			var n struct {
+				Result struct{ Tools []struct{ Name string } }
+			}
 			if err := json.Unmarshal(body, &n); err != nil {
 				t.Fatal(err)
 			}
