@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -15,10 +14,9 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/decisionlog"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 )
-
-var update = flag.Bool("update", false, "rewrite ../cmd/extauthz/testdata/pin/decisions.jsonl")
 
 // pinLogFile is the decision log extauthz pin's tests and README's worked
 // example read: captured from this processor by TestPinDecisionLog.
@@ -178,7 +176,7 @@ func TestPinDecisionLog(t *testing.T) {
 		t.Errorf("lines by kind %v, want 5 list_filter and 1 receipt", kinds)
 	}
 
-	if *update {
+	if *testkit.Update {
 		if err := os.WriteFile(pinLogFile, out, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,23 @@ var flagValues = map[string][]string{
 	"decision-log-overflow": {"drop", "block"},
 }
 
+// commandFileFlags are flags that name a file under one command although
+// another command's flag of that name takes a closed set: pin
+// --decision-log FILE, serve --decision-log stdout|file|otlp.
+var commandFileFlags = map[string]bool{"pin:decision-log": true}
+
+// valuesOf returns the closed set of values of cmd's flag name; nil when
+// it has none.
+func valuesOf(cmd, name string) []string {
+	if commandFileFlags[cmd+":"+name] {
+		return nil
+	}
+	return flagValues[name]
+}
+
+// fileFlagOf reports whether cmd's flag name names a file or directory.
+func fileFlagOf(cmd, name string) bool { return commandFileFlags[cmd+":"+name] || fileFlag(name) }
+
 // fileFlag reports whether a flag names a file or directory.
 func fileFlag(name string) bool {
 	return pathFlags[name] || strings.HasSuffix(name, "-file") || strings.HasSuffix(name, "-dir") || name == "config" || name == "policy"
@@ -85,13 +102,13 @@ func valueCases(flags map[string][]*flag.Flag, sep string) (files string, sets m
 			}
 			pat := c.name + ":--" + f.Name
 			switch {
-			case flagValues[f.Name] != nil:
-				v := strings.Join(flagValues[f.Name], " ")
+			case valuesOf(c.name, f.Name) != nil:
+				v := strings.Join(valuesOf(c.name, f.Name), " ")
 				if sets[v] != "" {
 					sets[v] += sep
 				}
 				sets[v] += pat
-			case fileFlag(f.Name):
+			case fileFlagOf(c.name, f.Name):
 				fl = append(fl, pat)
 			default:
 				ot = append(ot, pat)
@@ -238,9 +255,9 @@ func writeFish(w io.Writer) {
 			line := fmt.Sprintf("complete -c extauthz -n %s -l %s -d %s", cond, f.Name, fishQuote(summary(usage)))
 			switch {
 			case !takesValue(f):
-			case flagValues[f.Name] != nil:
-				line += " -x -a " + fishQuote(strings.Join(flagValues[f.Name], " "))
-			case fileFlag(f.Name):
+			case valuesOf(c.name, f.Name) != nil:
+				line += " -x -a " + fishQuote(strings.Join(valuesOf(c.name, f.Name), " "))
+			case fileFlagOf(c.name, f.Name):
 				line += " -r -F"
 			default:
 				line += " -x"

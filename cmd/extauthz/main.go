@@ -162,7 +162,7 @@ commands:
   check        decide one request (a JSON-RPC body or a captured HTTP request): offline, or by a running service (--addr)
   test         run policy unit tests (*_test.yaml next to the policy; a policy file finds its own)
   validate     compile policies as serve would, without running tests
-  pin          print the fingerprints of captured tools/list responses as a policy pins: block
+  pin          print the fingerprints of captured tools/list responses, or of a decision log's lists, as a policy pins: block
   token        mint a test bearer token with the quick-start key
   approve      sign an approval of one request digest (from an ask denial) for a principal
   healthcheck  probe a running service's gRPC health (exit 0 when SERVING)

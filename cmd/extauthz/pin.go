@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
@@ -21,25 +25,38 @@ import (
 // them, or a text/event-stream body whose events carry them; every response
 // whose result has a tools array counts. A tool listed twice with two
 // definitions gets both fingerprints (the policy then approves either).
+// With --decision-log FILE it reads the fingerprints the processor logged
+// instead (pinDecisionLog): every server and tool of the log.
 // Exit 0; 1 when a file holds no tools/list result or a tool that cannot be
 // fingerprinted; 2 on bad usage or a file that cannot be read.
 func runPin(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pin", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", "", "serve's config file, for the MCP server id (default $EXTAUTHZ_CONFIG)")
-	serverID := fs.String("server-id", "", "MCP server id the tools belong to (default: the --config server-id)")
+	serverID := fs.String("server-id", "", "MCP server id the tools belong to (default: the --config server-id); with --decision-log, print only this server's pins")
+	decisionLog := fs.String("decision-log", "", "read the fingerprints of every tools/list in this decision log (JSON Lines, as serve --decision-log writes them; - reads stdin) instead of RESPONSE files")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: extauthz pin [--server-id ID | --config FILE] RESPONSE...   (fingerprint the tools of captured tools/list responses; - reads stdin)")
+		fmt.Fprintln(stderr, "       extauthz pin --decision-log FILE [--server-id ID]       (the fingerprints of every tools/list the decision log saw, per server)")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	bad := func(err error) error { return &exitError{code: 2, err: fmt.Errorf("pin: %w", err)} }
+	if *decisionLog != "" {
+		switch {
+		case fs.NArg() > 0:
+			return bad(errors.New("--decision-log reads no RESPONSE files: give one or the other"))
+		case *configFile != "":
+			return bad(errors.New("--config names the server of captured responses; a decision log names its own (--server-id ID keeps one)"))
+		}
+		return pinDecisionLog(*decisionLog, *serverID, stdout, stderr)
+	}
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return &exitError{code: 2}
 	}
-	bad := func(err error) error { return &exitError{code: 2, err: fmt.Errorf("pin: %w", err)} }
 	if *serverID == "" {
 		cfg, _, err := toolConfig(*configFile, os.Getenv)
 		if err != nil {
@@ -52,15 +69,9 @@ func runPin(args []string, stdout, stderr io.Writer) error {
 	if *serverID == "" {
 		return bad(errors.New("no MCP server id: give --server-id ID, or --config FILE (serve's config)"))
 	}
-	pins := map[string][]string{}
+	pins := pinSet{}
 	for _, name := range fs.Args() {
-		var b []byte
-		var err error
-		if name == "-" {
-			b, err = io.ReadAll(os.Stdin)
-		} else {
-			b, err = os.ReadFile(name)
-		}
+		b, err := readInput(name)
 		if err != nil {
 			return bad(err)
 		}
@@ -73,31 +84,211 @@ func runPin(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("pin: %s: a tool definition cannot be fingerprinted (it would read as changed): %w", name, err)}
 			}
-			if !contains(pins[d.Name], d.Fingerprint) {
-				pins[d.Name] = append(pins[d.Name], d.Fingerprint)
-			}
+			pins.add(d.Name, d.Fingerprint, "")
 		}
 	}
-	names := make([]string, 0, len(pins))
-	for n := range pins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	fmt.Fprintln(stdout, "pins:")
-	fmt.Fprintf(stdout, "  %s:\n", yamlKey(*serverID))
-	for _, n := range names {
-		fmt.Fprintf(stdout, "    %s: [%s]\n", yamlKey(n), strings.Join(pins[n], ", "))
-	}
+	writePins(stdout, map[string]pinSet{*serverID: pins}, nil)
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+// readInput reads the file name, or stdin for "-".
+func readInput(name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(name)
+}
+
+// pinSet is the fingerprints seen of one server's tools: per tool, each
+// fingerprint once, first seen first, with the decision log line it was
+// first seen at ("" for captured responses).
+type pinSet map[string][]seenPin
+
+type seenPin struct{ fingerprint, where string }
+
+func (p pinSet) add(tool, fp, where string) {
+	for _, s := range p[tool] {
+		if s.fingerprint == fp {
+			return
 		}
 	}
-	return false
+	p[tool] = append(p[tool], seenPin{fp, where})
+}
+
+// writePins prints one pins: block of every server and tool, sorted by
+// name, each tool's fingerprints as a YAML flow sequence in first-seen
+// order; a tool seen with more than one gets a comment saying so (and
+// where each was first seen), and notes[server] are comment lines printed
+// under the server's key.
+func writePins(w io.Writer, servers map[string]pinSet, notes map[string][]string) {
+	fmt.Fprintln(w, "pins:")
+	for _, server := range slices.Sorted(maps.Keys(servers)) {
+		fmt.Fprintf(w, "  %s:\n", yamlKey(server))
+		for _, n := range notes[server] {
+			fmt.Fprintf(w, "    # %s\n", n)
+		}
+		tools := servers[server]
+		for _, tool := range slices.Sorted(maps.Keys(tools)) {
+			seen := tools[tool]
+			fps := make([]string, len(seen))
+			var where []string
+			for i, s := range seen {
+				fps[i] = s.fingerprint
+				if s.where != "" {
+					where = append(where, s.where)
+				}
+			}
+			if len(seen) > 1 {
+				c := fmt.Sprintf("%s was listed with %d definitions", tool, len(seen))
+				if len(where) == len(seen) {
+					c += " (first seen at lines " + strings.Join(where, ", ") + ", in this order)"
+				}
+				fmt.Fprintf(w, "    # %s: keep only those you reviewed\n", c)
+			}
+			fmt.Fprintf(w, "    %s: [%s]\n", yamlKey(tool), strings.Join(fps, ", "))
+		}
+	}
+}
+
+// maxPinLogErrors bounds the malformed lines pinDecisionLog names.
+const maxPinLogErrors = 10
+
+// pinDecisionLog prints the pins of every tools/list "list filtered" line
+// of a decision log (name, or - for stdin): JSON Lines as serve writes them
+// (--decision-log), whose kind "list_filter" lines of list "tools" carry
+// the fingerprints of every tool the processor saw listed (with pinning
+// on). Other lines (Check decisions, receipts, other lists, refused lists)
+// are skipped; blank lines too. Only server's when server is not "".
+// Exit 1: a line that is not a JSON object (each named by line number, up
+// to ten), a tools entry that is not a name and a fingerprint, a tool the
+// processor pinned by its raw bytes (not strict JSON: the response mode
+// refuses it too), or no fingerprint at all. A list line whose tools were
+// cut at the line's budget (tools_omitted) is reported on stderr and in a
+// comment. Exit 2: the file cannot be read.
+func pinDecisionLog(name, server string, stdout, stderr io.Writer) error {
+	var in io.Reader = os.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("pin: %w", err)}
+		}
+		defer f.Close()
+		in = f
+	}
+	if name == "-" {
+		name = "stdin"
+	}
+	servers := map[string]pinSet{}
+	notes := map[string][]string{}
+	var problems []string
+	lists, unpinned := 0, 0
+	r := bufio.NewReader(in)
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return &exitError{code: 2, err: fmt.Errorf("pin: %s: %w", name, err)}
+		}
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			if perr := pinLogLine(t, n, server, servers, notes, &lists, &unpinned); perr != "" {
+				problems = append(problems, fmt.Sprintf("%s:%d: %s", name, n, perr))
+				if len(problems) == maxPinLogErrors {
+					problems = append(problems, "(more not shown)")
+					break
+				}
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if len(problems) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("pin: %s", strings.Join(problems, "\n  "))}
+	}
+	if len(servers) == 0 {
+		what := "no tools/list line"
+		if lists > 0 {
+			what = fmt.Sprintf("%d tools/list lines but no fingerprint (pinning was off: pin_mode off)", lists)
+		}
+		if server != "" {
+			what += " of server " + strconv.Quote(server)
+		}
+		return &exitError{code: 1, err: fmt.Errorf("pin: %s: %s", name, what)}
+	}
+	if unpinned > 0 {
+		fmt.Fprintf(stderr, "pin: %s: %d tools/list lines carry no fingerprints (pinning was off for them)\n", name, unpinned)
+	}
+	for _, s := range slices.Sorted(maps.Keys(notes)) {
+		for _, n := range notes[s] {
+			fmt.Fprintf(stderr, "pin: %s: %s: %s\n", name, s, n)
+		}
+	}
+	writePins(stdout, servers, notes)
+	return nil
+}
+
+// pinLogLine reads one line of a decision log into servers (and notes);
+// it returns what is wrong with the line, "" when nothing is.
+func pinLogLine(line []byte, n int, only string, servers map[string]pinSet, notes map[string][]string, lists, unpinned *int) string {
+	if !utf8.Valid(line) {
+		return "not UTF-8"
+	}
+	var l struct {
+		Kind         string          `json:"kind"`
+		List         string          `json:"list"`
+		Server       *string         `json:"server"`
+		Tools        json.RawMessage `json:"tools"`
+		ToolsOmitted int             `json:"tools_omitted"`
+	}
+	if len(line) == 0 || line[0] != '{' {
+		return "not a JSON object (a decision log holds one per line)"
+	}
+	if err := json.Unmarshal(line, &l); err != nil {
+		return "not a JSON line: " + err.Error()
+	}
+	if l.Kind != "list_filter" || l.List != "tools" {
+		return ""
+	}
+	if l.Server == nil || *l.Server == "" {
+		return "a tools/list line without a server"
+	}
+	if only != "" && *l.Server != only {
+		return ""
+	}
+	*lists++
+	if l.Tools == nil && l.ToolsOmitted == 0 {
+		*unpinned++
+		return ""
+	}
+	var tools []struct {
+		Name        *string `json:"name"`
+		Fingerprint string  `json:"fingerprint"`
+		Raw         bool    `json:"raw"`
+	}
+	if l.Tools != nil {
+		if err := json.Unmarshal(l.Tools, &tools); err != nil {
+			return "tools is not a list of {name, fingerprint}: " + err.Error()
+		}
+	}
+	set := servers[*l.Server]
+	if set == nil {
+		set = pinSet{}
+		servers[*l.Server] = set
+	}
+	for i, t := range tools {
+		switch {
+		case t.Name == nil || *t.Name == "":
+			return fmt.Sprintf("tools[%d] has no name", i)
+		case !toolpin.Valid(t.Fingerprint):
+			return fmt.Sprintf("tools[%d] (%s): %q is not a %s fingerprint", i, *t.Name, t.Fingerprint, toolpin.Version)
+		case t.Raw:
+			return fmt.Sprintf("tools[%d] (%s): a tool definition cannot be fingerprinted (not strict JSON: the processor pinned its raw bytes); capture the tools/list answer and run pin on it to see why", i, *t.Name)
+		}
+		set.add(*t.Name, t.Fingerprint, strconv.Itoa(n))
+	}
+	if l.ToolsOmitted > 0 {
+		notes[*l.Server] = append(notes[*l.Server], fmt.Sprintf("line %d: %d more tools of that list were not logged (over the line's budget): capture the tools/list answer and run extauthz pin on it", n, l.ToolsOmitted))
+	}
+	return ""
 }
 
 // yamlKey writes s as a YAML key: plain when it is a simple name, else a

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -63,5 +66,171 @@ func TestPin(t *testing.T) {
 	}
 	if code, _, errs := runOut(t, "pin", jsonFile); code != 2 || !strings.Contains(errs, "no MCP server id") {
 		t.Errorf("no server id: exit %d %q", code, errs)
+	}
+}
+
+// pinLog is a decision log the real processor wrote (extproc's
+// TestPinDecisionLog captures it and checks it is current): payments'
+// tools in two pages, a receipt, a later list where issue_refund was
+// reworded, a prompts/list, and github's tools.
+const pinLog = "cmd/extauthz/testdata/pin/decisions.jsonl"
+
+// TestPinDecisionLog: pin --decision-log prints the golden pins block of
+// every server and tool of the captured log (issue_refund with both of its
+// definitions, first seen first, and a comment naming where), a block that
+// compiles into a policy with those pins; the same from stdin (but for
+// the line numbers) with lines
+// of other kinds and blank lines mixed in; --server-id keeps one server.
+func TestPinDecisionLog(t *testing.T) {
+	code, out, errs := runOut(t, "pin", "--decision-log", pinLog)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if want, same := testkit.Golden(t, filepath.Join("cmd", "extauthz", "testdata", "pin", "decisions.pins.golden"), []byte(out)); !same {
+		t.Errorf("pins (go test ./cmd/extauthz -run TestPinDecisionLog -update):\n%s\nwant\n%s", out, want)
+	}
+	if !strings.Contains(out, "# issue_refund was listed with 2 definitions (first seen at lines 1, 4, in this order)") {
+		t.Errorf("no comment on issue_refund's two definitions:\n%s", out)
+	}
+	p, err := policy.Compile("pins.yaml", []byte("default: deny\npin_mode: strict\n"+out))
+	if err != nil {
+		t.Fatalf("the pins block does not compile: %v\n%s", err, out)
+	}
+	// The oracle: the fingerprints of the log's lines, read here on their own.
+	logged := map[[2]string][]string{}
+	b, err := os.ReadFile(pinLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var l struct {
+			Kind, List, Server string
+			Tools              []struct{ Name, Fingerprint string }
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range l.Tools {
+			k := [2]string{l.Server, tool.Name}
+			if !slices.Contains(logged[k], tool.Fingerprint) {
+				logged[k] = append(logged[k], tool.Fingerprint)
+			}
+		}
+	}
+	if len(logged) != 6 || len(logged[[2]string{"payments", "issue_refund"}]) != 2 {
+		t.Fatalf("the captured log changed shape: %v", logged)
+	}
+	for k, fps := range logged {
+		if got := p.Pins(k[0], k[1]); !slices.Equal(got, fps) {
+			t.Errorf("%s/%s: pins %v, want %v", k[0], k[1], got, fps)
+		}
+	}
+
+	// stdin, with what else a decision log holds.
+	mixed := `{"level":"info","ts":"2026-12-02T03:00:00Z","msg":"decision","kind":"decision","decision":"allow","server":"payments","tool":"search"}` + "\n\n" +
+		`{"level":"info","msg":"list refused","kind":"list_filter","method":"tools/list","server":"payments","result":"refused","reason":"unfilterable_list"}` + "\n" +
+		string(b)
+	shifted := strings.Replace(out, "lines 1, 4,", "lines 4, 7,", 1) // three lines more above
+	if code, got, errs := runStdin(t, mixed, "pin", "--decision-log", "-"); code != 0 || got != shifted {
+		t.Errorf("stdin: exit %d %s\n%s", code, errs, got)
+	}
+	code, got, errs := runOut(t, "pin", "--decision-log", pinLog, "--server-id", "github")
+	if code != 0 || strings.Contains(got, "payments") || !strings.Contains(got, "  github:\n    delete_repo: [") {
+		t.Errorf("--server-id github: exit %d %s\n%s", code, errs, got)
+	}
+}
+
+// runStdin is runOut with stdin reading in.
+func runStdin(t *testing.T, in string, args ...string) (int, string, string) {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "stdin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = old; f.Close() }()
+	return runOut(t, args...)
+}
+
+// TestPinDecisionLogRefuses: what pin --decision-log refuses, and with
+// which exit status and message; a list whose tools were cut at the line's
+// budget is printed with a note.
+func TestPinDecisionLogRefuses(t *testing.T) {
+	const fp = "tooldef-v1:sha256:0f01237a4d5f227afb96ea1a2a0e42ea41e98effc456b804579bedbed4cdcbf9"
+	list := func(tools string) string {
+		return `{"msg":"list filtered","kind":"list_filter","method":"tools/list","server":"payments","list":"tools","result":"ok"` + tools + "}\n"
+	}
+	ok := list(`,"tools":[{"name":"read_file","fingerprint":"` + fp + `"}]`)
+	for _, tt := range []struct {
+		name string
+		give string
+		code int
+		want string
+	}{
+		{"malformed lines, each by number", ok + "{\"kind\":\n" + ok + "not json\n" + ok, 1, "f.jsonl:2: not a JSON line"},
+		{"the second malformed line too", ok + "{\"kind\":\n" + ok + "not json\n", 1, "f.jsonl:4: not a JSON object"},
+		{"trailing data", `{"kind":"x"} {}` + "\n", 1, "f.jsonl:1: not a JSON line"},
+		{"invalid UTF-8", "{\"kind\":\"\xff\"}\n", 1, "f.jsonl:1: not UTF-8"},
+		{"not a fingerprint", list(`,"tools":[{"name":"a","fingerprint":"sha256:00"}]`), 1, `tools[0] (a): "sha256:00" is not a tooldef-v1 fingerprint`},
+		{"no name", list(`,"tools":[{"fingerprint":"` + fp + `"}]`), 1, "tools[0] has no name"},
+		{"tools not a list", list(`,"tools":{"a":"b"}`), 1, "tools is not a list"},
+		{"pinned by raw bytes", list(`,"tools":[{"name":"a","fingerprint":"` + fp + `","raw":true}]`), 1, "cannot be fingerprinted"},
+		{"no server", `{"kind":"list_filter","list":"tools","tools":[]}` + "\n", 1, "without a server"},
+		{"no tools/list line", `{"kind":"receipt","server":"payments"}` + "\n", 1, "no tools/list line"},
+		{"pinning off", list(""), 1, "1 tools/list lines but no fingerprint (pinning was off"},
+		{"empty", "", 1, "no tools/list line"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "f.jsonl")
+			if err := os.WriteFile(file, []byte(tt.give), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := runOut(t, "pin", "--decision-log", file)
+			if code != tt.code || !strings.Contains(errs, tt.want) || out != "" {
+				t.Errorf("exit %d %q (stdout %q), want %d and %q", code, errs, out, tt.code, tt.want)
+			}
+		})
+	}
+	many := ""
+	for range 12 {
+		many += "x\n"
+	}
+	file := filepath.Join(t.TempDir(), "many.jsonl")
+	if err := os.WriteFile(file, []byte(many), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runOut(t, "pin", "--decision-log", file); code != 1 || strings.Count(errs, "not a JSON object") != maxPinLogErrors || !strings.Contains(errs, "(more not shown)") {
+		t.Errorf("twelve bad lines: exit %d %s", code, errs)
+	}
+
+	cut := list(`,"tools":[{"name":"read_file","fingerprint":"`+fp+`"}],"tools_omitted":37`) + list("")
+	file = filepath.Join(t.TempDir(), "cut.jsonl")
+	if err := os.WriteFile(file, []byte(cut), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runOut(t, "pin", "--decision-log", file)
+	if code != 0 || !strings.Contains(out, "    # line 1: 37 more tools of that list were not logged") || !strings.Contains(errs, "37 more tools") ||
+		!strings.Contains(errs, "1 tools/list lines carry no fingerprints") || !strings.Contains(out, "read_file: ["+fp+"]") {
+		t.Errorf("cut list: exit %d %s\n%s", code, errs, out)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--decision-log", pinLog, "x.json"}, "reads no RESPONSE files"},
+		{[]string{"--decision-log", pinLog, "--config", "examples/config.yaml"}, "--config names the server"},
+		{[]string{"--decision-log", filepath.Join(t.TempDir(), "missing.jsonl")}, "no such file"},
+	} {
+		if code, _, errs := runOut(t, append([]string{"pin"}, tt.args...)...); code != 2 || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: exit %d %q, want 2 and %q", tt.args, code, errs, tt.want)
+		}
 	}
 }

@@ -23,7 +23,7 @@ var commands = []struct{ name, what string }{
 	{"check", "decide one request, offline or by a running service"},
 	{"test", "run policy unit tests"},
 	{"validate", "compile policies without running tests"},
-	{"pin", "fingerprint captured tools/list responses"},
+	{"pin", "fingerprint captured tools/list responses or a decision log's lists"},
 	{"token", "mint a test bearer token"},
 	{"approve", "sign an approval of one request digest"},
 	{"healthcheck", "probe a running service's gRPC health"},

@@ -202,6 +202,8 @@ func TestCompletionBash(t *testing.T) {
 		{"extauthz check --ex", []string{"--explain"}, nil},
 		{"extauthz completion ", []string{"bash", "zsh", "fish"}, nil},
 		{"extauthz serve --policy examples/pol", []string{"examples/policy.yaml"}, nil},
+		{"extauthz pin --de", []string{"--decision-log"}, nil},
+		{"extauthz pin --decision-log cmd/extauthz/testdata/pin/dec", []string{"cmd/extauthz/testdata/pin/decisions.jsonl"}, []string{"stdout", "file"}},
 	}
 	for _, tt := range tests {
 		words := strings.Split(tt.give, " ")
