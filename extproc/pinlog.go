@@ -62,6 +62,27 @@ func (l *loggedTools) add(d toolpin.Definition, raw bool) {
 	l.tools = append(l.tools, loggedTool{d.Name, d.Fingerprint, raw})
 }
 
+// MarshalLogArray implements zapcore.ArrayMarshaler: the entries, each
+// by pointer (no allocation per entry).
+func (l *loggedTools) MarshalLogArray(enc zapcore.ArrayEncoder) error {
+	for i := range l.tools {
+		if err := enc.AppendObject(&l.tools[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MarshalLogObject implements zapcore.ObjectMarshaler.
+func (t *loggedTool) MarshalLogObject(o zapcore.ObjectEncoder) error {
+	o.AddString("name", t.name)
+	o.AddString("fingerprint", t.fingerprint)
+	if t.raw {
+		o.AddBool("raw", true)
+	}
+	return nil
+}
+
 // fields are the log fields of l: "tools", sorted by name (a name seen with
 // two fingerprints keeps their order), and "tools_omitted" when some were
 // left out; none when no tool was fingerprinted (pin_mode off).
@@ -82,21 +103,7 @@ func (l *loggedTools) fields() []zap.Field {
 		}
 	}
 	l.tools = out
-	f := []zap.Field{zap.Array("tools", zapcore.ArrayMarshalerFunc(func(enc zapcore.ArrayEncoder) error {
-		for _, t := range l.tools {
-			if err := enc.AppendObject(zapcore.ObjectMarshalerFunc(func(o zapcore.ObjectEncoder) error {
-				o.AddString("name", t.name)
-				o.AddString("fingerprint", t.fingerprint)
-				if t.raw {
-					o.AddBool("raw", true)
-				}
-				return nil
-			})); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))}
+	f := []zap.Field{zap.Array("tools", l)}
 	if l.omitted > 0 {
 		f = append(f, zap.Int("tools_omitted", l.omitted))
 	}

@@ -9,13 +9,17 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/decisionlog"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
 // pinLogFile is the decision log extauthz pin's tests and README's worked
@@ -272,3 +276,61 @@ func TestPinLogBounded(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkListFilteredLine is BenchmarkFilterPin500's pin-cached list with
+// the decision line written as serve writes it (zap JSON, to a sink that
+// discards it) next to a logger that writes nothing: the difference is the
+// cost of the "tools" member of a 500-tool list (collecting, sorting and
+// encoding 500 entries, about 60 KB).
+func BenchmarkListFilteredLine(b *testing.B) {
+	src, err := os.ReadFile("../examples/policy.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := list500(500)
+	for _, tt := range []struct {
+		name string
+		json bool
+	}{{"log=nop", false}, {"log=json", true}} {
+		b.Run(tt.name, func(b *testing.B) {
+			pol, err := policy.Compile("examples/policy.yaml", src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := Config{Policy: func() (*policy.Policy, string) { return pol, "v" },
+				Definitions:  &toolpin.Observations{Store: state.NewMemory(100000, nil), Recent: &toolpin.Recent{}},
+				Fingerprints: &toolpin.Cache{}}
+			sink := &countingSink{}
+			if tt.json {
+				log, stop := decisionlog.NewLogger([]decisionlog.Sink{sink}, decisionlog.Options{Overflow: decisionlog.Block})
+				b.Cleanup(func() { _ = stop(context.Background()) })
+				cfg.Log = log
+			}
+			srv := New(cfg)
+			ctx := context.Background()
+			run := func() {
+				st := &stream{s: srv, haveMeta: true, decision: "d", method: "tools/list", server: "payments", principal: "alice",
+					policyVersion: "v", isList: true, session: "s1", rpcID: []byte("1"), mode: modeJSON}
+				if _, err := st.responseBody(ctx, &extprocv3.HttpBody{Body: body, EndOfStream: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			run()
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				run()
+			}
+		})
+	}
+}
+
+// countingSink discards lines, counting their bytes.
+type countingSink struct{ n atomic.Int64 }
+
+func (s *countingSink) Name() string { return "file" }
+func (s *countingSink) Write(_ context.Context, p []byte) error {
+	s.n.Add(int64(len(p)))
+	return nil
+}
+func (s *countingSink) Close(context.Context) error { return nil }
