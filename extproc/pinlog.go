@@ -41,7 +41,8 @@ type loggedTool struct {
 
 // loggedTools are the fingerprints of one stream's tools/list answers.
 type loggedTools struct {
-	tools   []loggedTool
+	tools   []loggedTool // in order of arrival
+	order   []int32      // indexes of tools to write, by name (fields)
 	bytes   int
 	omitted int
 }
@@ -59,13 +60,16 @@ func (l *loggedTools) add(d toolpin.Definition, raw bool) {
 		return
 	}
 	l.bytes += cost
+	if l.tools == nil {
+		l.tools = make([]loggedTool, 0, 64)
+	}
 	l.tools = append(l.tools, loggedTool{d.Name, d.Fingerprint, raw})
 }
 
 // MarshalLogArray implements zapcore.ArrayMarshaler: the entries, each
 // by pointer (no allocation per entry).
 func (l *loggedTools) MarshalLogArray(enc zapcore.ArrayEncoder) error {
-	for i := range l.tools {
+	for _, i := range l.order {
 		if err := enc.AppendObject(&l.tools[i]); err != nil {
 			return err
 		}
@@ -90,19 +94,31 @@ func (l *loggedTools) fields() []zap.Field {
 	if len(l.tools) == 0 && l.omitted == 0 {
 		return nil
 	}
-	slices.SortStableFunc(l.tools, func(a, b loggedTool) int { return strings.Compare(a.name, b.name) })
-	// Drop repeats of a name and fingerprint, keeping first-seen order
-	// within a name (its entries are adjacent now, and rarely more than one).
-	out, group := l.tools[:0], 0
-	for _, t := range l.tools {
-		if len(out) > 0 && out[len(out)-1].name != t.name {
-			group = len(out)
+	// Indexes, not entries, are sorted: no pointer moves (no write
+	// barriers), and equal names keep their order of arrival.
+	order := make([]int32, len(l.tools))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := strings.Compare(l.tools[a].name, l.tools[b].name); c != 0 {
+			return c
 		}
-		if !slices.ContainsFunc(out[group:], func(x loggedTool) bool { return x.fingerprint == t.fingerprint }) {
-			out = append(out, t)
+		return int(a - b)
+	})
+	// Drop repeats of a name and fingerprint (a batch of two lists): a
+	// name's entries are adjacent now, and rarely more than one.
+	group := 0
+	l.order = order[:0]
+	for _, i := range order {
+		t := &l.tools[i]
+		if n := len(l.order); n > 0 && l.tools[l.order[n-1]].name != t.name {
+			group = n
+		}
+		if !slices.ContainsFunc(l.order[group:], func(j int32) bool { return l.tools[j].fingerprint == t.fingerprint }) {
+			l.order = append(l.order, i)
 		}
 	}
-	l.tools = out
 	f := []zap.Field{zap.Array("tools", l)}
 	if l.omitted > 0 {
 		f = append(f, zap.Int("tools_omitted", l.omitted))
