@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 )
 
 const (
@@ -440,6 +441,11 @@ func (b *Binding) verifyApproval(ctx context.Context, raw string, dec *Decision)
 	case p.Subject != dec.Principal.Subject:
 		return nil, ReasonApprovalPrincipalMismatch
 	case digest != dec.RequestDigest:
+		return nil, ReasonApprovalDigestMismatch
+	case dec.Reason == ReasonDefinitionChanged && !toolpin.Valid(dec.ToolFingerprint):
+		// Three or more definitions within TTL (toolpin.AmbiguousFingerprint):
+		// no approval can say which one the call would run.
+		dec.Detail = "the tool was listed with more than two definitions lately: no approval covers it"
 		return nil, ReasonApprovalDigestMismatch
 	case dec.Reason == ReasonDefinitionChanged && p.Claims["tooldef"] != dec.ToolFingerprint:
 		// The approval covers this request under this definition only.

@@ -141,6 +141,9 @@ type denial struct {
 			RequestDigest string `json:"request_digest"`
 			DecisionID    string `json:"decision_id"`
 			PolicyVersion string `json:"policy_version"`
+			// ToolFingerprint: on definition_changed, what an approval's
+			// tooldef claim must name.
+			ToolFingerprint string `json:"tool_fingerprint"`
 		} `json:"data"`
 	} `json:"error"`
 }

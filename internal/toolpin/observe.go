@@ -244,8 +244,17 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) (
 		return err
 	}
 	if !claimed && !strings.HasPrefix(prev, d.Fingerprint+" ") {
-		if _, _, err := o.Store.Claim(ctx, toolKey("tooldef-div", server, d.Name), d.Fingerprint, o.ttl()); err != nil {
+		// A second definition within TTL; a third one, which the first
+		// claim of each key cannot hold, marks the tool ambiguous
+		// (tooldef-many): no approval can name what it runs then.
+		divClaimed, divPrev, err := o.Store.Claim(ctx, toolKey("tooldef-div", server, d.Name), d.Fingerprint, o.ttl())
+		if err != nil {
 			return err
+		}
+		if !divClaimed && divPrev != d.Fingerprint {
+			if _, _, err := o.Store.Claim(ctx, toolKey("tooldef-many", server, d.Name), d.Fingerprint, o.ttl()); err != nil {
+				return err
+			}
 		}
 	}
 	t := now()
@@ -265,6 +274,11 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) (
 	return err
 }
 
+// AmbiguousFingerprint is Lookup's Fingerprint for a tool listed with more
+// than two definitions within TTL, or with two outside its baseline: not a
+// fingerprint (Valid is false), so no approval can name it.
+const AmbiguousFingerprint = "tooldef-v1:ambiguous"
+
 // Lookup returns what a tools/call of server's tool is decided with under
 // p's pinning (policy.Input.Definition): nil when pin_mode is off; Listed
 // false when no list showed the tool within TTL; Changed when the observed
@@ -272,6 +286,11 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) (
 // baseline (the policy's pins for the tool when it lists some; else, under
 // tofu, the first fingerprint observed if the tool was in the server's
 // first list; under strict, or for a tool that appeared later, nothing).
+// Fingerprint names the definition a changed call may run, which an
+// approval must name: the one outside the baseline (the second observed
+// when the first is the baseline), AmbiguousFingerprint when two are
+// outside it or three were observed. With two definitions observed, Hints
+// are absent (neither's declared values apply).
 // It reads the store once (state.Reader.GetMany of the tool's keys): one
 // round trip per pinned tools/call.
 func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, session, tool string) (*policy.ToolDefinition, error) {
@@ -281,7 +300,7 @@ func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, sess
 	}
 	scope := Scope(p, server, session)
 	baseline := p.Pins(server, tool)
-	keys := []string{toolKey("tooldef", scope, tool), toolKey("tooldef-div", scope, tool)}
+	keys := []string{toolKey("tooldef", scope, tool), toolKey("tooldef-div", scope, tool), toolKey("tooldef-many", scope, tool)}
 	if len(baseline) == 0 && mode == policy.PinTOFU {
 		keys = append(keys, toolKey("tooldef-base", scope, tool))
 	}
@@ -299,10 +318,31 @@ func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, sess
 	fp, hints, _ := strings.Cut(vals[0], " ")
 	def := &policy.ToolDefinition{Listed: true, Fingerprint: fp, Hints: decodeHints(hints)}
 	other, divergent := vals[1], found[1]
-	if len(keys) == 3 && found[2] && !strings.HasPrefix(vals[2], "new ") {
-		baseline = []string{vals[2]}
+	if len(keys) == 4 && found[3] && !strings.HasPrefix(vals[3], "new ") {
+		baseline = []string{vals[3]}
 	}
-	def.Changed = !slices.Contains(baseline, fp) || divergent && !slices.Contains(baseline, other)
+	inFirst := slices.Contains(baseline, fp)
+	switch {
+	case found[2]:
+		// Three or more definitions within TTL: no approval can say which
+		// one a call would run; changed until they expire or the policy
+		// pins them.
+		def.Changed, def.Fingerprint, def.Hints = true, AmbiguousFingerprint, policy.Hints{}
+	case !divergent:
+		def.Changed = !inFirst
+	default:
+		// Two definitions: neither's declared hints apply, and an approval
+		// must name the one outside the baseline, which a call may run.
+		def.Hints = policy.Hints{}
+		switch inSecond := slices.Contains(baseline, other); {
+		case inFirst && !inSecond:
+			def.Changed, def.Fingerprint = true, other
+		case !inFirst && inSecond:
+			def.Changed = true
+		case !inFirst && !inSecond:
+			def.Changed, def.Fingerprint = true, AmbiguousFingerprint
+		}
+	}
 	return def, nil
 }
 

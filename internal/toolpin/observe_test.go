@@ -337,6 +337,7 @@ func (shortStore) GetMany(context.Context, ...string) ([]string, []bool, error) 
 func TestLookupOneRead(t *testing.T) {
 	ctx := context.Background()
 	a, b := mustDef(t, base), mustDef(t, edit(func(m map[string]any) { m["description"] = "v2" }))
+	c := mustDef(t, edit(func(m map[string]any) { m["description"] = "v3" }))
 	for _, tt := range []struct {
 		name    string
 		policy  string
@@ -345,7 +346,14 @@ func TestLookupOneRead(t *testing.T) {
 	}{
 		{"unlisted", "pin_mode: tofu", nil, policy.ToolDefinition{}},
 		{"tofu", "pin_mode: tofu", []Definition{a}, policy.ToolDefinition{Listed: true, Fingerprint: a.Fingerprint}},
-		{"tofu-divergent", "pin_mode: tofu", []Definition{a, b}, policy.ToolDefinition{Listed: true, Fingerprint: a.Fingerprint, Changed: true}},
+		// The baseline is a; b is what a call may run now, and what an
+		// approval must name.
+		{"tofu-divergent", "pin_mode: tofu", []Definition{a, b}, policy.ToolDefinition{Listed: true, Fingerprint: b.Fingerprint, Changed: true}},
+		{"tofu-back-and-forth", "pin_mode: tofu", []Definition{a, b, a}, policy.ToolDefinition{Listed: true, Fingerprint: b.Fingerprint, Changed: true}},
+		{"three definitions", "pin_mode: tofu", []Definition{a, b, c}, policy.ToolDefinition{Listed: true, Fingerprint: AmbiguousFingerprint, Changed: true}},
+		{"pinned second", "pin_mode: strict\npins: {s: {refund: [" + b.Fingerprint + "]}}", []Definition{a, b}, policy.ToolDefinition{Listed: true, Fingerprint: a.Fingerprint, Changed: true}},
+		{"both pinned", "pin_mode: strict\npins: {s: {refund: [" + a.Fingerprint + ", " + b.Fingerprint + "]}}", []Definition{a, b}, policy.ToolDefinition{Listed: true, Fingerprint: a.Fingerprint}},
+		{"two outside the pins", "pin_mode: strict\npins: {s: {refund: [" + c.Fingerprint + "]}}", []Definition{a, b}, policy.ToolDefinition{Listed: true, Fingerprint: AmbiguousFingerprint, Changed: true}},
 		{"pinned", "pin_mode: strict\npins: {s: {refund: [" + b.Fingerprint + "]}}", []Definition{b}, policy.ToolDefinition{Listed: true, Fingerprint: b.Fingerprint}},
 		{"pinned-other", "pin_mode: tofu\npins: {s: {refund: [" + b.Fingerprint + "]}}", []Definition{a}, policy.ToolDefinition{Listed: true, Fingerprint: a.Fingerprint, Changed: true}},
 		{"strict", "pin_mode: strict", []Definition{a}, policy.ToolDefinition{Listed: true, Fingerprint: a.Fingerprint, Changed: true}},
