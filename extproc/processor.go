@@ -122,6 +122,13 @@ const (
 	modeSniff                 // BUFFERED, another 2xx type: filter if it is JSON-RPC
 	modeError                 // BUFFERED, non-2xx: drop a smuggled result
 	modeSSE                   // STREAMED, frame and filter events
+	// modeHeld: a tools/call's non-SSE answer (the route observes only,
+	// envoy.ObserveOnlyMethods), STREAMED: the processor holds the chunks
+	// up to MaxBody and releases them at the end, filtered by shape if a
+	// list is there, unchanged otherwise (whatever it finds: the upstream
+	// ran the call); past MaxBody it releases what it holds and passes the
+	// rest unread (receipt outcome_unknown).
+	modeHeld
 )
 
 // stream is one side stream's state.
@@ -148,6 +155,8 @@ type stream struct {
 	rc                   receipt // of an allowed tools/call (receipt.go)
 	session              string  // Mcp-Session-Id (list and GET routes), for pin_scope session
 	recoverKey           string  // Check's recover_key: record the result under it
+	held                 []byte  // modeHeld: the answer's bytes held so far
+	passing              bool    // modeHeld: past MaxBody, the rest passes unread
 	owner                string  // state.TaskOwner of the caller: issuer and subject
 	issuer               string  // the token issuer Check decided with ("" when Check sent none)
 	ctx                  context.Context
@@ -375,12 +384,30 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 		st.endReceipt()
 		return st.withReceipt(pass), nil
 	}
+	// A tools/call's answer is observed, never refused: the upstream has
+	// run the call (envoy.ObserveOnlyMethods).
+	observe := st.method == mcpmethod.ToolsCall && !st.isList
 	if e := strings.TrimSpace(strings.ToLower(enc)); e != "" && e != "identity" {
+		if observe {
+			st.s.cfg.Log.Info("response seam: a compressed call answer passes unread",
+				zap.String("kind", "ext_proc"), zap.String("decision_id", st.decision), zap.String("content_encoding", e))
+			st.endReceipt() // outcome_unknown: nobody read the answer
+			return st.withReceipt(pass), nil
+		}
 		return st.immediate(502, ReasonCompressed, "a compressed response cannot be filtered"), nil
 	}
 	var hdrs []*corev3.HeaderValueOption
 	body := procfv3.ProcessingMode_BUFFERED
 	switch {
+	case observe && !isSSE && (ok2xx || isJSON):
+		// Held by the processor rather than buffered by Envoy, whose
+		// buffer limit would fail a large answer the upstream already
+		// produced. Content-length is removed as for SSE (the answer may
+		// come back filtered).
+		st.mode, body = modeHeld, procfv3.ProcessingMode_STREAMED
+	case observe && !isSSE:
+		st.endReceipt() // http_error
+		return st.withReceipt(pass), nil
 	case !ok2xx:
 		if !isSSE && !isJSON {
 			st.endReceipt() // http_error
@@ -407,7 +434,7 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 	if len(hdrs) > 0 {
 		cr.HeaderMutation = &extprocv3.HeaderMutation{SetHeaders: hdrs}
 	}
-	if st.mode == modeSSE {
+	if st.mode == modeSSE || st.mode == modeHeld {
 		// Envoy removes content-length for STREAMED only when that is the
 		// static mode (Filter::encodeHeaders runs before the override): an
 		// SSE answer sent with one (the TypeScript SDK's) keeps it, and
@@ -569,6 +596,8 @@ func (st *stream) responseBodyOf(ctx context.Context, b *extprocv3.HttpBody) (*e
 	switch st.mode {
 	case modeSSE:
 		return st.sseChunk(ctx, b)
+	case modeHeld:
+		return st.heldChunk(ctx, b), nil
 	case modeJSON, modeSniff, modeError:
 		if !b.GetEndOfStream() {
 			return nil, errors.New("response body not BUFFERED (a chunk without end_of_stream)")
@@ -576,6 +605,42 @@ func (st *stream) responseBodyOf(ctx context.Context, b *extprocv3.HttpBody) (*e
 		return st.jsonBody(ctx, b.GetBody())
 	}
 	return bodyResponse(nil, nil), nil // not asked for: pass
+}
+
+// heldChunk answers one chunk of a held call answer (modeHeld): held until
+// the end of stream, then released whole, filtered by shape when it holds a
+// list (st.filter, which also binds a task the call created) and unchanged
+// when it holds none or cannot be read; past MaxBody everything held and
+// the rest pass unread. The receipt reads the released bytes.
+func (st *stream) heldChunk(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	if st.passing {
+		return bodyResponse(nil, nil)
+	}
+	st.held = append(st.held, b.GetBody()...)
+	if len(st.held) > st.s.cfg.MaxBody {
+		out := st.held
+		st.held, st.passing = nil, true
+		st.s.cfg.Log.Info("response seam: a call answer too large to read passes unread",
+			zap.String("kind", "ext_proc"), zap.String("decision_id", st.decision), zap.Int("max_body", st.s.cfg.MaxBody))
+		st.endReceipt() // outcome_unknown: nobody read the answer
+		return bodyResponse(out, nil)
+	}
+	if !b.GetEndOfStream() {
+		return bodyResponse([]byte{}, nil) // held
+	}
+	out := st.held
+	st.held = nil
+	if len(bytes.TrimSpace(out)) == 0 {
+		return bodyResponse(out, nil)
+	}
+	st.answer(out)
+	if res, err := st.filter(ctx, out); err == nil {
+		st.logFiltered()
+		if res.Changed {
+			return bodyResponse(res.Body, nil)
+		}
+	}
+	return bodyResponse(out, nil)
 }
 
 // bodyResponse answers a response body message: body replaces it when not
@@ -707,6 +772,9 @@ func (st *stream) rpcError(httpStatus, code int, reason, msg string) *extprocv3.
 
 // sseChunk frames one STREAMED chunk and answers it with the bytes released.
 func (st *stream) sseChunk(ctx context.Context, b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
+	if st.passing {
+		return bodyResponse(nil, nil), nil // a call's stream past an event too large to read
+	}
 	st.out = st.out[:0]
 	onEvent := func(ev *sse.Event) error {
 		st.out = append(st.out, st.event(ctx, ev)...)
@@ -717,7 +785,17 @@ func (st *stream) sseChunk(ctx context.Context, b *extprocv3.HttpBody) (*extproc
 		if err == nil && b.GetEndOfStream() {
 			err = st.framer.Close(onEvent)
 		}
-		if err != nil {
+		switch {
+		case err != nil && st.method == mcpmethod.ToolsCall && !st.isList:
+			// A call's stream is observed, never refused (the upstream
+			// ran the call): the event too large to read and the rest
+			// pass unread.
+			st.broken, st.passing = true, true
+			st.out = append(st.out, st.framer.Pending()...)
+			st.s.cfg.Log.Info("response seam: a call answer's SSE event too large to read passes unread",
+				zap.String("kind", "ext_proc"), zap.String("decision_id", st.decision), zap.Int("max_event", st.s.cfg.MaxEvent))
+			st.endReceipt() // outcome_unknown unless the answer was read already
+		case err != nil:
 			st.broken = true
 			st.refusedList(ReasonTooLarge, err)
 			st.out = append(st.out, st.errorEvent(ReasonTooLarge, "an SSE event is too large to filter")...)

@@ -115,3 +115,63 @@ func TestRecordResult(t *testing.T) {
 		}
 	}
 }
+
+// TestCallRouteObservesOnly: the tools/call route never refuses an answer
+// the upstream produced. A JSON answer in chunks reaches the client as sent
+// (content-length removed: it could come back filtered); one larger than
+// MaxBody, which Envoy's buffer would refuse with a 500 after the call ran,
+// passes whole and unread (outcome_unknown), as does an SSE event larger
+// than MaxEvent and the rest of its stream; so does a compressed answer,
+// which a list route refuses (502); a non-2xx JSON answer passes too.
+func TestCallRouteObservesOnly(t *testing.T) {
+	src, err := os.ReadFile("../examples/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const maxBody = 1 << 10
+	f := newFixtureWith(t, src, &toolpin.Observations{Store: state.NewMemory(100, nil)}, func(c *Config) { c.MaxBody, c.MaxEvent = maxBody, maxBody })
+	big := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 3*maxBody) + `"}]}}`
+	small := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"ok"}]}}`
+	split := func(s string, n int) []string {
+		var out []string
+		for len(s) > n {
+			out = append(out, s[:n])
+			s = s[n:]
+		}
+		return append(out, s)
+	}
+	tests := []struct {
+		name    string
+		status  int
+		hdrs    map[string]string
+		chunks  []string
+		outcome string
+	}{
+		{"JSON in chunks", 200, map[string]string{"content-type": "application/json", "content-length": "74"}, split(small, 10), OutcomeSuccess},
+		{"larger than MaxBody", 200, map[string]string{"content-type": "application/json"}, split(big, 700), OutcomeUnknown},
+		{"compressed", 200, map[string]string{"content-type": "application/json", "content-encoding": "gzip"}, []string{"\x1f\x8b\x08\x00binary"}, OutcomeUnknown},
+		{"an SSE event larger than MaxEvent, and the rest", 200, map[string]string{"content-type": "text/event-stream"},
+			split("event: message\ndata: "+big+"\n\nevent: message\ndata: "+small+"\n\n", 500), OutcomeUnknown},
+		{"non-2xx JSON-RPC error", 500, map[string]string{"content-type": "application/json"}, []string{`{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"boom"}}`}, OutcomeRPCError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := f.logs.FilterMessage("receipt").Len()
+			m := f.meta("alice", "tools/call", "7")
+			got := f.envoy.do(t, callRoute, exchange{method: "POST", meta: m, status: tt.status, hdrs: tt.hdrs, chunks: tt.chunks})
+			if got.localReply || got.reset || got.status != tt.status {
+				t.Fatalf("the call's answer was refused: %+v", got)
+			}
+			if want := strings.Join(tt.chunks, ""); got.body != want {
+				t.Errorf("body changed: %d bytes, want the upstream's %d", len(got.body), len(want))
+			}
+			lines := f.logs.FilterMessage("receipt").All()
+			if len(lines) != before+1 {
+				t.Fatalf("%d new receipt lines, want 1", len(lines)-before)
+			}
+			if o := lines[len(lines)-1].ContextMap()["outcome"]; o != tt.outcome {
+				t.Errorf("outcome %v, want %s", o, tt.outcome)
+			}
+		})
+	}
+}

@@ -142,6 +142,11 @@ func (f *Framer) Write(chunk []byte, fn func(*Event) error) error {
 	return nil
 }
 
+// Pending returns the bytes Write took and no event has released yet (the
+// pending event, after ErrEventTooLarge): the caller's to pass on when it
+// gives up framing. The slice is the Framer's own.
+func (f *Framer) Pending() []byte { return f.buf }
+
 // Close ends the stream: the bytes left (an event without its blank line,
 // or a lone partial line) are reported as one Unterminated event unless
 // they are empty. Close returns fn's error or nil.
