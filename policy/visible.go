@@ -1,5 +1,7 @@
 package policy
 
+import "sync"
+
 // Visibility is the outcome of Visible: whether an item of a tools/list,
 // prompts/list, resources/list or resources/templates/list answer is shown
 // to the caller.
@@ -62,13 +64,30 @@ func (p *Policy) Visible(in *Input) Visibility {
 	default:
 		return Visibility{Decision: Deny, Cause: CauseInvalidInput}
 	}
-	c := *in
-	unk := new(unknownArgs)
-	c.Args, c.LazyArgs, c.URIs = nil, unk, nil
-	r, cause := newRequest(&c)
-	if cause != 0 {
+	vs := visiblePool.Get().(*visibleState)
+	v := p.visibleItem(vs, in)
+	*vs = visibleState{} // keeps no claims alive in the pool
+	visiblePool.Put(vs)
+	return v
+}
+
+// visibleState is what deciding one tool or prompt item needs, reused
+// through visiblePool so an item costs no allocation: a list of n items
+// would otherwise allocate n requests.
+type visibleState struct {
+	r   request
+	unk unknownArgs
+}
+
+var visiblePool = sync.Pool{New: func() any { return new(visibleState) }}
+
+// visibleItem is Visible of a tools/call or prompts/get in, with vs zero.
+func (p *Policy) visibleItem(vs *visibleState, in *Input) Visibility {
+	r, unk := &vs.r, &vs.unk
+	if cause := r.init(in); cause != 0 {
 		return Visibility{Decision: Deny, Cause: cause}
 	}
+	r.own.Args, r.own.LazyArgs, r.own.URIs = nil, unk, nil
 	// eval reports whether ru could match (maybe) and whether it matches
 	// whatever the arguments (surely).
 	eval := func(ru *rule) (maybe, surely bool) {
