@@ -442,6 +442,7 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 	if f := st.s.cfg.Policy; f != nil {
 		pol, version = f()
 	}
+	var item policy.Input // reused: Keep is called for one item at a time
 	opt.Keep = func(k listfilter.Kind, key string) (bool, error) {
 		if k == listfilter.Tasks {
 			t := st.s.cfg.Tasks
@@ -454,11 +455,10 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 		if pol == nil {
 			return false, errors.New("no policy")
 		}
-		in, ok := ItemInput(k, key, st.server, st.claims)
-		if !ok {
+		if !itemInput(&item, k, key, st.server, st.claims) {
 			return false, nil
 		}
-		return pol.Visible(in).Visible, nil
+		return pol.Visible(&item).Visible, nil
 	}
 	if pol != nil && pol.PinMode() != policy.PinOff {
 		opt.Observe = func(k listfilter.Kind, key string, item []byte) error {
@@ -794,7 +794,16 @@ func hasData(ev *sse.Event) bool {
 // not expand (the item is removed) and for tasks, which the task store
 // decides.
 func ItemInput(k listfilter.Kind, key, server string, claims map[string]any) (in *policy.Input, ok bool) {
-	in = &policy.Input{Op: policy.OpRequest, Server: server, Claims: claims}
+	in = new(policy.Input)
+	if !itemInput(in, k, key, server, claims) {
+		return nil, false
+	}
+	return in, true
+}
+
+// itemInput is ItemInput into *in, which it overwrites whole.
+func itemInput(in *policy.Input, k listfilter.Kind, key, server string, claims map[string]any) bool {
+	*in = policy.Input{Op: policy.OpRequest, Server: server, Claims: claims}
 	switch k {
 	case listfilter.Tools:
 		in.Method, in.Tool = mcpmethod.ToolsCall, key
@@ -805,11 +814,11 @@ func ItemInput(k listfilter.Kind, key, server string, claims map[string]any) (in
 	case listfilter.ResourceTemplates:
 		uri, ok := policy.ExpandTemplate(key)
 		if !ok {
-			return nil, false
+			return false
 		}
 		in.Method, in.URI = mcpmethod.ResourcesRead, uri
 	default:
-		return nil, false
+		return false
 	}
-	return in, true
+	return true
 }
