@@ -461,6 +461,7 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 		return pol.Visible(&item).Visible, nil
 	}
 	if pol != nil && pol.PinMode() != policy.PinOff {
+		scope := toolpin.Scope(pol, st.server, st.session) // one per list: it hashes the session id
 		opt.Observe = func(k listfilter.Kind, key string, item []byte) error {
 			if k != listfilter.Tools {
 				return nil
@@ -475,7 +476,7 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 				d = toolpin.Definition{Name: key, Fingerprint: toolpin.RawFingerprint(item)}
 			}
 			st.listed.add(d, err != nil)
-			return st.s.cfg.Definitions.Observe(ctx, toolpin.Scope(pol, st.server, st.session), d)
+			return st.s.cfg.Definitions.Observe(ctx, scope, d)
 		}
 	}
 	if c := st.s.cfg.Cursors; c != nil {

@@ -142,10 +142,8 @@ func Parse(def []byte, c *Cache) (Definition, error) {
 	if c == nil {
 		return parse(def)
 	}
-	key := sha256.Sum256(bytes.TrimSpace(def))
-	c.mu.Lock()
-	d, ok := c.defs[key]
-	c.mu.Unlock()
+	key := bytes.TrimSpace(def)
+	d, sum, ok := c.get(key)
 	if ok {
 		return d, nil
 	}
@@ -153,12 +151,7 @@ func Parse(def []byte, c *Cache) (Definition, error) {
 	if err != nil {
 		return Definition{}, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.defs == nil || len(c.defs) >= c.max() {
-		c.defs = make(map[[32]byte]Definition)
-	}
-	c.defs[key] = d
+	c.put(key, sum, d)
 	return d, nil
 }
 
@@ -226,10 +219,16 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) (
 	if o.Now != nil {
 		now = o.Now
 	}
-	rkey := strconv.Itoa(len(scope)) + ":" + scope + ":" + strconv.Itoa(len(d.Name)) + ":" + d.Name + ":" + d.Fingerprint
-	if o.Recent.seen(rkey, now()) {
+	var kb [256]byte
+	rk := strconv.AppendInt(kb[:0], int64(len(scope)), 10)
+	rk = append(append(rk, ':'), scope...)
+	rk = strconv.AppendInt(append(rk, ':'), int64(len(d.Name)), 10)
+	rk = append(append(rk, ':'), d.Name...)
+	rk = append(append(rk, ':'), d.Fingerprint...)
+	if o.Recent.seenKey(rk, now()) { // the common case: no allocation
 		return nil
 	}
+	rkey := string(rk)
 	defer func() {
 		if err == nil {
 			o.Recent.add(rkey, now(), o.ttl())
@@ -357,13 +356,15 @@ type Recent struct {
 	m   map[string]time.Time // until
 }
 
-func (r *Recent) seen(k string, now time.Time) bool {
+func (r *Recent) seen(k string, now time.Time) bool { return r.seenKey([]byte(k), now) }
+
+func (r *Recent) seenKey(k []byte, now time.Time) bool {
 	if r == nil {
 		return false
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	until, ok := r.m[k]
+	until, ok := r.m[string(k)]
+	r.mu.Unlock()
 	return ok && now.Before(until)
 }
 
