@@ -46,15 +46,21 @@ func list500(n int) []byte {
 // a side stream with the reference policy, MB/s of the upstream's body:
 //
 //	filter      pin_mode off: the filter alone
-//	pin-cached  pin_mode tofu (examples/policy.yaml as shipped): every tool
-//	            fingerprinted through a toolpin.Cache that saw this list
-//	            before (steady state: one cache lookup per tool) and observed
-//	            in a memory store
-//	pin-fresh   the same with an empty Cache per list (every definition
+//	pin-cached  pin_mode tofu (examples/policy.yaml as shipped), as serve
+//	            configures it, the list seen before: the steady state, where
+//	            toolpin.Recent remembers the whole list (ListSeen) and no
+//	            tool is fingerprinted or observed again
+//	pin-items   the same with no memory of whole lists (Recent.MaxListBytes
+//	            below the list's size): every tool fingerprinted through a
+//	            toolpin.Cache that saw it (one lookup by its bytes) and
+//	            observed (Recent remembers it): a list that changed by one
+//	            tool
+//	pin-fresh   pin-items with an empty Cache per list (every definition
 //	            canonicalized: a catalog seen for the first time)
-//	ratio       filter and pin-cached in turn, each iteration both (in
-//	            alternating order), reporting pin-cached's time over
-//	            filter's as "pin/filter": issue 18's target is <= 1.20
+//	ratio       filter, pin-cached and pin-items in turn, each iteration
+//	            all three (in rotating order), reporting their times over
+//	            filter's as "pin/filter" and "pin-items/filter": issue 18's
+//	            target is <= 1.20
 //
 // Each iteration checks the answer: the list was rewritten, delete_ tools
 // are gone.
@@ -71,18 +77,23 @@ func BenchmarkFilterPin500(b *testing.B) {
 	if len(body) <= 64<<10 {
 		b.Fatalf("list of %d bytes, want > 64 KiB", len(body))
 	}
+	const (
+		pinOff = iota
+		pinCached
+		pinItems
+		pinFresh
+	)
 	for _, tt := range []struct {
-		name  string
-		src   []byte
-		pin   bool
-		fresh bool
+		name string
+		mode int
 	}{
-		{"filter", off, false, false},
-		{"pin-cached", src, true, false},
-		{"pin-fresh", src, true, true},
+		{"filter", pinOff},
+		{"pin-cached", pinCached},
+		{"pin-items", pinItems},
+		{"pin-fresh", pinFresh},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
-			run := pinBenchRun(b, tt.src, tt.pin, tt.fresh, body)
+			run := pinBenchRun(b, src, off, tt.mode, body)
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -91,12 +102,12 @@ func BenchmarkFilterPin500(b *testing.B) {
 		})
 	}
 	b.Run("ratio", func(b *testing.B) {
-		runs := [2]func(){pinBenchRun(b, off, false, false, body), pinBenchRun(b, src, true, false, body)}
-		var spent [2]time.Duration
+		runs := [3]func(){pinBenchRun(b, src, off, pinOff, body), pinBenchRun(b, src, off, pinCached, body), pinBenchRun(b, src, off, pinItems, body)}
+		var spent [3]time.Duration
 		n := 0
 		for b.Loop() {
-			for j := range 2 {
-				k := (n + j) % 2 // alternate which goes first
+			for j := range 3 {
+				k := (n + j) % 3 // rotate which goes first
 				t0 := time.Now()
 				runs[k]()
 				spent[k] += time.Since(t0)
@@ -104,16 +115,22 @@ func BenchmarkFilterPin500(b *testing.B) {
 			n++
 		}
 		b.ReportMetric(float64(spent[1])/float64(spent[0]), "pin/filter")
+		b.ReportMetric(float64(spent[2])/float64(spent[0]), "pin-items/filter")
 		b.ReportMetric(float64(spent[0].Nanoseconds())/float64(n), "filter-ns/op")
 		b.ReportMetric(float64(spent[1].Nanoseconds())/float64(n), "pin-ns/op")
+		b.ReportMetric(float64(spent[2].Nanoseconds())/float64(n), "pin-items-ns/op")
 	})
 }
 
-// pinBenchRun compiles src and returns one filtering of body on a fresh
-// side stream, checked; with pin, observed as serve configures it
-// (fresh: through an empty fingerprint cache each time). The store and the
-// cache have seen body once already.
-func pinBenchRun(b *testing.B, src []byte, pin, fresh bool, body []byte) func() {
+// pinBenchRun returns one filtering of body on a fresh side stream,
+// checked, under the reference policy src as BenchmarkFilterPin500's mode
+// says (off: src with pin_mode off). The store and the caches have seen
+// body once already.
+func pinBenchRun(b *testing.B, src, off []byte, mode int, body []byte) func() {
+	pin, fresh := mode != 0, mode == 3
+	if !pin {
+		src = off
+	}
 	pol, err := policy.Compile("examples/policy.yaml", src)
 	if err != nil {
 		b.Fatal(err)
@@ -123,7 +140,11 @@ func pinBenchRun(b *testing.B, src []byte, pin, fresh bool, body []byte) func() 
 	}
 	cfg := Config{Policy: func() (*policy.Policy, string) { return pol, "v" }}
 	if pin {
-		cfg.Definitions = &toolpin.Observations{Store: state.NewMemory(100000, nil), Recent: &toolpin.Recent{}} // as serve configures it
+		recent := &toolpin.Recent{} // as serve configures it
+		if mode != 1 {
+			recent.MaxListBytes = len(body) / 2 // no whole list remembered
+		}
+		cfg.Definitions = &toolpin.Observations{Store: state.NewMemory(100000, nil), Recent: recent}
 		cfg.Fingerprints = &toolpin.Cache{}
 	}
 	srv := New(cfg)

@@ -151,6 +151,15 @@ type stream struct {
 	owner                string  // state.TaskOwner of the caller: issuer and subject
 	issuer               string  // the token issuer Check decided with ("" when Check sent none)
 	ctx                  context.Context
+	observing            []observingList // tools lists of the body being filtered, observed item by item
+}
+
+// observingList is a tools array (aliasing the body being filtered) whose
+// tools Filter is observing in scope, since at (toolpin ListSeen).
+type observingList struct {
+	scope string
+	list  []byte
+	at    time.Time
 }
 
 // Process implements ExternalProcessorServer: one call per HTTP stream.
@@ -462,6 +471,18 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 	}
 	if pol != nil && pol.PinMode() != policy.PinOff {
 		scope := toolpin.Scope(pol, st.server, st.session) // one per list: it hashes the session id
+		if defs := st.s.cfg.Definitions; defs != nil {
+			opt.ObserveList = func(k listfilter.Kind, list []byte) (bool, error) {
+				if k != listfilter.Tools {
+					return false, nil
+				}
+				seen, at := defs.ListSeen(scope, list)
+				if !seen {
+					st.observing = append(st.observing, observingList{scope, list, at})
+				}
+				return seen, nil
+			}
+		}
 		opt.Observe = func(k listfilter.Kind, key string, item []byte) error {
 			if k != listfilter.Tools {
 				return nil
@@ -497,9 +518,19 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 // filter runs the list filter on one JSON body, binds the task ids it
 // finds and records the counts.
 func (st *stream) filter(ctx context.Context, body []byte) (listfilter.Result, error) {
-	res, err := listfilter.Filter(body, st.filterOptions(ctx))
+	opt := st.filterOptions(ctx)
+	st.observing = st.observing[:0]
+	res, err := listfilter.Filter(body, opt)
 	if err != nil {
 		return res, err
+	}
+	if defs := st.s.cfg.Definitions; len(st.observing) > 0 && defs != nil {
+		// Every tool of these lists was observed (Filter fails on the
+		// first Observe error): a repeat of one costs no Observe.
+		for _, l := range st.observing {
+			defs.ListObserved(l.scope, l.list, l.at)
+		}
+		st.observing = st.observing[:0]
 	}
 	if res.Lists > 0 {
 		st.lists += res.Lists

@@ -228,6 +228,8 @@ type Policy struct {
 	pins          map[string]map[string][]string // server → tool → approved fingerprints
 	allowNewTools bool
 	trusted       map[string]bool // trusted_servers
+
+	visCache *visibleCache // Visible's answers (visiblecache.go); nil: none
 }
 
 // Scopes returns the policy's top-level scopes list in file order, then the

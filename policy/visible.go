@@ -64,10 +64,19 @@ func (p *Policy) Visible(in *Input) Visibility {
 	default:
 		return Visibility{Decision: Deny, Cause: CauseInvalidInput}
 	}
+	key, cacheable := p.visCache.key(in)
+	if cacheable {
+		if v, ok := p.visCache.get(key); ok {
+			return v
+		}
+	}
 	vs := visiblePool.Get().(*visibleState)
 	v := p.visibleItem(vs, in)
 	*vs = visibleState{} // keeps no claims alive in the pool
 	visiblePool.Put(vs)
+	if cacheable {
+		p.visCache.put(key, v)
+	}
 	return v
 }
 

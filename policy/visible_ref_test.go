@@ -106,12 +106,30 @@ var visiblePolicies = []string{
 		"  - {id: d-args-explain, match: '*/z_*', when: 'args.a == 1', refusal: explain}",
 		"  - {id: d-prompt, match: 'prompt:*/hidden_*'}",
 	),
+	// No `when` reads claims: tools and prompts are cached.
+	lines(
+		"default: deny",
+		"deny:",
+		"  - {id: hide-x, match: '*/x_*', when: 'args.a == 1', refusal: conceal}",
+		"  - {id: on-tool, match: '*/t_*', when: 'tool.endsWith(\"_no\") || server == \"other\"'}",
+		"  - {id: uri-read, match: '*/u_*', when: 'uri != \"\"'}",
+		"  - {id: prompt-read, match: '*/p_*', when: 'prompt == \"p_a\"'}",
+		"ask:",
+		"  - {id: ask-ann, match: '*/ann_*', when: 'annotations.readOnlyHint'}",
+		"allow:",
+		"  - {id: t, match: '*/t_*'}",
+		"  - {id: u, match: '*/u_*'}",
+		"  - {id: p, match: '*/p_*', when: 'method == \"tools/call\"'}",
+		"  - {id: ann, match: '*/ann_*', when: '!annotations.readOnlyHint'}",
+		"  - {id: pr, match: 'prompt:s/p_*', when: 'prompt.size() < 4'}",
+	),
 }
 
 // TestVisibleMatchesReference: Visible gives exactly visibleReference's
 // answer for every item of a spread of names, servers and claims, on the
-// reference policy and visiblePolicies, twice over (the pooled state of one
-// item never leaks into the next).
+// reference policy and visiblePolicies, twice over: the pooled state of one
+// item never leaks into the next, and an answer from the cache is the one
+// the reference computes for this input (claims included).
 func TestVisibleMatchesReference(t *testing.T) {
 	pols := []*Policy{loadReference(t)}
 	for _, src := range visiblePolicies {
@@ -121,7 +139,8 @@ func TestVisibleMatchesReference(t *testing.T) {
 		"copy", "audit", "nothing", "srv_a", "ro_a", "ann_a", "err_a", "sc_a", "move", "ask_x1", "ask_y", "x_1", "y_1",
 		"z_1", "p_a", "p_no", "hidden_a", "summarize", ""}
 	claimSets := []map[string]any{nil, {}, {"role": "admin"}, {"role": "guest"}, {"role": "user", "n": int64(1)}}
-	inputs := []*Input{nil, method("tools/list"), {Op: OpHTTPGet}, resRead("payments", "file:///reports/q1")}
+	inputs := []*Input{nil, method("tools/list"), {Op: OpHTTPGet}, resRead("payments", "file:///reports/q1"),
+		{Op: OpResponse, Method: "tools/call", Tool: "search", Server: "payments"}}
 	for _, server := range []string{"payments", "s", "other"} {
 		for _, name := range names {
 			for _, c := range claimSets {
@@ -130,17 +149,31 @@ func TestVisibleMatchesReference(t *testing.T) {
 				tc.Args = map[string]any{"n": int64(1)} // ignored: items are decided with their arguments unknown
 				pg := promptGet(server, name)
 				pg.Claims = c
-				inputs = append(inputs, tc, pg)
+				// The variables a tool item does not set, set.
+				odd := toolCall(server, name, nil)
+				odd.URI, odd.Prompt, odd.Claims = "file:///x", "p_a", c
+				def := toolCall(server, name, nil)
+				def.Definition = &ToolDefinition{Listed: true, Hints: Hints{ReadOnly: HintTrue}}
+				inputs = append(inputs, tc, pg, odd, def)
 			}
 		}
 	}
-	for round := 0; round < 2; round++ {
+	wantOn := []bool{true, false, false, true} // tools cached: no when reads claims; prompts: in all
+	for pi, p := range pols {
+		if p.visCache.on[kindTool] != wantOn[pi] || !p.visCache.on[kindPrompt] {
+			t.Fatalf("policy %d: cached kinds %v", pi, p.visCache.on)
+		}
+	}
+	for round := 0; round < 2; round++ { // the second round answers from the cache where it is on
 		for pi, p := range pols {
 			for _, in := range inputs {
 				got, want := p.Visible(in), p.visibleReference(in)
 				if got != want {
-					t.Fatalf("policy %d, %+v: %+v, reference %+v", pi, in, got, want)
+					t.Fatalf("round %d, policy %d, %+v: %+v, reference %+v", round, pi, in, got, want)
 				}
+			}
+			if c := p.visCache; c.on[kindTool] && len(c.m) == 0 {
+				t.Fatalf("policy %d: nothing cached", pi)
 			}
 		}
 	}

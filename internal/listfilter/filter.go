@@ -128,6 +128,11 @@ type Options struct {
 	// and its bytes as the upstream sent them (tool definition pinning). An
 	// error fails the filter.
 	Observe func(k Kind, key string, item []byte) error
+	// ObserveList, when set, sees each list array's bytes (as the upstream
+	// sent them, "[" to "]") before its items; when it reports seen,
+	// Observe is not called for that list's items (the caller observed
+	// these very bytes before). Its error fails the filter.
+	ObserveList func(k Kind, list []byte) (seen bool, err error)
 	// Cursor, when set, maps the nextCursor of a list (decoded) to the one
 	// handed to the client; its error fails the filter.
 	Cursor func(k Kind, upstream string) (string, error)
@@ -288,6 +293,16 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 	res.Kind = kind
 	var edits []edit
 	items := list.items
+	observe := opt.Observe
+	if observe != nil && opt.ObserveList != nil {
+		known, err := opt.ObserveList(kind, in[list.off:list.end])
+		if err != nil {
+			return nil, &Error{Kind: "keep", Msg: "observing a list", Err: err}
+		}
+		if known {
+			observe = nil
+		}
+	}
 	seen := make(map[string]struct{}, len(items))
 	kept := make([]item, 0, len(items))
 	for _, it := range items {
@@ -305,8 +320,8 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 			return nil, &Error{Kind: "duplicate", Msg: "two " + kind.String() + " items with one " + kinds[kind].key}
 		}
 		seen[name] = struct{}{}
-		if opt.Observe != nil {
-			if err := opt.Observe(kind, name, in[it.off:it.end]); err != nil {
+		if observe != nil {
+			if err := observe(kind, name, in[it.off:it.end]); err != nil {
 				return nil, &Error{Kind: "keep", Msg: "observing an item", Err: err}
 			}
 		}

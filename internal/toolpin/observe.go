@@ -348,12 +348,84 @@ func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, sess
 // Recent is a bounded, process-local memory of observations Observe
 // recorded, each for a quarter of the observation TTL (so a claim that
 // expired in the store is written again well before anyone misses it).
-// Safe for concurrent use; the zero value holds up to 16384 entries. A nil
-// *Recent remembers nothing.
+// Safe for concurrent use; the zero value holds up to 16384 entries, and
+// as many whole lists (ListSeen) within MaxListBytes. A nil *Recent
+// remembers nothing.
 type Recent struct {
 	Max int
-	mu  sync.Mutex
-	m   map[string]time.Time // until
+	// MaxListBytes bounds the bytes of the whole lists it remembers
+	// (ListSeen; default 32 MiB).
+	MaxListBytes int
+	mu           sync.Mutex
+	m            map[string]time.Time // until
+	// lists[scope][list bytes] is until when every tool of that list is
+	// remembered in scope; listBytes counts the keys' bytes.
+	lists             map[string]map[string]time.Time
+	listBytes, nlists int
+}
+
+// ListSeen reports whether this process observed every tool of the tools
+// array list (its bytes as a tools/list answer carried it, "[" to "]") in
+// scope lately, so observing each of them again would write nothing: then
+// Observe need not be called for them. It is Recent's memory of the items,
+// for a whole list at once: a list that differs by one byte is not seen,
+// nor one whose observation is older than a quarter of TTL. at is when to
+// pass to ListObserved after observing the list's tools.
+func (o Observations) ListSeen(scope string, list []byte) (seen bool, at time.Time) {
+	at = o.now()
+	r := o.Recent
+	if r == nil {
+		return false, at
+	}
+	r.mu.Lock()
+	until, ok := r.lists[scope][string(list)]
+	r.mu.Unlock()
+	return ok && at.Before(until), at
+}
+
+// ListObserved records that Observe succeeded for every tool of list in
+// scope, the first of them no earlier than at (ListSeen's).
+func (o Observations) ListObserved(scope string, list []byte, at time.Time) {
+	r := o.Recent
+	if r == nil {
+		return
+	}
+	max := r.MaxListBytes
+	if max <= 0 {
+		max = 32 << 20
+	}
+	if len(list) > max {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lists == nil || r.listBytes+len(list) > max || r.nlists >= r.max() {
+		r.lists, r.listBytes, r.nlists = make(map[string]map[string]time.Time), 0, 0
+	}
+	m := r.lists[scope]
+	if m == nil {
+		m = make(map[string]time.Time)
+		r.lists[scope] = m
+	}
+	if _, ok := m[string(list)]; !ok {
+		r.listBytes += len(list)
+		r.nlists++
+	}
+	m[string(list)] = at.Add(o.ttl() / 4)
+}
+
+func (o Observations) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+func (r *Recent) max() int {
+	if r.Max <= 0 {
+		return 16384
+	}
+	return r.Max
 }
 
 func (r *Recent) seen(k string, now time.Time) bool { return r.seenKey([]byte(k), now) }
@@ -374,11 +446,7 @@ func (r *Recent) add(k string, now time.Time, ttl time.Duration) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	max := r.Max
-	if max <= 0 {
-		max = 16384
-	}
-	if r.m == nil || len(r.m) >= max {
+	if r.m == nil || len(r.m) >= r.max() {
 		r.m = make(map[string]time.Time)
 	}
 	r.m[k] = now.Add(ttl / 4)
