@@ -522,6 +522,7 @@ func (st *stream) filter(ctx context.Context, body []byte) (listfilter.Result, e
 	st.observing = st.observing[:0]
 	res, err := listfilter.Filter(body, opt)
 	if err != nil {
+		st.observing = st.observing[:0] // not every tool was observed
 		return res, err
 	}
 	if defs := st.s.cfg.Definitions; len(st.observing) > 0 && defs != nil {
