@@ -462,7 +462,10 @@ func TestObserveList(t *testing.T) {
 	var lists []string
 	var observed []string
 	opt := Options{Keep: keepFor(p),
-		Observe: func(_ Kind, key string, item []byte) error { observed = append(observed, key+"="+string(item)); return nil },
+		Observe: func(_ Kind, key string, item []byte) error {
+			observed = append(observed, key+"="+string(item))
+			return nil
+		},
 		ObserveList: func(k Kind, list []byte) (bool, error) {
 			lists = append(lists, k.String()+" "+string(list))
 			return bytes.Contains(list, []byte("delete_repo")), nil
