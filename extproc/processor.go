@@ -79,7 +79,9 @@ type Config struct {
 	CacheTTLms int64
 	// Definitions records the tool definitions every tools/list shows when
 	// the live policy pins them (pin_mode tofu or strict), for Check's pin
-	// step; nil with pinning on refuses the list (fail closed).
+	// step; nil with pinning on refuses the list (fail closed). A tools
+	// array this process observed whole lately, byte for byte in the same
+	// scope, is not observed again tool by tool (toolpin ListSeen).
 	Definitions *toolpin.Observations
 	// Fingerprints caches fingerprints by the raw bytes of a definition.
 	Fingerprints *toolpin.Cache

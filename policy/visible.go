@@ -50,6 +50,11 @@ func (u *unknownArgs) Args() map[string]any   { u.touched = true; return map[str
 // arguments: a resource is listed when Evaluate would allow or ask for its
 // resources/read. Visible does not check OAuth scopes (Result.Scopes): an
 // item whose allow rule requires a scope the token lacks is still listed.
+//
+// Cost: a tool or prompt item allocates nothing; its answer is remembered
+// by the policy (bounded) when no rule of its kind has a `when` that reads
+// claims, so a catalog listed again costs a lookup per item
+// (visiblecache.go says why the answer is the same).
 func (p *Policy) Visible(in *Input) Visibility {
 	if in == nil {
 		return Visibility{Decision: Deny, Cause: CauseInvalidInput}
