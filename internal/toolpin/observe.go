@@ -354,7 +354,7 @@ func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, sess
 type Recent struct {
 	Max int
 	// MaxListBytes bounds the bytes of the whole lists it remembers
-	// (ListSeen; default 32 MiB).
+	// (ListSeen; default 16 MiB).
 	MaxListBytes int
 	mu           sync.Mutex
 	m            map[string]time.Time // until
@@ -392,7 +392,7 @@ func (o Observations) ListObserved(scope string, list []byte, at time.Time) {
 	}
 	max := r.MaxListBytes
 	if max <= 0 {
-		max = 32 << 20
+		max = 16 << 20
 	}
 	if len(list) > max {
 		return
