@@ -3,12 +3,15 @@ package extproc
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
@@ -33,7 +36,8 @@ func (f *flakyStore) Claim(ctx context.Context, k, v string, ttl time.Duration) 
 
 // TestListObservedOnce: with pinning on, a tools/list answered again byte
 // for byte in the same scope is filtered alike without observing its tools
-// again (toolpin ListSeen); a list that changed, one in another session
+// again (toolpin ListSeen), its log line naming the same fingerprints; a
+// list that changed, one in another session
 // (pin_scope session), and one after a list whose observation failed are
 // observed again, tool by tool; a list refused for its shape is not
 // remembered.
@@ -48,7 +52,22 @@ func TestListObservedOnce(t *testing.T) {
 	}
 	fs := &flakyStore{Reader: state.NewMemory(1000, nil)}
 	obs := &toolpin.Observations{Store: fs, Recent: &toolpin.Recent{}}
-	srv := New(Config{Policy: func() (*policy.Policy, string) { return pol, "v" }, Definitions: obs, Fingerprints: &toolpin.Cache{}})
+	core, logs := observer.New(zap.InfoLevel)
+	srv := New(Config{Policy: func() (*policy.Policy, string) { return pol, "v" }, Definitions: obs, Fingerprints: &toolpin.Cache{},
+		Log: zap.New(core)})
+	// loggedTools is the "tools" member of the last "list filtered" line.
+	loggedTools := func() string {
+		t.Helper()
+		lines := logs.FilterMessage("list filtered").All()
+		if len(lines) == 0 {
+			t.Fatal("no list filtered line")
+		}
+		tools, ok := lines[len(lines)-1].ContextMap()["tools"]
+		if !ok {
+			t.Fatalf("no tools in %v", lines[len(lines)-1].ContextMap())
+		}
+		return fmt.Sprint(tools)
+	}
 	list := func(session, body string) (string, int) {
 		t.Helper()
 		before := fs.claims
@@ -65,8 +84,15 @@ func TestListObservedOnce(t *testing.T) {
 	if first != toolsKept || n == 0 {
 		t.Fatalf("first list: %d claims, %s", n, first)
 	}
+	firstTools := loggedTools()
+	if !strings.Contains(firstTools, "delete_repo") || !strings.Contains(firstTools, "tooldef-v1:sha256:") {
+		t.Fatalf("first list logged tools %s", firstTools)
+	}
 	if again, n := list("s1", toolsBody); again != first || n != 0 {
 		t.Errorf("repeat: %d claims, %s", n, again)
+	}
+	if again := loggedTools(); again != firstTools {
+		t.Errorf("repeat logged tools %s, first %s", again, firstTools)
 	}
 	if _, n := list("s2", toolsBody); n == 0 {
 		t.Error("another session's list was not observed")
@@ -100,7 +126,7 @@ func TestListObservedOnce(t *testing.T) {
 	if out, _ := list("s3", dup); !strings.Contains(out, ReasonUnfilterable) {
 		t.Fatalf("duplicate: %s", out)
 	}
-	if seen, _ := obs.ListSeen(toolpin.Scope(pol, "payments", "s3"), listArray(t, dup)); seen {
+	if _, seen, _ := obs.ListSeen(toolpin.Scope(pol, "payments", "s3"), listArray(t, dup)); seen {
 		t.Error("a refused list is remembered")
 	}
 }

@@ -157,11 +157,13 @@ type stream struct {
 }
 
 // observingList is a tools array (aliasing the body being filtered) whose
-// tools Filter is observing in scope, since at (toolpin ListSeen).
+// tools Filter is observing in scope, since at (toolpin ListSeen), and the
+// Definitions observed.
 type observingList struct {
 	scope string
 	list  []byte
 	at    time.Time
+	defs  []toolpin.Definition // observed so far, in list order
 }
 
 // Process implements ExternalProcessorServer: one call per HTTP stream.
@@ -478,11 +480,15 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 				if k != listfilter.Tools {
 					return false, nil
 				}
-				seen, at := defs.ListSeen(scope, list)
+				known, seen, at := defs.ListSeen(scope, list)
 				if !seen {
-					st.observing = append(st.observing, observingList{scope, list, at})
+					st.observing = append(st.observing, observingList{scope: scope, list: list, at: at})
+					return false, nil
 				}
-				return seen, nil
+				for _, d := range known { // the log line names them as Observe would have
+					st.listed.add(d, d.Raw)
+				}
+				return true, nil
 			}
 		}
 		opt.Observe = func(k listfilter.Kind, key string, item []byte) error {
@@ -496,9 +502,13 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 			if err != nil {
 				// Not strict JSON to the fingerprint: pinned by its raw
 				// bytes, with no hints (every annotation at its worst case).
-				d = toolpin.Definition{Name: key, Fingerprint: toolpin.RawFingerprint(item)}
+				d = toolpin.Definition{Name: key, Fingerprint: toolpin.RawFingerprint(item), Raw: true}
 			}
-			st.listed.add(d, err != nil)
+			st.listed.add(d, d.Raw)
+			if n := len(st.observing); n > 0 {
+				l := &st.observing[n-1] // ObserveList's: this item's list
+				l.defs = append(l.defs, d)
+			}
 			return st.s.cfg.Definitions.Observe(ctx, scope, d)
 		}
 	}
@@ -531,7 +541,7 @@ func (st *stream) filter(ctx context.Context, body []byte) (listfilter.Result, e
 		// Every tool of these lists was observed (Filter fails on the
 		// first Observe error): a repeat of one costs no Observe.
 		for _, l := range st.observing {
-			defs.ListObserved(l.scope, l.list, l.at)
+			defs.ListObserved(l.scope, l.list, l.at, l.defs)
 		}
 		st.observing = st.observing[:0]
 	}

@@ -132,6 +132,9 @@ type Definition struct {
 	Name        string
 	Fingerprint string
 	Hints       policy.Hints
+	// Raw: Fingerprint is RawFingerprint's (the definition is not strict
+	// JSON; no hints). Parse never sets it; its caller does, falling back.
+	Raw bool
 }
 
 // Parse fingerprints def (the bytes of one Tool object) and reads its
@@ -358,34 +361,47 @@ type Recent struct {
 	MaxListBytes int
 	mu           sync.Mutex
 	m            map[string]time.Time // until
-	// lists[scope][list bytes] is until when every tool of that list is
-	// remembered in scope; listBytes counts the keys' bytes.
-	lists             map[string]map[string]time.Time
+	// lists[scope][list bytes] is what ListObserved recorded of that list;
+	// listBytes counts the keys' bytes.
+	lists             map[string]map[string]recentList
 	listBytes, nlists int
+}
+
+// recentList is a whole list Observations remembers: until when, and the
+// tools recorded.
+type recentList struct {
+	until time.Time
+	defs  []Definition
 }
 
 // ListSeen reports whether this process observed every tool of the tools
 // array list (its bytes as a tools/list answer carried it, "[" to "]") in
 // scope lately, so observing each of them again would write nothing: then
-// Observe need not be called for them. It is Recent's memory of the items,
-// for a whole list at once: a list that differs by one byte is not seen,
-// nor one whose observation is older than a quarter of TTL. at is when to
-// pass to ListObserved after observing the list's tools.
-func (o Observations) ListSeen(scope string, list []byte) (seen bool, at time.Time) {
+// Observe need not be called for them, and defs are the Definitions it
+// recorded for them, in list order (the caller must not modify them). It is
+// Recent's memory of the items, for a whole list at once: a list that
+// differs by one byte is not seen, nor one whose observation is older than
+// a quarter of TTL. at is when to pass to ListObserved after observing the
+// list's tools.
+func (o Observations) ListSeen(scope string, list []byte) (defs []Definition, seen bool, at time.Time) {
 	at = o.now()
 	r := o.Recent
 	if r == nil {
-		return false, at
+		return nil, false, at
 	}
 	r.mu.Lock()
-	until, ok := r.lists[scope][string(list)]
+	e, ok := r.lists[scope][string(list)]
 	r.mu.Unlock()
-	return ok && at.Before(until), at
+	if !ok || !at.Before(e.until) {
+		return nil, false, at
+	}
+	return e.defs, true, at
 }
 
 // ListObserved records that Observe succeeded for every tool of list in
-// scope, the first of them no earlier than at (ListSeen's).
-func (o Observations) ListObserved(scope string, list []byte, at time.Time) {
+// scope, each as defs says (in list order), the first of them no earlier
+// than at (ListSeen's). defs is copied.
+func (o Observations) ListObserved(scope string, list []byte, at time.Time, defs []Definition) {
 	r := o.Recent
 	if r == nil {
 		return
@@ -397,21 +413,22 @@ func (o Observations) ListObserved(scope string, list []byte, at time.Time) {
 	if len(list) > max {
 		return
 	}
+	e := recentList{until: at.Add(o.ttl() / 4), defs: slices.Clone(defs)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.lists == nil || r.listBytes+len(list) > max || r.nlists >= r.max() {
-		r.lists, r.listBytes, r.nlists = make(map[string]map[string]time.Time), 0, 0
+		r.lists, r.listBytes, r.nlists = make(map[string]map[string]recentList), 0, 0
 	}
 	m := r.lists[scope]
 	if m == nil {
-		m = make(map[string]time.Time)
+		m = make(map[string]recentList)
 		r.lists[scope] = m
 	}
 	if _, ok := m[string(list)]; !ok {
 		r.listBytes += len(list)
 		r.nlists++
 	}
-	m[string(list)] = at.Add(o.ttl() / 4)
+	m[string(list)] = e
 }
 
 func (o Observations) now() time.Time {
