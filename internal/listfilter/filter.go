@@ -35,6 +35,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"sync"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
@@ -242,15 +243,37 @@ type item struct {
 	hasKey         bool
 }
 
+// scratch is what filterResult needs per list and gives back: the items of
+// the list it walks, the indexes kept and the keys seen, reused through
+// scratchPool so a list allocates none of them.
+type scratch struct {
+	items []item
+	kept  []int32
+	seen  map[string]struct{}
+}
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{seen: map[string]struct{}{}} }}
+
+// maxPooledItems bounds the lists whose scratch goes back to the pool.
+const maxPooledItems = 1 << 12
+
 // filterResult filters the result value in[off:end].
 func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, res *Result) ([]edit, error) {
+	sc := scratchPool.Get().(*scratch)
+	defer func() {
+		if cap(sc.items) <= maxPooledItems {
+			clear(sc.seen) // no key outlives the call
+			sc.items, sc.kept = sc.items[:0], sc.kept[:0]
+			scratchPool.Put(sc)
+		}
+	}()
 	if in[off] != '{' {
 		if own {
 			return nil, &Error{Kind: "shape", Msg: "the list result is not an object"}
 		}
 		return nil, nil
 	}
-	mems := resultMembers(in, off)
+	mems := resultMembers(in, off, sc)
 	var list *member
 	var kind Kind
 	var cursor, scope, ttl, task *member
@@ -303,9 +326,8 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 			observe = nil
 		}
 	}
-	seen := make(map[string]struct{}, len(items))
-	kept := make([]item, 0, len(items))
-	for _, it := range items {
+	seen, kept := sc.seen, sc.kept
+	for i, it := range items {
 		if in[it.off] != '{' {
 			return nil, &Error{Kind: "shape", Msg: "a " + kind.String() + " item is not an object"}
 		}
@@ -333,23 +355,24 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 			}
 		}
 		if keep {
-			kept = append(kept, it)
+			kept = append(kept, int32(i))
 		}
 	}
+	sc.kept = kept
 	res.Kept += len(kept)
 	res.Removed += len(items) - len(kept)
 	if len(kept) < len(items) {
 		n := 1 + len(kept)
-		for _, it := range kept {
-			n += it.end - it.off
+		for _, i := range kept {
+			n += items[i].end - items[i].off
 		}
 		b := make([]byte, 1, n)
 		b[0] = '['
-		for i, it := range kept {
-			if i > 0 {
+		for j, i := range kept {
+			if j > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, in[it.off:it.end]...)
+			b = append(b, in[items[i].off:items[i].end]...)
 		}
 		edits = append(edits, edit{list.off, list.end, append(b, ']')})
 	}
@@ -568,7 +591,10 @@ func eachMember(in []byte, off int, fn func(name []byte, nameOff, voff, vend int
 // items of every array member whose name folds to a list member's (one
 // walk over the list: its items and their keys are found as it is
 // skipped).
-func resultMembers(in []byte, off int) []member {
+//
+// The first such member's items are appended to sc.items (which then holds
+// them); any other's are allocated.
+func resultMembers(in []byte, off int, sc *scratch) []member {
 	var out []member
 	i := skipWS(in, off+1)
 	if in[i] == '}' {
@@ -581,7 +607,12 @@ func resultMembers(in []byte, off int) []member {
 		j = skipWS(in, j+1) // ':'
 		m := member{name: n, off: j, nameOff: i}
 		if k := listKind(n); k != 0 && in[j] == '[' {
-			m.items, m.end = listItems(in, j, kinds[k].key)
+			if sc != nil {
+				m.items, m.end = listItems(in, j, kinds[k].key, sc.items[:0])
+				sc.items, sc = m.items, nil // the pool keeps what it grew to
+			} else {
+				m.items, m.end = listItems(in, j, kinds[k].key, nil)
+			}
 		} else {
 			m.end = skipValue(in, j)
 		}
@@ -604,14 +635,14 @@ func listKind(name string) Kind {
 	return 0
 }
 
-// listItems returns the items of the array at in[off], each object's key
-// member (named as key, under folding) found, and the array's end.
-func listItems(in []byte, off int, key string) ([]item, int) {
+// listItems appends the items of the array at in[off] to out, each
+// object's key member (named as key, under folding) found, and returns
+// them and the array's end.
+func listItems(in []byte, off int, key string, out []item) ([]item, int) {
 	i := skipWS(in, off+1)
 	if in[i] == ']' {
-		return nil, i + 1
+		return out, i + 1
 	}
-	var out []item
 	for {
 		it := item{off: i}
 		if in[i] == '{' {
