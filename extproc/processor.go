@@ -79,7 +79,9 @@ type Config struct {
 	CacheTTLms int64
 	// Definitions records the tool definitions every tools/list shows when
 	// the live policy pins them (pin_mode tofu or strict), for Check's pin
-	// step; nil with pinning on refuses the list (fail closed).
+	// step; nil with pinning on refuses the list (fail closed). A tools
+	// array this process observed whole lately, byte for byte in the same
+	// scope, is not observed again tool by tool (toolpin ListSeen).
 	Definitions *toolpin.Observations
 	// Fingerprints caches fingerprints by the raw bytes of a definition.
 	Fingerprints *toolpin.Cache
@@ -160,6 +162,17 @@ type stream struct {
 	owner                string  // state.TaskOwner of the caller: issuer and subject
 	issuer               string  // the token issuer Check decided with ("" when Check sent none)
 	ctx                  context.Context
+	observing            []observingList // tools lists of the body being filtered, observed item by item
+}
+
+// observingList is a tools array (aliasing the body being filtered) whose
+// tools Filter is observing in scope, since at (toolpin ListSeen), and the
+// Definitions observed.
+type observingList struct {
+	scope string
+	list  []byte
+	at    time.Time
+	defs  []toolpin.Definition // observed so far, in list order
 }
 
 // Process implements ExternalProcessorServer: one call per HTTP stream.
@@ -469,6 +482,7 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 	if f := st.s.cfg.Policy; f != nil {
 		pol, version = f()
 	}
+	var item policy.Input // reused: Keep is called for one item at a time
 	opt.Keep = func(k listfilter.Kind, key string) (bool, error) {
 		if k == listfilter.Tasks {
 			t := st.s.cfg.Tasks
@@ -481,13 +495,29 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 		if pol == nil {
 			return false, errors.New("no policy")
 		}
-		in, ok := ItemInput(k, key, st.server, st.claims)
-		if !ok {
+		if !itemInput(&item, k, key, st.server, st.claims) {
 			return false, nil
 		}
-		return pol.Visible(in).Visible, nil
+		return pol.Visible(&item).Visible, nil
 	}
 	if pol != nil && pol.PinMode() != policy.PinOff {
+		scope := toolpin.Scope(pol, st.server, st.session) // one per list: it hashes the session id
+		if defs := st.s.cfg.Definitions; defs != nil {
+			opt.ObserveList = func(k listfilter.Kind, list []byte) (bool, error) {
+				if k != listfilter.Tools {
+					return false, nil
+				}
+				known, seen, at := defs.ListSeen(scope, list)
+				if !seen {
+					st.observing = append(st.observing, observingList{scope: scope, list: list, at: at})
+					return false, nil
+				}
+				for _, d := range known { // the log line names them as Observe would have
+					st.listed.add(d, d.Raw)
+				}
+				return true, nil
+			}
+		}
 		opt.Observe = func(k listfilter.Kind, key string, item []byte) error {
 			if k != listfilter.Tools {
 				return nil
@@ -499,10 +529,14 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 			if err != nil {
 				// Not strict JSON to the fingerprint: pinned by its raw
 				// bytes, with no hints (every annotation at its worst case).
-				d = toolpin.Definition{Name: key, Fingerprint: toolpin.RawFingerprint(item)}
+				d = toolpin.Definition{Name: key, Fingerprint: toolpin.RawFingerprint(item), Raw: true}
 			}
-			st.listed.add(d, err != nil)
-			return st.s.cfg.Definitions.Observe(ctx, toolpin.Scope(pol, st.server, st.session), d)
+			st.listed.add(d, d.Raw)
+			if n := len(st.observing); n > 0 {
+				l := &st.observing[n-1] // ObserveList's: this item's list
+				l.defs = append(l.defs, d)
+			}
+			return st.s.cfg.Definitions.Observe(ctx, scope, d)
 		}
 	}
 	if c := st.s.cfg.Cursors; c != nil {
@@ -523,9 +557,20 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 // filter runs the list filter on one JSON body, binds the task ids it
 // finds and records the counts.
 func (st *stream) filter(ctx context.Context, body []byte) (listfilter.Result, error) {
-	res, err := listfilter.Filter(body, st.filterOptions(ctx))
+	opt := st.filterOptions(ctx)
+	st.observing = st.observing[:0]
+	res, err := listfilter.Filter(body, opt)
 	if err != nil {
+		st.observing = st.observing[:0] // not every tool was observed
 		return res, err
+	}
+	if defs := st.s.cfg.Definitions; len(st.observing) > 0 && defs != nil {
+		// Every tool of these lists was observed (Filter fails on the
+		// first Observe error): a repeat of one costs no Observe.
+		for _, l := range st.observing {
+			defs.ListObserved(l.scope, l.list, l.at, l.defs)
+		}
+		st.observing = st.observing[:0]
 	}
 	if res.Lists > 0 {
 		st.lists += res.Lists
@@ -872,7 +917,16 @@ func hasData(ev *sse.Event) bool {
 // not expand (the item is removed) and for tasks, which the task store
 // decides.
 func ItemInput(k listfilter.Kind, key, server string, claims map[string]any) (in *policy.Input, ok bool) {
-	in = &policy.Input{Op: policy.OpRequest, Server: server, Claims: claims}
+	in = new(policy.Input)
+	if !itemInput(in, k, key, server, claims) {
+		return nil, false
+	}
+	return in, true
+}
+
+// itemInput is ItemInput into *in, which it overwrites whole.
+func itemInput(in *policy.Input, k listfilter.Kind, key, server string, claims map[string]any) bool {
+	*in = policy.Input{Op: policy.OpRequest, Server: server, Claims: claims}
 	switch k {
 	case listfilter.Tools:
 		in.Method, in.Tool = mcpmethod.ToolsCall, key
@@ -883,11 +937,11 @@ func ItemInput(k listfilter.Kind, key, server string, claims map[string]any) (in
 	case listfilter.ResourceTemplates:
 		uri, ok := policy.ExpandTemplate(key)
 		if !ok {
-			return nil, false
+			return false
 		}
 		in.Method, in.URI = mcpmethod.ResourcesRead, uri
 	default:
-		return nil, false
+		return false
 	}
-	return in, true
+	return true
 }

@@ -536,7 +536,7 @@ func benchProcess(b *testing.B, sseForm bool) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		st.mode, st.lists = modeJSON, 0
+		st.mode, st.lists, st.listed = modeJSON, 0, loggedTools{} // a stream per request, as Process makes one
 		var err error
 		var resp *extprocv3.ProcessingResponse
 		if sseForm {

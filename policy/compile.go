@@ -28,6 +28,7 @@ func Compile(filename string, src []byte) (*Policy, error) {
 		})
 		return nil, &CompileError{Problems: c.problems}
 	}
+	p.visCache = newVisibleCache(p)
 	return p, nil
 }
 

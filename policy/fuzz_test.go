@@ -197,7 +197,9 @@ func globRegexp(p string, o globOptions) *regexp.Regexp {
 }
 
 // FuzzCompile: Compile never panics, and an error is always a
-// *CompileError with problems.
+// *CompileError with problems; a compiled policy evaluates without
+// panicking, and decides list items (Visible, its cache cold or warm) as
+// visibleReference does.
 func FuzzCompile(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "compile", "*.yaml"))
 	files = append(files, filepath.Join("..", "examples", "policy.yaml"))
@@ -231,6 +233,19 @@ func FuzzCompile(f *testing.F) {
 			{Op: OpHTTPGet},
 		} {
 			p.Evaluate(in)
+		}
+		// Visible, its cache warm or cold, is visibleReference.
+		for round := 0; round < 2; round++ {
+			for _, name := range []string{"delete_x", "x", "p", "search"} {
+				for _, claims := range []map[string]any{nil, {"role": "admin", "sub": "a"}} {
+					for _, in := range []*Input{toolCall("s", name, nil), promptGet("s", name)} {
+						in.Claims = claims
+						if got, want := p.Visible(in), p.visibleReference(in); got != want {
+							t.Fatalf("round %d %+v: %+v, reference %+v", round, in, got, want)
+						}
+					}
+				}
+			}
 		}
 	})
 }

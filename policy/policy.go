@@ -228,6 +228,8 @@ type Policy struct {
 	pins          map[string]map[string][]string // server → tool → approved fingerprints
 	allowNewTools bool
 	trusted       map[string]bool // trusted_servers
+
+	visCache *visibleCache // Visible's answers (visiblecache.go); nil: none
 }
 
 // Scopes returns the policy's top-level scopes list in file order, then the
@@ -382,32 +384,37 @@ func (p *Policy) newRequest(in *Input) (*request, Cause) {
 // *in (own), so a caller's Input need not outlive the evaluation.
 func newRequest(in *Input) (r *request, cause Cause) {
 	r = new(request)
+	return r, r.init(in)
+}
+
+// init makes the zero request r the request of in, as newRequest does.
+func (r *request) init(in *Input) (cause Cause) {
 	if in == nil {
-		return r, CauseInvalidInput
+		return CauseInvalidInput
 	}
 	r.own, r.in = *in, &r.own
 	switch in.Op {
 	case OpRequest:
 		switch {
 		case in.Method == "":
-			return r, CauseInvalidInput
+			return CauseInvalidInput
 		case in.Method == methodToolsCall:
 			if in.Tool == "" {
-				return r, CauseInvalidInput
+				return CauseInvalidInput
 			}
 			r.kind, r.name = kindTool, in.Tool
 		case in.Method == methodPromptsGet:
 			if in.Prompt == "" {
-				return r, CauseInvalidInput
+				return CauseInvalidInput
 			}
 			r.kind, r.name = kindPrompt, in.Prompt
 		case isResourceMethod(in.Method):
 			if in.URI == "" {
-				return r, CauseInvalidInput
+				return CauseInvalidInput
 			}
 			u, ok := ParseURI(in.URI)
 			if !ok {
-				return r, CauseUnsafeURI
+				return CauseUnsafeURI
 			}
 			r.kind, r.name, r.res.u = kindResource, u.String(), u
 		default:
@@ -420,9 +427,9 @@ func newRequest(in *Input) (r *request, cause Cause) {
 	case OpHTTPDelete:
 		r.kind = kindDELETE
 	default:
-		return r, CauseInvalidInput
+		return CauseInvalidInput
 	}
-	return r, 0
+	return 0
 }
 
 // first sets *res and *by and reports true if a rule in rules matches.

@@ -1,5 +1,7 @@
 package policy
 
+import "sync"
+
 // Visibility is the outcome of Visible: whether an item of a tools/list,
 // prompts/list, resources/list or resources/templates/list answer is shown
 // to the caller.
@@ -48,6 +50,11 @@ func (u *unknownArgs) Args() map[string]any   { u.touched = true; return map[str
 // arguments: a resource is listed when Evaluate would allow or ask for its
 // resources/read. Visible does not check OAuth scopes (Result.Scopes): an
 // item whose allow rule requires a scope the token lacks is still listed.
+//
+// Cost: a tool or prompt item allocates nothing; its answer is remembered
+// by the policy (bounded) when no rule of its kind has a `when` that reads
+// claims, so a catalog listed again costs a lookup per item
+// (visiblecache.go says why the answer is the same).
 func (p *Policy) Visible(in *Input) Visibility {
 	if in == nil {
 		return Visibility{Decision: Deny, Cause: CauseInvalidInput}
@@ -62,13 +69,39 @@ func (p *Policy) Visible(in *Input) Visibility {
 	default:
 		return Visibility{Decision: Deny, Cause: CauseInvalidInput}
 	}
-	c := *in
-	unk := new(unknownArgs)
-	c.Args, c.LazyArgs, c.URIs = nil, unk, nil
-	r, cause := newRequest(&c)
-	if cause != 0 {
+	key, cacheable := p.visCache.key(in)
+	if cacheable {
+		if v, ok := p.visCache.get(key); ok {
+			return v
+		}
+	}
+	vs := visiblePool.Get().(*visibleState)
+	v := p.visibleItem(vs, in)
+	*vs = visibleState{} // keeps no claims alive in the pool
+	visiblePool.Put(vs)
+	if cacheable {
+		p.visCache.put(key, v)
+	}
+	return v
+}
+
+// visibleState is what deciding one tool or prompt item needs, reused
+// through visiblePool so an item costs no allocation: a list of n items
+// would otherwise allocate n requests.
+type visibleState struct {
+	r   request
+	unk unknownArgs
+}
+
+var visiblePool = sync.Pool{New: func() any { return new(visibleState) }}
+
+// visibleItem is Visible of a tools/call or prompts/get in, with vs zero.
+func (p *Policy) visibleItem(vs *visibleState, in *Input) Visibility {
+	r, unk := &vs.r, &vs.unk
+	if cause := r.init(in); cause != 0 {
 		return Visibility{Decision: Deny, Cause: cause}
 	}
+	r.own.Args, r.own.LazyArgs, r.own.URIs = nil, unk, nil
 	// eval reports whether ru could match (maybe) and whether it matches
 	// whatever the arguments (surely).
 	eval := func(ru *rule) (maybe, surely bool) {

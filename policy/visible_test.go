@@ -134,6 +134,9 @@ func TestVisibleAgreesWithEvaluate(t *testing.T) {
 	}
 }
 
+// FuzzVisible: Visible is visibleReference's answer, and never hides an
+// item some call with the fuzzed arguments is allowed or asked for unless
+// it was concealed.
 func FuzzVisible(f *testing.F) {
 	p := loadReference(f)
 	for _, s := range []string{"search", "delete_repo", "issue_refund", "read_file", "x"} {
@@ -144,6 +147,9 @@ func FuzzVisible(f *testing.F) {
 			return
 		}
 		v := p.Visible(toolCall("payments", name, nil))
+		if ref := p.visibleReference(toolCall("payments", name, nil)); v != ref {
+			t.Fatalf("%q: %+v, reference %+v", name, v, ref)
+		}
 		args := map[string]any{"currency": currency, "amountMinor": amount, "path": path, "q": path}
 		if p.Evaluate(toolCall("payments", name, args)).Decision != Deny && !v.Visible && !v.Concealed {
 			t.Fatalf("%q hidden (%+v), but a call with %v is not denied", name, v, args)
@@ -151,13 +157,30 @@ func FuzzVisible(f *testing.F) {
 	})
 }
 
+// BenchmarkVisible decides one list item of the reference policy: a tool
+// whose rules need CEL (issue_refund), one an allow rule lists (search), one
+// a deny rule hides (delete_7) and one the default hides (tool_7); "ref" is
+// visibleReference on the same item, in the same run.
 func BenchmarkVisible(b *testing.B) {
 	p := loadReference(b)
-	in := toolCall("payments", "issue_refund", nil)
-	b.ReportAllocs()
-	for b.Loop() {
-		if !p.Visible(in).Visible {
-			b.Fatal("hidden")
+	for _, name := range []string{"issue_refund", "search", "delete_7", "tool_7"} {
+		in := toolCall("payments", name, nil)
+		want := p.visibleReference(in)
+		for _, impl := range []string{"fast", "ref"} {
+			b.Run(name+"/"+impl, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					var v Visibility
+					if impl == "fast" {
+						v = p.Visible(in)
+					} else {
+						v = p.visibleReference(in)
+					}
+					if v != want {
+						b.Fatalf("%+v, want %+v", v, want)
+					}
+				}
+			})
 		}
 	}
 }

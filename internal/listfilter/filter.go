@@ -35,6 +35,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"sync"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
@@ -128,6 +129,11 @@ type Options struct {
 	// and its bytes as the upstream sent them (tool definition pinning). An
 	// error fails the filter.
 	Observe func(k Kind, key string, item []byte) error
+	// ObserveList, when set, sees each list array's bytes (as the upstream
+	// sent them, "[" to "]") before its items; when it reports seen,
+	// Observe is not called for that list's items (the caller observed
+	// these very bytes before). Its error fails the filter.
+	ObserveList func(k Kind, list []byte) (seen bool, err error)
 	// Cursor, when set, maps the nextCursor of a list (decoded) to the one
 	// handed to the client; its error fails the filter.
 	Cursor func(k Kind, upstream string) (string, error)
@@ -224,17 +230,50 @@ type member struct {
 	name     string
 	off, end int // the value
 	nameOff  int // the name's opening quote
+	// items are the elements of a value that is an array when the name
+	// folds to a list member (resultMembers); nil otherwise.
+	items []item
 }
+
+// item is one element of a list array: its span and, for an object, the
+// value span of its last member whose name folds to the list's key.
+type item struct {
+	off, end       int
+	keyOff, keyEnd int
+	hasKey         bool
+}
+
+// scratch is what filterResult needs per list and gives back: the items of
+// the list it walks, the indexes kept and the keys seen, reused through
+// scratchPool so a list allocates none of them.
+type scratch struct {
+	items []item
+	kept  []int32
+	seen  map[string]struct{}
+}
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{seen: map[string]struct{}{}} }}
+
+// maxPooledItems bounds the lists whose scratch goes back to the pool.
+const maxPooledItems = 1 << 12
 
 // filterResult filters the result value in[off:end].
 func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, res *Result) ([]edit, error) {
+	sc := scratchPool.Get().(*scratch)
+	defer func() {
+		if cap(sc.items) <= maxPooledItems {
+			clear(sc.seen) // no key outlives the call
+			sc.items, sc.kept = sc.items[:0], sc.kept[:0]
+			scratchPool.Put(sc)
+		}
+	}()
 	if in[off] != '{' {
 		if own {
 			return nil, &Error{Kind: "shape", Msg: "the list result is not an object"}
 		}
 		return nil, nil
 	}
-	mems := objectMembers(in, off)
+	mems := resultMembers(in, off, sc)
 	var list *member
 	var kind Kind
 	var cursor, scope, ttl, task *member
@@ -276,19 +315,26 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 	res.Lists++
 	res.Kind = kind
 	var edits []edit
-	items := arrayElements(in, list.off)
-	seen := make(map[string]struct{}, len(items))
-	kept := make([][2]int, 0, len(items))
-	for _, it := range items {
-		if in[it[0]] != '{' {
+	items := list.items
+	observe := opt.Observe
+	if observe != nil && opt.ObserveList != nil {
+		known, err := opt.ObserveList(kind, in[list.off:list.end])
+		if err != nil {
+			return nil, &Error{Kind: "keep", Msg: "observing a list", Err: err}
+		}
+		if known {
+			observe = nil
+		}
+	}
+	seen, kept := sc.seen, sc.kept
+	for i, it := range items {
+		if in[it.off] != '{' {
 			return nil, &Error{Kind: "shape", Msg: "a " + kind.String() + " item is not an object"}
 		}
-		km, found := findMember(in, it[0], kinds[kind].key)
-		key := &km
-		if !found || in[key.off] != '"' {
+		if !it.hasKey || in[it.keyOff] != '"' {
 			return nil, &Error{Kind: "shape", Msg: "a " + kind.String() + " item without a string " + kinds[kind].key}
 		}
-		name, err := decodeString(in[key.off:key.end])
+		name, err := decodeString(in[it.keyOff:it.keyEnd])
 		if err != nil {
 			return nil, &Error{Kind: "shape", Msg: "an undecodable " + kinds[kind].key, Err: err}
 		}
@@ -296,8 +342,8 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 			return nil, &Error{Kind: "duplicate", Msg: "two " + kind.String() + " items with one " + kinds[kind].key}
 		}
 		seen[name] = struct{}{}
-		if opt.Observe != nil {
-			if err := opt.Observe(kind, name, in[it[0]:it[1]]); err != nil {
+		if observe != nil {
+			if err := observe(kind, name, in[it.off:it.end]); err != nil {
 				return nil, &Error{Kind: "keep", Msg: "observing an item", Err: err}
 			}
 		}
@@ -309,18 +355,24 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 			}
 		}
 		if keep {
-			kept = append(kept, it)
+			kept = append(kept, int32(i))
 		}
 	}
+	sc.kept = kept
 	res.Kept += len(kept)
 	res.Removed += len(items) - len(kept)
 	if len(kept) < len(items) {
-		b := []byte{'['}
-		for i, it := range kept {
-			if i > 0 {
+		n := 1 + len(kept)
+		for _, i := range kept {
+			n += items[i].end - items[i].off
+		}
+		b := make([]byte, 1, n)
+		b[0] = '['
+		for j, i := range kept {
+			if j > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, in[it[0]:it[1]]...)
+			b = append(b, in[items[i].off:items[i].end]...)
 		}
 		edits = append(edits, edit{list.off, list.end, append(b, ']')})
 	}
@@ -465,15 +517,26 @@ func isDelim(c byte) bool {
 }
 
 func skipString(in []byte, i int) int {
-	for j := i + 1; j < len(in); j++ {
-		switch in[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
+	j := i + 1
+	for {
+		k := bytes.IndexByte(in[j:], '"')
+		if k < 0 {
+			return len(in)
 		}
+		q := j + k
+		// The quote is escaped when an odd run of backslashes precedes
+		// it: validated JSON has no backslash that is not part of an
+		// escape, so the run is escaped backslashes (pairs) and, when
+		// odd, the escape of this quote.
+		n := 0
+		for p := q - 1; p > i && in[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
 	}
-	return len(in)
 }
 
 // objectMembers lists the members of the object starting at in[off].
@@ -492,12 +555,7 @@ func objectMembers(in []byte, off int) []member {
 // name holds an escape.
 func findMember(in []byte, off int, want string) (m member, ok bool) {
 	eachMember(in, off, func(name []byte, nameOff, voff, vend int) bool {
-		raw := name[1 : len(name)-1]
-		if bytes.IndexByte(raw, '\\') >= 0 {
-			d, _ := decodeString(name)
-			raw = []byte(d)
-		}
-		if bytes.EqualFold(raw, []byte(want)) {
+		if nameFolds(name, want) {
 			m, ok = member{off: voff, end: vend, nameOff: nameOff}, true
 		}
 		return true
@@ -506,11 +564,12 @@ func findMember(in []byte, off int, want string) (m member, ok bool) {
 }
 
 // eachMember calls fn with each member's raw name literal (quotes
-// included) and value span, until fn returns false.
-func eachMember(in []byte, off int, fn func(name []byte, nameOff, voff, vend int) bool) {
+// included) and value span, until fn returns false. It returns the end of
+// the object (after its '}'), or -1 when fn stopped it.
+func eachMember(in []byte, off int, fn func(name []byte, nameOff, voff, vend int) bool) int {
 	i := skipWS(in, off+1)
 	if in[i] == '}' {
-		return
+		return i + 1
 	}
 	for {
 		nameEnd := skipString(in, i)
@@ -518,32 +577,102 @@ func eachMember(in []byte, off int, fn func(name []byte, nameOff, voff, vend int
 		j = skipWS(in, j+1) // ':'
 		vend := skipValue(in, j)
 		if !fn(in[i:nameEnd], i, j, vend) {
-			return
+			return -1
 		}
 		k := skipWS(in, vend)
 		if in[k] == '}' {
-			return
+			return k + 1
 		}
 		i = skipWS(in, k+1)
 	}
 }
 
-// arrayElements lists the spans of the elements of the array at in[off].
-func arrayElements(in []byte, off int) [][2]int {
-	var out [][2]int
+// resultMembers is objectMembers of the result object at in[off], with the
+// items of every array member whose name folds to a list member's (one
+// walk over the list: its items and their keys are found as it is
+// skipped).
+//
+// The first such member's items are appended to sc.items (which then holds
+// them); any other's are allocated.
+func resultMembers(in []byte, off int, sc *scratch) []member {
+	var out []member
 	i := skipWS(in, off+1)
-	if in[i] == ']' {
+	if in[i] == '}' {
 		return nil
 	}
 	for {
-		end := skipValue(in, i)
-		out = append(out, [2]int{i, end})
-		k := skipWS(in, end)
-		if in[k] == ']' {
+		nameEnd := skipString(in, i)
+		n, _ := decodeString(in[i:nameEnd])
+		j := skipWS(in, nameEnd)
+		j = skipWS(in, j+1) // ':'
+		m := member{name: n, off: j, nameOff: i}
+		if k := listKind(n); k != 0 && in[j] == '[' {
+			if sc != nil {
+				m.items, m.end = listItems(in, j, kinds[k].key, sc.items[:0])
+				sc.items, sc = m.items, nil // the pool keeps what it grew to
+			} else {
+				m.items, m.end = listItems(in, j, kinds[k].key, nil)
+			}
+		} else {
+			m.end = skipValue(in, j)
+		}
+		out = append(out, m)
+		k := skipWS(in, m.end)
+		if in[k] == '}' {
 			return out
 		}
 		i = skipWS(in, k+1)
 	}
+}
+
+// listKind is the kind whose list member name folds to, or 0.
+func listKind(name string) Kind {
+	for k := Tools; k <= Tasks; k++ {
+		if foldEq(name, kinds[k].member) {
+			return k
+		}
+	}
+	return 0
+}
+
+// listItems appends the items of the array at in[off] to out, each
+// object's key member (named as key, under folding) found, and returns
+// them and the array's end.
+func listItems(in []byte, off int, key string, out []item) ([]item, int) {
+	i := skipWS(in, off+1)
+	if in[i] == ']' {
+		return out, i + 1
+	}
+	for {
+		it := item{off: i}
+		if in[i] == '{' {
+			it.end = eachMember(in, i, func(name []byte, _, voff, vend int) bool {
+				if nameFolds(name, key) {
+					it.keyOff, it.keyEnd, it.hasKey = voff, vend, true
+				}
+				return true
+			})
+		} else {
+			it.end = skipValue(in, i)
+		}
+		out = append(out, it)
+		k := skipWS(in, it.end)
+		if in[k] == ']' {
+			return out, k + 1
+		}
+		i = skipWS(in, k+1)
+	}
+}
+
+// nameFolds reports whether the member name literal lit (quotes included)
+// decodes to a name that folds to want.
+func nameFolds(lit []byte, want string) bool {
+	raw := lit[1 : len(lit)-1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		d, _ := decodeString(lit)
+		raw = []byte(d)
+	}
+	return bytes.EqualFold(raw, []byte(want))
 }
 
 // Member returns the raw value of the last member of the JSON object obj

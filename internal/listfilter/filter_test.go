@@ -418,3 +418,72 @@ func bigList(n int) []byte {
 	sb.WriteString(`],"nextCursor":"next"}}`)
 	return []byte(sb.String())
 }
+
+// TestSkipString: the IndexByte walk ends each string literal where a byte
+// by byte reading of its escapes does, on runs of backslashes of every
+// length before a quote and on escaped quotes.
+func TestSkipString(t *testing.T) {
+	slow := func(in []byte, i int) int {
+		for j := i + 1; j < len(in); j++ {
+			switch in[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return len(in)
+	}
+	lits := []string{`""`, `"a"`, `"\""`, `"\\"`, `"\\\""`, `"\\\\"`, `"a\\\\\"b\\"`, `"\u0022\"x"`, `"é\"\\\\\\"`, `"\/"`}
+	for _, lit := range lits {
+		var in []byte
+		if !json.Valid([]byte(lit)) {
+			t.Fatalf("%s is not a JSON string", lit)
+		}
+		in = append(in, `{"k":`...)
+		in = append(in, lit...)
+		in = append(in, `,"x":"\\"}`...)
+		i := len(`{"k":`)
+		if got, want := skipString(in, i), slow(in, i); got != want || got != i+len(lit) {
+			t.Errorf("%s: %d, byte by byte %d, want %d", lit, got, want, i+len(lit))
+		}
+	}
+}
+
+// TestObserveList: ObserveList sees each list array's bytes before its
+// items; seen skips Observe for that list only (the other lists of a batch
+// are still observed item by item), and the answer is the same either way;
+// its error fails the filter.
+func TestObserveList(t *testing.T) {
+	p := reference(t)
+	a := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"search"}, {"name":"delete_repo"}]}}`
+	b := `{"jsonrpc":"2.0","id":2,"result":{"tools":[ {"name":"issue_refund"} ]}}`
+	body := []byte("[" + a + "," + b + "]")
+	var lists []string
+	var observed []string
+	opt := Options{Keep: keepFor(p),
+		Observe: func(_ Kind, key string, item []byte) error {
+			observed = append(observed, key+"="+string(item))
+			return nil
+		},
+		ObserveList: func(k Kind, list []byte) (bool, error) {
+			lists = append(lists, k.String()+" "+string(list))
+			return bytes.Contains(list, []byte("delete_repo")), nil
+		}}
+	res, err := Filter(body, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLists := []string{`tools [{"name":"search"}, {"name":"delete_repo"}]`, `tools [ {"name":"issue_refund"} ]`}
+	if fmt.Sprint(lists) != fmt.Sprint(wantLists) || fmt.Sprint(observed) != fmt.Sprint([]string{`issue_refund={"name":"issue_refund"}`}) {
+		t.Errorf("lists %q, observed %q", lists, observed)
+	}
+	plain, err := Filter(body, Options{Keep: keepFor(p)})
+	if err != nil || !bytes.Equal(plain.Body, res.Body) || plain.Kept != res.Kept || plain.Removed != res.Removed {
+		t.Errorf("with ObserveList %s, without %s %v", res.Body, plain.Body, err)
+	}
+	opt.ObserveList = func(Kind, []byte) (bool, error) { return false, errors.New("store down") }
+	if _, err := Filter(body, opt); err == nil {
+		t.Error("an ObserveList error passed the list")
+	}
+}

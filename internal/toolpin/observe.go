@@ -132,6 +132,9 @@ type Definition struct {
 	Name        string
 	Fingerprint string
 	Hints       policy.Hints
+	// Raw: Fingerprint is RawFingerprint's (the definition is not strict
+	// JSON; no hints). Parse never sets it; its caller does, falling back.
+	Raw bool
 }
 
 // Parse fingerprints def (the bytes of one Tool object) and reads its
@@ -142,10 +145,8 @@ func Parse(def []byte, c *Cache) (Definition, error) {
 	if c == nil {
 		return parse(def)
 	}
-	key := sha256.Sum256(bytes.TrimSpace(def))
-	c.mu.Lock()
-	d, ok := c.defs[key]
-	c.mu.Unlock()
+	key := bytes.TrimSpace(def)
+	d, sum, ok := c.get(key)
 	if ok {
 		return d, nil
 	}
@@ -153,12 +154,7 @@ func Parse(def []byte, c *Cache) (Definition, error) {
 	if err != nil {
 		return Definition{}, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.defs == nil || len(c.defs) >= c.max() {
-		c.defs = make(map[[32]byte]Definition)
-	}
-	c.defs[key] = d
+	c.put(key, sum, d)
 	return d, nil
 }
 
@@ -226,10 +222,16 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) (
 	if o.Now != nil {
 		now = o.Now
 	}
-	rkey := strconv.Itoa(len(scope)) + ":" + scope + ":" + strconv.Itoa(len(d.Name)) + ":" + d.Name + ":" + d.Fingerprint
-	if o.Recent.seen(rkey, now()) {
+	var kb [256]byte
+	rk := strconv.AppendInt(kb[:0], int64(len(scope)), 10)
+	rk = append(append(rk, ':'), scope...)
+	rk = strconv.AppendInt(append(rk, ':'), int64(len(d.Name)), 10)
+	rk = append(append(rk, ':'), d.Name...)
+	rk = append(append(rk, ':'), d.Fingerprint...)
+	if o.Recent.seenKey(rk, now()) { // the common case: no allocation
 		return nil
 	}
+	rkey := string(rk)
 	defer func() {
 		if err == nil {
 			o.Recent.add(rkey, now(), o.ttl())
@@ -349,21 +351,109 @@ func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, sess
 // Recent is a bounded, process-local memory of observations Observe
 // recorded, each for a quarter of the observation TTL (so a claim that
 // expired in the store is written again well before anyone misses it).
-// Safe for concurrent use; the zero value holds up to 16384 entries. A nil
-// *Recent remembers nothing.
+// Safe for concurrent use; the zero value holds up to 16384 entries, and
+// as many whole lists (ListSeen) within MaxListBytes. A nil *Recent
+// remembers nothing.
 type Recent struct {
 	Max int
-	mu  sync.Mutex
-	m   map[string]time.Time // until
+	// MaxListBytes bounds the bytes of the whole lists it remembers
+	// (ListSeen; default 16 MiB).
+	MaxListBytes int
+	mu           sync.Mutex
+	m            map[string]time.Time // until
+	// lists[scope][list bytes] is what ListObserved recorded of that list;
+	// listBytes counts the keys' bytes.
+	lists             map[string]map[string]recentList
+	listBytes, nlists int
 }
 
-func (r *Recent) seen(k string, now time.Time) bool {
+// recentList is a whole list Observations remembers: until when, and the
+// tools recorded.
+type recentList struct {
+	until time.Time
+	defs  []Definition
+}
+
+// ListSeen reports whether this process observed every tool of the tools
+// array list (its bytes as a tools/list answer carried it, "[" to "]") in
+// scope lately, so observing each of them again would write nothing: then
+// Observe need not be called for them, and defs are the Definitions it
+// recorded for them, in list order (the caller must not modify them). It is
+// Recent's memory of the items, for a whole list at once: a list that
+// differs by one byte is not seen, nor one whose observation is older than
+// a quarter of TTL. at is when to pass to ListObserved after observing the
+// list's tools.
+func (o Observations) ListSeen(scope string, list []byte) (defs []Definition, seen bool, at time.Time) {
+	at = o.now()
+	r := o.Recent
+	if r == nil {
+		return nil, false, at
+	}
+	r.mu.Lock()
+	e, ok := r.lists[scope][string(list)]
+	r.mu.Unlock()
+	if !ok || !at.Before(e.until) {
+		return nil, false, at
+	}
+	return e.defs, true, at
+}
+
+// ListObserved records that Observe succeeded for every tool of list in
+// scope, each as defs says (in list order), the first of them no earlier
+// than at (ListSeen's). defs is copied.
+func (o Observations) ListObserved(scope string, list []byte, at time.Time, defs []Definition) {
+	r := o.Recent
+	if r == nil {
+		return
+	}
+	max := r.MaxListBytes
+	if max <= 0 {
+		max = 16 << 20
+	}
+	if len(list) > max {
+		return
+	}
+	e := recentList{until: at.Add(o.ttl() / 4), defs: slices.Clone(defs)}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lists == nil || r.listBytes+len(list) > max || r.nlists >= r.max() {
+		r.lists, r.listBytes, r.nlists = make(map[string]map[string]recentList), 0, 0
+	}
+	m := r.lists[scope]
+	if m == nil {
+		m = make(map[string]recentList)
+		r.lists[scope] = m
+	}
+	if _, ok := m[string(list)]; !ok {
+		r.listBytes += len(list)
+		r.nlists++
+	}
+	m[string(list)] = e
+}
+
+func (o Observations) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+func (r *Recent) max() int {
+	if r.Max <= 0 {
+		return 16384
+	}
+	return r.Max
+}
+
+func (r *Recent) seen(k string, now time.Time) bool { return r.seenKey([]byte(k), now) }
+
+func (r *Recent) seenKey(k []byte, now time.Time) bool {
 	if r == nil {
 		return false
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	until, ok := r.m[k]
+	until, ok := r.m[string(k)]
+	r.mu.Unlock()
 	return ok && now.Before(until)
 }
 
@@ -373,11 +463,7 @@ func (r *Recent) add(k string, now time.Time, ttl time.Duration) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	max := r.Max
-	if max <= 0 {
-		max = 16384
-	}
-	if r.m == nil || len(r.m) >= max {
+	if r.m == nil || len(r.m) >= r.max() {
 		r.m = make(map[string]time.Time)
 	}
 	r.m[k] = now.Add(ttl / 4)

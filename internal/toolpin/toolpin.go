@@ -16,7 +16,6 @@
 package toolpin
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -100,17 +99,26 @@ func Valid(s string) bool {
 	return true
 }
 
-// Cache remembers fingerprints by the SHA-256 of a definition's raw bytes,
-// so a list that repeats byte for byte costs one hash per tool, and
-// canonicalizes only on a miss. It holds at most Max entries (default 4096)
-// and forgets all of them when full. Safe for concurrent use; the zero value
-// is ready.
+// Cache remembers what Parse read of a definition by its raw bytes (leading
+// and trailing white space aside), so a list that repeats byte for byte
+// costs one map lookup per tool, and canonicalizes only on a miss. A
+// definition of at most RawKeyMax bytes is keyed by its bytes themselves (a
+// hit compares every byte: no hash collision can return another
+// definition's fingerprint); a longer one by the SHA-256 of its bytes. It
+// holds at most Max entries (default 4096) and MaxBytes bytes of keys
+// (default 16 MiB), and forgets all of them when either is reached. Safe for
+// concurrent use; the zero value is ready. Errors are not cached.
 type Cache struct {
-	Max  int
-	mu   sync.Mutex
-	m    map[[32]byte]cached
-	defs map[[32]byte]Definition // Parse's
+	Max      int
+	MaxBytes int
+	mu       sync.Mutex
+	raw      map[string]Definition   // by the definition's bytes
+	big      map[[32]byte]Definition // by their SHA-256
+	bytes    int                     // of raw's keys
 }
+
+// RawKeyMax is the longest definition a Cache keys by its bytes.
+const RawKeyMax = 16 << 10
 
 func (c *Cache) max() int {
 	if c.Max <= 0 {
@@ -119,27 +127,56 @@ func (c *Cache) max() int {
 	return c.Max
 }
 
-type cached struct{ fp, name string }
+func (c *Cache) maxBytes() int {
+	if c.MaxBytes <= 0 {
+		return 16 << 20
+	}
+	return c.MaxBytes
+}
+
+// get returns the cached Definition of def (trimmed); sum is def's SHA-256
+// when def is longer than RawKeyMax.
+func (c *Cache) get(def []byte) (d Definition, sum [32]byte, ok bool) {
+	if len(def) > RawKeyMax {
+		sum = sha256.Sum256(def)
+		c.mu.Lock()
+		d, ok = c.big[sum]
+		c.mu.Unlock()
+		return d, sum, ok
+	}
+	c.mu.Lock()
+	d, ok = c.raw[string(def)]
+	c.mu.Unlock()
+	return d, sum, ok
+}
+
+// put caches d as the Definition of def (trimmed), sum as get returned it.
+func (c *Cache) put(def []byte, sum [32]byte, d Definition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.raw)+len(c.big) >= c.max() || c.bytes+len(def) > c.maxBytes() {
+		c.raw, c.big, c.bytes = nil, nil, 0
+	}
+	if len(def) > RawKeyMax {
+		if c.big == nil {
+			c.big = make(map[[32]byte]Definition)
+		}
+		c.big[sum] = d
+		return
+	}
+	if c.raw == nil {
+		c.raw = make(map[string]Definition)
+	}
+	c.raw[string(def)] = d
+	c.bytes += len(def)
+}
 
 // Fingerprint is the package's Fingerprint of def, from the cache when def's
-// raw bytes were fingerprinted before. Errors are not cached.
+// raw bytes were fingerprinted (or parsed) before. Errors are not cached.
 func (c *Cache) Fingerprint(def []byte) (fp, name string, err error) {
-	key := sha256.Sum256(bytes.TrimSpace(def))
-	c.mu.Lock()
-	e, ok := c.m[key]
-	c.mu.Unlock()
-	if ok {
-		return e.fp, e.name, nil
-	}
-	fp, name, err = Fingerprint(def)
+	d, err := Parse(def, c)
 	if err != nil {
 		return "", "", err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= c.max() {
-		c.m = make(map[[32]byte]cached)
-	}
-	c.m[key] = cached{fp, name}
-	return fp, name, nil
+	return d.Fingerprint, d.Name, nil
 }

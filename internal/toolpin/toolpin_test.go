@@ -177,11 +177,37 @@ func TestCache(t *testing.T) {
 			}
 		}
 	}
-	if n := len(c.m); n > 2 {
+	if n := len(c.raw) + len(c.big); n > 2 {
 		t.Errorf("cache holds %d entries, Max 2", n)
 	}
 	if _, _, err := c.Fingerprint([]byte(`{"name":"a","name":"b"}`)); err == nil {
 		t.Error("the cache fingerprinted a duplicate member")
+	}
+}
+
+// TestCacheKeys: definitions longer than RawKeyMax are cached by digest,
+// shorter ones by their bytes; either way a hit is the definition's own
+// Parse, white space around it is not part of the key, and MaxBytes bounds
+// the bytes kept.
+func TestCacheKeys(t *testing.T) {
+	long := edit(func(m map[string]any) { m["description"] = strings.Repeat("long ", RawKeyMax/4) })
+	long2 := edit(func(m map[string]any) { m["description"] = strings.Repeat("long ", RawKeyMax/4) + "!" })
+	if len(long) <= RawKeyMax {
+		t.Fatalf("long definition of %d bytes", len(long))
+	}
+	short2 := edit(func(m map[string]any) { m["annotations"] = map[string]any{"readOnlyHint": true} })
+	c := &Cache{MaxBytes: 2 * len(base)}
+	for round := 0; round < 3; round++ {
+		for _, d := range []string{base, long, short2, long2, " \n" + base + "\t", short2} {
+			got, err := Parse([]byte(d), c)
+			want, werr := parse([]byte(d))
+			if err != nil || werr != nil || got != want {
+				t.Fatalf("round %d: %+v %v, uncached %+v %v", round, got, err, want, werr)
+			}
+		}
+		if len(c.big) == 0 || c.bytes > c.MaxBytes {
+			t.Fatalf("round %d: %d by digest, %d bytes by key (max %d)", round, len(c.big), c.bytes, c.MaxBytes)
+		}
 	}
 }
 
@@ -201,6 +227,14 @@ func FuzzFingerprint(f *testing.F) {
 		fp3, _, err3 := c.Fingerprint(def)
 		if err != nil || err3 != nil || fp2 != fp || fp3 != fp {
 			t.Fatalf("cache %s %s, fresh %s", fp2, fp3, fp)
+		}
+		// Parse through a cache that saw def (and a fresh one) is Parse
+		// without one.
+		want, werr := parse(def)
+		for _, cc := range []*Cache{&c, {}} {
+			if got, err := Parse(def, cc); err != nil || werr != nil || got != want {
+				t.Fatalf("%q: cached %+v %v, uncached %+v %v", def, got, err, want, werr)
+			}
 		}
 		// Independent oracle, where encoding/json reads the same object.
 		var m map[string]json.RawMessage
