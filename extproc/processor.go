@@ -483,7 +483,8 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 		pol, version = f()
 	}
 	var item policy.Input // reused: Keep is called for one item at a time
-	opt.Keep = func(k listfilter.Kind, key string) (bool, error) {
+	var def policy.ToolDefinition
+	opt.Keep = func(k listfilter.Kind, key string, raw []byte) (bool, error) {
 		if k == listfilter.Tasks {
 			t := st.s.cfg.Tasks
 			if t == nil {
@@ -497,6 +498,9 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 		}
 		if !itemInput(&item, k, key, st.server, st.claims) {
 			return false, nil
+		}
+		if d := ItemDefinition(pol, k, raw, st.s.cfg.Fingerprints); d != nil {
+			def, item.Definition = *d, &def
 		}
 		return pol.Visible(&item).Visible, nil
 	}
@@ -908,6 +912,24 @@ func (st *stream) event(ctx context.Context, ev *sse.Event) []byte {
 
 func hasData(ev *sse.Event) bool {
 	return bytes.Contains(ev.Raw, []byte("data"))
+}
+
+// ItemDefinition is the definition a tools/list item declares, for
+// policy.Input.Definition when Visible decides it: Listed, its fingerprint
+// and declared annotations (none for one that is not strict JSON), so the
+// policy's annotation rules see what they would for a call of that very
+// definition. nil (conservative annotations, as for a call with pinning
+// off) unless k is Tools, pinning is on and some rule reads annotations
+// (policy.ReadsAnnotations). cache may be nil.
+func ItemDefinition(pol *policy.Policy, k listfilter.Kind, item []byte, cache *toolpin.Cache) *policy.ToolDefinition {
+	if k != listfilter.Tools || pol == nil || pol.PinMode() == policy.PinOff || !pol.ReadsAnnotations() {
+		return nil
+	}
+	d, err := toolpin.Parse(item, cache)
+	if err != nil {
+		return &policy.ToolDefinition{Listed: true, Fingerprint: toolpin.RawFingerprint(item)}
+	}
+	return &policy.ToolDefinition{Listed: true, Fingerprint: d.Fingerprint, Hints: d.Hints}
 }
 
 // ItemInput is the call a list item is decided as (policy.Visible): a tool

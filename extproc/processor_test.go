@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -599,5 +600,81 @@ func TestPinObservation(t *testing.T) {
 	got = none.envoy.do(t, listRoute, jsonAnswer(none.listRequest("alice", "tools/list", "1", ""), toolsBody))
 	if got.status == 200 && strings.Contains(got.body, `"search"`) {
 		t.Errorf("a pinning policy without observations passed the list: %d %s", got.status, got.body)
+	}
+}
+
+// TestListAnnotationsAgreeWithCalls: with pinning on, a tools/list item is
+// decided with the annotations it declares, as a call of that definition
+// would be: on a trusted server a read-only tool is listed by an allow on
+// readOnlyHint (and is not destructive for a deny on destructiveHint),
+// while an undeclared one is not; on any other server every annotation is
+// conservative for lists as for calls. The offline check agrees (ItemDefinition).
+func TestListAnnotationsAgreeWithCalls(t *testing.T) {
+	const list = `{"jsonrpc":"2.0","id":1,"result":{"tools":[` +
+		`{"name":"search","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},` +
+		`{"name":"wipe","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":true}},` +
+		`{"name":"plain","inputSchema":{"type":"object"}}]}}`
+	tests := []struct {
+		name   string
+		policy string
+		want   []string
+	}{
+		{"trusted, allow read-only", "default: deny\npin_mode: tofu\ntrusted_servers: [payments]\nallow:\n  - {id: read-only, match: 'payments/*', annotations: {readOnlyHint: true}}\n", []string{"search"}},
+		{"trusted, README's pair", "default: deny\npin_mode: tofu\ntrusted_servers: [payments]\ndeny:\n  - {id: no-destructive, match: 'payments/*', annotations: {destructiveHint: true}}\nallow:\n  - {id: read-only, match: 'payments/*', annotations: {readOnlyHint: true}}\n", []string{"search"}},
+		{"trusted, CEL", "default: deny\npin_mode: tofu\ntrusted_servers: [payments]\nallow:\n  - {id: ro, match: 'payments/*', when: 'annotations.readOnlyHint'}\n", []string{"search"}},
+		{"untrusted: conservative", "default: deny\npin_mode: tofu\nallow:\n  - {id: read-only, match: 'payments/*', annotations: {readOnlyHint: true}}\n", nil},
+		{"untrusted deny on destructive closes all", "default: ask\npin_mode: tofu\ndeny:\n  - {id: no-destructive, match: 'payments/*', annotations: {destructiveHint: true}}\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixtureWith(t, []byte(tt.policy), &toolpin.Observations{Store: state.NewMemory(1000, nil)})
+			for round := range 2 { // the second from the Visible cache
+				got := f.envoy.do(t, listRoute, jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), list))
+				var res struct {
+					Result struct{ Tools []struct{ Name string } }
+				}
+				if err := json.Unmarshal([]byte(got.body), &res); err != nil {
+					t.Fatalf("round %d: %v: %s", round, err, got.body)
+				}
+				var names []string
+				for _, tl := range res.Result.Tools {
+					names = append(names, tl.Name)
+				}
+				if !slices.Equal(names, tt.want) {
+					t.Errorf("round %d: listed %q, want %q", round, names, tt.want)
+				}
+			}
+			// What a call of each tool of that list is decided by.
+			pol, err := policy.Compile("p.yaml", []byte(tt.policy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs := toolpin.Observations{Store: state.NewMemory(100, nil)}
+			var items []json.RawMessage
+			var wrap struct {
+				Result struct{ Tools []json.RawMessage }
+			}
+			if err := json.Unmarshal([]byte(list), &wrap); err != nil {
+				t.Fatal(err)
+			}
+			items = wrap.Result.Tools
+			for _, it := range items {
+				d, err := toolpin.Parse(it, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := obs.Observe(context.Background(), "payments", d); err != nil {
+					t.Fatal(err)
+				}
+				def, err := obs.Lookup(context.Background(), pol, "payments", "", d.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res := pol.Evaluate(&policy.Input{Op: policy.OpRequest, Method: "tools/call", Server: "payments", Tool: d.Name, Definition: def})
+				if called, listed := res.Decision != policy.Deny, slices.Contains(tt.want, d.Name); called != listed {
+					t.Errorf("%s: a call is %v, yet listed %v", d.Name, res.Decision, listed)
+				}
+			}
+		})
 	}
 }

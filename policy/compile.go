@@ -29,6 +29,13 @@ func Compile(filename string, src []byte) (*Policy, error) {
 		return nil, &CompileError{Problems: c.problems}
 	}
 	p.visCache = newVisibleCache(p)
+	for d := range numDecisions {
+		for _, ru := range p.rules[d][kindTool] {
+			if len(ru.hints) > 0 || ru.when != nil && strings.Contains(ru.whenSrc, "annotations") {
+				p.readsAnn = true
+			}
+		}
+	}
 	return p, nil
 }
 

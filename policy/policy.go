@@ -230,6 +230,7 @@ type Policy struct {
 	trusted       map[string]bool // trusted_servers
 
 	visCache *visibleCache // Visible's answers (visiblecache.go); nil: none
+	readsAnn bool          // some tool rule tests annotations (ReadsAnnotations)
 }
 
 // Scopes returns the policy's top-level scopes list in file order, then the
@@ -242,6 +243,12 @@ const numDecisions = int(Allow) + 1
 
 // Refusal returns the policy-wide refusal style (top-level `refusal`).
 func (p *Policy) Refusal() Refusal { return p.refusal }
+
+// ReadsAnnotations reports whether some tool rule reads a tool's
+// annotations (an `annotations` match field, or a `when` that mentions
+// annotations): then what a list item declares matters to Visible
+// (Input.Definition of the listed item).
+func (p *Policy) ReadsAnnotations() bool { return p.readsAnn }
 
 // Default returns the decision given when no rule matches: Deny or Ask.
 func (p *Policy) Default() Decision { return p.def }

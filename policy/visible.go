@@ -32,7 +32,11 @@ func (u *unknownArgs) Args() map[string]any   { u.touched = true; return map[str
 // on one server: a tool as a tools/call of in.Tool, a prompt as a
 // prompts/get of in.Prompt, a resource as a resources/read of in.URI
 // through the same URI normal form (NormalizeURI) as Evaluate. in.Method
-// names which; in.Args and in.LazyArgs are ignored.
+// names which; in.Args and in.LazyArgs are ignored. in.Definition, when the
+// caller sets it, is the listed item's own definition (Listed, its declared
+// hints): annotation rules then see what a call of that definition would
+// (declared values on a trusted server, conservative ones elsewhere), so
+// list and call agree.
 //
 // Tools and prompts are decided with their arguments unknown. A `when`
 // expression that reads args is undecided; one that does not is evaluated
@@ -101,6 +105,7 @@ func (p *Policy) visibleItem(vs *visibleState, in *Input) Visibility {
 	if cause := r.init(in); cause != 0 {
 		return Visibility{Decision: Deny, Cause: cause}
 	}
+	r.trusted = p.trusted[in.Server] // as Policy.newRequest: declared annotations apply
 	r.own.Args, r.own.LazyArgs, r.own.URIs = nil, unk, nil
 	// eval reports whether ru could match (maybe) and whether it matches
 	// whatever the arguments (surely).

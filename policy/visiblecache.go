@@ -10,8 +10,10 @@ import (
 //
 // It is correct because such an answer depends only on what its key holds:
 // the rules are the policy's (immutable); arguments are unknown for every
-// item (Visible replaces Args, LazyArgs and URIs); annotations are the
-// conservative ones (Visible never trusts a Definition); `when` expressions
+// item (Visible replaces Args, LazyArgs and URIs); annotations are those of
+// the item's Definition (the processor passes the listed item's own, Listed
+// and not Changed, whose hints the key holds; any other Definition is not
+// cached) and the policy's trusted_servers, else conservative; `when` expressions
 // are pure CEL (no clock, no I/O, a deterministic cost limit) over the
 // variables args, claims, method, server, tool, uri, prompt and
 // annotations. The key holds Op, Method (tools/call or prompts/get, the
@@ -20,7 +22,7 @@ import (
 // deny, ask or allow rule of that kind has a `when` whose source mentions
 // "claims" (a textual test, decided at compile time: it can only cache
 // less, never serve an answer that another caller's claims would change).
-// An Input with a Definition is never cached, nor a key longer than
+// An Input with a Definition not Listed or Changed is never cached, nor a key longer than
 // visibleKeyMax. It holds at most visibleCacheMax entries and
 // visibleCacheMaxBytes of keys, and forgets all of them when full.
 type visibleCache struct {
@@ -34,6 +36,8 @@ type visibleKey struct {
 	op                        Op
 	kind                      kind // of the method: tools/call or prompts/get
 	server, tool, uri, prompt string
+	listed                    bool  // an Input.Definition, Listed and not Changed
+	hints                     Hints // its declared annotations
 }
 
 const (
@@ -60,7 +64,7 @@ func newVisibleCache(p *Policy) *visibleCache {
 
 // key returns in's key and whether in may be cached at all.
 func (c *visibleCache) key(in *Input) (visibleKey, bool) {
-	if c == nil || in.Definition != nil {
+	if c == nil || in.Definition != nil && (!in.Definition.Listed || in.Definition.Changed) {
 		return visibleKey{}, false
 	}
 	var k kind
@@ -73,7 +77,11 @@ func (c *visibleCache) key(in *Input) (visibleKey, bool) {
 	if !c.on[k] || len(in.Server)+len(in.Tool)+len(in.URI)+len(in.Prompt) > visibleKeyMax {
 		return visibleKey{}, false
 	}
-	return visibleKey{in.Op, k, in.Server, in.Tool, in.URI, in.Prompt}, true
+	key := visibleKey{op: in.Op, kind: k, server: in.Server, tool: in.Tool, uri: in.URI, prompt: in.Prompt}
+	if in.Definition != nil {
+		key.listed, key.hints = true, in.Definition.Hints
+	}
+	return key, true
 }
 
 func (c *visibleCache) get(k visibleKey) (Visibility, bool) {

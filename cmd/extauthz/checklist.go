@@ -41,7 +41,7 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 		return &exitError{code: 2, err: fmt.Errorf("check: %w", err)}
 	}
 	var items []listItem
-	keep := func(k listfilter.Kind, key string) (bool, error) {
+	keep := func(k listfilter.Kind, key string, raw []byte) (bool, error) {
 		if k == listfilter.Tasks {
 			return false, errors.New("tasks/list answers depend on the task store: check them on a running service")
 		}
@@ -50,6 +50,7 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 			items = append(items, listItem{k, key, policy.Visibility{Decision: policy.Deny, Cause: policy.CauseInvalidInput}})
 			return false, nil
 		}
+		in.Definition = extproc.ItemDefinition(lp.Policy, k, raw, nil)
 		v := lp.Policy.Visible(in)
 		items = append(items, listItem{k, key, v})
 		return v.Visible, nil

@@ -123,8 +123,9 @@ type Options struct {
 	ID     []byte
 	Method string
 	// Keep decides each item by its key (a tool or prompt name, a resource
-	// URI, a uriTemplate, a taskId, decoded). An error fails the filter.
-	Keep func(k Kind, key string) (bool, error)
+	// URI, a uriTemplate, a taskId, decoded) and its bytes as the upstream
+	// sent them (a tool's declared annotations). An error fails the filter.
+	Keep func(k Kind, key string, item []byte) (bool, error)
 	// Observe, when set, sees every item before Keep decides it: its key
 	// and its bytes as the upstream sent them (tool definition pinning). An
 	// error fails the filter.
@@ -349,7 +350,7 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 		}
 		keep := false
 		if opt.Keep != nil {
-			keep, err = opt.Keep(kind, name)
+			keep, err = opt.Keep(kind, name, in[it.off:it.end])
 			if err != nil {
 				return nil, &Error{Kind: "keep", Msg: "deciding an item", Err: err}
 			}

@@ -32,8 +32,8 @@ func reference(t testing.TB) *policy.Policy {
 
 // keepFor decides items with the policy for server "payments"; tasks are
 // kept when listed in own.
-func keepFor(p *policy.Policy, own ...string) func(Kind, string) (bool, error) {
-	return func(k Kind, key string) (bool, error) {
+func keepFor(p *policy.Policy, own ...string) func(Kind, string, []byte) (bool, error) {
+	return func(k Kind, key string, _ []byte) (bool, error) {
 		in := &policy.Input{Op: policy.OpRequest, Server: "payments"}
 		switch k {
 		case Tools:
@@ -163,7 +163,7 @@ func TestFilterRefuses(t *testing.T) {
 	}
 	// Keep's and Cursor's errors fail the filter.
 	boom := errors.New("store down")
-	_, err := Filter([]byte(toolsList), Options{Keep: func(Kind, string) (bool, error) { return false, boom }})
+	_, err := Filter([]byte(toolsList), Options{Keep: func(Kind, string, []byte) (bool, error) { return false, boom }})
 	if !errors.Is(err, boom) {
 		t.Errorf("keep error: %v", err)
 	}
@@ -355,7 +355,7 @@ func FuzzFilter(f *testing.F) {
 				}
 				ok := false
 				for kind := Tools; kind <= Tasks; kind++ {
-					if k, _ := keep(kind, key); k {
+					if k, _ := keep(kind, key, it); k {
 						ok = true
 					}
 				}
