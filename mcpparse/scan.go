@@ -1312,7 +1312,7 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 		// digits: lit is exactly the value of its RFC 8785 form, and only
 		// the layout of the digits can change.
 		if w {
-			p.out = d.appendCanonical(p.out, lit, intEnd-off, fracEnd-off, expOff-off)
+			p.out = d.appendCanonical(p.out, lit, intEnd-off, fracEnd-off, expOff-off, lead)
 		}
 		return nil
 	}
@@ -1341,7 +1341,7 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 		return p.fail(ErrNonCanonicalNumber, off, "number is not exactly representable as an IEEE 754 double")
 	}
 	if w { // d is s: lit has its digits
-		p.out = d.appendCanonical(p.out, lit, intEnd-off, fracEnd-off, expOff-off)
+		p.out = d.appendCanonical(p.out, lit, intEnd-off, fracEnd-off, expOff-off, lead)
 	}
 	return nil
 }
@@ -1400,6 +1400,13 @@ func (acc *digitAcc) add(in []byte, a, b int) {
 	n := acc.nsig
 	acc.nsig += b - a
 	m := acc.m
+	if l := b - a; l <= 8 && a+8 <= len(in) && n+l <= accDigits {
+		// The usual run: one load, the bytes past it shifted out (they
+		// read as leading zeros).
+		x := binary.LittleEndian.Uint64(in[a:]) << (64 - 8*l)
+		acc.m = m*pow10u[l] + eightDigitsWord(x)
+		return
+	}
 	for ; a+8 <= b && n+8 <= accDigits; a, n = a+8, n+8 {
 		m = m*1e8 + eightDigits(in[a:])
 	}
@@ -1418,12 +1425,8 @@ func (acc *digitAcc) add(in []byte, a, b int) {
 // trim returns m without its trailing zeros and its digit count (for
 // nsig > 19, over false, the dropped digits were zeros).
 func (acc *digitAcc) trim() (m uint64, k int) {
-	m, k = acc.m, min(acc.nsig, accDigits)
-	for m != 0 && m%10 == 0 {
-		m /= 10
-		k--
-	}
-	return m, k
+	m, z := trimZeros(acc.m)
+	return m, min(acc.nsig, accDigits) - z
 }
 
 // digitsEnd returns the end of the run of ASCII digits at in[i:], eight
@@ -1449,8 +1452,11 @@ func digitsEnd(in []byte, i int) int {
 
 // eightDigits returns the value of the eight ASCII digits b[:8], the
 // first the most significant, with three multiplications (SWAR).
-func eightDigits(b []byte) uint64 {
-	v := binary.LittleEndian.Uint64(b)
+func eightDigits(b []byte) uint64 { return eightDigitsWord(binary.LittleEndian.Uint64(b)) }
+
+// eightDigitsWord is eightDigits of the bytes of v, little-endian; a zero
+// byte reads as the digit 0.
+func eightDigitsWord(v uint64) uint64 {
 	v = (v & 0x0F0F0F0F0F0F0F0F) * 2561 >> 8
 	v = (v & 0x00FF00FF00FF00FF) * 6553601 >> 16
 	return (v & 0x0000FFFF0000FFFF) * 42949672960001 >> 32
@@ -1503,24 +1509,30 @@ func (d *decimal) es6Layout(lit []byte, intEnd, fracEnd, expOff int) bool {
 }
 
 // appendCanonical appends d, read from lit (its integer part ending at
-// intEnd, its fraction at fracEnd, its exponent at expOff), in its RFC 8785
-// form: lit itself when es6Layout says so, else appendES6 of lit's digits.
-func (d *decimal) appendCanonical(dst, lit []byte, intEnd, fracEnd, expOff int) []byte {
+// intEnd, its fraction at fracEnd after lead zeros, its exponent at
+// expOff), in its RFC 8785 form: lit itself when es6Layout says so, else
+// appendES6 of lit's digits.
+func (d *decimal) appendCanonical(dst, lit []byte, intEnd, fracEnd, expOff, lead int) []byte {
 	if d.es6Layout(lit, intEnd, fracEnd, expOff) {
 		return append(dst, lit...)
 	}
-	var buf [maxDigits]byte
-	j := 0
-	for _, c := range lit[:expOff] { // the k significant digits, in order
-		if c < '0' || c > '9' || j == 0 && c == '0' {
-			continue // sign, point, leading zeros
-		}
-		buf[j] = c
-		if j++; j == d.k {
-			break
-		}
+	ip := lit[:intEnd]
+	if d.neg {
+		ip = ip[1:]
 	}
-	return d.appendES6(dst, buf[:j])
+	var digits []byte
+	switch {
+	case ip[0] == '0': // 0.000ddd
+		digits = lit[intEnd+1+lead:][:d.k]
+	case len(ip) >= d.k:
+		digits = ip[:d.k]
+	default:
+		var buf [maxDigits]byte
+		n := copy(buf[:], ip)
+		copy(buf[n:d.k], lit[intEnd+1:])
+		digits = buf[:d.k]
+	}
+	return d.appendES6(dst, digits)
 }
 
 // appendES6 appends d, whose k significant digits are s, as ECMAScript's
@@ -1555,13 +1567,18 @@ func (d *decimal) appendES6(dst, s []byte) []byte {
 			dst = append(dst, '.')
 			dst = append(dst, s[1:]...)
 		}
-		dst = append(dst, 'e')
-		if n-1 < 0 {
-			dst = append(dst, '-')
-			dst = strconv.AppendInt(dst, int64(1-n), 10)
-		} else {
-			dst = append(dst, '+')
-			dst = strconv.AppendInt(dst, int64(n-1), 10)
+		e, sign := n-1, byte('+')
+		if e < 0 {
+			e, sign = -e, '-'
+		}
+		dst = append(dst, 'e', sign) // |e| <= 324
+		switch {
+		case e >= 100:
+			dst = append(dst, byte('0'+e/100), byte('0'+e/10%10), byte('0'+e%10))
+		case e >= 10:
+			dst = append(dst, byte('0'+e/10), byte('0'+e%10))
+		default:
+			dst = append(dst, byte('0'+e))
 		}
 	}
 	return dst
