@@ -1584,14 +1584,21 @@ func (d *decimal) appendES6(dst, s []byte) []byte {
 	return dst
 }
 
+// digestLen is the length of a digest: "sha256:" and 64 hex digits.
+const digestLen = len("sha256:") + 2*sha256.Size
+
 // digestOf returns "sha256:" + lowercase hex of sum.
 func digestOf(sum [sha256.Size]byte) string {
+	var b [digestLen]byte
+	return string(appendDigest(b[:0], sum))
+}
+
+// appendDigest appends "sha256:" + lowercase hex of sum to dst.
+func appendDigest(dst []byte, sum [sha256.Size]byte) []byte {
 	const hexDigits = "0123456789abcdef"
-	var b [len("sha256:") + 2*sha256.Size]byte
-	copy(b[:], "sha256:")
-	for i, c := range sum {
-		b[7+2*i] = hexDigits[c>>4]
-		b[8+2*i] = hexDigits[c&0xF]
+	dst = append(dst, "sha256:"...)
+	for _, c := range sum {
+		dst = append(dst, hexDigits[c>>4], hexDigits[c&0xF])
 	}
-	return string(b[:])
+	return dst
 }
