@@ -387,6 +387,10 @@ type shape struct {
 	// plain[i]: name i has no '"', '\\' or control byte, so input that
 	// spells it byte for byte, then '"', is that name (shapeKey).
 	plain []bool
+	// words[i]: for a plain name of at most 7 bytes, the name and its
+	// closing quote as a little-endian word (bytes past it zero), which
+	// shapeKey compares with one load; 0 otherwise.
+	words []uint64
 	// identity: perm is 0, 1, 2, … (the names are in canonical order).
 	identity bool
 }
@@ -424,8 +428,16 @@ func (p *scanner) shapeKey(o *objState) []byte {
 	if o.n >= len(sh.ends) || !sh.plain[o.n] {
 		return nil
 	}
-	name := sh.name(o.n)
 	a := p.pos + 1
+	if w := sh.words[o.n]; w != 0 && a+8 <= len(p.in) {
+		// The name and its quote, at most eight bytes: one comparison.
+		l := (bits.Len64(w) + 7) >> 3 // up to the quote, w's last non-zero byte
+		if binary.LittleEndian.Uint64(p.in[a:])&(1<<(8*l)-1) != w {
+			return nil
+		}
+		return p.in[a : a+l-1 : a+l-1]
+	}
+	name := sh.name(o.n)
 	e := a + len(name)
 	if e >= len(p.in) || p.in[e] != '"' || string(p.in[a:e]) != string(name) {
 		return nil
@@ -444,12 +456,21 @@ func (p *scanner) shapeHas(o *objState, key []byte) bool {
 // p.names[o.nbase:].
 func (p *scanner) record(o *objState, perm []cmember) {
 	sh, nbase := p.shape(o), o.nbase
-	sh.names, sh.ends, sh.perm, sh.plain = sh.names[:0], sh.ends[:0], sh.perm[:0], sh.plain[:0]
+	sh.names, sh.ends, sh.perm, sh.plain, sh.words = sh.names[:0], sh.ends[:0], sh.perm[:0], sh.plain[:0], sh.words[:0]
 	for _, nm := range p.names[nbase:] {
 		k := p.bytes(nm.key)
 		sh.names = append(sh.names, k...)
 		sh.ends = append(sh.ends, int32(len(sh.names)))
-		sh.plain = append(sh.plain, len(k) > 0 && !hasSpecial(k))
+		plain := len(k) > 0 && !hasSpecial(k)
+		sh.plain = append(sh.plain, plain)
+		var w uint64
+		if plain && len(k) < 8 {
+			var b [8]byte
+			copy(b[:], k)
+			b[len(k)] = '"'
+			w = binary.LittleEndian.Uint64(b[:])
+		}
+		sh.words = append(sh.words, w)
 	}
 	if perm == nil {
 		sh.perm = nil
@@ -587,12 +608,14 @@ func (p *scanner) object(w bool) *ParseError {
 				p.out = append(p.out, ',')
 			}
 			mstart = len(p.out)
-			if p.rawJCS {
-				p.out = append(p.out, p.in[keyOff:p.keyEnd]...)
-			} else {
-				p.out = appendJCSBytes(p.out, key, esc)
+			switch {
+			case p.rawJCS && p.in[p.keyEnd] == ':': // `"name":` as it is
+				p.out = append(p.out, p.in[keyOff:p.keyEnd+1]...)
+			case p.rawJCS:
+				p.out = append(append(p.out, p.in[keyOff:p.keyEnd]...), ':')
+			default:
+				p.out = append(appendJCSBytes(p.out, key, esc), ':')
 			}
-			p.out = append(p.out, ':')
 		}
 		if err := p.value(w); err != nil {
 			return err
