@@ -1252,18 +1252,18 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	if i >= len(in) || in[i] < '0' || in[i] > '9' {
 		return p.fail(ErrSyntax, i, "invalid number")
 	}
-	var acc digitAcc // digits from the first non-zero one on
-	intDigits := 0   // digits of the integer part, unless it is "0"
+	intStart := i
+	intDigits := 0 // digits of the integer part, unless it is "0"
 	if in[i] == '0' {
 		i++
 	} else {
 		j := digitsEnd(in, i)
-		acc.add(in, i, j)
 		intDigits, i = j-i, j
 	}
 	intEnd := i
 	fracEnd := i
-	lead := 0 // fraction zeros before the first significant digit
+	fracSig := i // the fraction's digits from its first significant one (after lead zeros)
+	lead := 0    // fraction zeros before the first significant digit
 	if i < len(in) && in[i] == '.' {
 		i++
 		j := digitsEnd(in, i)
@@ -1271,14 +1271,13 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 			return p.fail(ErrSyntax, i, "invalid number: no digits after '.'")
 		}
 		a := i
-		if acc.nsig == 0 {
+		if intDigits == 0 {
 			for a < j && in[a] == '0' {
 				a++
 			}
 			lead = a - i
 		}
-		acc.add(in, a, j)
-		i, fracEnd = j, j
+		i, fracEnd, fracSig = j, j, a
 	}
 	expOff := i
 	exp, bigExp := 0, false
@@ -1307,7 +1306,7 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	if exempt {
 		return nil // only used as an id, byte for byte
 	}
-	nsig := acc.nsig
+	nsig := intDigits
 	if fracEnd == intEnd && expOff == i && (nsig <= exactDigits || nsig == 16 && string(in[intEnd-16:intEnd]) <= "9007199254740992") {
 		// Integers up to 2^53 are exact doubles and ES6 prints them
 		// unchanged; only "-0" becomes "0".
@@ -1319,6 +1318,15 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 			}
 		}
 		return nil
+	}
+	// The significant digits, read only now: the usual integer above
+	// needs none of them.
+	var acc digitAcc
+	if intDigits > 0 {
+		acc.add(in, intStart, intEnd)
+	}
+	if fracEnd > intEnd {
+		acc.add(in, fracSig, fracEnd)
 	}
 	if acc.m == 0 && !acc.over { // zero: its RFC 8785 form is 0
 		if w {
@@ -1448,6 +1456,9 @@ func (acc *digitAcc) add(in []byte, a, b int) {
 // trim returns m without its trailing zeros and its digit count (for
 // nsig > 19, over false, the dropped digits were zeros).
 func (acc *digitAcc) trim() (m uint64, k int) {
+	if acc.m%10 != 0 {
+		return acc.m, min(acc.nsig, accDigits)
+	}
 	m, z := trimZeros(acc.m)
 	return m, min(acc.nsig, accDigits) - z
 }
