@@ -13,6 +13,7 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+	"sync"
 )
 
 // The slow path of the number rule converts a literal of 16 or 17
@@ -35,11 +36,11 @@ const (
 	pow10Max = 347
 )
 
-// pow10Tab holds the 128-bit mantissas of 10^e for pow10Min <= e <=
+// pow10Tab returns the 128-bit mantissas of 10^e for pow10Min <= e <=
 // pow10Max, truncated, scaled so that the high bit is set: strconv's
-// pow10tab.go, computed here once (math/big, well under a millisecond)
-// rather than stored.
-var pow10Tab = func() *[pow10Max - pow10Min + 1]uint128 {
+// pow10tab.go, computed on first use (math/big, about 2 ms) rather than
+// stored.
+var pow10Tab = sync.OnceValue(func() *[pow10Max - pow10Min + 1]uint128 {
 	var t [pow10Max - pow10Min + 1]uint128
 	ten := big.NewInt(10)
 	mask := new(big.Int).SetUint64(math.MaxUint64)
@@ -63,7 +64,7 @@ var pow10Tab = func() *[pow10Max - pow10Min + 1]uint128 {
 		t[e-pow10Min] = uint128{new(big.Int).Rsh(&x, 64).Uint64(), lo.Uint64()}
 	}
 	return &t
-}()
+})
 
 // pow10 returns the 128-bit mantissa and binary exponent of 10^e:
 // 10^e = mant/2^128 * 2^exp.
@@ -71,7 +72,7 @@ func pow10(e int) (mant uint128, exp int, ok bool) {
 	if e < pow10Min || e > pow10Max {
 		return
 	}
-	return pow10Tab[e-pow10Min], 1 + mulLog2_10(e), true
+	return pow10Tab()[e-pow10Min], 1 + mulLog2_10(e), true
 }
 
 // mulLog10_2 is floor(x * log10(2)) for -1600 <= x <= 1600.
