@@ -47,6 +47,9 @@ func (p *scanner) check(r *envRec, index int, m *Message) *ParseError {
 			return fail(ErrInvalidRequest, params.off, `"params" must be an object`)
 		}
 		m.Params = in[params.off:params.end]
+		if r.task.kind != 0 {
+			m.Task = in[r.task.off:r.task.end]
+		}
 		if r.proto != 0 {
 			return fail(ErrReservedKey, r.proto-1, `a member named "__proto__" in params (JavaScript decoders drop it)`)
 		}
