@@ -24,10 +24,10 @@ type envRec struct {
 	methodSeen, methodArgs                    bool // method scanned, and is tools/call or prompts/get
 
 	name, uri, args, ref, notifs, task vref // params members
-	pVariant, nVariant           keyRec
-	argsSum                      [sha256.Size]byte
-	hashed                       bool
-	argMems                      [2]int // p.argMems[argMems[0]:argMems[1]]: the members of args
+	pVariant, nVariant                 keyRec
+	argsSum                            [sha256.Size]byte
+	hashed                             bool
+	argMems                            [2]int // p.argMems[argMems[0]:argMems[1]]: the members of args
 
 	refType, refName, refURI vref
 	refVariant               keyRec
