@@ -355,7 +355,7 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 		Audience: el.Principal.Audience, Server: el.Server, Method: el.Method, Target: el.Target,
 		ArgsDigest: el.ArgsDigest, Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
 	})
-	el.TaskRequested = m.Method == mcpmethod.ToolsCall && paramMember(m.Params, "task") != nil
+	el.TaskRequested = m.Method == mcpmethod.ToolsCall && m.Task != nil // found by Parse's one pass
 	if m.Kind == mcpparse.KindRequest && taskMethods[m.Method] {
 		el.TaskID, _ = paramString(m.Params, "taskId")
 	}

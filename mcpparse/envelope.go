@@ -23,11 +23,11 @@ type envRec struct {
 	unknownSet                                bool
 	methodSeen, methodArgs                    bool // method scanned, and is tools/call or prompts/get
 
-	name, uri, args, ref, notifs vref // params members
-	pVariant, nVariant           keyRec
-	argsSum                      [sha256.Size]byte
-	hashed                       bool
-	argMems                      [2]int // p.argMems[argMems[0]:argMems[1]]: the members of args
+	name, uri, args, ref, notifs, task vref // params members
+	pVariant, nVariant                 keyRec
+	argsSum                            [sha256.Size]byte
+	hashed                             bool
+	argMems                            [2]int // p.argMems[argMems[0]:argMems[1]]: the members of args
 
 	refType, refName, refURI vref
 	refVariant               keyRec
@@ -258,6 +258,8 @@ func (p *scanner) params(r *envRec) *ParseError {
 			r.argMems[1] = len(p.argMems)
 			r.args = vref{kind: vObject, off: off, end: p.pos}
 			r.argsSum, r.hashed = sha256.Sum256(p.out), true
+		case "task":
+			r.task, err = p.ref(false)
 		case "ref":
 			r.ref, err = p.special(p.refObject, r)
 		case "notifications":

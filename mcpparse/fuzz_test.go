@@ -2,6 +2,7 @@ package mcpparse
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"reflect"
@@ -266,6 +267,12 @@ func FuzzParseDifferential(f *testing.F) {
 		f.Add([]byte(call(`{"items":`+s+`}`)), false)
 		f.Add([]byte(s), false)
 	}
+	for _, s := range []string{ // params.task (Message.Task)
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{"ttl":60000},"arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"task": null}}`,
+	} {
+		f.Add([]byte(s), false)
+	}
 	reused := new(scanner) // lives across inputs, as a pooled scanner does
 	f.Fuzz(func(t *testing.T, body []byte, batch bool) {
 		for _, exact := range []bool{false, true} {
@@ -316,6 +323,15 @@ func sameBody(t *testing.T, what string, got *Body, want *refBody, exactKeys boo
 			g.URI != w.URI || g.Prompt != w.Prompt || g.RefType != w.RefType ||
 			!reflect.DeepEqual(g.URIs, w.URIs) || !bytes.Equal(g.Params, w.Params) {
 			t.Fatalf("%s: message %d differs:\n%+v\n%+v", what, i, g, w)
+		}
+		var pm map[string]json.RawMessage // params.task, by encoding/json (params has no duplicate)
+		if w.Params != nil {
+			if err := json.Unmarshal(w.Params, &pm); err != nil {
+				t.Fatalf("%s: message %d params: %v", what, i, err)
+			}
+		}
+		if wt := pm["task"]; !bytes.Equal(g.Task, wt) || (g.Task == nil) != (wt == nil) {
+			t.Fatalf("%s: message %d Task %q, want %q", what, i, g.Task, wt)
 		}
 		if g.ArgsDigest != w.ArgsDigest || !bytes.Equal(g.Arguments(), w.Arguments) {
 			t.Fatalf("%s: message %d arguments differ: %s %q / %s %q", what, i, g.ArgsDigest, g.Arguments(), w.ArgsDigest, w.Arguments)

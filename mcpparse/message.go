@@ -69,6 +69,11 @@ type Message struct {
 	// Params is the params object exactly as in the body; nil when absent.
 	// It aliases the body passed to Parse.
 	Params []byte
+	// Task is params.task exactly as in the body (MCP 2025-11-25 task
+	// augmentation: an object with ttl; not checked here), whatever the
+	// method; nil when params has no such member. It aliases the body
+	// passed to Parse.
+	Task []byte
 	// Result is a response's result value exactly as in the body; nil for
 	// error responses, requests and notifications. It aliases the body
 	// passed to Parse.

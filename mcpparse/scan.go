@@ -387,6 +387,10 @@ type shape struct {
 	// plain[i]: name i has no '"', '\\' or control byte, so input that
 	// spells it byte for byte, then '"', is that name (shapeKey).
 	plain []bool
+	// words[i]: for a plain name of at most 7 bytes, the name and its
+	// closing quote as a little-endian word (bytes past it zero), which
+	// shapeKey compares with one load; 0 otherwise.
+	words []uint64
 	// identity: perm is 0, 1, 2, … (the names are in canonical order).
 	identity bool
 }
@@ -424,8 +428,16 @@ func (p *scanner) shapeKey(o *objState) []byte {
 	if o.n >= len(sh.ends) || !sh.plain[o.n] {
 		return nil
 	}
-	name := sh.name(o.n)
 	a := p.pos + 1
+	if w := sh.words[o.n]; w != 0 && a+8 <= len(p.in) {
+		// The name and its quote, at most eight bytes: one comparison.
+		l := (bits.Len64(w) + 7) >> 3 // up to the quote, w's last non-zero byte
+		if binary.LittleEndian.Uint64(p.in[a:])&(1<<(8*l)-1) != w {
+			return nil
+		}
+		return p.in[a : a+l-1 : a+l-1]
+	}
+	name := sh.name(o.n)
 	e := a + len(name)
 	if e >= len(p.in) || p.in[e] != '"' || string(p.in[a:e]) != string(name) {
 		return nil
@@ -444,12 +456,21 @@ func (p *scanner) shapeHas(o *objState, key []byte) bool {
 // p.names[o.nbase:].
 func (p *scanner) record(o *objState, perm []cmember) {
 	sh, nbase := p.shape(o), o.nbase
-	sh.names, sh.ends, sh.perm, sh.plain = sh.names[:0], sh.ends[:0], sh.perm[:0], sh.plain[:0]
+	sh.names, sh.ends, sh.perm, sh.plain, sh.words = sh.names[:0], sh.ends[:0], sh.perm[:0], sh.plain[:0], sh.words[:0]
 	for _, nm := range p.names[nbase:] {
 		k := p.bytes(nm.key)
 		sh.names = append(sh.names, k...)
 		sh.ends = append(sh.ends, int32(len(sh.names)))
-		sh.plain = append(sh.plain, len(k) > 0 && !hasSpecial(k))
+		plain := len(k) > 0 && !hasSpecial(k)
+		sh.plain = append(sh.plain, plain)
+		var w uint64
+		if plain && len(k) < 8 {
+			var b [8]byte
+			copy(b[:], k)
+			b[len(k)] = '"'
+			w = binary.LittleEndian.Uint64(b[:])
+		}
+		sh.words = append(sh.words, w)
 	}
 	if perm == nil {
 		sh.perm = nil
@@ -587,12 +608,14 @@ func (p *scanner) object(w bool) *ParseError {
 				p.out = append(p.out, ',')
 			}
 			mstart = len(p.out)
-			if p.rawJCS {
-				p.out = append(p.out, p.in[keyOff:p.keyEnd]...)
-			} else {
-				p.out = appendJCSBytes(p.out, key, esc)
+			switch {
+			case p.rawJCS && p.in[p.keyEnd] == ':': // `"name":` as it is
+				p.out = append(p.out, p.in[keyOff:p.keyEnd+1]...)
+			case p.rawJCS:
+				p.out = append(append(p.out, p.in[keyOff:p.keyEnd]...), ':')
+			default:
+				p.out = append(appendJCSBytes(p.out, key, esc), ':')
 			}
-			p.out = append(p.out, ':')
 		}
 		if err := p.value(w); err != nil {
 			return err
@@ -1214,9 +1237,9 @@ func appendJCSEscaped(dst, s []byte) []byte {
 //
 // and, unless exempt, rejects it when its exact decimal value differs from
 // the value of its RFC 8785 serialization; w: append that serialization.
-// The one pass over the literal also reads its significant digits
-// (decimal), so that the usual number, already in its RFC 8785 form, is
-// copied as it is.
+// The one pass over the literal also reads its significant digits into an
+// integer (decimal), so that the usual number, already in its RFC 8785
+// form, is copied as it is, and the others are compared as integers.
 func (p *scanner) number(exempt, w bool) *ParseError {
 	in := p.in
 	off := p.pos
@@ -1229,19 +1252,18 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	if i >= len(in) || in[i] < '0' || in[i] > '9' {
 		return p.fail(ErrSyntax, i, "invalid number")
 	}
-	nsig := 0      // digits from the first non-zero one on (d.digits holds the first 17)
-	over := false  // a non-zero digit past the 17th
+	intStart := i
 	intDigits := 0 // digits of the integer part, unless it is "0"
 	if in[i] == '0' {
 		i++
 	} else {
 		j := digitsEnd(in, i)
-		d.addDigits(in, i, j, &nsig, &over)
 		intDigits, i = j-i, j
 	}
 	intEnd := i
 	fracEnd := i
-	lead := 0 // fraction zeros before the first significant digit
+	fracSig := i // the fraction's digits from its first significant one (after lead zeros)
+	lead := 0    // fraction zeros before the first significant digit
 	if i < len(in) && in[i] == '.' {
 		i++
 		j := digitsEnd(in, i)
@@ -1249,14 +1271,13 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 			return p.fail(ErrSyntax, i, "invalid number: no digits after '.'")
 		}
 		a := i
-		if nsig == 0 {
+		if intDigits == 0 {
 			for a < j && in[a] == '0' {
 				a++
 			}
 			lead = a - i
 		}
-		d.addDigits(in, a, j, &nsig, &over)
-		i, fracEnd = j, j
+		i, fracEnd, fracSig = j, j, a
 	}
 	expOff := i
 	exp, bigExp := 0, false
@@ -1285,6 +1306,7 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	if exempt {
 		return nil // only used as an id, byte for byte
 	}
+	nsig := intDigits
 	if fracEnd == intEnd && expOff == i && (nsig <= exactDigits || nsig == 16 && string(in[intEnd-16:intEnd]) <= "9007199254740992") {
 		// Integers up to 2^53 are exact doubles and ES6 prints them
 		// unchanged; only "-0" becomes "0".
@@ -1297,26 +1319,31 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 		}
 		return nil
 	}
-	if d.k == 0 { // zero: its RFC 8785 form is 0
+	// The significant digits, read only now: the usual integer above
+	// needs none of them.
+	var acc digitAcc
+	if intDigits > 0 {
+		acc.add(in, intStart, intEnd)
+	}
+	if fracEnd > intEnd {
+		acc.add(in, fracSig, fracEnd)
+	}
+	if acc.m == 0 && !acc.over { // zero: its RFC 8785 form is 0
 		if w {
 			p.out = append(p.out, '0')
 		}
 		return nil
 	}
-	clear(d.digits[min(d.k, len(d.digits)):]) // so that decimals compare with ==
+	d.m, d.k = acc.trim()
 	d.n = intDigits - lead + exp
-	ok := !over && !bigExp
+	ok := !acc.over && d.k <= maxDigits && !bigExp
 	if ok && d.k <= exactDigits && d.n > -290 && d.n < 290 {
 		// With at most 15 significant digits (DBL_DIG) in that range, the
 		// shortest decimal that round-trips the nearest double is lit's own
 		// digits: lit is exactly the value of its RFC 8785 form, and only
 		// the layout of the digits can change.
 		if w {
-			if d.es6Layout(lit, intEnd-off, fracEnd-off, expOff-off) {
-				p.out = append(p.out, lit...)
-			} else {
-				p.out = d.appendES6(p.out)
-			}
+			p.out = d.appendCanonical(p.out, lit, intEnd-off, fracEnd-off, expOff-off, lead)
 		}
 		return nil
 	}
@@ -1325,7 +1352,9 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	}
 	f, exact := 0.0, false
 	if ok {
-		f, exact = d.float()
+		if f, exact = d.float(); !exact {
+			f, exact = eiselLemire(d.m, d.n-d.k, d.neg)
+		}
 	}
 	if !exact {
 		var err error
@@ -1342,8 +1371,8 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	if !ok || d != s {
 		return p.fail(ErrNonCanonicalNumber, off, "number is not exactly representable as an IEEE 754 double")
 	}
-	if w {
-		p.out = s.appendES6(p.out)
+	if w { // d is s: lit has its digits
+		p.out = d.appendCanonical(p.out, lit, intEnd-off, fracEnd-off, expOff-off, lead)
 	}
 	return nil
 }
@@ -1370,14 +1399,68 @@ func (p *scanner) numberLenient(lit []byte, off int, w bool) *ParseError {
 // (within the normal range) survives a round trip through a double.
 const exactDigits = 15
 
+// maxDigits is the most significant digits the shortest round-trip form
+// of a double has.
+const maxDigits = 17
+
 // decimal is a number literal of at most 17 significant digits (the most a
-// shortest round-trip form of a double has), as ±0.digits × 10^n
-// (ES6 Number::toString's s, k and n).
+// shortest round-trip form of a double has), as ±0.d₁d₂…d_k × 10^n
+// (ES6 Number::toString's s, k and n), the digits as the integer m.
 type decimal struct {
-	neg    bool
-	digits [17]byte // digits[k:] are zero bytes, so two decimals compare with ==
-	k      int      // significant digits, no trailing zeros; 0 for zero
-	n      int
+	neg bool
+	m   uint64 // the k significant digits, the last non-zero; 0 for zero
+	k   int
+	n   int
+}
+
+// digitAcc reads the significant digits of a literal, run by run: the
+// first 19 into m (trailing zeros included), over when a non-zero digit
+// lies past them.
+type digitAcc struct {
+	m    uint64
+	nsig int // significant digits so far (m holds min(nsig, 19) of them)
+	over bool
+}
+
+// accDigits is how many decimal digits a uint64 always holds.
+const accDigits = 19
+
+// add appends the digits in[a:b] (the first a significant one, unless
+// nsig is 0 and in[a] is the integer part's first digit), eight at a time.
+func (acc *digitAcc) add(in []byte, a, b int) {
+	n := acc.nsig
+	acc.nsig += b - a
+	m := acc.m
+	if l := b - a; l <= 8 && a+8 <= len(in) && n+l <= accDigits {
+		// The usual run: one load, the bytes past it shifted out (they
+		// read as leading zeros).
+		x := binary.LittleEndian.Uint64(in[a:]) << (64 - 8*l)
+		acc.m = m*pow10u[l] + eightDigitsWord(x)
+		return
+	}
+	for ; a+8 <= b && n+8 <= accDigits; a, n = a+8, n+8 {
+		m = m*1e8 + eightDigits(in[a:])
+	}
+	for ; a < b && n < accDigits; a, n = a+1, n+1 {
+		m = m*10 + uint64(in[a]-'0')
+	}
+	acc.m = m
+	for ; a < b; a++ { // past 19 digits: only zeros keep the value exact
+		if in[a] != '0' {
+			acc.over = true
+			return
+		}
+	}
+}
+
+// trim returns m without its trailing zeros and its digit count (for
+// nsig > 19, over false, the dropped digits were zeros).
+func (acc *digitAcc) trim() (m uint64, k int) {
+	if acc.m%10 != 0 {
+		return acc.m, min(acc.nsig, accDigits)
+	}
+	m, z := trimZeros(acc.m)
+	return m, min(acc.nsig, accDigits) - z
 }
 
 // digitsEnd returns the end of the run of ASCII digits at in[i:], eight
@@ -1401,60 +1484,35 @@ func digitsEnd(in []byte, i int) int {
 	return i
 }
 
-// addDigits appends the digits in[a:b] to d as significant digits
-// (*nsig of them so far): the first 17 into d.digits, d.k just past the
-// last non-zero one, *over when that lies past the 17th.
-func (d *decimal) addDigits(in []byte, a, b int, nsig *int, over *bool) {
-	n := *nsig
-	if n < len(d.digits) {
-		copy(d.digits[n:], in[a:b])
-	}
-	for j := b - 1; j >= a; j-- {
-		if in[j] != '0' {
-			d.k = n + j - a + 1
-			if d.k > len(d.digits) {
-				*over = true
-			}
-			break
-		}
-	}
-	*nsig = n + b - a
-}
-
 // eightDigits returns the value of the eight ASCII digits b[:8], the
 // first the most significant, with three multiplications (SWAR).
-func eightDigits(b []byte) uint64 {
-	v := binary.LittleEndian.Uint64(b)
+func eightDigits(b []byte) uint64 { return eightDigitsWord(binary.LittleEndian.Uint64(b)) }
+
+// eightDigitsWord is eightDigits of the bytes of v, little-endian; a zero
+// byte reads as the digit 0.
+func eightDigitsWord(v uint64) uint64 {
 	v = (v & 0x0F0F0F0F0F0F0F0F) * 2561 >> 8
 	v = (v & 0x00FF00FF00FF00FF) * 6553601 >> 16
 	return (v & 0x0000FFFF0000FFFF) * 42949672960001 >> 32
 }
 
-// pow10 are the powers of ten that doubles hold exactly.
-var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+// pow10f are the powers of ten that doubles hold exactly.
+var pow10f = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // float returns the double nearest d when it can be had exactly with one
 // IEEE 754 operation (Clinger's fast path, as strconv takes it: digits
 // below 2^53 and a power of ten of at most 22); exact false otherwise.
 func (d *decimal) float() (f float64, exact bool) {
-	var m uint64
-	i := 0
-	if d.k >= 16 { // the usual caller: 16 or 17 digits
-		m, i = eightDigits(d.digits[0:8])*1e8+eightDigits(d.digits[8:16]), 16
-	}
-	for _, c := range d.digits[i:d.k] {
-		m = m*10 + uint64(c-'0')
-	}
 	e := d.n - d.k
-	if m > 1<<53 || e < -22 || e > 22 {
+	if d.m > 1<<53 || e < -22 || e > 22 {
 		return 0, false
 	}
-	f = float64(m)
+	f = float64(d.m)
 	if e < 0 {
-		f /= pow10[-e]
+		f /= pow10f[-e]
 	} else {
-		f *= pow10[e]
+		f *= pow10f[e]
 	}
 	if d.neg {
 		f = -f
@@ -1469,30 +1527,10 @@ func (d *decimal) shortest(f float64) {
 	if f == 0 {
 		return
 	}
-	if f < 0 {
-		d.neg, f = true, -f
-	}
-	var buf [32]byte
-	b := strconv.AppendFloat(buf[:0], f, 'e', -1, 64) // d[.ddd]e±dd
-	e := 0
-	for i, c := range b {
-		if c == 'e' {
-			e = i
-			break
-		}
-		if c != '.' {
-			d.digits[d.k] = c
-			d.k++
-		}
-	}
-	exp := 0
-	for _, c := range b[e+2:] {
-		exp = exp*10 + int(c-'0')
-	}
-	if b[e+1] == '-' {
-		exp = -exp
-	}
-	d.n = exp + 1
+	d.neg = f < 0
+	q, e := shortestDigits(f)
+	d.m, d.k = q, digitCount(q)
+	d.n = d.k + e
 }
 
 // es6Layout reports whether lit (read by parse into d, at most 15
@@ -1504,16 +1542,43 @@ func (d *decimal) es6Layout(lit []byte, intEnd, fracEnd, expOff int) bool {
 		d.k > 0 && d.n > -6 && d.n <= 21
 }
 
-// appendES6 appends d as ECMAScript's Number::toString prints it (RFC 8785
-// section 3.2.2.3).
-func (d *decimal) appendES6(dst []byte) []byte {
+// appendCanonical appends d, read from lit (its integer part ending at
+// intEnd, its fraction at fracEnd after lead zeros, its exponent at
+// expOff), in its RFC 8785 form: lit itself when es6Layout says so, else
+// appendES6 of lit's digits.
+func (d *decimal) appendCanonical(dst, lit []byte, intEnd, fracEnd, expOff, lead int) []byte {
+	if d.es6Layout(lit, intEnd, fracEnd, expOff) {
+		return append(dst, lit...)
+	}
+	ip := lit[:intEnd]
+	if d.neg {
+		ip = ip[1:]
+	}
+	var digits []byte
+	switch {
+	case ip[0] == '0': // 0.000ddd
+		digits = lit[intEnd+1+lead:][:d.k]
+	case len(ip) >= d.k:
+		digits = ip[:d.k]
+	default:
+		var buf [maxDigits]byte
+		n := copy(buf[:], ip)
+		copy(buf[n:d.k], lit[intEnd+1:])
+		digits = buf[:d.k]
+	}
+	return d.appendES6(dst, digits)
+}
+
+// appendES6 appends d, whose k significant digits are s, as ECMAScript's
+// Number::toString prints it (RFC 8785 section 3.2.2.3).
+func (d *decimal) appendES6(dst, s []byte) []byte {
 	if d.k == 0 {
 		return append(dst, '0')
 	}
 	if d.neg {
 		dst = append(dst, '-')
 	}
-	s, k, n := d.digits[:d.k], d.k, d.n
+	k, n := d.k, d.n
 	switch {
 	case k <= n && n <= 21:
 		dst = append(dst, s...)
@@ -1536,26 +1601,38 @@ func (d *decimal) appendES6(dst []byte) []byte {
 			dst = append(dst, '.')
 			dst = append(dst, s[1:]...)
 		}
-		dst = append(dst, 'e')
-		if n-1 < 0 {
-			dst = append(dst, '-')
-			dst = strconv.AppendInt(dst, int64(1-n), 10)
-		} else {
-			dst = append(dst, '+')
-			dst = strconv.AppendInt(dst, int64(n-1), 10)
+		e, sign := n-1, byte('+')
+		if e < 0 {
+			e, sign = -e, '-'
+		}
+		dst = append(dst, 'e', sign) // |e| <= 324
+		switch {
+		case e >= 100:
+			dst = append(dst, byte('0'+e/100), byte('0'+e/10%10), byte('0'+e%10))
+		case e >= 10:
+			dst = append(dst, byte('0'+e/10), byte('0'+e%10))
+		default:
+			dst = append(dst, byte('0'+e))
 		}
 	}
 	return dst
 }
 
+// digestLen is the length of a digest: "sha256:" and 64 hex digits.
+const digestLen = len("sha256:") + 2*sha256.Size
+
 // digestOf returns "sha256:" + lowercase hex of sum.
 func digestOf(sum [sha256.Size]byte) string {
+	var b [digestLen]byte
+	return string(appendDigest(b[:0], sum))
+}
+
+// appendDigest appends "sha256:" + lowercase hex of sum to dst.
+func appendDigest(dst []byte, sum [sha256.Size]byte) []byte {
 	const hexDigits = "0123456789abcdef"
-	var b [len("sha256:") + 2*sha256.Size]byte
-	copy(b[:], "sha256:")
-	for i, c := range sum {
-		b[7+2*i] = hexDigits[c>>4]
-		b[8+2*i] = hexDigits[c&0xF]
+	dst = append(dst, "sha256:"...)
+	for _, c := range sum {
+		dst = append(dst, hexDigits[c>>4], hexDigits[c&0xF])
 	}
-	return string(b[:])
+	return dst
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jcsoracle"
 )
@@ -377,6 +378,46 @@ func TestEightDigits(t *testing.T) {
 		s := []byte(strconv.FormatUint(100_000_000+n, 10)[1:]) // eight digits, leading zeros kept
 		if got := eightDigits(s); got != n {
 			t.Fatalf("eightDigits(%s) = %d", s, got)
+		}
+	}
+}
+
+// TestSkipRunes: skipRunes stops where a rune-by-rune walk with
+// unicode/utf8 stops (at ASCII, at the end, or at the first invalid
+// sequence) on random mixes of valid sequences of every length, ASCII,
+// and invalid bytes (overlong forms, surrogates, stray continuation
+// bytes, truncated sequences), at every start offset.
+func TestSkipRunes(t *testing.T) {
+	pieces := []string{"ж", "é", "東", "😀", "ऩ", "\uFFFF", "\U0010FFFF", "a", " ",
+		"\xC0\x80", "\xC1\xBF", "\xE0\x80\x80", "\xE0\x9F\xBF", "\xED\xA0\x80", "\xED\xBF\xBF", "\xF0\x80\x80\x80",
+		"\xF4\x90\x80\x80", "\x80", "\xBF", "\xE2\x82", "\xF0\x9F\x98", "\xFF"}
+	rng := rand.New(rand.NewPCG(9, 9))
+	ref := func(in []byte, i int) int {
+		for i < len(in) && in[i] >= utf8.RuneSelf {
+			r, n := utf8.DecodeRune(in[i:])
+			if r == utf8.RuneError && n == 1 {
+				break
+			}
+			i += n
+		}
+		return i
+	}
+	for range 20000 {
+		var b []byte
+		for range rng.IntN(24) {
+			p := pieces[rng.IntN(len(pieces))]
+			if rng.IntN(4) > 0 { // mostly valid, often the same script
+				p = pieces[rng.IntN(5)]
+			}
+			b = append(b, p...)
+		}
+		for i := range b {
+			if b[i] < utf8.RuneSelf {
+				continue
+			}
+			if got, want := skipRunes(b, i), ref(b, i); got != want {
+				t.Fatalf("skipRunes(%q, %d) = %d, want %d", b, i, got, want)
+			}
 		}
 	}
 }

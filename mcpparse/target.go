@@ -47,6 +47,9 @@ func (p *scanner) check(r *envRec, index int, m *Message) *ParseError {
 			return fail(ErrInvalidRequest, params.off, `"params" must be an object`)
 		}
 		m.Params = in[params.off:params.end]
+		if r.task.kind != 0 {
+			m.Task = in[r.task.off:r.task.end]
+		}
 		if r.proto != 0 {
 			return fail(ErrReservedKey, r.proto-1, `a member named "__proto__" in params (JavaScript decoders drop it)`)
 		}
@@ -122,41 +125,64 @@ func (p *scanner) target(r *envRec, index int, m *Message) *ParseError {
 	if hasParams && r.pVariant.variantOf != "" {
 		return variant(r.pVariant)
 	}
-	// str returns a required non-empty string member f of obj.
-	str := func(obj, f vref, where, key string, off int) (string, *ParseError) {
+	// strBytes returns a required non-empty string member f of obj,
+	// decoded: it aliases the input or p.str, until the next string scan.
+	strBytes := func(obj, f vref, where, key string, off int) ([]byte, *ParseError) {
 		if obj.kind == 0 {
-			return "", fail(ErrInvalidParams, off, `missing "`+where+`"`)
+			return nil, fail(ErrInvalidParams, off, `missing "`+where+`"`)
 		}
 		if f.kind == 0 {
-			return "", fail(ErrInvalidParams, obj.off, `missing "`+where+"."+key+`"`)
+			return nil, fail(ErrInvalidParams, obj.off, `missing "`+where+"."+key+`"`)
 		}
 		if f.kind != vString || f.end-f.off == 2 {
-			return "", fail(ErrInvalidParams, f.off, `"`+where+"."+key+`" must be a non-empty string`)
+			return nil, fail(ErrInvalidParams, f.off, `"`+where+"."+key+`" must be a non-empty string`)
 		}
-		return string(p.stringAt(f)), nil
+		return p.stringAt(f), nil
+	}
+	// str is strBytes as a string.
+	str := func(obj, f vref, where, key string, off int) (string, *ParseError) {
+		b, err := strBytes(obj, f, where, key, off)
+		return string(b), err
 	}
 	// bounded fails when s is longer than max characters.
-	bounded := func(s string, max int, f vref, where string) *ParseError {
-		if utf8.RuneCountInString(s) > max {
+	bounded := func(s []byte, max int, f vref, where string) *ParseError {
+		if utf8.RuneCount(s) > max {
 			return fail(ErrInvalidParams, f.off, `"`+where+`" is longer than `+strconv.Itoa(max)+" characters")
 		}
 		return nil
 	}
 	msgOff := r.params.off
+	digested := false // named set m.ArgsDigest
+	// named returns the tool or prompt name of a tools/call or
+	// prompts/get, and sets m.ArgsDigest when the arguments were hashed:
+	// the two strings share one allocation.
+	named := func(f vref, max int, where string) (string, *ParseError) {
+		b, err := strBytes(r.params, f, "params", "name", msgOff)
+		if err == nil {
+			err = bounded(b, max, f, where)
+		}
+		if err != nil {
+			return "", err
+		}
+		if !r.hashed || r.args.kind != vObject {
+			return string(b), nil
+		}
+		var sb strings.Builder
+		sb.Grow(digestLen + len(b))
+		sb.Write(appendDigest(make([]byte, 0, digestLen), r.argsSum))
+		sb.Write(b)
+		joint := sb.String()
+		m.ArgsDigest, digested = joint[:digestLen], true
+		return joint[digestLen:], nil
+	}
 	var err *ParseError
 	takesArgs := false
 	switch m.Method {
 	case mcpmethod.ToolsCall:
-		m.Tool, err = str(r.params, r.name, "params", "name", msgOff)
-		if err == nil {
-			err = bounded(m.Tool, MaxToolNameLen, r.name, "params.name")
-		}
+		m.Tool, err = named(r.name, MaxToolNameLen, "params.name")
 		takesArgs = true
 	case mcpmethod.PromptsGet:
-		m.Prompt, err = str(r.params, r.name, "params", "name", msgOff)
-		if err == nil {
-			err = bounded(m.Prompt, MaxPromptNameLen, r.name, "params.name")
-		}
+		m.Prompt, err = named(r.name, MaxPromptNameLen, "params.name")
 		takesArgs = true
 	case mcpmethod.ResourcesRead, mcpmethod.ResourcesSubscribe, mcpmethod.ResourcesUnsubscribe:
 		m.URI, err = str(r.params, r.uri, "params", "uri", msgOff)
@@ -179,10 +205,12 @@ func (p *scanner) target(r *envRec, index int, m *Message) *ParseError {
 		}
 		switch m.RefType {
 		case "ref/prompt":
-			m.Prompt, err = str(ref, r.refName, "params.ref", "name", ref.off)
+			var b []byte
+			b, err = strBytes(ref, r.refName, "params.ref", "name", ref.off)
 			if err == nil {
-				err = bounded(m.Prompt, MaxPromptNameLen, r.refName, "params.ref.name")
+				err = bounded(b, MaxPromptNameLen, r.refName, "params.ref.name")
 			}
+			m.Prompt = string(b)
 		case "ref/resource":
 			m.URI, err = str(ref, r.refURI, "params.ref", "uri", ref.off)
 		default:
@@ -192,7 +220,9 @@ func (p *scanner) target(r *envRec, index int, m *Message) *ParseError {
 	if err != nil {
 		return err
 	}
-	m.ArgsDigest = emptyObjectDigest
+	if !digested {
+		m.ArgsDigest = emptyObjectDigest
+	}
 	if !takesArgs || r.args.kind == 0 {
 		return nil
 	}
@@ -203,7 +233,9 @@ func (p *scanner) target(r *envRec, index int, m *Message) *ParseError {
 		return fail(ErrInvalidParams, r.args.off, `"params.arguments" not canonicalized`)
 	}
 	m.RawArguments = p.in[r.args.off:r.args.end]
-	m.ArgsDigest = digestOf(r.argsSum)
+	if !digested { // unreachable: named digests hashed arguments
+		m.ArgsDigest = digestOf(r.argsSum)
+	}
 	if mems := p.argMems[r.argMems[0]:r.argMems[1]]; len(mems) > 0 {
 		m.argOffs = m.argBuf[:0]
 		if len(mems) > len(m.argBuf) {

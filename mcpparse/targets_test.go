@@ -100,3 +100,35 @@ func TestNameLengthBound(t *testing.T) {
 		})
 	}
 }
+
+// TestNamedCallAllocations: a tools/call or prompts/get with arguments
+// costs Parse two allocations (the Body with its Messages, and one string
+// holding both the name and ArgsDigest), and the two strings are right.
+func TestNamedCallAllocations(t *testing.T) {
+	for _, tt := range []struct {
+		give     string
+		wantName string
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"issue_refund","arguments":{"orderId":"ord-1","amountMinor":1250}}}`, "issue_refund"},
+		{`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"summar\u00ebze","arguments":{"b":1,"a":2}}}`, "summarëze"},
+	} {
+		body := []byte(tt.give)
+		b, err := Parse(body, ParseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &b.Messages[0]
+		if name := m.Tool + m.Prompt; name != tt.wantName {
+			t.Errorf("%s: name %q, want %q", tt.give, name, tt.wantName)
+		}
+		if want := Digest(m.Arguments()); m.ArgsDigest != want {
+			t.Errorf("%s: ArgsDigest %s, want %s", tt.give, m.ArgsDigest, want)
+		}
+		if raceEnabled {
+			continue
+		}
+		if n := testing.AllocsPerRun(20, func() { _, _ = Parse(body, ParseOptions{}) }); n > 2 {
+			t.Errorf("%s: %v allocations per Parse, want 2", tt.give, n)
+		}
+	}
+}

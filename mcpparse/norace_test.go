@@ -1,0 +1,5 @@
+//go:build !race
+
+package mcpparse
+
+const raceEnabled = false

@@ -1,0 +1,90 @@
+package mcpparse
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// numberForms returns literals for f as JSON writers spell numbers:
+// shortest ('g', 'e', 'E', 'f'), fixed precision (15, 16, 17 digits, which
+// may not be canonical or exact), and with a trailing fraction zero.
+func numberForms(f float64) []string {
+	var out []string
+	for _, fm := range []byte{'g', 'e', 'E', 'f'} {
+		out = append(out, strconv.FormatFloat(f, fm, -1, 64))
+	}
+	for _, prec := range []int{15, 16, 17} {
+		out = append(out, strconv.FormatFloat(f, 'g', prec, 64), strconv.FormatFloat(f, 'e', prec-1, 64))
+	}
+	if s := strconv.FormatFloat(f, 'f', -1, 64); strings.Contains(s, ".") && len(s) < 400 {
+		out = append(out, s+"0")
+	}
+	return out
+}
+
+// TestNumberDifferential: for doubles across the whole range (random bit
+// patterns, measurements of 16 and 17 digits, short decimals, integers
+// near 2^53 and powers of ten) in every spelling numberForms makes,
+// Canonicalize accepts, rejects and writes each literal exactly as the
+// tree parser (ref_test.go, strconv and gowebpki/jcs) does.
+func TestNumberDifferential(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	var fs []float64
+	for range 3000 {
+		fs = append(fs,
+			math.Float64frombits(rng.Uint64()&^(0x7FF<<52)|uint64(rng.IntN(2046)+1)<<52), // any finite
+			rng.Float64()*2000-1000,
+			rng.NormFloat64()*1e-6,
+			float64(rng.IntN(100000))/float64(int(1)<<rng.IntN(12)),
+			float64(1<<53-rng.IntN(1000)),
+			math.Pow(10, float64(rng.IntN(600)-300)),
+		)
+	}
+	extra := []string{"-0", "0.0", "1E400", "-1e-400", "9007199254740993", "12345678901234567890",
+		"1.00000000000000000000001", "0.000001000", "1e21", "1e-7", "100000000000000000000000"}
+	check := func(lit string) {
+		got, err := Canonicalize([]byte(lit), Limits{})
+		want, werr := refCanonicalize([]byte(lit), Limits{})
+		sameError(t, lit, err, werr)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: canonical %q, tree parser %q", lit, got, want)
+		}
+	}
+	for _, lit := range extra {
+		check(lit)
+	}
+	for _, f := range fs {
+		for _, lit := range numberForms(f) {
+			check(lit)
+		}
+	}
+}
+
+// FuzzNumberForms is TestNumberDifferential on fuzzed doubles (any bit
+// pattern; NaN and the infinities have no literal and are skipped) and on
+// fuzzed literals: Canonicalize and the tree parser agree on each.
+func FuzzNumberForms(f *testing.F) {
+	f.Add(math.Float64bits(0.1), "1.5e10")
+	f.Add(math.Float64bits(-123.45678901234567), "333333333.33333329")
+	f.Add(uint64(1), "5e-324")
+	f.Fuzz(func(t *testing.T, b uint64, lit string) {
+		check := func(lit string) {
+			got, err := Canonicalize([]byte(lit), Limits{})
+			want, werr := refCanonicalize([]byte(lit), Limits{})
+			sameError(t, lit, err, werr)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s: canonical %q, tree parser %q", lit, got, want)
+			}
+		}
+		check(lit)
+		if v := math.Float64frombits(b); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			for _, l := range numberForms(v) {
+				check(l)
+			}
+		}
+	})
+}

@@ -1,0 +1,7 @@
+//go:build race
+
+package mcpparse
+
+// raceEnabled: the race detector is on; sync.Pool then drops items at
+// random, so allocation counts are not those of a normal build.
+const raceEnabled = true
