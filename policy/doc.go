@@ -195,8 +195,9 @@
 // `refusal: conceal`, on a rule or the whole policy (a rule's own setting
 // wins), asks the caller to answer a refused tools/call, prompts/get or
 // resources/read as the MCP server answers an unknown tool, prompt or
-// resource, and a refused tasks/get, tasks/result, tasks/cancel or
-// tasks/update (task_not_owned above all) as it answers an unknown task;
+// resource; the policy's (method rules take none) also asks it to answer a
+// refused tasks/get, tasks/result, tasks/cancel or tasks/update
+// (task_not_owned above all) as the server answers an unknown task.
 // Result.Refusal reports it. Other operations are always explained.
 //
 // # Conditions

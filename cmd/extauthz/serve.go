@@ -351,14 +351,16 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 		return nil, err
 	}
 	var definitions decision.ToolDefinitions
+	var pinStore state.Reader
 	if rd, ok := binding.Store.(state.Reader); ok { // Memory and Redis are
-		definitions = toolpin.Observations{Store: rd}
+		pinStore = definitionStore(cfg.StateStore, rd)
+		definitions = toolpin.Observations{Store: pinStore}
 		binding.Results = &state.Results{Store: rd, MaxBytes: cfg.IdempotencyResultMaxBytes}
 	}
 	dc := decision.Config{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal,
 		Verifier: verifier, Policies: store, Limits: lim, Binding: binding, Definitions: definitions,
 		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), CaseSensitiveKeys: setOf(cfg.CaseSensitiveKeys)}
-	proc, err := newProcessor(cfg, store, verifier, binding.Store, log, decisionLog, metrics, &dc)
+	proc, err := newProcessor(cfg, store, verifier, binding.Store, pinStore, log, decisionLog, metrics, &dc)
 	if err != nil {
 		binding.Store.Close()
 		return nil, err
@@ -623,7 +625,19 @@ func setOf(list []string) map[string]bool {
 // sets the Decider's task and cursor checks in dc: tasks with
 // --response-seam, cursors with --cursor-key-file (refused if it holds a
 // published test key, unless --allow-test-keys; log gets the warning).
-func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.TokenVerifier, st state.Store,
+// definitionStore is where tool definition observations live: st itself
+// when it is Redis (shared by every replica, as they must be), else a
+// memory store of their own, so that a flood of observations (pin_scope
+// session: one set per Mcp-Session-Id a client names) fills that one,
+// never the store of approvals, idempotency keys and task bindings.
+func definitionStore(spec string, st state.Reader) state.Reader {
+	if state.IsMemory(spec) {
+		return state.NewMemory(0, nil)
+	}
+	return st
+}
+
+func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.TokenVerifier, st state.Store, pinStore state.Reader,
 	log, decisionLog *zap.Logger, m *metrics.Metrics, dc *decision.Config) (*extproc.Server, error) {
 	pc := extproc.Config{
 		Policy: func() (*policy.Policy, string) {
@@ -637,7 +651,9 @@ func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.Toke
 	}
 	if r, ok := st.(state.Reader); ok {
 		pc.Tasks = &state.Tasks{Store: r}
-		pc.Definitions, pc.Fingerprints = &toolpin.Observations{Store: r, Recent: &toolpin.Recent{}}, &toolpin.Cache{}
+		if pinStore != nil {
+			pc.Definitions, pc.Fingerprints = &toolpin.Observations{Store: pinStore, Recent: &toolpin.Recent{}}, &toolpin.Cache{}
+		}
 		pc.Results, pc.ResultTTL = &state.Results{Store: r, MaxBytes: cfg.IdempotencyResultMaxBytes}, cfg.IdempotencyTTL
 	}
 	if cfg.ResponseSeam {

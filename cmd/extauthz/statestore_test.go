@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state/statetest"
 )
 
@@ -122,5 +124,32 @@ func TestServeStateStoreReachesRedis(t *testing.T) {
 	}
 	if claimed, _, err = b.Store.Claim(ctx, key, "d", time.Minute); err != nil || claimed {
 		t.Fatalf("second claim: %v, %v; want held", claimed, err)
+	}
+}
+
+// TestDefinitionStoreOwnBudget: with the memory state store, tool
+// definition observations fill a store of their own: approvals and
+// idempotency keys still claim when it is full. With Redis they share the
+// one store (every replica must see the same observations).
+func TestDefinitionStoreOwnBudget(t *testing.T) {
+	ctx := context.Background()
+	main := state.NewMemory(4, nil)
+	pins := definitionStore("memory", main)
+	if pins == state.Reader(main) {
+		t.Fatal("memory: observations share the approvals' store")
+	}
+	for i := 0; ; i++ {
+		if _, _, err := pins.Claim(ctx, fmt.Sprintf("tooldef:%d", i), "x", time.Hour); err != nil {
+			break // full
+		}
+		if i > 1_000_000 {
+			t.Fatal("the observation store never fills")
+		}
+	}
+	if claimed, _, err := main.Claim(ctx, "approval:jti-1", "x", time.Hour); err != nil || !claimed {
+		t.Errorf("an approval claim after observations filled their store: %v %v", claimed, err)
+	}
+	if got := definitionStore("redis://127.0.0.1:6379", main); got != state.Reader(main) {
+		t.Error("redis: observations not in the shared store")
 	}
 }

@@ -110,8 +110,11 @@ func Scope(p *policy.Policy, server, session string) string {
 		return server
 	}
 	sum := sha256.Sum256([]byte(session))
-	return server + " session:" + hex.EncodeToString(sum[:16])
+	return server + sessionScope + hex.EncodeToString(sum[:16])
 }
+
+// sessionScope marks a Scope of one session.
+const sessionScope = " session:"
 
 func (o Observations) ttl() time.Duration {
 	if o.TTL > 0 {
@@ -260,7 +263,13 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) (
 		}
 	}
 	t := now()
-	_, first, err := o.Store.Claim(ctx, "tooldef-srv:"+strconv.Itoa(len(server))+":"+server, strconv.FormatInt(t.UnixMilli(), 10), o.baselineTTL())
+	baseTTL := o.baselineTTL()
+	if strings.Contains(scope, sessionScope) && o.ttl() < baseTTL {
+		// A session's baseline lives as long as its observations: a client
+		// can name any number of sessions, and each costs keys.
+		baseTTL = o.ttl()
+	}
+	_, first, err := o.Store.Claim(ctx, "tooldef-srv:"+strconv.Itoa(len(server))+":"+server, strconv.FormatInt(t.UnixMilli(), 10), baseTTL)
 	if err != nil {
 		return err
 	}
@@ -272,7 +281,7 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) (
 	if ms, perr := strconv.ParseInt(first, 10, 64); perr == nil && t.Sub(time.UnixMilli(ms)) > window {
 		base = "new " + base // appeared after the server's first list
 	}
-	_, _, err = o.Store.Claim(ctx, toolKey("tooldef-base", server, d.Name), base, o.baselineTTL())
+	_, _, err = o.Store.Claim(ctx, toolKey("tooldef-base", server, d.Name), base, baseTTL)
 	return err
 }
 

@@ -388,3 +388,48 @@ func TestLookupOneRead(t *testing.T) {
 		t.Errorf("short answer: %v, want ErrUnavailable", err)
 	}
 }
+
+// ttlStore records the TTL of each claim by key prefix.
+type ttlStore struct {
+	state.Reader
+	ttls map[string]time.Duration
+}
+
+func (s *ttlStore) Claim(ctx context.Context, key, value string, ttl time.Duration) (bool, string, error) {
+	prefix, _, _ := strings.Cut(key, ":")
+	s.ttls[prefix] = ttl
+	return s.Reader.Claim(ctx, key, value, ttl)
+}
+
+// TestSessionBaselineTTL: a server's baseline lives BaselineTTL; a
+// session's only as long as its observations (TTL), since a client can
+// name any number of sessions and each costs keys.
+func TestSessionBaselineTTL(t *testing.T) {
+	p, err := policy.Compile("p.yaml", []byte("default: deny\npin_mode: tofu\npin_scope: session\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := mustDef(t, base)
+	for _, tt := range []struct {
+		name, session string
+		want          time.Duration
+	}{
+		{"server scope", "", DefaultBaselineTTL},
+		{"session scope", "sess-1", DefaultTTL},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &ttlStore{Reader: state.NewMemory(0, nil), ttls: map[string]time.Duration{}}
+			if err := (Observations{Store: s}).Observe(context.Background(), Scope(p, "payments", tt.session), d); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"tooldef-base", "tooldef-srv"} {
+				if s.ttls[k] != tt.want {
+					t.Errorf("%s TTL %v, want %v", k, s.ttls[k], tt.want)
+				}
+			}
+			if s.ttls["tooldef"] != DefaultTTL {
+				t.Errorf("tooldef TTL %v, want %v", s.ttls["tooldef"], DefaultTTL)
+			}
+		})
+	}
+}

@@ -93,7 +93,7 @@ static_resources:
                   "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy
                   allow_origin_string_match: [{{ range $i, $o := .Values.sidecar.envoy.cors.allowOrigins }}{{ if $i }}, {{ end }}{ exact: {{ $o | quote }} }{{ end }}]
                   allow_methods: "GET, POST, DELETE, OPTIONS"
-                  allow_headers: "authorization, content-type, accept, last-event-id, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name"
+                  allow_headers: "authorization, content-type, accept, last-event-id, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name, dpop, idempotency-key, x-mcp-approval"
                   expose_headers: "mcp-session-id, www-authenticate"
                   max_age: "600"
                   forward_not_matching_preflights: false
