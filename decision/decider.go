@@ -373,6 +373,9 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 // tasks/result, tasks/cancel; the tasks extension's tasks/update).
 var taskMethods = map[string]bool{mcpmethod.TasksGet: true, mcpmethod.TasksResult: true, mcpmethod.TasksCancel: true, mcpmethod.TasksUpdate: true}
 
+// taskNameMethods carry Mcp-Name = params.taskId (SEP-2663).
+var taskNameMethods = map[string]bool{mcpmethod.TasksGet: true, mcpmethod.TasksUpdate: true, mcpmethod.TasksCancel: true}
+
 // listMethods are paginated by params.cursor.
 var listMethods = map[string]bool{mcpmethod.ToolsList: true, mcpmethod.PromptsList: true, mcpmethod.ResourcesList: true,
 	mcpmethod.ResourcesTemplatesList: true, mcpmethod.TasksList: true}
@@ -590,9 +593,15 @@ func checkContentLength(r *Request) Reason {
 	return ""
 }
 
-// checkMCPHeaders enforces MCP 2026-07-28's rule that Mcp-Method and Mcp-Name,
-// when present, equal the body's method and name (or URI); values of the form
-// =?base64?…?= are decoded first.
+// checkMCPHeaders enforces MCP 2026-07-28's rule (SEP-2243) that Mcp-Method
+// and Mcp-Name, when present, equal the body's method and its name: params.name
+// of tools/call and prompts/get, params.uri of resources/read, and
+// params.taskId of the tasks extension's tasks/get, tasks/update and
+// tasks/cancel (SEP-2663, "Streamable HTTP: Routing Headers"). Values of the
+// form =?base64?…?= are decoded first; a repeated header, an undecodable
+// value, or an Mcp-Name on any other method (tasks/result included: SEP-2663
+// removed it and names no header for it) is ReasonHeaderMismatch. An absent
+// header is not checked here.
 func checkMCPHeaders(h Headers, m *mcpparse.Message) Reason {
 	if v, n := h.Get("mcp-method"); n > 0 {
 		got, err := mcpparse.DecodeHeaderValue(v)
@@ -609,6 +618,9 @@ func checkMCPHeaders(h Headers, m *mcpparse.Message) Reason {
 			want = m.Prompt
 		case mcpmethod.Resource:
 			want = m.URI
+		}
+		if m.Kind == mcpparse.KindRequest && taskNameMethods[m.Method] {
+			want, _ = paramString(m.Params, "taskId")
 		}
 		got, err := mcpparse.DecodeHeaderValue(v)
 		if n > 1 || err != nil || want == "" || got != want {

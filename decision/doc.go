@@ -14,7 +14,8 @@
 // cnf.jkt only with its RFC 9449 DPoP proof; the verifier is
 // internal/bearer), the media type, the strict JSON-RPC 2.0 parse (package
 // mcpparse) and the agreement of MCP 2026-07-28's Mcp-Method and Mcp-Name
-// headers with the body, the policy for each message (package policy; the
+// headers with the body (Mcp-Name: the tool, prompt or URI; the taskId of
+// the tasks extension's tasks/get, tasks/update, tasks/cancel, SEP-2663), the policy for each message (package policy; the
 // rule's OAuth scopes as an RFC 6750 insufficient_scope step-up), and last
 // Binding: an approval (a JWS of type mcp-approval+jwt naming the request
 // digest) lifts one ask once, and an idempotency key (RFC 8941 sf-string)
