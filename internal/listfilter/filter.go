@@ -2,7 +2,8 @@
 // answers to MCP list requests (tools/list, prompts/list, resources/list,
 // resources/templates/list, tasks/list; MCP 2025-06-18, 2025-11-25,
 // 2026-07-28 "Pagination"), and finds the task ids of CreateTaskResult
-// answers (MCP 2025-11-25 "Tasks").
+// answers (MCP 2025-11-25 "Tasks": result.task.taskId; the 2026-07-28 tasks
+// extension, SEP-2663: resultType "task" with result.taskId).
 //
 // It is pure: bytes in, bytes out; which items stay is the caller's Keep
 // function (the policy's Policy.Visible, or the task store). The body is
@@ -34,6 +35,7 @@ package listfilter
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 	"sync"
 
@@ -143,9 +145,11 @@ type Options struct {
 	Cache *CacheHint
 }
 
-// Task is a task id found in a CreateTaskResult (result.task.taskId) and
-// its ttl in milliseconds (result.task.ttl; -1 when absent or not a
-// non-negative integer).
+// Task is a task id found in a CreateTaskResult, MCP 2025-11-25's
+// result.task.taskId or the 2026-07-28 tasks extension's result.taskId
+// beside resultType "task", and its TTL in milliseconds (result.task.ttl or
+// result.ttlMs): -1 when absent or not a non-negative integer,
+// math.MaxInt64 when null (unlimited; the task store caps it).
 type Task struct {
 	ID    string
 	TTLms int64
@@ -277,7 +281,7 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 	mems := resultMembers(in, off, sc)
 	var list *member
 	var kind Kind
-	var cursor, scope, ttl, task *member
+	var cursor, scope, ttl *member
 	for i := range mems {
 		mm := &mems[i]
 		for k := Tools; k <= Tasks; k++ {
@@ -295,12 +299,14 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 			scope = mm
 		case foldEq(mm.name, "ttlMs"):
 			ttl = mm
-		case foldEq(mm.name, "task"):
-			task = mm
 		}
 	}
-	if task != nil && list == nil {
-		if t, ok := taskOf(in, task); ok {
+	if list == nil {
+		t, ok, err := taskOfResult(in, mems)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			res.Tasks = append(res.Tasks, t)
 		}
 	}
@@ -422,28 +428,91 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 	return edits, nil
 }
 
-// taskOf reads result.task.taskId and result.task.ttl.
-func taskOf(in []byte, task *member) (Task, bool) {
-	if in[task.off] != '{' {
-		return Task{}, false
+// taskOfResult finds the task a result object (its members mems) creates,
+// in either shape:
+//   - MCP 2025-11-25 CreateTaskResult: result.task{taskId, ttl}, ttl in
+//     milliseconds;
+//   - the tasks extension of MCP 2026-07-28 (SEP-2663): resultType "task"
+//     with Task's members flat in the result, result.taskId and
+//     result.ttlMs (milliseconds).
+//
+// ok is false for a result of neither shape (a result.task that is not an
+// object, or one without taskId, is not a task, as before). A taskId that
+// is not a non-empty string, a resultType "task" without a taskId, and a
+// result of both shapes (two task ids for one request) are "shape" errors:
+// the caller fails closed rather than forwarding a task it cannot bind.
+// Duplicate and case-variant member names were refused by mcpparse.
+func taskOfResult(in []byte, mems []member) (t Task, ok bool, err error) {
+	var task, resultType, flatID, flatTTL *member
+	for i := range mems {
+		switch m := &mems[i]; {
+		case foldEq(m.name, "task"):
+			task = m
+		case foldEq(m.name, "resultType"):
+			resultType = m
+		case foldEq(m.name, "taskId"):
+			flatID = m
+		case foldEq(m.name, "ttlMs"):
+			flatTTL = m
+		}
 	}
-	t := Task{TTLms: -1}
-	found := false
-	for _, m := range objectMembers(in, task.off) {
-		switch {
-		case foldEq(m.name, "taskId") && in[m.off] == '"':
-			id, err := decodeString(in[m.off:m.end])
-			if err != nil {
-				return Task{}, false
-			}
-			t.ID, found = id, true
-		case foldEq(m.name, "ttl"):
-			if n, err := strconv.ParseInt(string(in[m.off:m.end]), 10, 64); err == nil && n >= 0 {
-				t.TTLms = n
+	nested := task != nil && in[task.off] == '{'
+	var nestedID, nestedTTL *member
+	if nested {
+		nm := objectMembers(in, task.off)
+		for i := range nm {
+			switch {
+			case foldEq(nm[i].name, "taskId"):
+				nestedID = &nm[i]
+			case foldEq(nm[i].name, "ttl"):
+				nestedTTL = &nm[i]
 			}
 		}
 	}
-	return t, found && t.ID != ""
+	rt, _ := memberString(in, resultType)
+	flat := rt == "task"
+	switch {
+	case flat && nestedID != nil:
+		return Task{}, false, &Error{Kind: "shape", Msg: `a resultType "task" result that also carries result.task.taskId`}
+	case flat:
+		id, good := memberString(in, flatID)
+		if !good || id == "" {
+			return Task{}, false, &Error{Kind: "shape", Msg: `a resultType "task" result without a non-empty string taskId`}
+		}
+		return Task{ID: id, TTLms: ttlOf(in, flatTTL)}, true, nil
+	case nestedID != nil:
+		id, good := memberString(in, nestedID)
+		if !good || id == "" {
+			return Task{}, false, &Error{Kind: "shape", Msg: "a result.task.taskId that is not a non-empty string"}
+		}
+		return Task{ID: id, TTLms: ttlOf(in, nestedTTL)}, true, nil
+	}
+	return Task{}, false, nil
+}
+
+// memberString decodes m's value when it is a JSON string.
+func memberString(in []byte, m *member) (string, bool) {
+	if m == nil {
+		return "", false
+	}
+	return String(in[m.off:m.end])
+}
+
+// ttlOf reads a task TTL in milliseconds: a non-negative integer as is,
+// null (unlimited) as math.MaxInt64 (the task store caps it at its
+// maximum), anything else or absent as -1 (the store's default).
+func ttlOf(in []byte, m *member) int64 {
+	if m == nil {
+		return -1
+	}
+	v := in[m.off:m.end]
+	if string(v) == "null" {
+		return math.MaxInt64
+	}
+	if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n >= 0 {
+		return n
+	}
+	return -1
 }
 
 func sortEdits(es []edit) {
