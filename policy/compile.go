@@ -46,6 +46,10 @@ type compiler struct {
 	problems []Problem
 	ids      map[string]int // rule id -> line of its first use
 	p        Policy
+	// pinUses are the settings that mean something only with pinning on
+	// (pins, trusted_servers, a rule's annotations, CEL's annotations),
+	// checked against pin_mode once the whole file is read.
+	pinUses []pinUse
 }
 
 // Keys a policy file may hold. To add a key, list it here and read it where
@@ -114,10 +118,12 @@ func (c *compiler) compile() *Policy {
 			c.compilePinScope(f.val)
 		case "pins":
 			c.compilePins(f.val)
+			c.usePinning(f.val, "", errPinsOff)
 		case "allow_new_tools":
 			c.p.allowNewTools, _ = c.boolean(f.val, "", "allow_new_tools")
 		case "trusted_servers":
 			c.compileTrusted(f.val)
+			c.usePinning(f.val, "", errTrustedOff)
 		case "default":
 			c.compileDefault(f.val)
 		case "refusal":
@@ -144,6 +150,7 @@ func (c *compiler) compile() *Policy {
 			}
 		}
 	}
+	c.checkPinUses()
 	c.p.scopes = appendRuleScopes(c.p.scopes, &c.p)
 	return &c.p
 }
@@ -339,6 +346,7 @@ func (c *compiler) compileRule(item *yaml.Node, pos string, d Decision, methods 
 	if n := f["annotations"]; n != nil {
 		hs, hok := c.compileHints(n, id)
 		ru.hints = hs
+		c.usePinning(n, id, errAnnotationsOff)
 		ok = ok && hok
 		if hok && ru.kind != kindTool {
 			c.addf(n, id, "annotations apply to tool rules only (match server/tool)")

@@ -33,6 +33,10 @@ func (c *compiler) compileWhen(n *yaml.Node, id string) (cel.Program, bool) {
 		}
 		return nil, false
 	}
+	if line, col, uses := annotationsUse(ast); uses {
+		line, col = c.celPos(n, line, col)
+		c.pinUses = append(c.pinUses, pinUse{line: line, col: col, id: id, msg: errAnnotationsOff})
+	}
 	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
 		c.addf(n, id, "when has type %s, want bool", t)
 		return nil, false
@@ -52,6 +56,23 @@ func (c *compiler) compileWhen(n *yaml.Node, id string) (cel.Program, bool) {
 		return nil, false
 	}
 	return prg, true
+}
+
+// annotationsUse reports whether the checked expression ast reads the
+// variable `annotations`, and where first (CEL line, column).
+func annotationsUse(ast *cel.Ast) (line, col int, uses bool) {
+	native := ast.NativeRep()
+	first := int64(-1)
+	for id, ref := range native.ReferenceMap() {
+		if ref.Name == "annotations" && (first < 0 || id < first) {
+			first = id
+		}
+	}
+	if first < 0 {
+		return 0, 0, false
+	}
+	loc := native.SourceInfo().GetStartLocation(first)
+	return loc.Line(), loc.Column(), true
 }
 
 // celPos maps a position in the expression held by scalar n (CEL: line

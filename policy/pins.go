@@ -16,7 +16,9 @@ import (
 // only an approval of that very definition lifts it); a tool never listed
 // is CauseToolNotListed unless an allow rule naming its server and tool
 // literally allows it (or allow_new_tools is true). With pinning off (the
-// default) Input.Definition is nil and none of this applies.
+// default) Input.Definition is nil and none of this applies, so pins,
+// trusted_servers and annotations (a rule's, or CEL's) are compile errors
+// there (checkPinUses).
 
 // PinMode is the policy's pin_mode: where a tool's baseline comes from.
 type PinMode int
@@ -199,6 +201,41 @@ func (p *Policy) Pins(server, tool string) []string { return p.pins[server][tool
 // Trusted reports whether server is in trusted_servers: its tools' declared
 // annotations apply.
 func (p *Policy) Trusted(server string) bool { return p.trusted[server] }
+
+// Settings that only pinning gives a meaning: with pin_mode off (the
+// default) no tool definition is observed, so pins never match and every
+// annotation is its conservative value (a read-only allow rule never
+// matches). Compile refuses them rather than ignore them silently.
+const (
+	errPinsOff        = "pins need pin_mode: tofu or strict (with pinning off no tool definition is checked against them)"
+	errTrustedOff     = "trusted_servers need pin_mode: tofu or strict: with pinning off every annotation is its conservative value"
+	errAnnotationsOff = "annotations need pin_mode: tofu or strict: with pinning off every annotation is its conservative value"
+)
+
+// pinUse is one setting that needs pinning on, at its place in the file.
+type pinUse struct {
+	line, col int
+	id, msg   string
+}
+
+// usePinning records that node n (a setting of rule id, "" for none) needs
+// pinning on; a null or empty n does not.
+func (c *compiler) usePinning(n *yaml.Node, id, msg string) {
+	if n == nil || isNull(n) || (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && len(n.Content) == 0 {
+		return
+	}
+	c.pinUses = append(c.pinUses, pinUse{line: n.Line, col: n.Column, id: id, msg: msg})
+}
+
+// checkPinUses reports every recorded setting when pin_mode is off.
+func (c *compiler) checkPinUses() {
+	if c.p.pinMode != PinOff {
+		return
+	}
+	for _, u := range c.pinUses {
+		c.addAt(u.line, u.col, u.id, u.msg)
+	}
+}
 
 // compilePins reads `pins`: server → tool → list of fingerprints.
 func (c *compiler) compilePins(n *yaml.Node) {

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -95,6 +97,7 @@ func TestPinOffAndNewTools(t *testing.T) {
 func TestAnnotationRules(t *testing.T) {
 	p := mustCompile(t, `
 default: deny
+pin_mode: tofu
 trusted_servers: [docs]
 deny:
   - {id: no-destructive, match: "*/*", annotations: {destructiveHint: true}, when: 'server != "docs" || tool != "search"'}
@@ -147,5 +150,60 @@ func TestPinCompileErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", src, err, want)
 		}
+	}
+}
+
+// TestPinningNeedsPinMode: pins, trusted_servers and annotations (a rule's
+// or CEL's) mean nothing with pin_mode off, so Compile refuses them there,
+// at their place, instead of ignoring them; with tofu or strict they
+// compile, wherever pin_mode stands in the file.
+func TestPinningNeedsPinMode(t *testing.T) {
+	const fp = "tooldef-v1:sha256:0000000000000000000000000000000000000000000000000000000000000000"
+	const (
+		pinsMsg        = "pins need pin_mode: tofu or strict (with pinning off no tool definition is checked against them)"
+		trustedMsg     = "trusted_servers need pin_mode: tofu or strict: with pinning off every annotation is its conservative value"
+		annotationsMsg = "annotations need pin_mode: tofu or strict: with pinning off every annotation is its conservative value"
+	)
+	tests := []struct {
+		name string
+		give string
+		want []string // every problem; nil: compiles
+	}{
+		{name: "pins, no pin_mode", give: "default: deny\npins: {payments: {search: [" + fp + "]}}\n",
+			want: []string{"p.yaml:2:7: " + pinsMsg}},
+		{name: "pins, pin_mode off", give: "default: deny\npin_mode: off\npins:\n  payments:\n    search: [" + fp + "]\n",
+			want: []string{"p.yaml:4:3: " + pinsMsg}},
+		{name: "trusted_servers, no pin_mode", give: "default: deny\ntrusted_servers: [docs]\n",
+			want: []string{"p.yaml:2:18: " + trustedMsg}},
+		{name: "rule annotations, no pin_mode", give: "default: deny\nallow:\n  - {id: ro, match: \"*/*\", annotations: {readOnlyHint: true}}\n",
+			want: []string{`p.yaml:3:41: rule "ro": ` + annotationsMsg}},
+		{name: "CEL annotations, no pin_mode", give: "default: deny\ndeny:\n  - id: d\n    match: \"*/*\"\n    when: \"!annotations.readOnlyHint\"\n",
+			want: []string{`p.yaml:5:13: rule "d": ` + annotationsMsg}},
+		{name: "CEL annotations in a method rule", give: "default: deny\nmethods:\n  allow:\n    - {id: m, method: tools/list, when: \"annotations.readOnlyHint\"}\n",
+			want: []string{`p.yaml:4:42: rule "m": ` + annotationsMsg}},
+		{name: "all together, every one reported", give: "default: deny\ntrusted_servers: [docs]\npins: {docs: {search: [" + fp + "]}}\nallow:\n  - {id: ro, match: \"*/*\", annotations: {readOnlyHint: true}}\n",
+			want: []string{"p.yaml:2:18: " + trustedMsg, "p.yaml:3:7: " + pinsMsg, `p.yaml:5:41: rule "ro": ` + annotationsMsg}},
+		{name: "empty pins and trusted_servers", give: "default: deny\npins: {}\ntrusted_servers: []\n"},
+		{name: "null pins", give: "default: deny\npins:\n"},
+		{name: "CEL without annotations", give: "default: deny\nallow:\n  - {id: a, match: \"*/*\", when: \"args.x == 1\"}\n"},
+		{name: "pins, tofu after them", give: "default: deny\npins: {payments: {search: [" + fp + "]}}\npin_mode: tofu\n"},
+		{name: "everything, strict", give: "default: deny\npin_mode: strict\ntrusted_servers: [docs]\npins: {docs: {search: [" + fp + "]}}\nallow:\n  - {id: ro, match: \"*/*\", annotations: {readOnlyHint: true}, when: \"annotations.idempotentHint\"}\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Compile("p.yaml", []byte(tt.give))
+			var got []string
+			var ce *CompileError
+			if errors.As(err, &ce) {
+				for _, pr := range ce.Problems {
+					got = append(got, pr.String())
+				}
+			} else if err != nil {
+				t.Fatalf("%T %v", err, err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
 	}
 }
