@@ -74,6 +74,7 @@ func (p *Policy) visibleReference(in *Input) Visibility {
 var visiblePolicies = []string{
 	lines(
 		"default: deny",
+		"pin_mode: tofu", // annotations need it
 		"deny:",
 		"  - {id: no-admin-wipe, match: '*/wipe', when: 'claims.role != \"admin\"'}",
 		"  - {id: hide-export, match: '*/export', when: 'args.format == \"raw\"', refusal: conceal}",
@@ -109,6 +110,7 @@ var visiblePolicies = []string{
 	// No `when` reads claims: tools and prompts are cached.
 	lines(
 		"default: deny",
+		"pin_mode: tofu", // annotations need it
 		"deny:",
 		"  - {id: hide-x, match: '*/x_*', when: 'args.a == 1', refusal: conceal}",
 		"  - {id: on-tool, match: '*/t_*', when: 'tool.endsWith(\"_no\") || server == \"other\"'}",
