@@ -683,11 +683,18 @@ func (st *stream) heldChunk(ctx context.Context, b *extprocv3.HttpBody) *extproc
 		return bodyResponse(out, nil)
 	}
 	st.answer(out)
-	if res, err := st.filter(ctx, out); err == nil {
-		st.logFiltered()
-		if res.Changed {
-			return bodyResponse(res.Body, nil)
-		}
+	res, err := st.filter(ctx, out)
+	if err != nil {
+		// Passed as sent all the same: a task it names is bound to no one
+		// (its task methods are refused), a list in it is none this call
+		// asked for.
+		st.s.cfg.Log.Info("response seam: a call answer the filter cannot read passes as sent",
+			zap.String("kind", "ext_proc"), zap.String("decision_id", st.decision), zap.NamedError("cause", err))
+		return bodyResponse(out, nil)
+	}
+	st.logFiltered()
+	if res.Changed {
+		return bodyResponse(res.Body, nil)
 	}
 	return bodyResponse(out, nil)
 }
