@@ -117,6 +117,9 @@ func (ru *rule) trace(r *request) RuleTrace {
 		src := "the worst case (server not trusted, or tool not listed)"
 		if r.trusted && r.in.Definition != nil && r.in.Definition.Listed {
 			src = "declared by the listed definition"
+			if r.in.Definition.Hints == (Hints{}) {
+				src += " (none declared: MCP's defaults)"
+			}
 		}
 		t.PatternNote = "annotations " + strings.Join(parts, " ") + ": " + src
 	}
