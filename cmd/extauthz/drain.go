@@ -22,6 +22,11 @@ import (
 func runEnvoyDrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("envoy-drain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: extauthz envoy-drain [flags]")
+		fmt.Fprintln(stderr, "preStop hook: fails the Envoy sidecar's readiness, drains its listeners, then waits --drain-time.")
+		fs.PrintDefaults()
+	}
 	admin := fs.String("admin-addr", "127.0.0.1:9901", "Envoy admin address (host:port)")
 	wait := fs.Duration("drain-time", 15*time.Second, "how long to wait after starting the drain; Envoy's --drain-time-s")
 	if err := parseFlags(fs, args); err != nil {

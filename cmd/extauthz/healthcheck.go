@@ -17,6 +17,11 @@ import (
 func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: extauthz healthcheck [flags]")
+		fmt.Fprintln(stderr, "Asks a running service's gRPC health for SERVING: exit 0 when it is, 1 otherwise.")
+		fs.PrintDefaults()
+	}
 	addr := fs.String("addr", "127.0.0.1:9191", "gRPC address of the service")
 	service := fs.String("service", "", `health service name ("" for the whole server)`)
 	timeout := fs.Duration("timeout", 2*time.Second, "deadline for the probe")

@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"syscall"
 
 	"go.uber.org/zap/zapgrpc"
@@ -208,7 +209,10 @@ func version() string {
 }
 
 // parseFlags parses args into fs: -h exits 0 after the usage, a bad flag 2.
-// A bad flag is one line naming it; -h prints the flags.
+// A bad flag is one line naming it; -h prints the flags. Flags may come
+// before or after the positional arguments (check FILE --explain), which
+// fs.Args() then holds in order; after "--" everything is positional. A
+// lone "-" (stdin) is positional.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if fc, ok := fs.Output().(*flagCollector); ok { // completion, the README check: the flags, not a run
 		fc.fs = fs
@@ -217,7 +221,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	out, usage := fs.Output(), fs.Usage
 	fs.SetOutput(io.Discard) // the flag package would print the whole usage on any error
 	fs.Usage = func() {}
-	err := fs.Parse(args)
+	err := parseInterspersed(fs, args)
 	fs.SetOutput(out)
 	fs.Usage = usage
 	switch {
@@ -233,4 +237,39 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return &exitError{code: 0}
 	}
 	return &exitError{code: 2, err: fmt.Errorf("%s: %w (extauthz %s -h lists the flags)", fs.Name(), err, fs.Name())}
+}
+
+// parseInterspersed is fs.Parse(args) that goes on past each positional
+// argument (the flag package stops at the first), leaving the positional
+// ones in fs.Args(). Parsing stops for good at "--": the flag package
+// consumes it, so a flag-like argument right after the stop, or a "--" just
+// before it, marks it.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		consumed := len(args) - len(rest)
+		if (len(rest[0]) > 1 && rest[0][0] == '-') || (consumed > 0 && args[consumed-1] == "--") {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, positional...))
+}
+
+// plural returns "n noun", with an s after noun unless n is 1
+// ("1 file", "2 files").
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

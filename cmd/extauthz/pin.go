@@ -70,6 +70,7 @@ func runPin(args []string, stdout, stderr io.Writer) error {
 		return bad(errors.New("no MCP server id: give --server-id ID, or --config FILE (serve's config)"))
 	}
 	pins := pinSet{}
+	var notes []string
 	for _, name := range fs.Args() {
 		b, err := readInput(name)
 		if err != nil {
@@ -79,16 +80,37 @@ func runPin(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return &exitError{code: 1, err: fmt.Errorf("pin: %s: %w", name, err)}
 		}
-		for _, def := range defs {
+		for i, def := range defs {
 			d, err := toolpin.Parse(def, nil)
 			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("pin: %s: a tool definition cannot be fingerprinted (it would read as changed): %w", name, err)}
+				// As the processor does: such a tool reads as changed
+				// whatever the pins say; say so and pin the others.
+				n := fmt.Sprintf("%s: %s (%s, tools[%d]: %v)", yamlKey(laxToolName(def)), rawNote, name, i, err)
+				notes = append(notes, n)
+				fmt.Fprintf(stderr, "pin: %s\n", n)
+				continue
 			}
 			pins.add(d.Name, d.Fingerprint, "")
 		}
 	}
-	writePins(stdout, map[string]pinSet{*serverID: pins}, nil)
+	if len(pins) == 0 {
+		return &exitError{code: 1, err: fmt.Errorf("pin: no tool definition can be pinned (%s)", plural(len(notes), "tool"))}
+	}
+	writePins(stdout, map[string]pinSet{*serverID: pins}, map[string][]string{*serverID: notes})
 	return nil
+}
+
+// laxToolName is the name member of def as encoding/json reads it (the
+// last of duplicates), for messages about a definition that is not strict
+// JSON; "?" when there is none.
+func laxToolName(def []byte) string {
+	var t struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(def, &t) != nil || t.Name == "" {
+		return "?"
+	}
+	return t.Name
 }
 
 // readInput reads the file name, or stdin for "-".
@@ -123,6 +145,13 @@ func (p pinSet) add(tool, fp, where string) {
 func writePins(w io.Writer, servers map[string]pinSet, notes map[string][]string) {
 	fmt.Fprintln(w, "pins:")
 	for _, server := range slices.Sorted(maps.Keys(servers)) {
+		if len(servers[server]) == 0 { // only tools that cannot be pinned: a key without tools would not compile
+			fmt.Fprintf(w, "  # %s: no tool that can be pinned\n", yamlKey(server))
+			for _, n := range notes[server] {
+				fmt.Fprintf(w, "  # %s\n", n)
+			}
+			continue
+		}
 		fmt.Fprintf(w, "  %s:\n", yamlKey(server))
 		for _, n := range notes[server] {
 			fmt.Fprintf(w, "    # %s\n", n)
@@ -139,7 +168,7 @@ func writePins(w io.Writer, servers map[string]pinSet, notes map[string][]string
 				}
 			}
 			if len(seen) > 1 {
-				c := fmt.Sprintf("%s was listed with %d definitions", tool, len(seen))
+				c := fmt.Sprintf("%s was listed with %d definitions", yamlKey(tool), len(seen))
 				if len(where) == len(seen) {
 					c += " (first seen at lines " + strings.Join(where, ", ") + ", in this order)"
 				}
@@ -159,12 +188,17 @@ const maxPinLogErrors = 10
 // the fingerprints of every tool the processor saw listed (with pinning
 // on). Other lines (Check decisions, receipts, other lists, refused lists)
 // are skipped; blank lines too. Only server's when server is not "".
-// Exit 1: a line that is not a JSON object (each named by line number, up
-// to ten), a tools entry that is not a name and a fingerprint, a tool the
-// processor pinned by its raw bytes (not strict JSON: the response mode
-// refuses it too), or no fingerprint at all. A list line whose tools were
-// cut at the line's budget (tools_omitted) is reported on stderr and in a
-// comment. Exit 2: the file cannot be read.
+// Every line must be strict JSON (mcpparse.Canonicalize: no duplicate or
+// case-variant member names, which encoding/json would resolve last-wins
+// or by case folding, valid UTF-8, no trailing data). A tool the processor
+// pinned by its raw bytes ("raw": true: its definition is not strict JSON)
+// cannot be pinned by content: it becomes a comment, on stderr too, and the
+// other tools are printed, as the response mode does with such a
+// definition. A list line whose tools were cut at the line's budget
+// (tools_omitted) is reported on stderr and in a comment.
+// Exit 1: a malformed line (each named by line number, up to ten), a tools
+// entry that is not a name and a fingerprint, or nothing that can be
+// pinned. Exit 2: the file cannot be read.
 func pinDecisionLog(name, server string, stdout, stderr io.Writer) error {
 	var in io.Reader = os.Stdin
 	if name != "-" {
@@ -181,7 +215,7 @@ func pinDecisionLog(name, server string, stdout, stderr io.Writer) error {
 	servers := map[string]pinSet{}
 	notes := map[string][]string{}
 	var problems []string
-	lists, unpinned := 0, 0
+	lists, unpinned, raw := 0, 0, 0
 	r := bufio.NewReader(in)
 	for n := 1; ; n++ {
 		line, err := r.ReadBytes('\n')
@@ -189,7 +223,7 @@ func pinDecisionLog(name, server string, stdout, stderr io.Writer) error {
 			return &exitError{code: 2, err: fmt.Errorf("pin: %s: %w", name, err)}
 		}
 		if t := bytes.TrimSpace(line); len(t) > 0 {
-			if perr := pinLogLine(t, n, server, servers, notes, &lists, &unpinned); perr != "" {
+			if perr := pinLogLine(t, n, server, servers, notes, &lists, &unpinned, &raw); perr != "" {
 				problems = append(problems, fmt.Sprintf("%s:%d: %s", name, n, perr))
 				if len(problems) == maxPinLogErrors {
 					problems = append(problems, "(more not shown)")
@@ -204,10 +238,17 @@ func pinDecisionLog(name, server string, stdout, stderr io.Writer) error {
 	if len(problems) > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("pin: %s", strings.Join(problems, "\n  "))}
 	}
+	pinned := 0
+	for _, set := range servers {
+		pinned += len(set)
+	}
+	if pinned == 0 && raw > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("pin: %s: no tool definition can be pinned (%s not strict JSON)", name, plural(raw, "tool"))}
+	}
 	if len(servers) == 0 {
 		what := "no tools/list line"
 		if lists > 0 {
-			what = fmt.Sprintf("%d tools/list lines but no fingerprint (pinning was off: pin_mode off)", lists)
+			what = plural(lists, "tools/list line") + " but no fingerprint (pinning was off: pin_mode off)"
 		}
 		if server != "" {
 			what += " of server " + strconv.Quote(server)
@@ -215,7 +256,7 @@ func pinDecisionLog(name, server string, stdout, stderr io.Writer) error {
 		return &exitError{code: 1, err: fmt.Errorf("pin: %s: %s", name, what)}
 	}
 	if unpinned > 0 {
-		fmt.Fprintf(stderr, "pin: %s: %d tools/list lines carry no fingerprints (pinning was off for them)\n", name, unpinned)
+		fmt.Fprintf(stderr, "pin: %s: %s without fingerprints (pinning was off for them)\n", name, plural(unpinned, "tools/list line"))
 	}
 	for _, s := range slices.Sorted(maps.Keys(notes)) {
 		for _, n := range notes[s] {
@@ -228,7 +269,7 @@ func pinDecisionLog(name, server string, stdout, stderr io.Writer) error {
 
 // pinLogLine reads one line of a decision log into servers (and notes);
 // it returns what is wrong with the line, "" when nothing is.
-func pinLogLine(line []byte, n int, only string, servers map[string]pinSet, notes map[string][]string, lists, unpinned *int) string {
+func pinLogLine(line []byte, n int, only string, servers map[string]pinSet, notes map[string][]string, lists, unpinned, raw *int) string {
 	if !utf8.Valid(line) {
 		return "not UTF-8"
 	}
@@ -241,6 +282,9 @@ func pinLogLine(line []byte, n int, only string, servers map[string]pinSet, note
 	}
 	if len(line) == 0 || line[0] != '{' {
 		return "not a JSON object (a decision log holds one per line)"
+	}
+	if _, err := mcpparse.Canonicalize(line, pinLogLimits); err != nil {
+		return "not a strict JSON line: " + err.Error()
 	}
 	if err := json.Unmarshal(line, &l); err != nil {
 		return "not a JSON line: " + err.Error()
@@ -281,7 +325,11 @@ func pinLogLine(line []byte, n int, only string, servers map[string]pinSet, note
 		case !toolpin.Valid(t.Fingerprint):
 			return fmt.Sprintf("tools[%d] (%s): %q is not a %s fingerprint", i, *t.Name, t.Fingerprint, toolpin.Version)
 		case t.Raw:
-			return fmt.Sprintf("tools[%d] (%s): a tool definition cannot be fingerprinted (not strict JSON: the processor pinned its raw bytes); capture the tools/list answer and run pin on it to see why", i, *t.Name)
+			// The processor fingerprinted its bytes: a pin of that would
+			// hold only while the upstream sends them byte for byte.
+			*raw++
+			notes[*l.Server] = append(notes[*l.Server], fmt.Sprintf("%s: %s (line %d; capture the tools/list answer and run extauthz pin on it to see why)", yamlKey(*t.Name), rawNote, n))
+			continue
 		}
 		set.add(*t.Name, t.Fingerprint, strconv.Itoa(n))
 	}
@@ -291,19 +339,41 @@ func pinLogLine(line []byte, n int, only string, servers map[string]pinSet, note
 	return ""
 }
 
-// yamlKey writes s as a YAML key: plain when it is a simple name, else a
-// double-quoted JSON string (YAML 1.2 reads it as the same string).
+// rawNote is what pin says of a tool whose definition is not strict JSON.
+const rawNote = "definition is not strict JSON; cannot be pinned by content"
+
+// pinLogLimits bound the strict parse of one decision log line: far above
+// what the processor writes (a line's tools stop at 128 KiB).
+var pinLogLimits = mcpparse.Limits{MaxBytes: 16 << 20, MaxKeys: 1 << 20, MaxElements: 1 << 22, MaxStringLen: 16 << 20}
+
+// yamlKey writes s as a YAML key: plain when it is a name no YAML 1.1 or
+// 1.2 (core schema) reader takes for anything but that string: a letter or
+// _ first, then letters, digits, _, . and -, and none of the keywords null,
+// true, false, yes, no, on, off, y, n (in any case). Anything else (a
+// number such as 123, 1.5, 0x1F or 2026, ~, an empty or non-ASCII name) is
+// a double-quoted JSON string, which YAML 1.2 reads as the same string.
 func yamlKey(s string) string {
-	plain := s != ""
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			plain = false
-		}
-	}
-	if plain && !strings.ContainsAny(s[:1], "-.") {
+	if plainYAMLKey(s) {
 		return s
 	}
 	return string(mcpparse.AppendJCSString(nil, s))
+}
+
+// yamlKeywords are the plain scalars YAML 1.1 or 1.2 resolves to null or a
+// boolean (compared in lower case): never written plain.
+var yamlKeywords = map[string]bool{"null": true, "true": true, "false": true, "yes": true, "no": true,
+	"on": true, "off": true, "y": true, "n": true}
+
+func plainYAMLKey(s string) bool {
+	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z' || s[0] == '_') {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return !yamlKeywords[strings.ToLower(s)]
 }
 
 // listedTools returns the raw Tool objects of every tools/list result in b:

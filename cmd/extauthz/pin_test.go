@@ -57,7 +57,7 @@ func TestPin(t *testing.T) {
 		want string
 	}{
 		{`{"jsonrpc":"2.0","id":1,"result":{"prompts":[]}}`, "no tools/list result"},
-		{`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","name":"b"}]}}`, "cannot be fingerprinted"},
+		{`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","name":"b"}]}}`, "no tool definition can be pinned (1 tool)"},
 	} {
 		code, _, errs := runOut(t, "pin", "--server-id", "payments", write("bad.json", tt.body))
 		if code != 1 || !strings.Contains(errs, tt.want) {
@@ -174,17 +174,22 @@ func TestPinDecisionLogRefuses(t *testing.T) {
 		code int
 		want string
 	}{
-		{"malformed lines, each by number", ok + "{\"kind\":\n" + ok + "not json\n" + ok, 1, "f.jsonl:2: not a JSON line"},
+		{"malformed lines, each by number", ok + "{\"kind\":\n" + ok + "not json\n" + ok, 1, "f.jsonl:2: not a strict JSON line: mcpparse: syntax"},
 		{"the second malformed line too", ok + "{\"kind\":\n" + ok + "not json\n", 1, "f.jsonl:4: not a JSON object"},
-		{"trailing data", `{"kind":"x"} {}` + "\n", 1, "f.jsonl:1: not a JSON line"},
+		{"trailing data", `{"kind":"x"} {}` + "\n", 1, "f.jsonl:1: not a strict JSON line: mcpparse: trailing_data"},
+		// encoding/json would take the last tools, or fold Tools onto tools.
+		{"duplicate members", ok + list(`,"tools":[{"name":"a","fingerprint":"`+fp+`"}],"tools":[{"name":"b","fingerprint":"`+fp+`"}]`), 1, "f.jsonl:2: not a strict JSON line: mcpparse: duplicate_key"},
+		{"case-variant members", list(`,"tools":[{"name":"a","fingerprint":"` + fp + `"}],"Tools":[]`), 1, "f.jsonl:1: not a strict JSON line: mcpparse: case_variant_key"},
+		{"duplicate members in a tool", list(`,"tools":[{"name":"a","name":"b","fingerprint":"` + fp + `"}]`), 1, "f.jsonl:1: not a strict JSON line: mcpparse: duplicate_key"},
+		{"a duplicate on a line of another kind", `{"kind":"receipt","kind":"list_filter"}` + "\n" + ok, 1, "f.jsonl:1: not a strict JSON line: mcpparse: duplicate_key"},
 		{"invalid UTF-8", "{\"kind\":\"\xff\"}\n", 1, "f.jsonl:1: not UTF-8"},
 		{"not a fingerprint", list(`,"tools":[{"name":"a","fingerprint":"sha256:00"}]`), 1, `tools[0] (a): "sha256:00" is not a tooldef-v1 fingerprint`},
 		{"no name", list(`,"tools":[{"fingerprint":"` + fp + `"}]`), 1, "tools[0] has no name"},
 		{"tools not a list", list(`,"tools":{"a":"b"}`), 1, "tools is not a list"},
-		{"pinned by raw bytes", list(`,"tools":[{"name":"a","fingerprint":"` + fp + `","raw":true}]`), 1, "cannot be fingerprinted"},
+		{"only tools pinned by raw bytes", list(`,"tools":[{"name":"a","fingerprint":"` + fp + `","raw":true}]`), 1, "no tool definition can be pinned (1 tool not strict JSON)"},
 		{"no server", `{"kind":"list_filter","list":"tools","tools":[]}` + "\n", 1, "without a server"},
 		{"no tools/list line", `{"kind":"receipt","server":"payments"}` + "\n", 1, "no tools/list line"},
-		{"pinning off", list(""), 1, "1 tools/list lines but no fingerprint (pinning was off"},
+		{"pinning off", list(""), 1, "1 tools/list line but no fingerprint (pinning was off"},
 		{"empty", "", 1, "no tools/list line"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -217,7 +222,7 @@ func TestPinDecisionLogRefuses(t *testing.T) {
 	}
 	code, out, errs := runOut(t, "pin", "--decision-log", file)
 	if code != 0 || !strings.Contains(out, "    # line 1: 37 more tools of that list were not logged") || !strings.Contains(errs, "37 more tools") ||
-		!strings.Contains(errs, "1 tools/list lines carry no fingerprints") || !strings.Contains(out, "read_file: ["+fp+"]") {
+		!strings.Contains(errs, "1 tools/list line without fingerprints") || !strings.Contains(out, "read_file: ["+fp+"]") {
 		t.Errorf("cut list: exit %d %s\n%s", code, errs, out)
 	}
 
@@ -231,6 +236,102 @@ func TestPinDecisionLogRefuses(t *testing.T) {
 	} {
 		if code, _, errs := runOut(t, append([]string{"pin"}, tt.args...)...); code != 2 || !strings.Contains(errs, tt.want) {
 			t.Errorf("%v: exit %d %q, want 2 and %q", tt.args, code, errs, tt.want)
+		}
+	}
+}
+
+// TestPinNotStrictJSON: a tool whose definition is not strict JSON (a
+// capture's duplicate member; a log entry the processor marked "raw") is a
+// comment in the pins block, on stderr too, and the other tools are
+// printed: exit 0, and the block compiles with their pins only.
+func TestPinNotStrictJSON(t *testing.T) {
+	const fp = "tooldef-v1:sha256:0f01237a4d5f227afb96ea1a2a0e42ea41e98effc456b804579bedbed4cdcbf9"
+	dir := t.TempDir()
+	search := `{"name":"search","inputSchema":{"type":"object"}}`
+	searchFP, _, err := toolpin.Fingerprint([]byte(search))
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture := filepath.Join(dir, "list.json")
+	if err := os.WriteFile(capture, []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"dup","description":"a","description":"b"},`+search+`]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "f.jsonl")
+	if err := os.WriteFile(log, []byte(`{"kind":"list_filter","list":"tools","server":"payments","tools":[{"name":"dup","fingerprint":"`+fp+`","raw":true},{"name":"search","fingerprint":"`+searchFP+`"}]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		give []string
+		want string // the comment line
+	}{
+		{"a capture", []string{"--server-id", "payments", capture}, "    # dup: definition is not strict JSON; cannot be pinned by content (" + capture + ", tools[0]: toolpin: mcpparse: duplicate_key"},
+		{"a decision log", []string{"--decision-log", log}, "    # dup: definition is not strict JSON; cannot be pinned by content (line 1;"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runOut(t, append([]string{"pin"}, tt.give...)...)
+			if code != 0 || !strings.Contains(out, tt.want) || !strings.Contains(errs, "dup: definition is not strict JSON") {
+				t.Fatalf("exit %d, stderr %s\nstdout\n%s\nwant a line %q", code, errs, out, tt.want)
+			}
+			p, err := policy.Compile("pins.yaml", []byte("default: deny\npin_mode: strict\n"+out))
+			if err != nil {
+				t.Fatalf("does not compile: %v\n%s", err, out)
+			}
+			if got := p.Pins("payments", "search"); !slices.Equal(got, []string{searchFP}) {
+				t.Errorf("search pins %v, want %s", got, searchFP)
+			}
+			if got := p.Pins("payments", "dup"); got != nil {
+				t.Errorf("dup pinned: %v", got)
+			}
+		})
+	}
+}
+
+// TestPinYAMLKeys: server ids and tool names a YAML reader would take for
+// null, a boolean or a number are quoted, so the block compiles back with
+// the same pins under the same strings; simple names stay plain.
+func TestPinYAMLKeys(t *testing.T) {
+	names := []string{"null", "NULL", "Null", "true", "False", "yes", "No", "on", "OFF", "y", "N", "~", "123", "1.5", "0x1F", "0o17", "1e3",
+		".inf", "-.NaN", "+1", "2026", "-", "a: b", "#c", "x y", "é", "", "\"q\"", "line\nbreak",
+		"search", "read_file", "a.b-c", "_x", "Nope", "yesterday"}
+	plain := map[string]bool{"search": true, "read_file": true, "a.b-c": true, "_x": true, "Nope": true, "yesterday": true}
+	dir := t.TempDir()
+	var tools []string
+	for _, n := range names {
+		if n == "" {
+			continue // not a tool name: toolpin refuses it
+		}
+		b, _ := json.Marshal(map[string]any{"name": n, "inputSchema": map[string]any{"type": "object"}})
+		tools = append(tools, string(b))
+	}
+	capture := filepath.Join(dir, "list.json")
+	if err := os.WriteFile(capture, []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[`+strings.Join(tools, ",")+`]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, server := range []string{"2026", "null", "payments"} {
+		t.Run(server, func(t *testing.T) {
+			code, out, errs := runOut(t, "pin", "--server-id", server, capture)
+			if code != 0 {
+				t.Fatalf("exit %d %s", code, errs)
+			}
+			p, err := policy.Compile("pins.yaml", []byte("default: deny\npin_mode: strict\n"+out))
+			if err != nil {
+				t.Fatalf("does not compile: %v\n%s", err, out)
+			}
+			for _, def := range tools {
+				fp, name, err := toolpin.Fingerprint([]byte(def))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := p.Pins(server, name); !slices.Equal(got, []string{fp}) {
+					t.Errorf("%q on %q: pins %v, want %s\n%s", name, server, got, fp, out)
+				}
+			}
+		})
+	}
+	for _, n := range names {
+		if got := yamlKey(n); (got == n) != plain[n] {
+			t.Errorf("yamlKey(%q) = %s, want it plain: %v", n, got, plain[n])
 		}
 	}
 }

@@ -20,7 +20,7 @@ func TestTestCommand(t *testing.T) {
 		wantErr  []string // substrings of stderr
 	}{
 		{name: "the reference policy passes its tests", give: []string{"examples/"}, wantCode: 0,
-			wantOut: []string{"PASS: 25 tests in 1 files"}},
+			wantOut: []string{"PASS: 25 tests in 1 file\n"}},
 		{name: "-v names every test with file:line", give: []string{"-v", "examples/policy_test.yaml"}, wantCode: 0,
 			wantOut: []string{"PASS examples/policy_test.yaml:12: search is allowed"}},
 		{name: "a broken policy fails with file:line", give: []string{testdataPT + "broken"}, wantCode: 1,
@@ -31,7 +31,7 @@ func TestTestCommand(t *testing.T) {
 		{name: "-v adds the policy trace of a failure", give: []string{"-v", "-run", "big refund", testdataPT + "broken"}, wantCode: 1,
 			wantOut: []string{"[allow] small-eur-refunds (" + testdataPT + "broken/policy.yaml:", "no deny or ask rule matched; allow rule \"small-eur-refunds\" matched: allow"}},
 		{name: "a policy that does not compile fails with file:line:col", give: []string{testdataPT + "uncompilable"}, wantCode: 1,
-			wantOut: []string{testdataPT + "uncompilable/policy.yaml:5:13: rule \"search\": shadow must be true or false, not the string \"yes\"", "1 test files did not run"}},
+			wantOut: []string{testdataPT + "uncompilable/policy.yaml:5:13: rule \"search\": shadow must be true or false, not the string \"yes\"", "; 1 test file did not run"}},
 		{name: "a malformed test file is exit 2 with file:line:col", give: []string{testdataPT + "badtests"}, wantCode: 2,
 			wantErr: []string{testdataPT + "badtests/policy_test.yaml:6:5: unknown key \"wnat\"", "policy_test.yaml:9:22: want.decision must be allow, deny or ask"}},
 		{name: "no test files", give: []string{"k8s/"}, wantCode: 2, wantErr: []string{"no *_test.yaml files"}},

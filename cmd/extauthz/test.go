@@ -109,16 +109,16 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	switch {
 	case failed > 0 || notRun > 0:
-		fmt.Fprintf(stdout, "FAIL: %d of %d tests failed", failed, total)
+		fmt.Fprintf(stdout, "FAIL: %d of %s failed", failed, plural(total, "test"))
 		if notRun > 0 {
-			fmt.Fprintf(stdout, "; %d test files did not run (policy errors above)", notRun)
+			fmt.Fprintf(stdout, "; %s did not run (policy errors above)", plural(notRun, "test file"))
 		}
 		fmt.Fprintln(stdout)
 		return &exitError{code: 1}
 	case broken:
 		return &exitError{code: 2}
 	}
-	fmt.Fprintf(stdout, "PASS: %d tests in %d files\n", total, len(files))
+	fmt.Fprintf(stdout, "PASS: %s in %s\n", plural(total, "test"), plural(len(files), "file"))
 	return nil
 }
 

@@ -23,6 +23,11 @@ import (
 func runToken(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: extauthz token [flags]")
+		fmt.Fprintln(stderr, "Prints a signed test bearer token (quick start and tests only: the default key is published).")
+		fs.PrintDefaults()
+	}
 	configFile := fs.String("config", "", configFlagUsage+" (--issuer: its issuer, --audience: its first audience)")
 	keyFile := fs.String("key", "examples/TEST-ONLY-signing-key.jwk.json", "private JWK to sign with (RS256/ES256)")
 	iss := fs.String("issuer", "", "iss claim (default: the --config issuer)")

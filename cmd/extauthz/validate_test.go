@@ -57,8 +57,8 @@ func TestTestPolicyFile(t *testing.T) {
 		wantCode int
 		want     string
 	}{
-		{"the reference policy", []string{"examples/policy.yaml"}, 0, "PASS: 25 tests in 1 files"},
-		{"the policy and its tests, once", []string{"examples/policy.yaml", "examples/policy_test.yaml"}, 0, "PASS: 25 tests in 1 files"},
+		{"the reference policy", []string{"examples/policy.yaml"}, 0, "PASS: 25 tests in 1 file\n"},
+		{"the policy and its tests, once", []string{"examples/policy.yaml", "examples/policy_test.yaml"}, 0, "PASS: 25 tests in 1 file\n"},
 		{"a policy without tests", []string{lonely}, 2, "is not a test file (*_test.yaml), and there is no " + strings.TrimSuffix(lonely, ".yaml") + "_test.yaml beside it; extauthz validate " + lonely + " only compiles the policy"},
 		{"a neighbour that tests another policy", []string{elsewhere}, 2, "found for the policy " + elsewhere + ", tests " + filepath.Join(dir, "other.yaml")},
 	}
