@@ -89,7 +89,7 @@ func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *digest == "" {
 		if fs.NArg() != 1 {
 			fs.Usage()
-			return &exitError{code: 2}
+			return &exitError{code: 2, err: argCountError("approve", "one input (- for stdin) or --digest", fs.Args())}
 		}
 		var in []byte
 		if name := fs.Arg(0); name == "-" {

@@ -127,7 +127,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return &exitError{code: 2}
+		return &exitError{code: 2, err: argCountError("check", "one FILE (- for stdin)", fs.Args())}
 	}
 	bad := func(err error) error { return &exitError{code: 2, err: fmt.Errorf("check: %w", err)} }
 	cfg, _, err := toolConfig(*configFile, os.Getenv)

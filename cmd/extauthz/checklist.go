@@ -28,9 +28,12 @@ type listItem struct {
 // captured list answer in (a JSON-RPC body, or an SSE stream of them) under
 // the policy file for server, as the response seam filters it: each item
 // kept or removed and, with explain, the rule or default that decided it.
-// Task lists need the task store and are refused here. Exit 0 when the
-// answer could be filtered, 2 when it could not (the seam would replace it
-// with a JSON-RPC error).
+// Task lists need the task store and are refused here (exit 2). Exit 0 when
+// the seam would pass the filtered answer; 1 when it would replace it with
+// a JSON-RPC error (response_unfilterable): not a strict JSON-RPC message,
+// duplicate items, or a result that carries no list, which the seam
+// refuses for a list request since it cannot tell what the client would
+// read; 2 when the policy cannot be read or the input holds no answer.
 func runCheckList(policyFile, server, sub string, claims map[string]any, explain bool, in []byte, stdout io.Writer) error {
 	src, err := os.ReadFile(policyFile)
 	if err != nil {
@@ -41,9 +44,10 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 		return &exitError{code: 2, err: fmt.Errorf("check: %w", err)}
 	}
 	var items []listItem
+	errTasks := errors.New("tasks/list answers depend on the task store: check them on a running service")
 	keep := func(k listfilter.Kind, key string, raw []byte) (bool, error) {
 		if k == listfilter.Tasks {
-			return false, errors.New("tasks/list answers depend on the task store: check them on a running service")
+			return false, errTasks
 		}
 		in, ok := extproc.ItemInput(k, key, server, claims)
 		if !ok {
@@ -58,6 +62,16 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 	opt := listfilter.Options{Limits: mcpparse.Limits{MaxBytes: 64 << 20, MaxKeys: 1 << 22, MaxElements: 1 << 24, MaxStringLen: 16 << 20}, Keep: keep}
 	var ferr error
 	bodies := 0
+	filter := func(body []byte) error {
+		res, err := listfilter.Filter(body, opt)
+		if err != nil {
+			return err
+		}
+		if res.Lists == 0 && carriesResult(body, opt.Limits) {
+			return errNoList
+		}
+		return nil
+	}
 	if isSSE(in) {
 		f := sse.New(len(in) + 1)
 		onEvent := func(ev *sse.Event) error {
@@ -69,7 +83,7 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 				data = ev.Go.Data
 			}
 			bodies++
-			if _, err := listfilter.Filter(data, opt); err != nil && ferr == nil {
+			if err := filter(data); err != nil && ferr == nil {
 				ferr = err
 			}
 			return nil
@@ -81,11 +95,16 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 		}
 	} else {
 		bodies = 1
-		_, ferr = listfilter.Filter(in, opt)
+		ferr = filter(in)
 	}
-	if ferr != nil {
-		fmt.Fprintf(stdout, "refused: the seam would answer a JSON-RPC error instead of this list (%v)\n", ferr)
-		return &exitError{code: 2}
+	switch {
+	case errors.Is(ferr, errTasks):
+		return &exitError{code: 2, err: fmt.Errorf("check: %w", ferr)}
+	case ferr != nil:
+		fmt.Fprintf(stdout, "refused: the seam would answer a JSON-RPC error instead of this list (response_unfilterable): %v\n", ferr)
+		return &exitError{code: 1}
+	case bodies == 0:
+		return &exitError{code: 2, err: errors.New("check: --list-response: the input holds no JSON-RPC answer (an SSE stream without data)")}
 	}
 	kept := 0
 	for _, it := range items {
@@ -93,7 +112,7 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 			kept++
 		}
 	}
-	fmt.Fprintf(stdout, "%s on %s sees %d of %d items (%d answers)\n", sub, server, kept, len(items), bodies)
+	fmt.Fprintf(stdout, "%s on %s sees %d of %s (%s)\n", sub, server, kept, plural(len(items), "item"), plural(bodies, "answer"))
 	sort.SliceStable(items, func(i, j int) bool { return items[i].kind < items[j].kind })
 	for _, it := range items {
 		verdict := "keep  "
@@ -130,6 +149,25 @@ func isSSE(b []byte) bool {
 	t := strings.TrimLeft(string(b[:min(len(b), 64)]), " \t\r\n")
 	for _, p := range []string{"data:", "event:", "id:", ":", "retry:"} {
 		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// errNoList is a result without a list: for a list request the seam
+// refuses it (listfilter.Options.Method), whatever else it holds.
+var errNoList = errors.New("the result carries no list (tools, prompts, resources or resourceTemplates), which the seam refuses as the answer to a list request: it cannot tell what the client would read")
+
+// carriesResult reports whether body (strict JSON-RPC, as listfilter.Filter
+// accepted it) holds a response with a result.
+func carriesResult(body []byte, lim mcpparse.Limits) bool {
+	parsed, err := mcpparse.Parse(bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), mcpparse.ParseOptions{Limits: lim, AllowBatch: true})
+	if err != nil {
+		return false
+	}
+	for _, m := range parsed.Messages {
+		if m.Kind == mcpparse.KindResponse && m.Result != nil {
 			return true
 		}
 	}

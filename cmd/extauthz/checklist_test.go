@@ -22,21 +22,36 @@ func TestCheckListResponse(t *testing.T) {
 	tests := []struct {
 		name, body string
 		args       []string
+		after      []string // after FILE
 		want       []string
 		wantCode   int
 	}{
 		{name: "json", body: `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"search"},{"name":"delete_repo"}]}}`,
-			want: []string{"sees 1 of 2 items", "keep   tools              search\n", "remove tools              delete_repo  (deny rule no-deletes matches every call)"}},
+			want: []string{"sees 1 of 2 items (1 answer)\n", "keep   tools              search\n", "remove tools              delete_repo  (deny rule no-deletes matches every call)"}},
 		{name: "sse, explained", body: "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"prompts\":[{\"name\":\"summarize\"},{\"name\":\"draft_email\"}]}}\n\n",
 			args: []string{"--explain"},
 			want: []string{"sees 1 of 2 items", "keep   prompts            summarize  (allow rule summarize-prompt could match)", "remove prompts            draft_email  (no rule could match: default deny)"}},
+		{name: "flags after FILE", body: "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"prompts\":[{\"name\":\"summarize\"}]}}\n\n",
+			after: []string{"--explain"},
+			want:  []string{"sees 1 of 1 item (1 answer)\n", "keep   prompts            summarize  (allow rule summarize-prompt could match)"}},
+		{name: "two answers", body: "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[]}}\n\n",
+			want: []string{"sees 0 of 0 items (2 answers)\n"}},
 		{name: "duplicate names are refused", body: `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"search"},{"name":"search"}]}}`,
-			want: []string{"refused: the seam would answer a JSON-RPC error"}, wantCode: 2},
+			want: []string{"refused: the seam would answer a JSON-RPC error instead of this list (response_unfilterable)"}, wantCode: 1},
+		{name: "a result without a list is refused", body: `{"jsonrpc":"2.0","id":1,"result":{"things":[]}}`,
+			want: []string{"refused: the seam would answer a JSON-RPC error instead of this list (response_unfilterable): the result carries no list"}, wantCode: 1},
+		{name: "an empty result is refused", body: "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+			want: []string{"(response_unfilterable): the result carries no list"}, wantCode: 1},
+		{name: "an error answer passes", body: `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`,
+			want: []string{"sees 0 of 0 items (1 answer)\n"}},
+		{name: "a task list needs the task store", body: `{"jsonrpc":"2.0","id":1,"result":{"tasks":[{"taskId":"t1"}]}}`,
+			wantCode: 2},
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer
 		args := append([]string{"check", "--config", "examples/config.yaml", "--sub", "alice", "--list-response"}, tt.args...)
-		err := run(t.Context(), append(args, write(strings.ReplaceAll(tt.name, " ", "_"), tt.body)), &out, &errb)
+		args = append(args, write(strings.ReplaceAll(tt.name, " ", "_"), tt.body))
+		err := run(t.Context(), append(args, tt.after...), &out, &errb)
 		code := 0
 		var ee *exitError
 		if errors.As(err, &ee) {

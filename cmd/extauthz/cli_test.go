@@ -174,3 +174,39 @@ func TestCheckDefaultsFromConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckRefusesAmbiguousCaptures: a captured request with a duplicate
+// or case-variant member is refused with what and where (exit 2), by check
+// and by approve, never decided on the member encoding/json kept.
+func TestCheckRefusesAmbiguousCaptures(t *testing.T) {
+	allowed := `{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"search\",\"arguments\":{\"query\":\"q\"}}}`
+	denied := `{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"delete_repo\",\"arguments\":{}}}`
+	dir := t.TempDir()
+	tests := []struct {
+		name, give, want string
+	}{
+		{"two body_text", `{"http":{"method":"POST","path":"/mcp","headers":{"content-type":"application/json"},"body_text":"` + denied + `","body_text":"` + allowed + `"}}`,
+			`captured request: not strict JSON: mcpparse: duplicate_key at offset`},
+		{"two http", `{"http":{"method":"POST","path":"/mcp","body_text":"` + denied + `"},"http":{"method":"POST","path":"/mcp","body_text":"` + allowed + `"}}`,
+			`duplicate member "http"`},
+		{"header names in two cases", `{"http":{"method":"POST","path":"/mcp","headers":{"Mcp-Session-Id":"a","mcp-session-id":"b"},"body_text":"` + allowed + `"}}`,
+			`case_variant_key`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".json")
+			if err := os.WriteFile(file, []byte(tt.give), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{
+				{"check", "--config", "examples/config.yaml", file},
+				{"approve", "--config", "examples/config.yaml", "--sub", "alice", file},
+			} {
+				code, out, errs := runOut(t, args...)
+				if code != 2 || out != "" || !strings.Contains(errs, tt.want) {
+					t.Errorf("%s: exit %d, stdout %q, stderr %q; want 2 and %q", args[0], code, out, errs, tt.want)
+				}
+			}
+		})
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"go.uber.org/zap/zapgrpc"
@@ -272,4 +273,13 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// argCountError says that cmd wants other positional arguments than got
+// (printed under the usage, so a wrong count is never a bare usage text).
+func argCountError(cmd, want string, got []string) error {
+	if len(got) == 0 {
+		return fmt.Errorf("%s: want %s, got none", cmd, want)
+	}
+	return fmt.Errorf("%s: want %s, got %s: %s", cmd, want, plural(len(got), "argument"), strings.Join(got, " "))
 }

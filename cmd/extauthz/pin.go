@@ -55,7 +55,7 @@ func runPin(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
-		return &exitError{code: 2}
+		return &exitError{code: 2, err: argCountError("pin", "a RESPONSE file at least, or --decision-log FILE", nil)}
 	}
 	if *serverID == "" {
 		cfg, _, err := toolConfig(*configFile, os.Getenv)

@@ -29,7 +29,7 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
-		return &exitError{code: 2}
+		return &exitError{code: 2, err: argCountError("validate", "a POLICY.yaml at least", nil)}
 	}
 	failed, broken := false, false
 	for _, name := range fs.Args() {

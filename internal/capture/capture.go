@@ -15,6 +15,8 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
 // Request is one recorded HTTP request, in the shape of the lines of
@@ -28,9 +30,20 @@ type Request struct {
 	Body    []byte            `json:"-"`       // from body_b64, body_hex or body_text, in that order
 }
 
-// Parse decodes one captured request. Errors name what is missing or
-// malformed.
+// limits bound the strict parse of a capture: a recorded body may be far
+// larger than a JSON-RPC message.
+var limits = mcpparse.Limits{MaxBytes: 256 << 20, MaxKeys: 1 << 20, MaxElements: 1 << 22, MaxStringLen: 256 << 20}
+
+// Parse decodes one captured request. It must be strict JSON
+// (mcpparse.Canonicalize): a duplicate member (two body_text, two
+// headers of one name) or two header names that differ only in case would
+// otherwise be decided on whichever encoding/json kept, so they are
+// refused, as are invalid UTF-8 and trailing data. Errors name what is
+// missing or malformed.
 func Parse(b []byte) (*Request, error) {
+	if _, err := mcpparse.Canonicalize(b, limits); err != nil {
+		return nil, fmt.Errorf("captured request: not strict JSON: %w", err)
+	}
 	var outer struct {
 		HTTP    json.RawMessage `json:"http"`
 		Request json.RawMessage `json:"request"`
