@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/policytest"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -29,13 +30,20 @@ import (
 // demos, tests and simple approver integrations. The digest comes from
 // --digest, or from the input: an ask denial (error.data.request_digest),
 // the output of `extauthz check --json` (request_digest), or a captured
-// request whose digest is computed as serve would.
+// request whose digest is computed as serve would. A definition_changed
+// ask names the tool's observed definition (error.data.tool_fingerprint,
+// in check --addr --json's http_body too), which the approval must name
+// in its tooldef claim (decision.Binding): approve takes it from there, or
+// from --tooldef; the two must agree. Not done: an offline check decides
+// no definition_changed (policytest.Listed), so a captured request gives
+// no fingerprint.
 func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: extauthz approve [flags] [DENIAL.json | CHECK.json | REQUEST.json | -]")
 		fmt.Fprintln(stderr, "Prints an approval of the request digest for --sub, to send in x-mcp-approval.")
+		fmt.Fprintln(stderr, "A definition_changed denial's data.tool_fingerprint (or --tooldef) becomes its tooldef claim: it approves that definition only.")
 		fs.PrintDefaults()
 	}
 	configFile := fs.String("config", "", configFlagUsage+" (--issuer: its approver-issuer, --audience: its first audience, --token-issuer: its issuer, --server-id: its server-id)")
@@ -44,6 +52,7 @@ func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	aud := fs.String("audience", "", "aud: the MCP server's resource URI the request was sent to (default: the --config first audience)")
 	sub := fs.String("sub", "", "the principal (token sub) the request is approved for (required)")
 	digest := fs.String("digest", "", "the request digest (sha256:…); otherwise read from the input")
+	tooldef := fs.String("tooldef", "", "for a definition_changed ask: the fingerprint of the tool's observed definition (tooldef-v1:sha256:…, the denial's data.tool_fingerprint), put in the tooldef claim; otherwise read from the input")
 	approver := fs.String("approver", "", "who approves (the approver claim; default $USER)")
 	ttl := fs.Duration("ttl", 10*time.Minute, "lifetime of the approval (serve refuses more than its --approval-max-lifetime)")
 	tokenIssuer := fs.String("token-issuer", "", "for a captured request: the iss of the requester's token (default: the --config issuer)")
@@ -100,9 +109,19 @@ func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		if err != nil {
 			return bad(err)
 		}
-		if *digest, err = digestOf(ctx, bytes.TrimSpace(in), *tokenIssuer, *sub, *aud, *serverID); err != nil {
+		var fp string
+		if *digest, fp, err = digestOf(ctx, bytes.TrimSpace(in), *tokenIssuer, *sub, *aud, *serverID); err != nil {
 			return bad(err)
 		}
+		switch {
+		case fp != "" && *tooldef != "" && fp != *tooldef:
+			return bad(fmt.Errorf("approve: --tooldef %s is not the definition the denial names (%s): an approval covers the observed one only", *tooldef, fp))
+		case fp != "":
+			*tooldef = fp
+		}
+	}
+	if *tooldef != "" && !toolpin.Valid(*tooldef) {
+		return bad(fmt.Errorf("approve: tooldef %q: want %s:sha256:<64 lowercase hex digits> (a definition_changed denial's data.tool_fingerprint)", *tooldef, toolpin.Version))
 	}
 	if !strings.HasPrefix(*digest, "sha256:") || len(*digest) != len("sha256:")+64 {
 		return bad(fmt.Errorf("approve: digest %q: want sha256:<64 hex digits>", *digest))
@@ -125,6 +144,9 @@ func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		"iss": *iss, "aud": *aud, "sub": *sub, "digest": *digest, "approver": *approver,
 		"iat": now.Unix(), "exp": now.Add(*ttl).Unix(), "jti": hex.EncodeToString(jti[:]),
 	}
+	if *tooldef != "" {
+		claims["tooldef"] = *tooldef
+	}
 	tok, err := signTyped(&key, decision.ApprovalType, claims)
 	if err != nil {
 		return err
@@ -133,51 +155,70 @@ func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	return nil
 }
 
-// digestOf finds the request digest in in: a JSON-RPC denial's
-// error.data.request_digest, a top-level request_digest, or else in as a
-// captured request decided offline for the principal (iss, sub, aud) on
-// serverID.
-func digestOf(ctx context.Context, in []byte, iss, sub, aud, serverID string) (string, error) {
+// denialFields are what approve reads of a JSON-RPC denial body.
+type denialFields struct {
+	Error struct {
+		Data struct {
+			RequestDigest   string `json:"request_digest"`
+			ToolFingerprint string `json:"tool_fingerprint"`
+		} `json:"data"`
+	} `json:"error"`
+}
+
+// digestOf finds the request digest in in, and the tool fingerprint a
+// definition_changed denial names ("" when none): a JSON-RPC denial's
+// error.data.request_digest and error.data.tool_fingerprint, or a
+// top-level request_digest (check --json) with the denial in http_body
+// (check --addr --json), or else in as a captured request decided offline
+// for the principal (iss, sub, aud) on serverID.
+func digestOf(ctx context.Context, in []byte, iss, sub, aud, serverID string) (digest, tooldef string, err error) {
 	var v struct {
+		denialFields
 		RequestDigest string `json:"request_digest"`
-		Error         struct {
-			Data struct {
-				RequestDigest string `json:"request_digest"`
-			} `json:"data"`
-		} `json:"error"`
+		HTTPBody      string `json:"http_body"`
 	}
 	if err := json.Unmarshal(in, &v); err != nil {
-		return "", fmt.Errorf("approve: input is not JSON: %w", err)
+		return "", "", fmt.Errorf("approve: input is not JSON: %w", err)
+	}
+	tooldef = v.Error.Data.ToolFingerprint
+	if v.HTTPBody != "" && v.Error.Data.RequestDigest == "" {
+		var body denialFields
+		if json.Unmarshal([]byte(v.HTTPBody), &body) == nil { // a body that is not JSON (a concealed denial) names none
+			if d := body.Error.Data.RequestDigest; d != "" && v.RequestDigest != "" && d != v.RequestDigest {
+				return "", "", fmt.Errorf("approve: request_digest %s and http_body's %s differ: not one check's output", v.RequestDigest, d)
+			}
+			tooldef = body.Error.Data.ToolFingerprint
+		}
 	}
 	switch {
 	case v.Error.Data.RequestDigest != "":
-		return v.Error.Data.RequestDigest, nil
+		return v.Error.Data.RequestDigest, tooldef, nil
 	case v.RequestDigest != "":
-		return v.RequestDigest, nil
+		return v.RequestDigest, tooldef, nil
 	case iss == "" || serverID == "":
-		return "", errors.New("approve: the input holds no request_digest, so it is decided as a captured request, which needs --token-issuer and --server-id (or --config FILE: serve's config)")
+		return "", "", errors.New("approve: the input holds no request_digest, so it is decided as a captured request, which needs --token-issuer and --server-id (or --config FILE: serve's config)")
 	}
 	capt, err := capture.Parse(in)
 	if err != nil {
-		return "", fmt.Errorf("approve: input is neither a denial with request_digest nor a captured request: %w", err)
+		return "", "", fmt.Errorf("approve: input is neither a denial with request_digest nor a captured request: %w", err)
 	}
 	capt.Headers["authorization"] = "Bearer " + policytest.PlaceholderToken
 	lp, err := decision.CompilePolicy("approve", []byte("default: deny"))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	store := &decision.PolicyStore{}
 	store.Store(lp)
 	decider, err := decision.NewDecider(decision.Config{ServerID: serverID, Policies: store, Limits: mcpparse.DefaultLimits(),
 		Verifier: policytest.Verifier{P: policytest.Principal{Issuer: iss, Subject: sub, Audience: aud}}})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	d := decider.Decide(ctx, extauthz.RequestFromCheck(capt.CheckRequest(true)))
 	if d.RequestDigest == "" || len(d.BatchDigests) > 0 {
-		return "", fmt.Errorf("approve: the request has no single request digest (%s)", d.Reason)
+		return "", "", fmt.Errorf("approve: the request has no single request digest (%s)", d.Reason)
 	}
-	return d.RequestDigest, nil
+	return d.RequestDigest, "", nil
 }
 
 // signTyped signs claims as a compact JWS with key's algorithm (RS256 when

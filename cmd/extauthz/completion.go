@@ -46,7 +46,7 @@ func takesValue(f *flag.Flag) bool {
 }
 
 // fileArgs are the commands whose arguments are files.
-var fileArgs = map[string]bool{"check": true, "test": true, "approve": true}
+var fileArgs = map[string]bool{"check": true, "test": true, "approve": true, "pin": true, "validate": true}
 
 // completionFlags returns every command's flags, sorted by name.
 func completionFlags() map[string][]*flag.Flag {
@@ -216,6 +216,8 @@ func writeCaseScript(w io.Writer, d shellDialect) {
 				fmt.Fprintf(w, "\n            else %s", d.files)
 			}
 			fmt.Fprint(w, "; fi ;;\n")
+		case fileArgs[c.name]: // files and no flags: validate
+			fmt.Fprintf(w, "        %s) %s ;;\n", c.name, d.files)
 		}
 	}
 	fmt.Fprint(w, "    esac\n}\n"+d.footer)

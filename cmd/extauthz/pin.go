@@ -26,9 +26,13 @@ import (
 // whose result has a tools array counts. A tool listed twice with two
 // definitions gets both fingerprints (the policy then approves either).
 // With --decision-log FILE it reads the fingerprints the processor logged
-// instead (pinDecisionLog): every server and tool of the log.
-// Exit 0; 1 when a file holds no tools/list result or a tool that cannot be
-// fingerprinted; 2 on bad usage or a file that cannot be read.
+// instead (pinDecisionLog): every server and tool of the log. A tool whose
+// definition is not strict JSON (toolpin.Parse refuses it; the processor
+// would pin its raw bytes, and it reads as changed whatever the pins say)
+// becomes a comment, on stderr too, and the other tools are printed, as
+// with a decision log's "raw" entries. Exit 0; 1 when a file holds no
+// tools/list result or no tool can be pinned; 2 on bad usage or a file
+// that cannot be read.
 func runPin(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pin", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -204,6 +204,11 @@ func TestCompletionBash(t *testing.T) {
 		{"extauthz serve --policy examples/pol", []string{"examples/policy.yaml"}, nil},
 		{"extauthz pin --de", []string{"--decision-log"}, nil},
 		{"extauthz pin --decision-log cmd/extauthz/testdata/pin/dec", []string{"cmd/extauthz/testdata/pin/decisions.jsonl"}, []string{"stdout", "file"}},
+		{"extauthz approve --tool", []string{"--tooldef"}, nil},
+		{"extauthz approve --tooldef ", nil, []string{"--tooldef", "examples/"}},
+		{"extauthz approve examples/requests/big", []string{"examples/requests/big-refund-ask.json"}, nil},
+		{"extauthz pin cmd/extauthz/testdata/pin/dec", []string{"cmd/extauthz/testdata/pin/decisions.jsonl"}, nil},
+		{"extauthz validate examples/pol", []string{"examples/policy.yaml"}, nil},
 	}
 	for _, tt := range tests {
 		words := strings.Split(tt.give, " ")
