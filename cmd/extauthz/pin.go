@@ -27,8 +27,9 @@ import (
 // definitions gets both fingerprints (the policy then approves either).
 // With --decision-log FILE it reads the fingerprints the processor logged
 // instead (pinDecisionLog): every server and tool of the log. A tool whose
-// definition is not strict JSON (toolpin.Parse refuses it; the processor
-// would pin its raw bytes, and it reads as changed whatever the pins say)
+// definition cannot be fingerprinted (toolpin.Parse refuses it, e.g. over
+// its limits, in an answer the seam passes; the processor would pin its raw
+// bytes, and it reads as changed whatever the pins say)
 // becomes a comment, on stderr too, and the other tools are printed, as
 // with a decision log's "raw" entries. Exit 0; 1 when a file holds no
 // tools/list result or no tool can be pinned; 2 on bad usage or a file
@@ -346,8 +347,9 @@ func pinLogLine(line []byte, n int, only string, servers map[string]pinSet, note
 // rawNote is what pin says of a tool whose definition is not strict JSON.
 const rawNote = "definition is not strict JSON; cannot be pinned by content"
 
-// pinLogLimits bound the strict parse of one decision log line: far above
-// what the processor writes (a line's tools stop at 128 KiB).
+// pinLogLimits bound the strict parse of one decision log line (far above
+// what the processor writes: a line's tools stop at 128 KiB) and of one
+// captured answer.
 var pinLogLimits = mcpparse.Limits{MaxBytes: 16 << 20, MaxKeys: 1 << 20, MaxElements: 1 << 22, MaxStringLen: 16 << 20}
 
 // yamlKey writes s as a YAML key: plain when it is a name no YAML 1.1 or
@@ -382,7 +384,8 @@ func plainYAMLKey(s string) bool {
 
 // listedTools returns the raw Tool objects of every tools/list result in b:
 // a JSON-RPC response, a batch, or an SSE body (events' data lines joined
-// with LF, as the SDK clients read them). Errors: no tools/list result, or a
+// with LF, as the SDK clients read them), each message strict JSON-RPC as
+// the seam requires (mcpparse.Parse). Errors: no tools/list result, or a
 // body that is none of these.
 func listedTools(b []byte) ([]json.RawMessage, error) {
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
@@ -404,6 +407,12 @@ func listedTools(b []byte) ([]json.RawMessage, error) {
 	}
 	var out []json.RawMessage
 	for _, m := range msgs {
+		// As the seam reads an answer: one it refuses (a duplicate or
+		// case-variant member anywhere, a lossy number, ...) never reaches
+		// a client, so it has nothing to pin.
+		if _, err := mcpparse.Parse(m, mcpparse.ParseOptions{Limits: pinLogLimits, AllowBatch: true}); err != nil {
+			return nil, fmt.Errorf("not a strict JSON-RPC message, which the seam refuses (response_unfilterable): %w", err)
+		}
 		var batch []json.RawMessage
 		if len(m) > 0 && m[0] == '[' {
 			if err := json.Unmarshal(m, &batch); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
@@ -57,7 +59,11 @@ func TestPin(t *testing.T) {
 		want string
 	}{
 		{`{"jsonrpc":"2.0","id":1,"result":{"prompts":[]}}`, "no tools/list result"},
-		{`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","name":"b"}]}}`, "no tool definition can be pinned (1 tool)"},
+		// The seam refuses such answers (response_unfilterable): no client saw them.
+		{`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","name":"b"}]}}`, "not a strict JSON-RPC message, which the seam refuses (response_unfilterable): mcpparse: duplicate_key"},
+		{`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}],"tools":[{"name":"b"}]}}`, `duplicate member "tools"`},
+		{`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","Name":"b"}]}}`, "case_variant_key"},
+		{"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"a\",\"n\":1e400}]}}\n\n", "non_canonical_number"},
 	} {
 		code, _, errs := runOut(t, "pin", "--server-id", "payments", write("bad.json", tt.body))
 		if code != 1 || !strings.Contains(errs, tt.want) {
@@ -240,10 +246,11 @@ func TestPinDecisionLogRefuses(t *testing.T) {
 	}
 }
 
-// TestPinNotStrictJSON: a tool whose definition is not strict JSON (a
-// capture's duplicate member; a log entry the processor marked "raw") is a
-// comment in the pins block, on stderr too, and the other tools are
-// printed: exit 0, and the block compiles with their pins only.
+// TestPinNotStrictJSON: a tool that cannot be fingerprinted (in a capture
+// the seam passes, a definition over toolpin's limits; a log entry the
+// processor marked "raw") is a comment in the pins block, on stderr too,
+// and the other tools are printed: exit 0, and the block compiles with
+// their pins only.
 func TestPinNotStrictJSON(t *testing.T) {
 	const fp = "tooldef-v1:sha256:0f01237a4d5f227afb96ea1a2a0e42ea41e98effc456b804579bedbed4cdcbf9"
 	dir := t.TempDir()
@@ -253,7 +260,11 @@ func TestPinNotStrictJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	capture := filepath.Join(dir, "list.json")
-	if err := os.WriteFile(capture, []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"dup","description":"a","description":"b"},`+search+`]}}`), 0o600); err != nil {
+	props := make([]string, mcpparse.DefaultMaxKeys+1) // toolpin's key limit
+	for i := range props {
+		props[i] = fmt.Sprintf(`"p%d":{}`, i)
+	}
+	if err := os.WriteFile(capture, []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"dup","inputSchema":{"type":"object","properties":{`+strings.Join(props, ",")+`}}},`+search+`]}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	log := filepath.Join(dir, "f.jsonl")
@@ -265,7 +276,7 @@ func TestPinNotStrictJSON(t *testing.T) {
 		give []string
 		want string // the comment line
 	}{
-		{"a capture", []string{"--server-id", "payments", capture}, "    # dup: definition is not strict JSON; cannot be pinned by content (" + capture + ", tools[0]: toolpin: mcpparse: duplicate_key"},
+		{"a capture", []string{"--server-id", "payments", capture}, "    # dup: definition is not strict JSON; cannot be pinned by content (" + capture + ", tools[0]: toolpin: mcpparse: too_many_keys"},
 		{"a decision log", []string{"--decision-log", log}, "    # dup: definition is not strict JSON; cannot be pinned by content (line 1;"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
