@@ -43,6 +43,9 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("check: %w", err)}
 	}
+	if len(bytes.TrimSpace(in)) == 0 {
+		return &exitError{code: 2, err: errors.New("check: --list-response: the input is empty (the seam passes an empty answer: there is no list to filter)")}
+	}
 	var items []listItem
 	errTasks := errors.New("tasks/list answers depend on the task store: check them on a running service")
 	keep := func(k listfilter.Kind, key string, raw []byte) (bool, error) {

@@ -44,6 +44,7 @@ func TestCheckListResponse(t *testing.T) {
 			want: []string{"(response_unfilterable): the result carries no list"}, wantCode: 1},
 		{name: "an error answer passes", body: `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`,
 			want: []string{"sees 0 of 0 items (1 answer)\n"}},
+		{name: "empty", body: " \n", wantCode: 2},
 		{name: "a task list needs the task store", body: `{"jsonrpc":"2.0","id":1,"result":{"tasks":[{"taskId":"t1"}]}}`,
 			wantCode: 2},
 	}
