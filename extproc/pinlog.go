@@ -45,6 +45,11 @@ type loggedTools struct {
 	order   []int32      // indexes of tools to write, by name (fields)
 	bytes   int
 	omitted int
+	// lately counts the lists whose tools are not logged again: the same
+	// bytes in the same scope as a list this process observed (and logged
+	// with its tools) within the observation TTL's quarter (toolpin
+	// ListSeen). The line says "tools_unchanged": true.
+	lately int
 }
 
 // add records d, the definition Observe is about to record (raw when it
@@ -88,10 +93,16 @@ func (t *loggedTool) MarshalLogObject(o zapcore.ObjectEncoder) error {
 }
 
 // fields are the log fields of l: "tools", sorted by name (a name seen with
-// two fingerprints keeps their order), and "tools_omitted" when some were
-// left out; none when no tool was fingerprinted (pin_mode off).
+// two fingerprints keeps their order), "tools_omitted" when some were left
+// out, and "tools_unchanged" when a list was the same as one logged lately
+// (its tools are not repeated: a log holds each distinct list at least once
+// per process and quarter TTL); none when no tool was fingerprinted
+// (pin_mode off).
 func (l *loggedTools) fields() []zap.Field {
 	if len(l.tools) == 0 && l.omitted == 0 {
+		if l.lately > 0 {
+			return []zap.Field{zap.Bool("tools_unchanged", true)}
+		}
 		return nil
 	}
 	// Indexes, not entries, are sorted: no pointer moves (no write
@@ -122,6 +133,9 @@ func (l *loggedTools) fields() []zap.Field {
 	f := []zap.Field{zap.Array("tools", l)}
 	if l.omitted > 0 {
 		f = append(f, zap.Int("tools_omitted", l.omitted))
+	}
+	if l.lately > 0 {
+		f = append(f, zap.Bool("tools_unchanged", true))
 	}
 	return f
 }

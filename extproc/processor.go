@@ -511,14 +511,12 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 				if k != listfilter.Tools {
 					return false, nil
 				}
-				known, seen, at := defs.ListSeen(scope, list)
+				_, seen, at := defs.ListSeen(scope, list)
 				if !seen {
 					st.observing = append(st.observing, observingList{scope: scope, list: list, at: at})
 					return false, nil
 				}
-				for _, d := range known { // the log line names them as Observe would have
-					st.listed.add(d, d.Raw)
-				}
+				st.listed.lately++ // logged with its tools when this process observed it
 				return true, nil
 			}
 		}
