@@ -78,14 +78,16 @@ func (lk *lookup) keys(p *policy.Policy, server, session, tool string, base bool
 	if base {
 		n = 4
 	}
-	var hexSum [2 * 16]byte
+	var hexSum [32]byte
 	scoped := p != nil && p.PinScope() == policy.PinScopeSession && session != ""
 	scopeLen := len(server)
 	if scoped {
 		// Scope's form: server + " session:" + hex of the first 16 bytes
 		// of the session id's SHA-256.
-		sum := sha256.Sum256([]byte(session))
-		hex.Encode(hexSum[:], sum[:16])
+		var ok bool
+		if hexSum, ok = revSessionHex[session]; !ok {
+			hexSum = sessionHex(session)
+		}
 		scopeLen += len(sessionScope) + len(hexSum)
 	}
 	var lenBuf [20]byte
@@ -146,13 +148,22 @@ func Session(header, path, revision string) string {
 
 // revSessions are Session's "rev:" names of the MCP revisions, built once
 // rather than per request.
-var revSessions = func() map[string]string {
-	m := map[string]string{}
+var revSessions, revSessionHex = func() (map[string]string, map[string][32]byte) {
+	m, h := map[string]string{}, map[string][32]byte{}
 	for _, r := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"} {
 		m[r] = "rev:" + r
+		h[m[r]] = sessionHex(m[r])
 	}
-	return m
+	return m, h
 }()
+
+// sessionHex is the hex of the first 16 bytes of session's SHA-256, as
+// Scope writes it (revSessionHex holds it for the revisions' names).
+func sessionHex(session string) (hx [32]byte) {
+	sum := sha256.Sum256([]byte(session))
+	hex.Encode(hx[:], sum[:16])
+	return hx
+}
 
 // legacySession is the sessionId / sessionid query parameter of path.
 func legacySession(path string) string {
