@@ -366,12 +366,11 @@ func TestLargeObjectsReordered(t *testing.T) {
 	}
 }
 
-// TestLeafMembersCopied: members whose `"name":value` is already its RFC
-// 8785 form are copied from the input once the object ends (object's
-// deferred members); around them, whitespace, values written otherwise
-// (numbers laid out anew, escapes decoded), nested values, and repeated
-// shapes (the cached order, the leafy hint on and off) match jcsoracle,
-// alone and as arrays of the same object.
+// TestLeafMembersCopied: objects of leaf members, in and out of RFC 8785
+// order, with whitespace between members and around ':', values written
+// otherwise (numbers laid out anew, escapes decoded), nested values, and
+// repeated shapes (the cached order), match jcsoracle, alone and as arrays
+// of the same object.
 func TestLeafMembersCopied(t *testing.T) {
 	for _, give := range []string{
 		`{"a":1,"b":"x","c":true,"d":null,"e":false}`,        // identity, one run
@@ -393,7 +392,7 @@ func TestLeafMembersCopied(t *testing.T) {
 		}
 	}
 	// Shapes that alternate between all-leaf and nested members at one
-	// depth (the hint changes from object to object).
+	// depth.
 	doc := `[{"b":1,"a":2},{"b":{"x":1},"a":2},{"b":1,"a":2},{"b":1,"a":[2]},{"b":"s","a":1E3},{"b":1,"a":2}]`
 	got, err := Canonicalize([]byte(doc), Limits{})
 	want, oerr := jcsoracle.Transform([]byte(doc))

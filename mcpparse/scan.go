@@ -50,9 +50,6 @@ type cmember struct {
 	key        span
 	idx        int32 // position in the object
 	start, end int
-	// src: the member is not written yet; in[start:end] is its text, which
-	// is already its RFC 8785 form (a leaf value; object defers it).
-	src bool
 }
 
 // scanner is one strict pass over an input. Scanners are pooled; every
@@ -80,9 +77,6 @@ type scanner struct {
 	// RFC 8785 form (no escapes, or only those RFC 8785 writes), so it is
 	// copied rather than decoded and escaped again.
 	rawJCS bool
-	// numRaw: the last number written (number's w) is its input text,
-	// byte for byte (false when unsure).
-	numRaw bool
 	keyEnd int       // end of the member name memberName scanned last
 	out    []byte    // RFC 8785 form of the value being canonicalized
 	mems   []cmember // canonicalized members of the open objects
@@ -367,9 +361,6 @@ type objState struct {
 	d     int
 	match bool
 	lazy  int // leading names that matched sh and are not yet in p.names
-	// pend: some members are deferred (cmember.src), after every written
-	// one; written: some member is in p.out (object's w only).
-	pend, written bool
 }
 
 // materialize adds the names that matched the shape to p.names.
@@ -402,9 +393,6 @@ type shape struct {
 	words []uint64
 	// identity: perm is 0, 1, 2, … (the names are in canonical order).
 	identity bool
-	// leafy: object deferred every member of the last object it wrote at
-	// this depth (a hint only: whether to try again).
-	leafy bool
 }
 
 func (s *shape) name(i int) []byte {
@@ -606,7 +594,6 @@ func (p *scanner) object(w bool) *ParseError {
 	p.growShapes(o.d)
 	o.match = len(p.shapes[o.d].ends) > 0
 	start, mbase := len(p.out), len(p.mems)
-	try := w && (!o.match || p.shapes[o.d].leafy)
 	for {
 		nm, key, keyOff, esc, err := p.memberName(&o)
 		if err != nil {
@@ -615,26 +602,8 @@ func (p *scanner) object(w bool) *ParseError {
 		if p.depth == p.argDepth {
 			p.argMems = append(p.argMems, int32(keyOff), int32(p.pos))
 		}
-		if try && !o.written && p.rawJCS && p.pos == p.keyEnd+1 && p.pos < len(p.in) && p.in[p.pos] != '{' && p.in[p.pos] != '[' {
-			if err := p.deferMember(&o, nm.key, keyOff, mbase); err != nil {
-				return err
-			}
-			more, err := p.next()
-			if err != nil {
-				return err
-			}
-			if !more {
-				break
-			}
-			continue
-		}
 		var mstart int
 		if w {
-			if o.pend {
-				p.flush(mbase)
-				o.pend = false
-			}
-			o.written = true
 			if o.n > 1 {
 				p.out = append(p.out, ',')
 			}
@@ -665,28 +634,7 @@ func (p *scanner) object(w bool) *ParseError {
 	// The member values are scanned: p.shapes no longer moves under sh.
 	sh := p.shape(&o)
 	same := o.match && o.n == len(sh.ends)
-	sh.leafy = o.pend && !o.written
-	if w && o.pend && !o.written {
-		// Every member is deferred: copy each from the input, in order.
-		ms := p.mems[mbase:]
-		var perm []int32
-		if same && sh.perm != nil {
-			perm = sh.perm
-		} else {
-			p.materialize(&o)
-			for i := range ms {
-				ms[i].key = p.names[o.nbase+i].key
-			}
-			p.sortMembers(ms)
-			p.record(&o, ms)
-		}
-		p.place(ms, perm, sh.identity)
-		p.mems = p.mems[:mbase]
-		p.out = append(p.out, '}')
-	} else if w {
-		if o.pend {
-			p.flush(mbase)
-		}
+	if w {
 		ms := p.mems[mbase:]
 		if same && sh.perm != nil {
 			if !sh.identity {
@@ -713,135 +661,6 @@ func (p *scanner) object(w bool) *ParseError {
 	}
 	p.close(&o) // on errors the scan ends, and the pool resets the scratch
 	return nil
-}
-
-// deferMember scans the leaf value at p.pos of the member whose name
-// (its RFC 8785 form, then ':', at in[keyOff:p.pos]) object just scanned,
-// and adds the member to p.mems: deferred (its text stays in the input)
-// when the value's form is its text too, else written to p.out after the
-// members deferred before it.
-func (p *scanner) deferMember(o *objState, key span, keyOff, mbase int) *ParseError {
-	raw, err := p.leaf()
-	if err != nil {
-		return err
-	}
-	if raw {
-		p.mems = append(p.mems, cmember{key: key, idx: int32(o.n - 1), start: keyOff, end: p.pos, src: true})
-		o.pend = true
-		return nil
-	}
-	if o.pend {
-		p.flush(mbase)
-		o.pend = false
-	}
-	if o.n > 1 {
-		p.out = append(p.out, ',')
-	}
-	mstart := len(p.out)
-	p.out = append(append(p.out, p.in[keyOff:p.keyEnd+1]...), p.tmp...)
-	p.mems = append(p.mems, cmember{key: key, idx: int32(o.n - 1), start: mstart, end: len(p.out)})
-	o.written = true
-	return nil
-}
-
-// leaf scans the leaf value (string, number or literal) at p.pos, as value
-// does, and reports raw when its RFC 8785 form is its input text; else it
-// leaves that form in p.tmp. Nothing is written to p.out.
-func (p *scanner) leaf() (raw bool, err *ParseError) {
-	if err := p.count(); err != nil {
-		return false, err
-	}
-	off := p.pos
-	switch c := p.in[off]; {
-	case c == '"':
-		if _, _, err := p.scanStringKeep(false); err != nil {
-			return false, err
-		}
-		if p.rawJCS {
-			return true, nil
-		}
-		p.pos = off // escapes RFC 8785 writes otherwise: decode and write them
-		s, esc, _ := p.scanString()
-		p.tmp = appendJCSBytes(p.tmp[:0], s, esc)
-		return false, nil
-	case c == '-' || (c >= '0' && c <= '9'):
-		// Written, then taken back: the usual number is its input text
-		// (numRaw), the others are written as they are scanned, once.
-		mark := len(p.out)
-		if err := p.number(false, true); err != nil {
-			return false, err
-		}
-		if !p.numRaw {
-			p.tmp = append(p.tmp[:0], p.out[mark:]...)
-		}
-		p.out = p.out[:mark]
-		return p.numRaw, nil
-	case c == 't':
-		return true, p.literal("true", false)
-	case c == 'f':
-		return true, p.literal("false", false)
-	case c == 'n':
-		return true, p.literal("null", false)
-	default:
-		return false, p.fail(ErrSyntax, p.pos, "unexpected character")
-	}
-}
-
-// flush writes the deferred members of p.mems[mbase:] (the last ones) to
-// p.out, each after a comma unless it is the object's first, and points
-// them at their place there.
-func (p *scanner) flush(mbase int) {
-	ms := p.mems[mbase:]
-	for i := range ms {
-		m := &ms[i]
-		if !m.src {
-			continue
-		}
-		if m.idx > 0 {
-			p.out = append(p.out, ',')
-		}
-		a := len(p.out)
-		p.out = append(p.out, p.in[m.start:m.end]...)
-		m.start, m.end, m.src = a, len(p.out), false
-	}
-}
-
-// place writes the members ms, every one deferred (their text in p.in),
-// joined by commas, in the order of ms (perm nil) or of ms[perm[0]],
-// ms[perm[1]], …; identity: that order is the input's. Members the input
-// already joins with bare commas are copied as one run.
-func (p *scanner) place(ms []cmember, perm []int32, identity bool) {
-	if identity || perm == nil && sortedByIdx(ms) {
-		run := ms[0].start
-		for i := 1; i < len(ms); i++ {
-			if ms[i].start != ms[i-1].end+1 { // whitespace between: copy up to it
-				p.out = append(append(p.out, p.in[run:ms[i-1].end]...), ',')
-				run = ms[i].start
-			}
-		}
-		p.out = append(p.out, p.in[run:ms[len(ms)-1].end]...)
-		return
-	}
-	for i := range ms {
-		m := &ms[i]
-		if perm != nil {
-			m = &ms[perm[i]]
-		}
-		if i > 0 {
-			p.out = append(p.out, ',')
-		}
-		p.out = append(p.out, p.in[m.start:m.end]...)
-	}
-}
-
-// sortedByIdx reports whether ms is in input order.
-func sortedByIdx(ms []cmember) bool {
-	for i := range ms {
-		if int(ms[i].idx) != i {
-			return false
-		}
-	}
-	return true
 }
 
 // sortMembers sorts ms by name (RFC 8785 section 3.2.3); objects are
@@ -1492,7 +1311,6 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 		// Integers up to 2^53 are exact doubles and ES6 prints them
 		// unchanged; only "-0" becomes "0".
 		if w {
-			p.numRaw = nsig != 0 || !d.neg
 			if nsig == 0 {
 				p.out = append(p.out, '0')
 			} else {
@@ -1512,7 +1330,6 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	}
 	if acc.m == 0 && !acc.over { // zero: its RFC 8785 form is 0
 		if w {
-			p.numRaw = false
 			p.out = append(p.out, '0')
 		}
 		return nil
@@ -1526,7 +1343,7 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 		// digits: lit is exactly the value of its RFC 8785 form, and only
 		// the layout of the digits can change.
 		if w {
-			p.out, p.numRaw = d.appendCanonical(p.out, lit, intEnd-off, fracEnd-off, expOff-off, lead)
+			p.out = d.appendCanonical(p.out, lit, intEnd-off, fracEnd-off, expOff-off, lead)
 		}
 		return nil
 	}
@@ -1555,7 +1372,7 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 		return p.fail(ErrNonCanonicalNumber, off, "number is not exactly representable as an IEEE 754 double")
 	}
 	if w { // d is s: lit has its digits
-		p.out, p.numRaw = d.appendCanonical(p.out, lit, intEnd-off, fracEnd-off, expOff-off, lead)
+		p.out = d.appendCanonical(p.out, lit, intEnd-off, fracEnd-off, expOff-off, lead)
 	}
 	return nil
 }
@@ -1573,7 +1390,7 @@ func (p *scanner) numberLenient(lit []byte, off int, w bool) *ParseError {
 		return p.fail(ErrNonCanonicalNumber, off, "number has no RFC 8785 form")
 	}
 	if w {
-		p.out, p.numRaw = append(p.out, text...), false
+		p.out = append(p.out, text...)
 	}
 	return nil
 }
@@ -1729,9 +1546,9 @@ func (d *decimal) es6Layout(lit []byte, intEnd, fracEnd, expOff int) bool {
 // intEnd, its fraction at fracEnd after lead zeros, its exponent at
 // expOff), in its RFC 8785 form: lit itself when es6Layout says so, else
 // appendES6 of lit's digits.
-func (d *decimal) appendCanonical(dst, lit []byte, intEnd, fracEnd, expOff, lead int) (_ []byte, same bool) {
+func (d *decimal) appendCanonical(dst, lit []byte, intEnd, fracEnd, expOff, lead int) []byte {
 	if d.es6Layout(lit, intEnd, fracEnd, expOff) {
-		return append(dst, lit...), true
+		return append(dst, lit...)
 	}
 	ip := lit[:intEnd]
 	if d.neg {
@@ -1749,7 +1566,7 @@ func (d *decimal) appendCanonical(dst, lit []byte, intEnd, fracEnd, expOff, lead
 		copy(buf[n:d.k], lit[intEnd+1:])
 		digits = buf[:d.k]
 	}
-	return d.appendES6(dst, digits), false
+	return d.appendES6(dst, digits)
 }
 
 // appendES6 appends d, whose k significant digits are s, as ECMAScript's
