@@ -365,3 +365,38 @@ func TestLargeObjectsReordered(t *testing.T) {
 		}
 	}
 }
+
+// TestLeafMembersCopied: objects of leaf members, in and out of RFC 8785
+// order, with whitespace between members and around ':', values written
+// otherwise (numbers laid out anew, escapes decoded), nested values, and
+// repeated shapes (the cached order), match jcsoracle, alone and as arrays
+// of the same object.
+func TestLeafMembersCopied(t *testing.T) {
+	for _, give := range []string{
+		`{"a":1,"b":"x","c":true,"d":null,"e":false}`,        // identity, one run
+		`{"e":1,"d":"x","c":true,"b":null,"a":false}`,        // reversed
+		`{"a":1, "b":2,"c":3 ,"d":4}`,                        // whitespace breaks the run
+		`{"a" :1,"b": 2,"c":3}`,                              // whitespace around ':'
+		`{"b":1E2,"a":1}`, `{"a":1,"b":1.50,"c":-0,"d":0.0}`, // numbers written anew
+		`{"b":"\u0041","a":"\/"}`, `{"a":"\n","b":"\u001f"}`, // escapes: copied, decoded
+		`{"b":1,"a":[1,2]}`, `{"a":[1],"b":1}`, `{"c":1,"b":{"y":1,"x":2},"a":3}`, // nested
+		`{"b":2,"a":1e1,"c":{"z":1}}`, `{"\u0062":1,"a":2}`, `{"é":1,"e":2,"z":3}`,
+		`{"b":1,"a":2.5e-7,"c":"ж"}`, `{"a":1}`, `{"b":-1.5,"a":-0.0}`,
+	} {
+		for _, doc := range []string{give, `[` + give + `,` + give + `,` + give + `]`, `{"z":[` + give + `,` + give + `],"a":` + give + `}`} {
+			got, err := Canonicalize([]byte(doc), Limits{})
+			want, oerr := jcsoracle.Transform([]byte(doc))
+			if err != nil || oerr != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: got %s (%v), oracle %s (%v)", doc, got, err, want, oerr)
+			}
+		}
+	}
+	// Shapes that alternate between all-leaf and nested members at one
+	// depth.
+	doc := `[{"b":1,"a":2},{"b":{"x":1},"a":2},{"b":1,"a":2},{"b":1,"a":[2]},{"b":"s","a":1E3},{"b":1,"a":2}]`
+	got, err := Canonicalize([]byte(doc), Limits{})
+	want, oerr := jcsoracle.Transform([]byte(doc))
+	if err != nil || oerr != nil || !bytes.Equal(got, want) {
+		t.Errorf("%s: got %s (%v), oracle %s (%v)", doc, got, err, want, oerr)
+	}
+}

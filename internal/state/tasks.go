@@ -27,6 +27,22 @@ type Reader interface {
 	GetMany(ctx context.Context, keys ...string) (values []string, found []bool, err error)
 }
 
+// fewAnswers is how many keys' answers answers allocates as one block.
+const fewAnswers = 4
+
+// answers returns n zero values and found flags for GetMany: one
+// allocation for up to fewAnswers keys (toolpin's Lookup reads 3 or 4).
+func answers(n int) ([]string, []bool) {
+	if n > fewAnswers {
+		return make([]string, n), make([]bool, n)
+	}
+	a := new(struct {
+		values [fewAnswers]string
+		found  [fewAnswers]bool
+	})
+	return a.values[:n:n], a.found[:n:n]
+}
+
 // Get implements Reader.
 func (m *Memory) Get(ctx context.Context, key string) (string, bool, error) {
 	if err := ctx.Err(); err != nil {
@@ -45,7 +61,7 @@ func (m *Memory) GetMany(ctx context.Context, keys ...string) ([]string, []bool,
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	values, found := make([]string, len(keys)), make([]bool, len(keys))
+	values, found := answers(len(keys))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
@@ -76,7 +92,7 @@ func (r *Redis) Get(ctx context.Context, key string) (string, bool, error) {
 // caller rarely share a slot). A key holding a value that is not a string
 // reads as not found on one server and as an error on a Cluster.
 func (r *Redis) GetMany(ctx context.Context, keys ...string) ([]string, []bool, error) {
-	values, found := make([]string, len(keys)), make([]bool, len(keys))
+	values, found := answers(len(keys))
 	if len(keys) == 0 {
 		return values, found, nil
 	}

@@ -59,6 +59,66 @@ func toolKey(kind, scope, tool string) string {
 	return kind + ":" + strconv.Itoa(len(scope)) + ":" + scope + ":" + tool
 }
 
+// lookupKinds are the kinds of toolKey Lookup reads, in its order; the
+// last only for a trust-on-first-use tool without pins.
+var lookupKinds = [4]string{"tooldef", "tooldef-div", "tooldef-many", "tooldef-base"}
+
+// lookup is Lookup's working memory, one allocation: the keys it reads and
+// the definition it returns.
+type lookup struct {
+	k   [len(lookupKinds)]string
+	def policy.ToolDefinition
+}
+
+// keys returns toolKey(kind, Scope(p, server, session), tool) of the first
+// three lookupKinds, and of the fourth with base, as substrings of one
+// string built once (the same bytes as toolKey's: replicas share the keys).
+func (lk *lookup) keys(p *policy.Policy, server, session, tool string, base bool) []string {
+	n := 3
+	if base {
+		n = 4
+	}
+	var hexSum [32]byte
+	scoped := p != nil && p.PinScope() == policy.PinScopeSession && session != ""
+	scopeLen := len(server)
+	if scoped {
+		// Scope's form: server + " session:" + hex of the first 16 bytes
+		// of the session id's SHA-256.
+		var ok bool
+		if hexSum, ok = revSessionHex[session]; !ok {
+			hexSum = sessionHex(session)
+		}
+		scopeLen += len(sessionScope) + len(hexSum)
+	}
+	var lenBuf [20]byte
+	scopeLenText := strconv.AppendInt(lenBuf[:0], int64(scopeLen), 10)
+	size := 0
+	for _, kind := range lookupKinds[:n] {
+		size += len(kind) + 1 + len(scopeLenText) + 1 + scopeLen + 1 + len(tool)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, kind := range lookupKinds[:n] {
+		b.WriteString(kind)
+		b.WriteByte(':')
+		b.Write(scopeLenText)
+		b.WriteByte(':')
+		b.WriteString(server)
+		if scoped {
+			b.WriteString(sessionScope)
+			b.Write(hexSum[:])
+		}
+		b.WriteByte(':')
+		b.WriteString(tool)
+	}
+	all, at := b.String(), 0
+	for i, kind := range lookupKinds[:n] {
+		end := at + len(kind) + 1 + len(scopeLenText) + 1 + scopeLen + 1 + len(tool)
+		lk.k[i], at = all[at:end], end
+	}
+	return lk.k[:n]
+}
+
 // Session is the MCP session a request belongs to, for pin_scope session:
 // its Mcp-Session-Id header (Streamable HTTP), else the sessionId query
 // parameter of its path (the 2024-11-05 HTTP+SSE transport posts to
@@ -78,9 +138,31 @@ func Session(header, path, revision string) string {
 		return s
 	}
 	if revision != "" {
+		if s, ok := revSessions[revision]; ok {
+			return s
+		}
 		return "rev:" + revision
 	}
 	return ""
+}
+
+// revSessions are Session's "rev:" names of the MCP revisions, built once
+// rather than per request.
+var revSessions, revSessionHex = func() (map[string]string, map[string][32]byte) {
+	m, h := map[string]string{}, map[string][32]byte{}
+	for _, r := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"} {
+		m[r] = "rev:" + r
+		h[m[r]] = sessionHex(m[r])
+	}
+	return m, h
+}()
+
+// sessionHex is the hex of the first 16 bytes of session's SHA-256, as
+// Scope writes it (revSessionHex holds it for the revisions' names).
+func sessionHex(session string) (hx [32]byte) {
+	sum := sha256.Sum256([]byte(session))
+	hex.Encode(hx[:], sum[:16])
+	return hx
 }
 
 // legacySession is the sessionId / sessionid query parameter of path.
@@ -309,12 +391,11 @@ func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, sess
 	if mode == policy.PinOff {
 		return nil, nil
 	}
-	scope := Scope(p, server, session)
 	baseline := p.Pins(server, tool)
-	keys := []string{toolKey("tooldef", scope, tool), toolKey("tooldef-div", scope, tool), toolKey("tooldef-many", scope, tool)}
-	if len(baseline) == 0 && mode == policy.PinTOFU {
-		keys = append(keys, toolKey("tooldef-base", scope, tool))
-	}
+	// One allocation holds the key slice and the answer, one string the
+	// keys' bytes.
+	lk := new(lookup)
+	keys := lk.keys(p, server, session, tool, len(baseline) == 0 && mode == policy.PinTOFU)
 	// One round trip for every key the decision needs.
 	vals, found, err := o.Store.GetMany(ctx, keys...)
 	if err != nil {
@@ -323,11 +404,12 @@ func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, sess
 	if len(vals) != len(keys) || len(found) != len(keys) {
 		return nil, fmt.Errorf("%w: toolpin: %d answers for %d keys", state.ErrUnavailable, len(vals), len(keys))
 	}
+	def := &lk.def
 	if !found[0] {
-		return &policy.ToolDefinition{}, nil
+		return def, nil
 	}
 	fp, hints, _ := strings.Cut(vals[0], " ")
-	def := &policy.ToolDefinition{Listed: true, Fingerprint: fp, Hints: decodeHints(hints)}
+	*def = policy.ToolDefinition{Listed: true, Fingerprint: fp, Hints: decodeHints(hints)}
 	other, divergent := vals[1], found[1]
 	if len(keys) == 4 && found[3] && !strings.HasPrefix(vals[3], "new ") {
 		baseline = []string{vals[3]}

@@ -3,6 +3,7 @@ package toolpin
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -431,5 +432,45 @@ func TestSessionBaselineTTL(t *testing.T) {
 				t.Errorf("tooldef TTL %v, want %v", s.ttls["tooldef"], DefaultTTL)
 			}
 		})
+	}
+}
+
+// TestLookupKeys: the keys Lookup builds in one string are toolKey's of
+// Scope's, byte for byte (replicas of older versions share the store).
+func TestLookupKeys(t *testing.T) {
+	session, err := policy.Compile("p.yaml", []byte("default: deny\npin_mode: tofu\npin_scope: session\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := policy.Compile("p.yaml", []byte("default: deny\npin_mode: tofu\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("s", 120) // a scope length of three digits
+	tests := []struct {
+		give                  *policy.Policy
+		server, session, tool string
+		base                  bool
+	}{
+		{session, "payments", "sid-1", "refund", true},
+		{session, "payments", "", "refund", false},
+		{session, long, "rev:2025-06-18", "t", true},
+		{server, "payments", "sid-1", "refund", true},
+		{server, "", "", "", false},
+		{nil, "a:b", "x", "c:d", true},
+		{server, long, "sid", strings.Repeat("é", 40), false},
+	}
+	for _, tt := range tests {
+		scope := Scope(tt.give, tt.server, tt.session)
+		var want []string
+		for i, kind := range lookupKinds {
+			if i < 3 || tt.base {
+				want = append(want, toolKey(kind, scope, tt.tool))
+			}
+		}
+		got := new(lookup).keys(tt.give, tt.server, tt.session, tt.tool, tt.base)
+		if !slices.Equal(got, want) {
+			t.Errorf("keys(%q, %q, %q, %v) = %q, want %q", tt.server, tt.session, tt.tool, tt.base, got, want)
+		}
 	}
 }
