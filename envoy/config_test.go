@@ -389,6 +389,21 @@ func cut(t *testing.T, y []byte, from, to string) ([]byte, string) {
 
 // TestCheckInvariantsRejectsResponseSeam: each row breaks one fact of the
 // response seam in sidecar.yaml; CheckInvariants must name it.
+// taskRouteOverrides is the sidecar's task-method route up to its ext_proc
+// overrides (mutation tests add fields under it).
+const taskRouteOverrides = `"tasks/get|tasks/result|tasks/cancel|tasks/update" } }
+                route:
+                  cluster: mcp_server
+                  timeout: 0s
+                  host_rewrite_literal: 127.0.0.1:3000
+                  append_x_forwarded_host: true
+                request_headers_to_remove: [accept-encoding]
+                typed_per_filter_config:
+                  envoy.filters.http.ext_proc:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                    overrides:
+`
+
 func TestCheckInvariantsRejectsResponseSeam(t *testing.T) {
 	sidecar, err := os.ReadFile("sidecar.yaml")
 	if err != nil {
@@ -442,30 +457,7 @@ func TestCheckInvariantsRejectsResponseSeam(t *testing.T) {
 		{"list route catches every method", edit(listRegex, ".*"), `"initialize" picks route`},
 		{"a list without a side stream", edit(listRegex, strings.TrimPrefix(listRegex, "tools/list|")), `"tools/list" picks route`},
 		{"a task method without a side stream", edit(`regex: "tasks/get|`, `regex: "`), `"tasks/get" picks route`},
-		{"task route fails open", edit(`"tasks/get|tasks/result|tasks/cancel|tasks/update" } }
-                route:
-                  cluster: mcp_server
-                  timeout: 0s
-                  host_rewrite_literal: 127.0.0.1:3000
-                  append_x_forwarded_host: true
-                request_headers_to_remove: [accept-encoding]
-                typed_per_filter_config:
-                  envoy.filters.http.ext_proc:
-                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
-                    overrides:
-`, `"tasks/get|tasks/result|tasks/cancel|tasks/update" } }
-                route:
-                  cluster: mcp_server
-                  timeout: 0s
-                  host_rewrite_literal: 127.0.0.1:3000
-                  append_x_forwarded_host: true
-                request_headers_to_remove: [accept-encoding]
-                typed_per_filter_config:
-                  envoy.filters.http.ext_proc:
-                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
-                    overrides:
-                      failure_mode_allow: true
-`), `failure_mode_allow is true and the route serves ["tasks/cancel" "tasks/get" "tasks/result" "tasks/update"]`},
+		{"task route fails open", edit(taskRouteOverrides, taskRouteOverrides+"                      failure_mode_allow: true\n"), `failure_mode_allow is true and the route serves ["tasks/cancel" "tasks/get" "tasks/result" "tasks/update"]`},
 		{"observe-only route catches task methods", func(t *testing.T, y []byte) []byte {
 			y = mutate(t, y, `"tasks/get|tasks/result|tasks/cancel|tasks/update" } }`, `"tasks/x" } }`)
 			return mutate(t, y, "string_match: { exact: tools/call }", `string_match: { safe_regex: { regex: "tools/call|tasks/get" } }`)
