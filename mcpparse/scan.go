@@ -1306,18 +1306,30 @@ func (p *scanner) number(exempt, w bool) *ParseError {
 	if exempt {
 		return nil // only used as an id, byte for byte
 	}
-	nsig := intDigits
-	if fracEnd == intEnd && expOff == i && (nsig <= exactDigits || nsig == 16 && string(in[intEnd-16:intEnd]) <= "9007199254740992") {
-		// Integers up to 2^53 are exact doubles and ES6 prints them
-		// unchanged; only "-0" becomes "0".
-		if w {
-			if nsig == 0 {
-				p.out = append(p.out, '0')
-			} else {
+	if expOff == i {
+		if fracEnd == intEnd {
+			if nsig := intDigits; nsig <= exactDigits || nsig == 16 && string(in[intEnd-16:intEnd]) <= "9007199254740992" {
+				// Integers up to 2^53 are exact doubles and ES6 prints them
+				// unchanged; only "-0" becomes "0".
+				if w {
+					if nsig == 0 {
+						p.out = append(p.out, '0')
+					} else {
+						p.out = append(p.out, lit...)
+					}
+				}
+				return nil
+			}
+		} else if frac := fracEnd - intEnd - 1; in[fracEnd-1] != '0' && (intDigits > 0 && intDigits+frac <= exactDigits || intDigits == 0 && frac-lead <= exactDigits && lead < 6) {
+			// A decimal of at most 15 significant digits, the last of its
+			// fraction not zero, no exponent, and at least 1e-6: as below
+			// (its value is that of its RFC 8785 form), and already laid
+			// out as ES6 prints it (es6Layout), so copied as it is.
+			if w {
 				p.out = append(p.out, lit...)
 			}
+			return nil
 		}
-		return nil
 	}
 	// The significant digits, read only now: the usual integer above
 	// needs none of them.
