@@ -263,6 +263,10 @@ func FuzzParseDifferential(f *testing.F) {
 		`[{"sku":"A","qty":1,"unitPrice":1.5},{"sku":"B","qty":2,"unitPrice":2.5},{"sku":"C","qty":3,"UnitPrice":0}]`,
 		`[{"y":{"b":1,"a":2}},{"y":{"b":1,"a":2,"a":3}}]`,
 		`[{"\u00e9":1,"e":2},{"é":1,"e":2},{"É":1}]`,
+		// Names shaped matches in one load (up to 6 bytes, with the
+		// colon; 7, with the quote) or in two parts, spelled otherwise.
+		`[{"unitPrice":1,"abcdefg":2,"q":3},{"unitPrice":1,"abcdefg":2,"q":3},{"unitPrice" :1,"abcdefg" : 2,"q"` + "\t" + `:3},{"unitPricE":1},{"unitPrice":1,"unitPrice":2}]`,
+		`[{"abcdefgh":1,"zz":2},{"abcdefgh":1,"zz":2},{"abcdefgX":1,"zz":2},{"abcdefgh\u0000":1},{"__proto__":1},{"__proto__":1}]`,
 	} {
 		f.Add([]byte(call(`{"items":`+s+`}`)), false)
 		f.Add([]byte(s), false)

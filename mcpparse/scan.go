@@ -391,8 +391,48 @@ type shape struct {
 	// closing quote as a little-endian word (bytes past it zero), which
 	// shapeKey compares with one load; 0 otherwise.
 	words []uint64
+	// fast[i]: how shaped matches name i.
+	fast []shapeName
 	// identity: perm is 0, 1, 2, … (the names are in canonical order).
 	identity bool
+}
+
+// shapeName is how shaped matches one name of a shape with one load: word
+// (masked by mask) is the bytes after the opening quote: the name, its
+// closing quote and ':' when they fit in eight bytes (colon), else the
+// name and its quote (a name of 7 bytes), else the name's first eight
+// bytes (the rest is compared after it). ok: the name is plain and not
+// empty, and not "__proto__" (memberName's to record).
+type shapeName struct {
+	word, mask uint64
+	ok, colon  bool
+	full       bool // word holds the closing quote
+}
+
+// newShapeName returns the shapeName of the name k.
+func newShapeName(k []byte) shapeName {
+	if len(k) == 0 || hasSpecial(k) || string(k) == reservedKey {
+		return shapeName{}
+	}
+	var b [8]byte
+	n := copy(b[:], k)
+	sn := shapeName{ok: true}
+	switch {
+	case len(k) <= 6:
+		b[n], b[n+1] = '"', ':'
+		n += 2
+		sn.colon, sn.full = true, true
+	case len(k) == 7:
+		b[n] = '"'
+		n++
+		sn.full = true
+	}
+	sn.word = binary.LittleEndian.Uint64(b[:])
+	sn.mask = ^uint64(0)
+	if n < 8 {
+		sn.mask = 1<<(8*n) - 1
+	}
+	return sn
 }
 
 func (s *shape) name(i int) []byte {
@@ -457,8 +497,10 @@ func (p *scanner) shapeHas(o *objState, key []byte) bool {
 func (p *scanner) record(o *objState, perm []cmember) {
 	sh, nbase := p.shape(o), o.nbase
 	sh.names, sh.ends, sh.perm, sh.plain, sh.words = sh.names[:0], sh.ends[:0], sh.perm[:0], sh.plain[:0], sh.words[:0]
+	sh.fast = sh.fast[:0]
 	for _, nm := range p.names[nbase:] {
 		k := p.bytes(nm.key)
+		sh.fast = append(sh.fast, newShapeName(k))
 		sh.names = append(sh.names, k...)
 		sh.ends = append(sh.ends, int32(len(sh.names)))
 		plain := len(k) > 0 && !hasSpecial(k)
@@ -503,6 +545,67 @@ func (p *scanner) open() (o objState, empty bool, err *ParseError) {
 // close drops the object's names.
 func (p *scanner) close(o *objState) {
 	p.arena, p.names = p.arena[:o.abase], p.names[:o.nbase]
+}
+
+// shaped is memberName's fast path, for a name at p.pos (whitespace
+// skipped) that the input spells exactly as the shape of o's depth has
+// its name at position o.n, followed by ':' (and whitespace): such a name
+// needs no scan and no check (it is distinct from the names before it, as
+// in the shape), so only its bytes are compared, with one load when it is
+// short. It records the member as memberName does, sets p.keyEnd and
+// p.rawJCS, and leaves p.pos at the value. It returns false, having
+// consumed nothing, for any other name, and when MaxKeys is reached (the
+// fault is memberName's to report). word is the shapeName's word when it
+// holds the colon (then `"` and word's bytes up to its last non-zero one
+// are the member's `"name":`), else 0.
+func (p *scanner) shaped(o *objState) (ok bool, word uint64) {
+	if !o.match {
+		return false, 0
+	}
+	sh := &p.shapes[o.d]
+	if o.n >= len(sh.fast) {
+		return false, 0
+	}
+	k := &sh.fast[o.n]
+	in, i := p.in, p.pos
+	if !k.ok || p.keys >= p.lim.MaxKeys || i+9 > len(in) || in[i] != '"' ||
+		binary.LittleEndian.Uint64(in[i+1:])&k.mask != k.word {
+		return false, 0
+	}
+	var e int // past the closing quote
+	switch {
+	case k.colon:
+		e = i + 1 + (bits.Len64(k.mask)+7)>>3 - 1
+	case k.full:
+		e = i + 9
+	default:
+		name := sh.name(o.n)
+		q := i + 1 + len(name)
+		if q >= len(in) || in[q] != '"' || string(in[i+9:q]) != string(name[8:]) {
+			return false, 0
+		}
+		e = q + 1
+	}
+	j := e
+	if !k.colon {
+		for j < len(in) && (in[j] == ' ' || in[j] == '\t' || in[j] == '\n' || in[j] == '\r') {
+			j++
+		}
+		if j >= len(in) || in[j] != ':' {
+			return false, 0
+		}
+	} else {
+		word = k.word
+	}
+	p.keys++
+	p.keyEnd, p.rawJCS = e, true
+	o.lazy++
+	o.n++
+	p.pos = j + 1
+	if p.pos < len(in) && in[p.pos] <= ' ' {
+		p.skipWS()
+	}
+	return true, word
 }
 
 // memberName scans `"name" :` at p.pos (whitespace skipped before), checks
@@ -595,9 +698,19 @@ func (p *scanner) object(w bool) *ParseError {
 	o.match = len(p.shapes[o.d].ends) > 0
 	start, mbase := len(p.out), len(p.mems)
 	for {
-		nm, key, keyOff, esc, err := p.memberName(&o)
-		if err != nil {
-			return err
+		var nm name
+		var key []byte
+		var esc bool
+		if p.pos < len(p.in) && p.in[p.pos] <= ' ' {
+			p.skipWS()
+		}
+		keyOff := p.pos
+		fast, word := p.shaped(&o)
+		if !fast {
+			var err *ParseError
+			if nm, key, keyOff, esc, err = p.memberName(&o); err != nil {
+				return err
+			}
 		}
 		if p.depth == p.argDepth {
 			p.argMems = append(p.argMems, int32(keyOff), int32(p.pos))
@@ -609,6 +722,11 @@ func (p *scanner) object(w bool) *ParseError {
 			}
 			mstart = len(p.out)
 			switch {
+			case word != 0 && cap(p.out)-mstart >= 9: // `"name":` stored as two words
+				out := p.out[:mstart+9]
+				out[mstart] = '"'
+				binary.LittleEndian.PutUint64(out[mstart+1:], word)
+				p.out = out[:mstart+1+(bits.Len64(word)+7)>>3]
 			case p.rawJCS && p.in[p.keyEnd] == ':': // `"name":` as it is
 				p.out = append(p.out, p.in[keyOff:p.keyEnd+1]...)
 			case p.rawJCS:
@@ -622,6 +740,10 @@ func (p *scanner) object(w bool) *ParseError {
 		}
 		if w {
 			p.mems = append(p.mems, cmember{key: nm.key, idx: int32(o.n - 1), start: mstart, end: len(p.out)})
+		}
+		if i := p.pos; i < len(p.in) && p.in[i] == ',' {
+			p.pos = i + 1
+			continue
 		}
 		more, err := p.next()
 		if err != nil {
@@ -1049,13 +1171,15 @@ func (p *scanner) scanEscaped(start, i int, keep bool) ([]byte, *ParseError) {
 		if n > max {
 			return nil, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
 		}
-		// Copy a run of eight plain ASCII bytes, or of other text, at
-		// once while it stays within the limit, so the check above sees
-		// the same lengths.
-		if i+8 <= len(in) && n+8 <= max && !specialOrHigh(binary.LittleEndian.Uint64(in[i:])) {
-			put(in[i : i+8]...)
-			i += 8
-			continue
+		// Copy a run of up to eight plain ASCII bytes at once while it
+		// stays within the limit, so the check above sees the same
+		// lengths.
+		if i+8 <= len(in) {
+			if l := bits.TrailingZeros64(specialMask(binary.LittleEndian.Uint64(in[i:]))) >> 3; l > 0 && n+l <= max {
+				put(in[i : i+l]...)
+				i += l
+				continue
+			}
 		}
 		c := in[i]
 		switch {
