@@ -205,19 +205,22 @@ func (p *scanner) skipWS() {
 // count counts one value against MaxElements and checks that one starts
 // at p.pos.
 func (p *scanner) count() *ParseError {
-	p.vals++
-	if p.vals > p.lim.MaxElements {
-		return p.fail(ErrTooManyElements, p.pos, "more than "+strconv.Itoa(p.lim.MaxElements)+" values")
-	}
-	if p.pos >= len(p.in) {
-		return p.fail(ErrSyntax, p.pos, "unexpected end of input")
+	if p.vals++; p.vals > p.lim.MaxElements || p.pos >= len(p.in) {
+		return p.countFault()
 	}
 	return nil
 }
 
+// countFault is count's fault, apart so that count inlines.
+func (p *scanner) countFault() *ParseError {
+	if p.vals > p.lim.MaxElements {
+		return p.fail(ErrTooManyElements, p.pos, "more than "+strconv.Itoa(p.lim.MaxElements)+" values")
+	}
+	return p.fail(ErrSyntax, p.pos, "unexpected end of input")
+}
+
 func (p *scanner) enter() *ParseError {
-	p.depth++
-	if p.depth > p.lim.MaxDepth {
+	if p.depth++; p.depth > p.lim.MaxDepth {
 		return p.fail(ErrTooDeep, p.pos, "nested deeper than "+strconv.Itoa(p.lim.MaxDepth))
 	}
 	return nil
