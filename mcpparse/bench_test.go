@@ -1,7 +1,11 @@
 package mcpparse
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"strings"
 	"syscall"
@@ -93,6 +97,9 @@ func benchBodies(tb testing.TB) []struct {
 // mostly non-ASCII (a body Parse rejects would benchmark the error path).
 func TestBenchBodies(t *testing.T) {
 	for _, bb := range benchBodies(t) {
+		if out, ok := floorPass(bb.body, nil); !ok || !bytes.Equal(out, bb.body) {
+			t.Errorf("%s: floorPass %v, %d of %d bytes copied", bb.name, ok, len(out), len(bb.body))
+		}
 		var digits, nonASCII int
 		for _, c := range bb.body {
 			switch {
@@ -123,7 +130,9 @@ func TestBenchBodies(t *testing.T) {
 // canonical arguments and their SHA-256) for three payloads (mixed,
 // numbers, text) at three sizes, each beside encoding/json.Valid of the
 // same body in the same run (the reference issue 20 sets: strict ≥ 1.0×
-// Valid's throughput), with CPU time per op beside wall time.
+// Valid's throughput) and the floor (floorPass and SHA-256: the grammar,
+// a copy and the hash, without the strict work), with CPU time per op
+// beside wall time.
 // bench/parse.sh prints the ratios. ns/op should grow linearly with the
 // size.
 func BenchmarkParse(b *testing.B) {
@@ -141,6 +150,20 @@ func BenchmarkParse(b *testing.B) {
 				}
 			})
 		})
+		b.Run(bb.name+"/floor", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			out := make([]byte, 0, len(body))
+			measureCPU(b, len(body), func() {
+				for b.Loop() {
+					var ok bool
+					if out, ok = floorPass(body, out[:0]); !ok {
+						b.Fatal("floor rejects the body")
+					}
+					_ = sha256.Sum256(out)
+				}
+			})
+		})
 		b.Run(bb.name+"/json.Valid", func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
@@ -152,6 +175,128 @@ func BenchmarkParse(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// floorPass is BenchmarkParse's floor: the least a scalar pass that
+// copies a body can do. It follows the JSON grammar with one loop and an
+// explicit stack, skips strings eight bytes at a time, and appends every
+// value to out as it is, in input order: no limit, no UTF-8 validation,
+// no number rule, no duplicate, case-variant or ordering work, no
+// envelope. Followed by SHA-256 of out, it is what Parse's strict canonical
+// digest costs before any of the checks that make it strict; ok is false
+// on what it cannot follow (it is no validator).
+func floorPass(in, out []byte) (_ []byte, ok bool) {
+	var stack [64]byte // '{' or '[' of each open container
+	sp, i, n := 0, 0, len(in)
+	ws := func() {
+		for i < n && (in[i] == ' ' || in[i] == '\t' || in[i] == '\n' || in[i] == '\r') {
+			i++
+		}
+	}
+	str := func() bool { // in[i] is the opening quote
+		s := i
+		for i++; ; {
+			for i+8 <= n {
+				if m := specialMask(binary.LittleEndian.Uint64(in[i:])); m != 0 {
+					i += bits.TrailingZeros64(m) >> 3
+					break
+				}
+				i += 8
+			}
+			switch {
+			case i >= n || in[i] < 0x20:
+				return false
+			case in[i] == '"':
+				i++
+				out = append(out, in[s:i]...)
+				return true
+			case in[i] == '\\':
+				i += 2
+			default:
+				i++
+			}
+		}
+	}
+	key := func() bool { // `"name":`
+		ws()
+		if i >= n || in[i] != '"' || !str() {
+			return false
+		}
+		ws()
+		if i >= n || in[i] != ':' {
+			return false
+		}
+		i++
+		out = append(out, ':')
+		return true
+	}
+	for {
+		ws()
+		if i >= n {
+			return out, false
+		}
+		switch c := in[i]; {
+		case c == '{' || c == '[':
+			out = append(out, c)
+			i++
+			ws()
+			if i < n && in[i] == c+2 { // '}' or ']'
+				out = append(out, c+2)
+				i++
+				break
+			}
+			if sp == len(stack) {
+				return out, false
+			}
+			stack[sp] = c
+			sp++
+			if c == '{' && !key() {
+				return out, false
+			}
+			continue
+		case c == '"':
+			if !str() {
+				return out, false
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			s := i
+			for i++; i < n && (in[i] >= '0' && in[i] <= '9' || in[i] == '.' || in[i] == 'e' || in[i] == 'E' || in[i] == '+' || in[i] == '-'); i++ {
+			}
+			out = append(out, in[s:i]...)
+		case c == 't' || c == 'n':
+			out = append(out, in[i:min(i+4, n)]...)
+			i += 4
+		case c == 'f':
+			out = append(out, in[i:min(i+5, n)]...)
+			i += 5
+		default:
+			return out, false
+		}
+		// After a value: close containers, or a comma and the next.
+		for {
+			ws()
+			if sp == 0 {
+				return out, i == n
+			}
+			if i >= n {
+				return out, false
+			}
+			if c := in[i]; c == stack[sp-1]+2 {
+				out = append(out, c)
+				i++
+				sp--
+				continue
+			} else if c != ',' {
+				return out, false
+			}
+			out = append(out, ',')
+			i++
+			if stack[sp-1] == '{' && !key() {
+				return out, false
+			}
+			break
+		}
 	}
 }
 
