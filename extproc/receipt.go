@@ -22,8 +22,8 @@ const ReceiptNamespace = "mcp.receipt"
 
 // The outcomes of an allowed tools/call (issue 18; notes/RESPONSE-SEAM.md
 // 5.8). outcome_unknown: the stream ended, was reset or timed out before the
-// answer was seen: the upstream may have executed the call; nobody saw the
-// answer.
+// answer was seen, or the answer's result could not be read (resultOutcome):
+// the upstream may have executed the call; nobody saw the answer.
 const (
 	OutcomeSuccess       = "success"
 	OutcomeToolError     = "tool_error"
@@ -90,6 +90,9 @@ func (st *stream) answer(msg []byte) {
 // resultOutcome classifies a tools/call result: isError true is a tool
 // error; a CreateTaskResult (result.task.taskId) or MCP 2026's resultType
 // "task" a created task; resultType "input_required" a request for input.
+// A result whose members have other types (isError not a boolean, a
+// taskId not a string: no SDK reads such a result as the call's) is
+// outcome_unknown: nobody can say what the caller saw.
 func resultOutcome(result []byte) string {
 	var r struct {
 		IsError    *bool  `json:"isError"`
@@ -99,7 +102,7 @@ func resultOutcome(result []byte) string {
 		} `json:"task"`
 	}
 	if json.Unmarshal(result, &r) != nil {
-		return OutcomeSuccess
+		return OutcomeUnknown
 	}
 	switch {
 	case r.IsError != nil && *r.IsError:

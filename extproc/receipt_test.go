@@ -42,6 +42,8 @@ func TestReceipts(t *testing.T) {
 		{"SSE ended before the answer", 200, "text/event-stream", []string{
 			"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n"}, OutcomeUnknown, 0},
 		{"another id only", 200, "application/json", []string{`{"jsonrpc":"2.0","id":8,"result":{}}`}, OutcomeUnknown, 0},
+		{"task id not a string", 200, "application/json", []string{`{"jsonrpc":"2.0","id":7,"result":{"task":{"taskId":7}}}`}, OutcomeUnknown, 0},
+		{"isError not a boolean", 200, "application/json", []string{`{"jsonrpc":"2.0","id":7,"result":{"isError":"true","content":[]}}`}, OutcomeUnknown, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
