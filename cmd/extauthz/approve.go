@@ -47,7 +47,7 @@ func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fs.PrintDefaults()
 	}
 	configFile := fs.String("config", "", configFlagUsage+" (--issuer: its approver-issuer, --audience: its first audience, --token-issuer: its issuer, --server-id: its server-id)")
-	keyFile := fs.String("key", "examples/TEST-ONLY-approver-key.jwk.json", "private JWK of the approver")
+	keyFile := fs.String("key", "examples/TEST-ONLY-approver-key.jwk.json", "private JWK of the approver (when absent, the file of that name beside --config's)")
 	iss := fs.String("issuer", "", "iss of the approval: serve's --approver-issuer (default: the --config one)")
 	aud := fs.String("audience", "", "aud: the MCP server's resource URI the request was sent to (default: the --config first audience)")
 	sub := fs.String("sub", "", "the principal (token sub) the request is approved for (required)")
@@ -64,6 +64,9 @@ func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	cfg, cfgFile, err := toolConfig(*configFile, os.Getenv)
 	if err != nil {
 		return bad(fmt.Errorf("approve: %w", err))
+	}
+	if !setFlags(fs)["key"] {
+		*keyFile = defaultKey(*keyFile, cfgFile)
 	}
 	if set := setFlags(fs); cfg != nil {
 		if !set["issuer"] {

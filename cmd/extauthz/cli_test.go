@@ -210,3 +210,34 @@ func TestCheckRefusesAmbiguousCaptures(t *testing.T) {
 		})
 	}
 }
+
+// TestToolKeyBesideConfig: token and approve run from another directory,
+// --config naming the quick start's file, sign with the test keys beside
+// it when the default --key (relative to the working directory) is not
+// there; a --key given is read as given.
+func TestToolKeyBesideConfig(t *testing.T) {
+	t.Setenv("EXTAUTHZ_CONFIG", "")
+	cfg, err := filepath.Abs(quickStartConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	code, out, errs := runOut(t, "token", "--config", cfg, "--sub", "alice")
+	if code != 0 {
+		t.Fatalf("token: exit %d %s", code, errs)
+	}
+	if c := testkit.ClaimsOf(t, out); c["iss"] != "https://idp.example.com" || c["sub"] != "alice" {
+		t.Errorf("token claims %v", c)
+	}
+	code, out, errs = runOut(t, "approve", "--config", cfg, "--sub", "alice", "--digest", "sha256:"+strings.Repeat("ab", 32))
+	if code != 0 {
+		t.Fatalf("approve: exit %d %s", code, errs)
+	}
+	if c := testkit.ClaimsOf(t, out); c["sub"] != "alice" {
+		t.Errorf("approval claims %v", c)
+	}
+	code, _, errs = runOut(t, "token", "--config", cfg, "--key", "examples/TEST-ONLY-signing-key.jwk.json")
+	if code != 2 || !strings.Contains(errs, "examples/TEST-ONLY-signing-key.jwk.json") {
+		t.Errorf("token --key (absent here): exit %d %q, want 2 naming the file", code, errs)
+	}
+}

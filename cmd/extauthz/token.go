@@ -29,7 +29,7 @@ func runToken(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	configFile := fs.String("config", "", configFlagUsage+" (--issuer: its issuer, --audience: its first audience)")
-	keyFile := fs.String("key", "examples/TEST-ONLY-signing-key.jwk.json", "private JWK to sign with (RS256/ES256)")
+	keyFile := fs.String("key", "examples/TEST-ONLY-signing-key.jwk.json", "private JWK to sign with (RS256/ES256; when absent, the file of that name beside --config's)")
 	iss := fs.String("issuer", "", "iss claim (default: the --config issuer)")
 	aud := fs.String("audience", "", "aud claim, comma-separated for several (default: the --config first audience)")
 	sub := fs.String("sub", "alice", "sub claim")
@@ -53,9 +53,12 @@ func runToken(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "extauthz token: no --config, --issuer or --audience: using the quick start's %s\n", quickStartConfig)
 		}
 	}
-	cfg, _, err := toolConfig(*configFile, os.Getenv)
+	cfg, cfgFile, err := toolConfig(*configFile, os.Getenv)
 	if err != nil {
 		return bad(err)
+	}
+	if !set["key"] {
+		*keyFile = defaultKey(*keyFile, cfgFile)
 	}
 	if cfg != nil && !set["issuer"] {
 		*iss = cfg.Issuer

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 )
 
 // quickStartConfig is README's quick-start configuration, relative to the
@@ -37,4 +39,21 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set
+}
+
+// defaultKey is the key file a tool signs with when --key is not given:
+// def (relative to the working directory, as README's commands run from
+// the repository root) when it exists there, else the file of that name
+// beside configFile (the quick start's test keys sit beside
+// examples/config.yaml), else def (whose error then names it).
+func defaultKey(def, configFile string) string {
+	if _, err := os.Stat(def); err == nil || configFile == "" {
+		return def
+	}
+	if alt := filepath.Join(filepath.Dir(configFile), filepath.Base(def)); alt != def {
+		if _, err := os.Stat(alt); err == nil {
+			return alt
+		}
+	}
+	return def
 }
