@@ -166,13 +166,11 @@ type stream struct {
 }
 
 // observingList is a tools array (aliasing the body being filtered) whose
-// tools Filter is observing in scope, since at (toolpin ListSeen), and the
-// Definitions observed.
+// tools Filter is observing in scope, since at (toolpin ListSeen).
 type observingList struct {
 	scope string
 	list  []byte
 	at    time.Time
-	defs  []toolpin.Definition // observed so far, in list order
 }
 
 // Process implements ExternalProcessorServer: one call per HTTP stream.
@@ -511,7 +509,7 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 				if k != listfilter.Tools {
 					return false, nil
 				}
-				_, seen, at := defs.ListSeen(scope, list)
+				seen, at := defs.ListSeen(scope, list)
 				if !seen {
 					st.observing = append(st.observing, observingList{scope: scope, list: list, at: at})
 					return false, nil
@@ -534,10 +532,6 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 				d = toolpin.Definition{Name: key, Fingerprint: toolpin.RawFingerprint(item), Raw: true}
 			}
 			st.listed.add(d, d.Raw)
-			if n := len(st.observing); n > 0 {
-				l := &st.observing[n-1] // ObserveList's: this item's list
-				l.defs = append(l.defs, d)
-			}
 			return st.s.cfg.Definitions.Observe(ctx, scope, d)
 		}
 	}
@@ -570,7 +564,7 @@ func (st *stream) filter(ctx context.Context, body []byte) (listfilter.Result, e
 		// Every tool of these lists was observed (Filter fails on the
 		// first Observe error): a repeat of one costs no Observe.
 		for _, l := range st.observing {
-			defs.ListObserved(l.scope, l.list, l.at, l.defs)
+			defs.ListObserved(l.scope, l.list, l.at)
 		}
 		st.observing = st.observing[:0]
 	}

@@ -454,45 +454,33 @@ type Recent struct {
 	m            map[string]time.Time // until
 	// lists[scope][list bytes] is what ListObserved recorded of that list;
 	// listBytes counts the keys' bytes.
-	lists             map[string]map[string]recentList
+	lists             map[string]map[string]time.Time // until when
 	listBytes, nlists int
-}
-
-// recentList is a whole list Observations remembers: until when, and the
-// tools recorded.
-type recentList struct {
-	until time.Time
-	defs  []Definition
 }
 
 // ListSeen reports whether this process observed every tool of the tools
 // array list (its bytes as a tools/list answer carried it, "[" to "]") in
 // scope lately, so observing each of them again would write nothing: then
-// Observe need not be called for them, and defs are the Definitions it
-// recorded for them, in list order (the caller must not modify them). It is
-// Recent's memory of the items, for a whole list at once: a list that
-// differs by one byte is not seen, nor one whose observation is older than
-// a quarter of TTL. at is when to pass to ListObserved after observing the
-// list's tools.
-func (o Observations) ListSeen(scope string, list []byte) (defs []Definition, seen bool, at time.Time) {
+// Observe need not be called for them. It is Recent's memory of the items,
+// for a whole list at once: a list that differs by one byte is not seen,
+// nor one whose observation is older than a quarter of TTL. Only the list's
+// bytes are kept (bounded by MaxListBytes), not its Definitions. at is when
+// to pass to ListObserved after observing the list's tools.
+func (o Observations) ListSeen(scope string, list []byte) (seen bool, at time.Time) {
 	at = o.now()
 	r := o.Recent
 	if r == nil {
-		return nil, false, at
+		return false, at
 	}
 	r.mu.Lock()
-	e, ok := r.lists[scope][string(list)]
+	until, ok := r.lists[scope][string(list)]
 	r.mu.Unlock()
-	if !ok || !at.Before(e.until) {
-		return nil, false, at
-	}
-	return e.defs, true, at
+	return ok && at.Before(until), at
 }
 
 // ListObserved records that Observe succeeded for every tool of list in
-// scope, each as defs says (in list order), the first of them no earlier
-// than at (ListSeen's). defs is copied.
-func (o Observations) ListObserved(scope string, list []byte, at time.Time, defs []Definition) {
+// scope, the first of them no earlier than at (ListSeen's).
+func (o Observations) ListObserved(scope string, list []byte, at time.Time) {
 	r := o.Recent
 	if r == nil {
 		return
@@ -504,22 +492,22 @@ func (o Observations) ListObserved(scope string, list []byte, at time.Time, defs
 	if len(list) > max {
 		return
 	}
-	e := recentList{until: at.Add(o.ttl() / 4), defs: slices.Clone(defs)}
+	until := at.Add(o.ttl() / 4)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.lists == nil || r.listBytes+len(list) > max || r.nlists >= r.max() {
-		r.lists, r.listBytes, r.nlists = make(map[string]map[string]recentList), 0, 0
+		r.lists, r.listBytes, r.nlists = make(map[string]map[string]time.Time), 0, 0
 	}
 	m := r.lists[scope]
 	if m == nil {
-		m = make(map[string]recentList)
+		m = make(map[string]time.Time)
 		r.lists[scope] = m
 	}
 	if _, ok := m[string(list)]; !ok {
 		r.listBytes += len(list)
 		r.nlists++
 	}
-	m[string(list)] = e
+	m[string(list)] = until
 }
 
 func (o Observations) now() time.Time {

@@ -15,15 +15,13 @@ func TestListSeen(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
 	o := Observations{Store: state.NewMemory(0, nil), Recent: &Recent{}, Now: func() time.Time { return clock }}
 	list := []byte(`[` + base + `]`)
-	if _, seen, _ := o.ListSeen("s", list); seen {
+	if seen, _ := o.ListSeen("s", list); seen {
 		t.Fatal("seen before observed")
 	}
-	_, _, at := o.ListSeen("s", list)
-	defs := []Definition{mustDef(t, base), {Name: "x", Fingerprint: RawFingerprint([]byte("{")), Raw: true}}
-	o.ListObserved("s", list, at, defs)
-	defs[0].Name = "changed after" // ListObserved keeps its own copy
-	if got, seen, _ := o.ListSeen("s", list); !seen || len(got) != 2 || got[0] != mustDef(t, base) || !got[1].Raw {
-		t.Fatalf("seen %v, defs %+v", seen, got)
+	_, at := o.ListSeen("s", list)
+	o.ListObserved("s", list, at)
+	if seen, _ := o.ListSeen("s", list); !seen {
+		t.Fatal("not seen once observed")
 	}
 	other := append([]byte{}, list...)
 	other[len(other)-2] = ' ' // the last '}' of the tool: another list
@@ -39,34 +37,34 @@ func TestListSeen(t *testing.T) {
 		{"other bytes", "s", other, false},
 		{"a prefix", "s", list[:len(list)-1], false},
 	} {
-		if _, seen, _ := o.ListSeen(tt.scope, tt.list); seen != tt.want {
+		if seen, _ := o.ListSeen(tt.scope, tt.list); seen != tt.want {
 			t.Errorf("%s: seen %v, want %v", tt.name, seen, tt.want)
 		}
 	}
 	clock = clock.Add(DefaultTTL/4 - time.Second)
-	if _, seen, _ := o.ListSeen("s", list); !seen {
+	if seen, _ := o.ListSeen("s", list); !seen {
 		t.Error("forgotten before a quarter of the TTL")
 	}
 	clock = clock.Add(time.Second)
-	if _, seen, _ := o.ListSeen("s", list); seen {
+	if seen, _ := o.ListSeen("s", list); seen {
 		t.Error("seen a quarter of the TTL after it was observed")
 	}
 
 	small := Observations{Store: o.Store, Recent: &Recent{MaxListBytes: len(list) - 1}, Now: o.Now}
-	small.ListObserved("s", list, clock, nil)
-	if _, seen, _ := small.ListSeen("s", list); seen {
+	small.ListObserved("s", list, clock)
+	if seen, _ := small.ListSeen("s", list); seen {
 		t.Error("a list over MaxListBytes was remembered")
 	}
 	few := Observations{Store: o.Store, Recent: &Recent{Max: 2}, Now: o.Now}
 	for _, s := range []string{"a", "b", "c"} {
-		few.ListObserved(s, list, clock, nil)
+		few.ListObserved(s, list, clock)
 	}
 	if n := few.Recent.nlists; n > 2 {
 		t.Errorf("%d lists held, Max 2", n)
 	}
 	none := Observations{Store: o.Store, Now: o.Now}
-	none.ListObserved("s", list, clock, nil)
-	if _, seen, _ := none.ListSeen("s", list); seen {
+	none.ListObserved("s", list, clock)
+	if seen, _ := none.ListSeen("s", list); seen {
 		t.Error("no Recent, and a list is seen")
 	}
 }
