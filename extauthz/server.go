@@ -11,6 +11,7 @@ import (
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
@@ -148,9 +149,14 @@ func (s *Server) logDecision(d *decision.Decision, r *decision.Request, latency 
 		s.Metrics.DecisionLogSampledOut()
 		return
 	}
-	// Room for every field a line can carry: one allocation.
-	fields := make([]zap.Field, 0, 26)
-	fields = append(fields,
+	ce := s.Log.Check(zapcore.InfoLevel, "decision")
+	if ce == nil { // no core writes info lines: build none
+		return
+	}
+	// Room for every field a line can carry, on the stack; the core gets
+	// a copy of the fields the line has, one allocation of their size.
+	var room [26]zap.Field
+	fields := append(room[:0],
 		zap.String("decision_id", d.ID),
 		zap.String("decision", d.Reason.Verdict().String()),
 		zap.String("reason", string(d.Reason)),
@@ -190,7 +196,7 @@ func (s *Server) logDecision(d *decision.Decision, r *decision.Request, latency 
 	if sc.IsValid() {
 		fields = append(fields, zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String()))
 	}
-	s.Log.Info("decision", fields...)
+	ce.Write(append([]zap.Field(nil), fields...)...)
 }
 
 // detail is the decision line's detail: d.Detail, then every failed `when`
