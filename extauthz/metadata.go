@@ -6,50 +6,67 @@ import (
 )
 
 // fill sets mb to d as a flat struct of strings, Envoy's dynamic metadata
-// of the CheckResponse (namespace envoy.filters.http.ext_authz), and returns
-// its Struct: one allocation for the Struct and its values, one for the map.
-func (mb *metadataBlock) fill(d *decision.Decision) *structpb.Struct {
-	f := make(map[string]*structpb.Value, len(mb.vals))
-	mb.s.Fields = f
-	mb.set("decision_id", d.ID)
-	mb.set("decision", d.Reason.Verdict().String())
-	mb.set("reason", string(d.Reason))
-	mb.set("rule_id", d.RuleID)
-	mb.set("method", d.Method)
-	mb.set("server", d.Server)
-	mb.set("target", d.Target)
-	mb.set("args_digest", d.ArgsDigest)
-	mb.set("request_digest", d.RequestDigest)
-	mb.set("policy_version", d.PolicyVersion)
+// of the CheckResponse (namespace envoy.filters.http.ext_authz), with
+// dry_run "true" when dryRun, and returns its Struct. The members are
+// gathered first so the map is made for exactly their number: its
+// allocations, besides the block's.
+func (mb *metadataBlock) fill(d *decision.Decision, dryRun bool) *structpb.Struct {
+	var ms [18]member // every member fill can set
+	n := 0
+	add := func(k, v string) {
+		ms[n] = member{k, v}
+		n++
+	}
+	add("decision_id", d.ID)
+	add("decision", d.Reason.Verdict().String())
+	add("reason", string(d.Reason))
+	add("rule_id", d.RuleID)
+	add("method", d.Method)
+	add("server", d.Server)
+	add("target", d.Target)
+	add("args_digest", d.ArgsDigest)
+	add("request_digest", d.RequestDigest)
+	add("policy_version", d.PolicyVersion)
 	if d.Principal != nil {
-		mb.set("principal", d.Principal.Subject)
-		mb.set("issuer", d.Principal.Issuer)
+		add("principal", d.Principal.Subject)
+		add("issuer", d.Principal.Issuer)
 	}
 	if d.Retry {
-		mb.set("retry", "true")
+		add("retry", "true")
 	}
 	// For the response seam (extproc): the id to match the answer on an
 	// SSE stream, the revision (cache members on 2026-07-28 only), and a
 	// task-augmented call.
 	if len(d.RPCID) > 0 {
-		mb.set("rpc_id", string(d.RPCID))
+		add("rpc_id", string(d.RPCID))
 	}
 	if d.ProtocolVersion != "" {
-		mb.set("protocol_version", d.ProtocolVersion)
+		add("protocol_version", d.ProtocolVersion)
 	}
 	if d.TaskRequested {
-		mb.set("task_requested", "true")
+		add("task_requested", "true")
 	}
 	// The processor records this call's result under the (hashed)
 	// idempotency key id for retries, when the rule says recover_results.
 	if d.RecoverResults && d.IdempotencyKeyID != "" && d.Allowed() && !d.Retry {
-		mb.set("recover_key", d.IdempotencyKeyID)
+		add("recover_key", d.IdempotencyKeyID)
+	}
+	if dryRun {
+		add("dry_run", "true")
+	}
+	mb.s.Fields = make(map[string]*structpb.Value, n)
+	for _, m := range ms[:n] {
+		mb.set(m.k, m.v)
 	}
 	return &mb.s
 }
 
+// member is one string member of the dynamic metadata.
+type member struct{ k, v string }
+
 // metadataBlock holds the dynamic metadata Struct of one response and room
-// for every string Value fill and DryRunResponse set.
+// for the string Values fill sets (their most is 18: past 16 they are
+// allocated one by one).
 type metadataBlock struct {
 	s    structpb.Struct
 	vals [16]structpb.Value

@@ -117,7 +117,7 @@ func (rs *Responder) respond(d *decision.Decision, reqHeaders decision.Headers, 
 	b.hs.Code = typev3.StatusCode(status)
 	b.dr.Status, b.dr.Headers, b.dr.Body = &b.hs, b.ptrs[:b.n:b.n], string(body)
 	b.hr.DeniedResponse = &b.dr
-	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, b.mb.fill(d), &b.hr
+	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, b.mb.fill(d, false), &b.hr
 	return &b.r
 }
 
@@ -165,10 +165,7 @@ type okBlock struct {
 // (fillOkResponse) and d as dynamic metadata, with dry_run "true" when dryRun.
 func (rs *Responder) okCheckResponse(d *decision.Decision, reqHeaders decision.Headers, dryRun bool) *authv3.CheckResponse {
 	b := new(okBlock)
-	md := b.mb.fill(d)
-	if dryRun {
-		b.mb.set("dry_run", "true")
-	}
+	md := b.mb.fill(d, dryRun)
 	b.hr.OkResponse = rs.fillOkResponse(&b.hb, d, reqHeaders, dryRun)
 	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, md, &b.hr
 	return &b.r
