@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 )
@@ -344,8 +345,9 @@ func (p *Policy) evaluateListen(in *Input) Result {
 }
 
 func (p *Policy) evaluate(in *Input) Result {
-	r, cause := p.newRequest(in)
-	if cause != 0 {
+	r := requestPool.Get().(*request)
+	defer putRequest(r)
+	if cause := p.initRequest(r, in); cause != 0 {
 		return Result{Decision: Deny, Cause: cause}
 	}
 	var res Result
@@ -379,11 +381,30 @@ func (p *Policy) evaluate(in *Input) Result {
 
 // newRequest is the package's newRequest with what r needs of p.
 func (p *Policy) newRequest(in *Input) (*request, Cause) {
-	r, cause := newRequest(in)
+	r := new(request)
+	return r, p.initRequest(r, in)
+}
+
+// initRequest makes the zero request r the request of in under p.
+func (p *Policy) initRequest(r *request, in *Input) Cause {
+	cause := r.init(in)
 	if in != nil {
 		r.trusted = p.trusted[in.Server]
 	}
-	return r, cause
+	return cause
+}
+
+// requestPool holds the requests of evaluate, which keeps none once it
+// returns (what its Result carries is the rules' or freshly allocated:
+// whenErrs' array leaves with it): an evaluation then allocates no
+// request, as Visible's visiblePool does for list items.
+var requestPool = sync.Pool{New: func() any { return new(request) }}
+
+// putRequest clears r, so the pool keeps no Input, claims or decoded
+// arguments alive, and returns it to requestPool.
+func putRequest(r *request) {
+	*r = request{}
+	requestPool.Put(r)
 }
 
 // newRequest classifies in, or returns the cause of its denial before any
