@@ -65,12 +65,12 @@ func (mb *metadataBlock) fill(d *decision.Decision, dryRun bool) *structpb.Struc
 type member struct{ k, v string }
 
 // metadataBlock holds the dynamic metadata Struct of one response and room
-// for the string Values fill sets (their most is 18: past 16 they are
-// allocated one by one).
+// for the string Values fill sets: 15, one more than an allowed tools/call
+// gets (their most is 18: past 15 they are allocated one by one).
 type metadataBlock struct {
 	s    structpb.Struct
-	vals [16]structpb.Value
-	strs [16]structpb.Value_StringValue
+	vals [15]structpb.Value
+	strs [15]structpb.Value_StringValue
 	n    int
 }
 
