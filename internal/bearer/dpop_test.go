@@ -158,6 +158,35 @@ func FuzzParseAuthorization(f *testing.F) {
 	})
 }
 
+// TestIsB64Token: the eight-at-a-time loop agrees with RFC 6750's grammar
+// read one character at a time, for every byte at every position of bodies
+// of 1 to 17 characters, with and without trailing '='s.
+func TestIsB64Token(t *testing.T) {
+	ref := func(s string) bool {
+		body := strings.TrimRight(s, "=")
+		for i := 0; i < len(body); i++ {
+			c := body[i]
+			if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+				return false
+			}
+		}
+		return body != ""
+	}
+	for n := 1; n <= 17; n++ {
+		for at := range n {
+			for c := range 256 {
+				b := []byte(strings.Repeat("a", n))
+				b[at] = byte(c)
+				for _, give := range []string{string(b), string(b) + "=", string(b) + "=="} {
+					if got, want := isB64Token(give), ref(give); got != want {
+						t.Fatalf("isB64Token(%q) = %v, want %v", give, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestRemoveDotSegments: RFC 3986 section 5.2.4's examples and section
 // 5.4's abnormal ones, as paths.
 func TestRemoveDotSegments(t *testing.T) {
