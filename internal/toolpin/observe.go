@@ -72,51 +72,117 @@ type lookup struct {
 
 // keys returns toolKey(kind, Scope(p, server, session), tool) of the first
 // three lookupKinds, and of the fourth with base, as substrings of one
-// string built once (the same bytes as toolKey's: replicas share the keys).
+// string built once (the same bytes as toolKey's: replicas share the keys)
+// and kept in lookupKeys for the next request of the scope and tool.
 func (lk *lookup) keys(p *policy.Policy, server, session, tool string, base bool) []string {
 	n := 3
 	if base {
 		n = 4
 	}
-	var hexSum [32]byte
-	scoped := p != nil && p.PinScope() == policy.PinScopeSession && session != ""
-	scopeLen := len(server)
-	if scoped {
+	id := keysID{server: server, tool: tool}
+	if p != nil && p.PinScope() == policy.PinScopeSession && session != "" {
 		// Scope's form: server + " session:" + hex of the first 16 bytes
 		// of the session id's SHA-256.
 		var ok bool
-		if hexSum, ok = revSessionHex[session]; !ok {
-			hexSum = sessionHex(session)
+		if id.hex, ok = revSessionHex[session]; !ok {
+			id.hex = sessionHex(session)
 		}
-		scopeLen += len(sessionScope) + len(hexSum)
+		id.scoped = true
+	}
+	if k, ok := lookupKeys.get(&id); ok {
+		lk.k = k
+		return lk.k[:n]
+	}
+	scopeLen := len(server)
+	if id.scoped {
+		scopeLen += len(sessionScope) + len(id.hex)
 	}
 	var lenBuf [20]byte
 	scopeLenText := strconv.AppendInt(lenBuf[:0], int64(scopeLen), 10)
 	size := 0
-	for _, kind := range lookupKinds[:n] {
+	for _, kind := range lookupKinds {
 		size += len(kind) + 1 + len(scopeLenText) + 1 + scopeLen + 1 + len(tool)
 	}
 	var b strings.Builder
 	b.Grow(size)
-	for _, kind := range lookupKinds[:n] {
+	for _, kind := range lookupKinds {
 		b.WriteString(kind)
 		b.WriteByte(':')
 		b.Write(scopeLenText)
 		b.WriteByte(':')
 		b.WriteString(server)
-		if scoped {
+		if id.scoped {
 			b.WriteString(sessionScope)
-			b.Write(hexSum[:])
+			b.Write(id.hex[:])
 		}
 		b.WriteByte(':')
 		b.WriteString(tool)
 	}
 	all, at := b.String(), 0
-	for i, kind := range lookupKinds[:n] {
+	for i, kind := range lookupKinds {
 		end := at + len(kind) + 1 + len(scopeLenText) + 1 + scopeLen + 1 + len(tool)
 		lk.k[i], at = all[at:end], end
 	}
+	lookupKeys.put(&id, lk.k, len(all))
 	return lk.k[:n]
+}
+
+// keysID is what Lookup's keys are made of: the server, the session's
+// hash when the scope is a session's (never the session id), the tool.
+type keysID struct {
+	server string
+	scoped bool
+	hex    [32]byte
+	tool   string
+}
+
+// keysCache remembers the keys of the scopes and tools Lookup read lately,
+// so a warm tools/call builds none. The keys are a function of keysID
+// alone, which is the cache's key. It holds at most keysCacheMax entries
+// and keysCacheMaxBytes of their strings, and forgets all of them when
+// full; ids longer than keysIDMax are not kept. Safe for concurrent use.
+type keysCache struct {
+	mu    sync.RWMutex
+	m     map[keysID][len(lookupKinds)]string
+	bytes int
+}
+
+const (
+	keysCacheMax      = 1 << 12
+	keysCacheMaxBytes = 2 << 20
+	keysIDMax         = 1 << 10
+)
+
+// lookupKeys is the process's keysCache: the keys are the same for every
+// Observations (they name the store's records, not a store).
+var lookupKeys keysCache
+
+func (c *keysCache) get(id *keysID) ([len(lookupKinds)]string, bool) {
+	c.mu.RLock()
+	k, ok := c.m[*id]
+	c.mu.RUnlock()
+	return k, ok
+}
+
+// put keeps k, whose strings hold size bytes, for id. id's strings are
+// copied: they may be substrings of a request body the cache must not keep
+// alive.
+func (c *keysCache) put(id *keysID, k [len(lookupKinds)]string, size int) {
+	if len(id.server)+len(id.tool) > keysIDMax {
+		return
+	}
+	key := *id
+	key.server, key.tool = strings.Clone(id.server), strings.Clone(id.tool)
+	size += len(key.server) + len(key.tool)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= keysCacheMax || c.bytes+size > keysCacheMaxBytes {
+		c.m, c.bytes = make(map[keysID][len(lookupKinds)]string), 0
+	}
+	if _, ok := c.m[key]; !ok {
+		c.bytes += size
+	}
+	c.m[key] = k
 }
 
 // Session is the MCP session a request belongs to, for pin_scope session:
@@ -392,8 +458,8 @@ func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, sess
 		return nil, nil
 	}
 	baseline := p.Pins(server, tool)
-	// One allocation holds the key slice and the answer, one string the
-	// keys' bytes.
+	// One allocation holds the key slice and the answer; the keys come
+	// from lookupKeys, or are built in one string.
 	lk := new(lookup)
 	keys := lk.keys(p, server, session, tool, len(baseline) == 0 && mode == policy.PinTOFU)
 	// One round trip for every key the decision needs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -468,9 +469,42 @@ func TestLookupKeys(t *testing.T) {
 				want = append(want, toolKey(kind, scope, tt.tool))
 			}
 		}
-		got := new(lookup).keys(tt.give, tt.server, tt.session, tt.tool, tt.base)
-		if !slices.Equal(got, want) {
-			t.Errorf("keys(%q, %q, %q, %v) = %q, want %q", tt.server, tt.session, tt.tool, tt.base, got, want)
+		// Built, then from lookupKeys, then with the other base (the cache
+		// keeps all four).
+		for _, base := range []bool{tt.base, tt.base, !tt.base} {
+			w := want
+			if base && !tt.base {
+				w = append(slices.Clone(want), toolKey(lookupKinds[3], scope, tt.tool))
+			} else if !base && tt.base {
+				w = want[:3]
+			}
+			got := new(lookup).keys(tt.give, tt.server, tt.session, tt.tool, base)
+			if !slices.Equal(got, w) {
+				t.Errorf("keys(%q, %q, %q, %v) = %q, want %q", tt.server, tt.session, tt.tool, base, got, w)
+			}
 		}
+	}
+}
+
+// TestLookupKeysCacheBounded: lookupKeys forgets everything when full, by
+// entries and by bytes, and keeps no id longer than keysIDMax.
+func TestLookupKeysCacheBounded(t *testing.T) {
+	var c keysCache
+	k := [len(lookupKinds)]string{"a", "b", "c", "d"}
+	for i := range keysCacheMax + 1 {
+		c.put(&keysID{server: "s", tool: strconv.Itoa(i)}, k, 4)
+	}
+	if len(c.m) != 1 {
+		t.Errorf("%d entries after %d puts, want 1 (reset when full)", len(c.m), keysCacheMax+1)
+	}
+	big := strings.Repeat("x", keysCacheMaxBytes/2)
+	c.put(&keysID{server: "s", tool: "1"}, [len(lookupKinds)]string{big}, len(big))
+	c.put(&keysID{server: "s", tool: "2"}, [len(lookupKinds)]string{big}, len(big))
+	if c.bytes > keysCacheMaxBytes {
+		t.Errorf("%d bytes kept, more than %d", c.bytes, keysCacheMaxBytes)
+	}
+	c.put(&keysID{server: strings.Repeat("s", keysIDMax), tool: "t"}, k, 4)
+	if _, ok := c.get(&keysID{server: strings.Repeat("s", keysIDMax), tool: "t"}); ok {
+		t.Error("an id longer than keysIDMax was kept")
 	}
 }
