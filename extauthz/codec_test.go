@@ -3,6 +3,8 @@ package extauthz
 import (
 	"bytes"
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -380,5 +382,39 @@ func BenchmarkCheckGRPC(b *testing.B) {
 				})
 			})
 		}
+	}
+}
+
+// TestRequestFromCheckFoldsNames: names of the headers map that lower-case
+// to one name give that name every value, whichever the map yields first;
+// header_map keeps every occurrence in order.
+func TestRequestFromCheckFoldsNames(t *testing.T) {
+	tests := []struct {
+		give map[string]string
+		want map[string][]string
+	}{
+		{map[string]string{"X-A": "1", "x-a": "2", "b": "3"}, map[string][]string{"x-a": {"1", "2"}, "b": {"3"}}},
+		{map[string]string{"x-a": "1", "X-a": "2", "X-A": "3"}, map[string][]string{"x-a": {"1", "2", "3"}}},
+		{map[string]string{"\u212a": "1", "k": "2"}, map[string][]string{"k": {"1", "2"}}}, // KELVIN SIGN lowers to k
+		{map[string]string{"a": "1", "b": "2"}, map[string][]string{"a": {"1"}, "b": {"2"}}},
+	}
+	for _, tt := range tests {
+		for range 20 { // map order varies
+			r := RequestFromCheck(&authv3.CheckRequest{Attributes: &authv3.AttributeContext{Request: &authv3.AttributeContext_Request{
+				Http: &authv3.AttributeContext_HttpRequest{Headers: tt.give}}}})
+			got := map[string][]string{}
+			for k, v := range r.Headers {
+				got[k] = slices.Sorted(slices.Values(v))
+			}
+			if !maps.EqualFunc(got, tt.want, slices.Equal) {
+				t.Fatalf("headers %v: got %v, want %v", tt.give, got, tt.want)
+			}
+		}
+	}
+	hm := &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: "X-A", Value: "1"}, {Key: "x-a", Value: "2"}, {Key: "x-a", Value: "3"}}}
+	r := RequestFromCheck(&authv3.CheckRequest{Attributes: &authv3.AttributeContext{Request: &authv3.AttributeContext_Request{
+		Http: &authv3.AttributeContext_HttpRequest{HeaderMap: hm}}}})
+	if got := r.Headers["x-a"]; !slices.Equal(got, []string{"1", "2", "3"}) || len(r.Headers) != 1 {
+		t.Errorf("header_map: %v", r.Headers)
 	}
 }

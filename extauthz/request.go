@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
@@ -21,16 +22,12 @@ func RequestFromCheck(req *authv3.CheckRequest) *decision.Request {
 		vals [16]string
 	})
 	r := &rb.r
-	*r = decision.Request{
-		ID:                   h.GetId(),
-		Method:               h.GetMethod(),
-		Scheme:               h.GetScheme(),
-		Host:                 h.GetHost(),
-		Path:                 h.GetPath(),
-		RouteServer:          ext[ContextExtensionServer],
-		RouteAudience:        ext[ContextExtensionAudience],
-		DestinationPrincipal: attrs.GetDestination().GetPrincipal(),
-	}
+	// Field by field: rb is zero, and a composite literal would also write
+	// (through the write barrier, while the collector marks) every field
+	// it leaves zero.
+	r.ID, r.Method, r.Scheme, r.Host, r.Path = h.GetId(), h.GetMethod(), h.GetScheme(), h.GetHost(), h.GetPath()
+	r.RouteServer, r.RouteAudience = ext[ContextExtensionServer], ext[ContextExtensionAudience]
+	r.DestinationPrincipal = attrs.GetDestination().GetPrincipal()
 	// Each name gets a one-value slice of one shared backing array (cap 1:
 	// a second value for a name appends into a new array, never over the
 	// next name's value).
@@ -45,7 +42,7 @@ func RequestFromCheck(req *authv3.CheckRequest) *decision.Request {
 			if len(hv.GetRawValue()) > 0 {
 				v = string(hv.GetRawValue())
 			}
-			k := strings.ToLower(hv.GetKey())
+			k, _ := lowerName(hv.GetKey())
 			if old, ok := r.Headers[k]; ok {
 				r.Headers[k] = append(old, v)
 				continue
@@ -59,11 +56,17 @@ func RequestFromCheck(req *authv3.CheckRequest) *decision.Request {
 		if len(h.GetHeaders()) > cap(vals) {
 			vals = make([]string, 0, len(h.GetHeaders()))
 		}
+		// The map's names are distinct, so two can meet only when one of
+		// them is lowered: until one is, no name needs looking up.
+		lowered := false
 		for k, v := range h.GetHeaders() {
-			k = strings.ToLower(k)
-			if old, ok := r.Headers[k]; ok {
-				r.Headers[k] = append(old, v)
-				continue
+			k, changed := lowerName(k)
+			lowered = lowered || changed
+			if lowered {
+				if old, ok := r.Headers[k]; ok {
+					r.Headers[k] = append(old, v)
+					continue
+				}
 			}
 			i := len(vals)
 			vals = append(vals, v)
@@ -76,4 +79,17 @@ func RequestFromCheck(req *authv3.CheckRequest) *decision.Request {
 		r.Body = []byte(b)
 	}
 	return r
+}
+
+// lowerName returns name in lower case (strings.ToLower) and whether that
+// changed it; a name already lower-case ASCII, as Envoy sends them, is
+// returned as it is without the call.
+func lowerName(name string) (string, bool) {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= 'A' && c <= 'Z' || c >= utf8.RuneSelf {
+			l := strings.ToLower(name)
+			return l, l != name
+		}
+	}
+	return name, false
 }
