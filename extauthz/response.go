@@ -222,8 +222,9 @@ func (rs *Responder) fillOkResponse(hb *headerBlock, d *decision.Decision, reqHe
 		ptrs, opts, vals = make([]*corev3.HeaderValueOption, 0, n), make([]corev3.HeaderValueOption, n), make([]corev3.HeaderValue, n)
 	}
 	for i, h := range ours {
-		vals[i] = corev3.HeaderValue{Key: h.k, Value: headerValue(h.v)}
-		opts[i] = corev3.HeaderValueOption{Header: &vals[i], AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
+		// Field by field into zero memory (see RequestFromCheck).
+		vals[i].Key, vals[i].Value = h.k, headerValue(h.v)
+		opts[i].Header, opts[i].AppendAction = &vals[i], corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
 		ptrs = append(ptrs, &opts[i])
 	}
 	ok.Headers = ptrs
