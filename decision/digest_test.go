@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -113,5 +114,29 @@ func TestRequestDigestFields(t *testing.T) {
 	}
 	if !strings.HasPrefix(d0, "sha256:") || len(d0) != 71 {
 		t.Errorf("digest %q is not sha256:<64 hex>", d0)
+	}
+}
+
+// TestAppendJCS: the copying fast path writes what mcpparse.AppendJCSString
+// writes, for every byte at every position of 1 to 17 bytes and for text
+// that is not ASCII or not UTF-8.
+func TestAppendJCS(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		if got, want := appendJCS([]byte("x"), s), mcpparse.AppendJCSString([]byte("x"), s); !bytes.Equal(got, want) {
+			t.Fatalf("appendJCS(%q) = %q, want %q", s, got, want)
+		}
+	}
+	for n := 1; n <= 17; n++ {
+		for at := range n {
+			for c := range 256 {
+				b := []byte(strings.Repeat("a", n))
+				b[at] = byte(c)
+				check(string(b))
+			}
+		}
+	}
+	for _, s := range []string{"", "Zürich 🚀", "\xff\xfe", "a\u2028b", `sha256:"\`, "\x7f"} {
+		check(s)
 	}
 }
