@@ -218,7 +218,7 @@ func (rs *Responder) fillOkResponse(hb *headerBlock, d *decision.Decision, reqHe
 	opts, vals := hb.opts[:], hb.vals[:]
 	if n <= len(hb.ptrs) {
 		ptrs = hb.ptrs[:0:n]
-	} else { // a dry run's or a retry's further headers
+	} else { // a dry run's two more
 		ptrs, opts, vals = make([]*corev3.HeaderValueOption, 0, n), make([]corev3.HeaderValueOption, n), make([]corev3.HeaderValue, n)
 	}
 	for i, h := range ours {
@@ -239,7 +239,7 @@ func (rs *Responder) fillOkResponse(hb *headerBlock, d *decision.Decision, reqHe
 
 // headerBlock holds an OkHttpResponse and its header options, allocated
 // together: room for the 7 headers an allowed request gets at most (a
-// dry run's 2 or a retry's 1 more are allocated apart). With
+// dry run's 9 are allocated apart). With
 // metadataBlock's room it keeps okBlock in the 2,688-byte size class,
 // below 3,072 with room for all 9 headers and 16 members.
 type headerBlock struct {
