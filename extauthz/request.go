@@ -85,11 +85,24 @@ func RequestFromCheck(req *authv3.CheckRequest) *decision.Request {
 // changed it; a name already lower-case ASCII, as Envoy sends them, is
 // returned as it is without the call.
 func lowerName(name string) (string, bool) {
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c >= 'A' && c <= 'Z' || c >= utf8.RuneSelf {
-			l := strings.ToLower(name)
-			return l, l != name
+	var up uint8
+	for i := 0; i < len(name); i++ { // names are short: no branch in the loop
+		up |= notLowerASCII[name[i]]
+	}
+	if up == 0 {
+		return name, false
+	}
+	l := strings.ToLower(name)
+	return l, l != name
+}
+
+// notLowerASCII is 1 for 'A'..'Z' and the bytes of non-ASCII text, which
+// strings.ToLower may change; 0 for the rest.
+var notLowerASCII = func() (t [256]uint8) {
+	for c := range 256 {
+		if c >= 'A' && c <= 'Z' || c >= utf8.RuneSelf {
+			t[c] = 1
 		}
 	}
-	return name, false
-}
+	return t
+}()
