@@ -260,7 +260,7 @@ func (d *Decider) parse(r *Request, dec *Decision) (*mcpparse.Body, Reason) {
 	if len(r.Body) == 0 {
 		return nil, ReasonBodyMissing
 	}
-	version, _ := r.Headers.Get("mcp-protocol-version")
+	version := dec.ProtocolVersion // decide read the MCP-Protocol-Version header
 	dec.parsed = true
 	body, err := mcpparse.Parse(r.Body, mcpparse.ParseOptions{
 		Limits: d.cfg.Limits,
