@@ -1,6 +1,9 @@
 package decision
 
-import "github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+import (
+	"github.com/mcp-extauthz/mcp-extauthz/internal/byteset"
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+)
 
 // requestDigestVersion is the "v" member of the request digest envelope.
 // v2 (issue 9) carries the arguments' digest where v1 carried the canonical
@@ -63,35 +66,17 @@ func requestDigest(e requestEnvelope) string {
 }
 
 // appendJCS is mcpparse.AppendJCSString, copying s between its quotes at
-// once when no byte of it needs escaping or a UTF-8 check (0x20..0x7f but
-// '"' and '\\': the digests, ids and names an envelope mostly holds),
-// eight bytes a step.
+// once when no byte of it needs escaping or a UTF-8 check (the digests, ids
+// and names an envelope mostly holds).
 func appendJCS(b []byte, s string) []byte {
-	rest := s
-	for len(rest) >= 8 {
-		t := &jcsPlain
-		if t[rest[0]]&t[rest[1]]&t[rest[2]]&t[rest[3]]&t[rest[4]]&t[rest[5]]&t[rest[6]]&t[rest[7]] == 0 {
-			return mcpparse.AppendJCSString(b, s)
-		}
-		rest = rest[8:]
-	}
-	for i := 0; i < len(rest); i++ {
-		if jcsPlain[rest[i]] == 0 {
-			return mcpparse.AppendJCSString(b, s)
-		}
+	if !jcsPlain.All(s) {
+		return mcpparse.AppendJCSString(b, s)
 	}
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
 }
 
-// jcsPlain is 1 for the bytes RFC 8785 writes as they are in a string
-// without looking further: ASCII from 0x20 but '"' and '\\'.
-var jcsPlain = func() (t [256]uint8) {
-	for c := 0x20; c < 0x80; c++ {
-		if c != '"' && c != '\\' {
-			t[c] = 1
-		}
-	}
-	return t
-}()
+// jcsPlain holds the bytes RFC 8785 writes as they are in a string without
+// looking further: ASCII from 0x20 but '"' and '\\'.
+var jcsPlain = byteset.Of(func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' })

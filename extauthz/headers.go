@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/byteset"
 )
 
 // headerKV is one header the service sets on an allowed request.
@@ -95,34 +96,11 @@ func canonicalName(name string) bool {
 // A token's sub or a tool name can thus never inject CR/LF or reach the
 // upstream as different bytes.
 func headerValue(v string) string {
-	if !strings.HasPrefix(v, "=?base64?") && v != "" && v[0] != ' ' && v[len(v)-1] != ' ' && plainASCII(v) {
+	if !strings.HasPrefix(v, "=?base64?") && v != "" && v[0] != ' ' && v[len(v)-1] != ' ' && plainByte.All(v) {
 		return v
 	}
 	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }
 
-// plainASCII reports whether every byte of s is 0x20..0x7e, eight bytes a
-// step with one branch (digests and ids are most of what it reads).
-func plainASCII(s string) bool {
-	for len(s) >= 8 {
-		t := &plainByte
-		if t[s[0]]&t[s[1]]&t[s[2]]&t[s[3]]&t[s[4]]&t[s[5]]&t[s[6]]&t[s[7]] == 0 {
-			return false
-		}
-		s = s[8:]
-	}
-	for i := 0; i < len(s); i++ {
-		if plainByte[s[i]] == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// plainByte is 1 for 0x20..0x7e, 0 for every other byte.
-var plainByte = func() (t [256]uint8) {
-	for c := 0x20; c < 0x7f; c++ {
-		t[c] = 1
-	}
-	return t
-}()
+// plainByte holds 0x20..0x7e.
+var plainByte = byteset.Of(func(c byte) bool { return c >= 0x20 && c < 0x7f })

@@ -6,6 +6,7 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/byteset"
 )
 
 // RequestFromCheck converts Envoy's CheckRequest into a Request. Headers come
@@ -85,24 +86,13 @@ func RequestFromCheck(req *authv3.CheckRequest) *decision.Request {
 // changed it; a name already lower-case ASCII, as Envoy sends them, is
 // returned as it is without the call.
 func lowerName(name string) (string, bool) {
-	var up uint8
-	for i := 0; i < len(name); i++ { // names are short: no branch in the loop
-		up |= notLowerASCII[name[i]]
-	}
-	if up == 0 {
+	if lowerASCII.All(name) {
 		return name, false
 	}
 	l := strings.ToLower(name)
 	return l, l != name
 }
 
-// notLowerASCII is 1 for 'A'..'Z' and the bytes of non-ASCII text, which
-// strings.ToLower may change; 0 for the rest.
-var notLowerASCII = func() (t [256]uint8) {
-	for c := range 256 {
-		if c >= 'A' && c <= 'Z' || c >= utf8.RuneSelf {
-			t[c] = 1
-		}
-	}
-	return t
-}()
+// lowerASCII holds the ASCII bytes strings.ToLower leaves as they are: all
+// but 'A'..'Z'.
+var lowerASCII = byteset.Of(func(c byte) bool { return c < utf8.RuneSelf && !(c >= 'A' && c <= 'Z') })

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/byteset"
 )
 
 // DPoP (RFC 9449) at the sidecar. A token whose cnf claim holds jkt is
@@ -405,33 +407,8 @@ func ParseAuthorization(h string) (scheme, token string, ok bool) {
 // b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
 func isB64Token(s string) bool {
 	body := strings.TrimRight(s, "=")
-	if body == "" {
-		return false
-	}
-	// Eight characters a step, one branch for them (a token is hundreds of
-	// characters, read on every Check).
-	for len(body) >= 8 {
-		t := &b64TokenChar
-		if t[body[0]]&t[body[1]]&t[body[2]]&t[body[3]]&t[body[4]]&t[body[5]]&t[body[6]]&t[body[7]] == 0 {
-			return false
-		}
-		body = body[8:]
-	}
-	for i := 0; i < len(body); i++ {
-		if b64TokenChar[body[i]] == 0 {
-			return false
-		}
-	}
-	return true
+	return body != "" && b64TokenChar.All(body)
 }
 
-// b64TokenChar is 1 for the characters of a b64token before its '='s, 0
-// for the others.
-var b64TokenChar = func() (t [256]uint8) {
-	for c := range 256 {
-		if isUnreserved(byte(c)) || c == '+' || c == '/' {
-			t[c] = 1
-		}
-	}
-	return t
-}()
+// b64TokenChar holds the characters of a b64token before its '='s.
+var b64TokenChar = byteset.Of(func(c byte) bool { return isUnreserved(c) || c == '+' || c == '/' })
