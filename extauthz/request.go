@@ -14,15 +14,23 @@ import (
 // occurrence), else from headers (duplicates already joined with ","). The
 // body comes from raw_body (pack_as_bytes: exact bytes) or else body.
 func RequestFromCheck(req *authv3.CheckRequest) *decision.Request {
-	attrs := req.GetAttributes()
-	ext := attrs.GetContextExtensions()
-	h := attrs.GetRequest().GetHttp()
 	// The Request and the header values of a usual request: one allocation.
 	rb := new(struct {
 		r    decision.Request
 		vals [16]string
 	})
-	r := &rb.r
+	fillRequest(&rb.r, rb.vals[:0], req)
+	return &rb.r
+}
+
+// fillRequest sets the zero *r to req as RequestFromCheck describes, the
+// header values in vals' room when it has enough, else in an array of
+// their number. It keeps no pointer to r (Check's Request stays on its
+// stack).
+func fillRequest(r *decision.Request, vals []string, req *authv3.CheckRequest) {
+	attrs := req.GetAttributes()
+	ext := attrs.GetContextExtensions()
+	h := attrs.GetRequest().GetHttp()
 	// Field by field: rb is zero, and a composite literal would also write
 	// (through the write barrier, while the collector marks) every field
 	// it leaves zero.
@@ -34,9 +42,10 @@ func RequestFromCheck(req *authv3.CheckRequest) *decision.Request {
 	// next name's value).
 	if hm := h.GetHeaderMap(); len(hm.GetHeaders()) > 0 {
 		r.Headers = make(decision.Headers, len(hm.GetHeaders()))
-		vals := rb.vals[:]
-		if len(hm.GetHeaders()) > len(vals) {
-			vals = make([]string, len(hm.GetHeaders()))
+		if n := len(hm.GetHeaders()); n > cap(vals) {
+			vals = make([]string, n)
+		} else {
+			vals = vals[:n]
 		}
 		for i, hv := range hm.GetHeaders() {
 			v := hv.GetValue()
@@ -53,9 +62,10 @@ func RequestFromCheck(req *authv3.CheckRequest) *decision.Request {
 		}
 	} else {
 		r.Headers = make(decision.Headers, len(h.GetHeaders()))
-		vals := rb.vals[:0]
-		if len(h.GetHeaders()) > cap(vals) {
-			vals = make([]string, 0, len(h.GetHeaders()))
+		if n := len(h.GetHeaders()); n > cap(vals) {
+			vals = make([]string, 0, n)
+		} else {
+			vals = vals[:0]
 		}
 		// The map's names are distinct, so two can meet only when one of
 		// them is lowered: until one is, no name needs looking up.
@@ -79,7 +89,6 @@ func RequestFromCheck(req *authv3.CheckRequest) *decision.Request {
 	} else if b := h.GetBody(); b != "" {
 		r.Body = []byte(b)
 	}
-	return r
 }
 
 // lowerName returns name in lower case (strings.ToLower) and whether that

@@ -69,7 +69,11 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 	defer s.Metrics.CheckStarted()()
 	ctx, cancel := answerBeforeDeadline(ctx, start)
 	defer cancel()
-	r := RequestFromCheck(req)
+	// The Request on the stack (nothing keeps it past Check), its header
+	// values in an array of their number.
+	var r0 decision.Request
+	r := &r0
+	fillRequest(r, nil, req)
 	if s.Tracing != nil {
 		ctx, span = s.Tracing.start(ctx, r)
 	}
