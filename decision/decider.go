@@ -123,8 +123,17 @@ func (d *Decider) Config() Config { return d.cfg }
 // approvals and idempotency (Binding). Each stage returns a reason; the
 // first that is not allowed decides. It never returns nil and never panics
 // out: a recovered panic is a denial with reason internal_error.
-func (d *Decider) Decide(ctx context.Context, r *Request) (dec *Decision) {
-	dec = &Decision{ID: newDecisionID(), BatchIndex: -1}
+func (d *Decider) Decide(ctx context.Context, r *Request) *Decision {
+	dec := new(Decision)
+	d.DecideTo(ctx, r, dec)
+	return dec
+}
+
+// DecideTo is Decide writing the Decision into *dec, whatever it held, for
+// a caller that holds the Decision itself (Check keeps it on its stack). It
+// keeps no pointer to dec.
+func (d *Decider) DecideTo(ctx context.Context, r *Request, dec *Decision) {
+	*dec = Decision{ID: newDecisionID(), BatchIndex: -1}
 	defer func() {
 		if p := recover(); p != nil {
 			*dec = Decision{ID: dec.ID, Reason: ReasonInternalError, BatchIndex: -1, Detail: fmt.Sprintf("panic: %v", p)}
@@ -137,7 +146,6 @@ func (d *Decider) Decide(ctx context.Context, r *Request) (dec *Decision) {
 	if dec.Reason != ReasonAllowed && !dec.parsed {
 		d.peek(r, dec)
 	}
-	return dec
 }
 
 // peek fills the JSON-RPC id and method of a request denied before its body

@@ -77,7 +77,9 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 	if s.Tracing != nil {
 		ctx, span = s.Tracing.start(ctx, r)
 	}
-	d := s.Decider.Decide(ctx, r)
+	var d0 decision.Decision // on the stack too
+	d := &d0
+	s.Decider.DecideTo(ctx, r, d)
 	if s.DryRun {
 		resp = s.Responder.DryRunResponse(d, r.Headers)
 	} else {

@@ -290,7 +290,7 @@ func FuzzCheck(f *testing.F) {
 // benchRequest returns a server verifying RS256 tokens against a static key
 // set, with or without the verified-token cache, and a tools/call of
 // issue_refund with args.
-func benchRequest(b *testing.B, args string, cache bool) (*Server, *authv3.CheckRequest) {
+func benchRequest(b testing.TB, args string, cache bool) (*Server, *authv3.CheckRequest) {
 	key := testkit.NewKey(b, "k1")
 	ks := bearer.NewStaticKeySet([]jose.JSONWebKey{key.Public()})
 	ov, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: "https://idp.example.com", Audiences: []string{testAudience}, KeySet: ks})
