@@ -387,11 +387,32 @@ func cut(t *testing.T, y []byte, from, to string) ([]byte, string) {
 	return []byte(s[:i] + s[j:]), s[i:j]
 }
 
-// TestCheckInvariantsRejectsResponseSeam: each row breaks one fact of the
-// response seam in sidecar.yaml; CheckInvariants must name it.
-// taskRouteOverrides is the sidecar's task-method route up to its ext_proc
-// overrides (mutation tests add fields under it).
-const taskRouteOverrides = `"tasks/get|tasks/result|tasks/cancel|tasks/update" } }
+// catchAllStart and catchAllSeam are the sidecar's last route (everything
+// but lists and GET): its start, and its ext_proc per-route config up to
+// the processing mode (mutation rows add fields under overrides).
+const (
+	catchAllStart = "              # Everything else (initialize, ping, tools/call"
+	catchAllSeam  = `                  append_x_forwarded_host: true
+                request_headers_to_remove: [accept-encoding]
+                typed_per_filter_config:
+                  envoy.filters.http.ext_proc:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                    overrides:
+                      processing_mode:
+                        request_header_mode: SKIP
+`
+	// vhostSeamOff is the virtual host's ext_proc per-route config.
+	vhostSeamOff = `                envoy.filters.http.ext_proc:
+                  "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                  disabled: true
+`
+	// oldCallRoute is the tools/call route sidecar.yaml had before issue
+	// 26: a side stream that fails open.
+	oldCallRoute = `              - match:
+                  prefix: "/"
+                  headers:
+                  - name: x-mcp-method
+                    string_match: { exact: tools/call }
                 route:
                   cluster: mcp_server
                   timeout: 0s
@@ -402,7 +423,12 @@ const taskRouteOverrides = `"tasks/get|tasks/result|tasks/cancel|tasks/update" }
                   envoy.filters.http.ext_proc:
                     "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
                     overrides:
+                      failure_mode_allow: true
 `
+)
+
+// TestCheckInvariantsRejectsResponseSeam: each row breaks one fact of the
+// response seam in sidecar.yaml; CheckInvariants must name it.
 
 func TestCheckInvariantsRejectsResponseSeam(t *testing.T) {
 	sidecar, err := os.ReadFile("sidecar.yaml")
@@ -439,7 +465,7 @@ func TestCheckInvariantsRejectsResponseSeam(t *testing.T) {
 		{"request body STREAMED on the list route", edit(listOverrides, strings.Replace(listOverrides, "request_body_mode: BUFFERED", "request_body_mode: STREAMED", 1)), "request_body_mode STREAMED, want NONE or BUFFERED"},
 		{"request body BUFFERED_PARTIAL on the list route", edit(listOverrides, strings.Replace(listOverrides, "request_body_mode: BUFFERED", "request_body_mode: BUFFERED_PARTIAL", 1)), "request_body_mode BUFFERED_PARTIAL, want NONE or BUFFERED"},
 		{"request body FULL_DUPLEX_STREAMED on the list route", edit(listOverrides, strings.Replace(listOverrides, "request_body_mode: BUFFERED", "request_body_mode: FULL_DUPLEX_STREAMED", 1)), "request_body_mode FULL_DUPLEX_STREAMED, want NONE or BUFFERED"},
-		{"request body on the call route", edit(callMode, strings.Replace(callMode, "request_body_mode: NONE", "request_body_mode: BUFFERED", 1)), `sends the request body to the processor and serves ["tasks/cancel" "tasks/get"`},
+		{"request body on the catch-all route", edit(callMode, strings.Replace(callMode, "request_body_mode: NONE", "request_body_mode: BUFFERED", 1)), `sends the request body to the processor and serves ["completion/complete" "initialize"`},
 		{"request body on the GET route", edit(getMode, strings.Replace(getMode, "request_body_mode: NONE", "request_body_mode: BUFFERED", 1)), `sends the request body to the processor and serves ["GET"]`},
 		{"list route also catches tools/call", edit(listRegex, listRegex+"|tools/call"), `sends the request body to the processor and serves ["tools/call"]`},
 		{"request body STREAMED by override", edit(allowedBuffered, strings.Replace(allowedBuffered, "request_body_mode: BUFFERED", "request_body_mode: STREAMED", 1)), "allowed_override_modes[2]: request_body_mode STREAMED, want NONE or BUFFERED"},
@@ -453,21 +479,28 @@ func TestCheckInvariantsRejectsResponseSeam(t *testing.T) {
 		}, "allow_mode_override without allowed_override_modes"},
 		{"no decision for the processor", edit("untyped: [envoy.filters.http.ext_authz]", "untyped: [envoy.filters.http.other]"), "lack envoy.filters.http.ext_authz"},
 		{"route replaces the namespaces", edit(listOverrides+listTrailers, listOverrides+listTrailers+"                      metadata_options:\n                        forwarding_namespaces: { untyped: [mcp.other] }\n"), "forwarding_namespaces [mcp.other] lack envoy.filters.http.ext_authz"},
-		{"side stream on every request", edit("                envoy.filters.http.ext_proc:\n                  \"@type\": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute\n                  disabled: true\n", ""), `"initialize" picks route`},
-		{"list route catches every method", edit(listRegex, ".*"), `"initialize" picks route`},
+		{"virtual host leaves the seam on", edit(vhostSeamOff, ""), "on the protected resource metadata route"},
+		{"list route catches every method", edit(listRegex, ".*"), `sends the request body to the processor and serves ["completion/complete" "initialize"`},
 		{"a list without a side stream", edit(listRegex, strings.TrimPrefix(listRegex, "tools/list|")), `"tools/list" picks route`},
-		{"a task method without a side stream", edit(`regex: "tasks/get|`, `regex: "`), `"tasks/get" picks route`},
-		{"task route fails open", edit(taskRouteOverrides, taskRouteOverrides+"                      failure_mode_allow: true\n"), `failure_mode_allow is true and the route serves ["tasks/cancel" "tasks/get" "tasks/result" "tasks/update"]`},
-		{"observe-only route catches task methods", func(t *testing.T, y []byte) []byte {
-			y = mutate(t, y, `"tasks/get|tasks/result|tasks/cancel|tasks/update" } }`, `"tasks/x" } }`)
-			return mutate(t, y, "string_match: { exact: tools/call }", `string_match: { safe_regex: { regex: "tools/call|tasks/get" } }`)
-		}, `failure_mode_allow is true and the route serves ["tasks/get"] (only ["tools/call"] may fail open)`},
+		// Issue 26: no route to the MCP server passes its answers unread.
+		{"catch-all without a side stream", func(t *testing.T, y []byte) []byte {
+			y, route := cut(t, y, catchAllStart, "          http_filters:")
+			i := strings.Index(route, "                typed_per_filter_config:\n")
+			return mutate(t, y, "          http_filters:\n", route[:i]+"          http_filters:\n")
+		}, `route prefix:"/" reaches the MCP server without a side stream`},
+		{"virtual host switches the filter off", edit(vhostSeamOff, "                envoy.filters.http.ext_proc:\n                  \"@type\": type.googleapis.com/envoy.config.route.v3.FilterConfig\n                  disabled: true\n"), `route prefix:"/" reaches the MCP server without a side stream`},
+		{"catch-all skips the response headers", edit(catchAllSeam+"                        response_header_mode: SEND\n", catchAllSeam+"                        response_header_mode: SKIP\n"), "response_header_mode SKIP"},
+		{"catch-all fails open", edit(catchAllSeam, strings.Replace(catchAllSeam, "overrides:\n", "overrides:\n                      failure_mode_allow: true\n", 1)), "failure_mode_allow is true in the route's per-route config"},
+		{"virtual host fails open", edit(vhostSeamOff, strings.Replace(vhostSeamOff, "disabled: true", "overrides: { failure_mode_allow: true }", 1)), "failure_mode_allow is true in the virtual host's per-route config"},
+		{"tools/call observe only, as before issue 26", edit(catchAllStart, oldCallRoute+"                      processing_mode:\n"+callMode+listTrailers+catchAllStart), `exact:"tools/call"}}: envoy.filters.http.ext_proc failure_mode_allow is true in the route's per-route config`},
+		{"initialize without a side stream", edit(catchAllStart, strings.Replace(strings.Replace(oldCallRoute, "exact: tools/call", "exact: initialize", 1), "overrides:\n                      failure_mode_allow: true\n", "disabled: true\n", 1)+catchAllStart), `exact:"initialize"}} reaches the MCP server without a side stream`},
+		{"a list without request headers", edit(listOverrides, strings.Replace(listOverrides, "request_header_mode: SEND", "request_header_mode: SKIP", 1)), `"tools/list" picks route`},
 		{"GET streams unprocessed", edit("                  - name: \":method\"\n                    string_match: { exact: GET }\n", "                  - name: \":method\"\n                    string_match: { exact: HEAD }\n"), `"GET" picks route`},
 		{"compressed responses", edit("                request_headers_to_remove: [accept-encoding]\n", ""), "sends accept-encoding upstream"},
 		{"side stream over HTTP/1.1", edit("cluster_name: extauthz_proc }", "cluster_name: extauthz_http }"), "ext_proc gRPC cluster missing or without HTTP/2"},
 		{"metadata route processed", edit("                    disabled: true\n              # The response seam (ext_proc).", "                    disabled: true\n                  envoy.filters.http.ext_proc:\n                    \"@type\": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute\n                    overrides: { failure_mode_allow: false }\n              # The response seam (ext_proc)."), "on the protected resource metadata route"},
 		{"header routes without a fallback", func(t *testing.T, y []byte) []byte {
-			y, _ = cut(t, y, "              # Everything else: no side stream", "          http_filters:")
+			y, _ = cut(t, y, catchAllStart, "          http_filters:")
 			return y
 		}, "has no header-less route of the same path"},
 		{"an unevaluated header matcher", edit("string_match: { exact: GET }", "range_match: { start: 0, end: 1 }"), "header matcher not evaluated"},

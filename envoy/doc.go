@@ -8,7 +8,8 @@
 // on every forwarding listener, failing closed, exact request bodies, ext_authz
 // off only on the RFC 9728 metadata route: MetadataRoute; the response seam's
 // ext_proc filter after ext_authz and before the router, failing closed, with
-// a side stream exactly on the routes whose method needs one: NeedsSideStream).
+// a side stream that sees the response headers on every route to an MCP
+// server).
 //
 // The configs need Envoy MinEnvoyVersion (1.36.0) or later: ext_proc's
 // status_on_error is new in 1.36.0, and since 1.34.0 local replies no longer

@@ -61,29 +61,9 @@ const (
 // ListMethods are the methods whose response carries a list the processor
 // filters for the caller ("batch": a JSON-RPC batch, which may hold one).
 // Their routes send request headers to the processor (the caller's token,
-// for its claims) and must fail closed.
+// for its claims) and may send it the request body (BUFFERED: a sealed
+// params.cursor is swapped for the upstream's own); no other route may.
 var ListMethods = []string{mcpmethod.ToolsList, mcpmethod.PromptsList, mcpmethod.ResourcesList, mcpmethod.ResourcesTemplatesList, mcpmethod.TasksList, mcpmethod.Batch}
-
-// ObservedMethods are the methods whose response the processor reads
-// without a list of its own to filter: a task-augmented tools/call binds
-// the task it creates to the caller, task methods close receipts, and any
-// of these streams may carry a list response under another id (filtered by
-// shape). Their side stream opens at the response headers.
-var ObservedMethods = []string{mcpmethod.ToolsCall, mcpmethod.TasksGet, mcpmethod.TasksResult, mcpmethod.TasksCancel, mcpmethod.TasksUpdate}
-
-// ObserveOnlyMethods are the methods whose routes may set
-// failure_mode_allow true (per route, overrides.failure_mode_allow): when
-// their response reaches the processor the upstream has already run the
-// call, so a processor outage there costs the receipt (the access log shows
-// the decision without an outcome: outcome_unknown), the recorded result
-// and the task binding (a task created then is bound to no one, and its task
-// methods are refused task_not_owned), never the answer of a call that ran
-// (MCP tools/call, issue 18's receipts). What is lost with the processor: a
-// list response under another id on that POST stream passes unfiltered,
-// which Streamable HTTP does not send there (a POST stream carries its own
-// request's response; other responses go to a GET stream, which fails
-// closed). Every other processed route fails closed.
-var ObserveOnlyMethods = []string{mcpmethod.ToolsCall}
 
 // StreamMethod is Check's pseudo-method for a bodiless GET: the 2025
 // standalone SSE stream and Last-Event-ID replays, which may carry any
@@ -94,11 +74,18 @@ const StreamMethod = mcpmethod.HTTPGet
 // methods.
 var pseudoMethods = []string{mcpmethod.Batch, mcpmethod.HTTPGet, mcpmethod.HTTPDelete, mcpmethod.Response}
 
-// NeedsSideStream reports whether a request Check decided as method (the
-// value of MethodHeader) needs the response seam.
-func NeedsSideStream(method string) bool {
-	return slices.Contains(ListMethods, method) || slices.Contains(ObservedMethods, method) || method == StreamMethod
-}
+// Every route that reaches an MCP server opens a side stream that sends the
+// processor the response headers and fails closed, whatever the method
+// (issue 26): a server may answer a pending tools/list on the stream of a
+// ping, or inside the JSON array answering an initialize, and the SDK
+// clients route a response by its id to whatever request is pending, so a
+// route that passes answers unread passes unfiltered lists. At the response
+// headers the processor picks the body mode (BUFFERED or STREAMED) and holds
+// the stream to the transport rule: a stream carries JSON-RPC responses to
+// its own request's ids only. tools/call is no exception: when its answer
+// arrives the upstream has run the call, and a processor outage fails the
+// answer all the same (503 before the response headers went downstream, a
+// reset after).
 
 // ExtProc returns h's ext_proc filter config and its index in the filter
 // chain, or index -1 if there is none.
@@ -120,22 +107,32 @@ func ExtProc(h *hcmv3.HttpConnectionManager) (*extprocv3.ExternalProcessor, int,
 // filter's, merged with the ExtProcPerRoute of the route configuration, the
 // virtual host and the route, the more specific winning (ext_proc.cc
 // FilterConfigPerRoute merge: disabled, processing mode, gRPC service,
-// forwarding namespaces, failure_mode_allow).
+// forwarding namespaces, failure_mode_allow), so a route's overrides turn
+// on a filter a virtual host's ExtProcPerRoute disabled.
 type ExtProcRoute struct {
 	Disabled         bool
 	Mode             *extprocv3.ProcessingMode
 	Cluster          string
 	ForwardNS        []string // forwarding_namespaces.untyped
 	FailureModeAllow bool
+	// FailOpenLevels are the indices of the levels whose per-route config
+	// sets failure_mode_allow true, even where a more specific one sets it
+	// false again.
+	FailOpenLevels []int
 }
 
 // ExtProcFor merges ep with the per-route configs of rc, vh and r (nil for
-// a level without one). A generic FilterConfig{disabled: true} counts as
-// disabled; a per-route config that fails to decode is an error.
+// a level without one), from the least specific to the most. A generic
+// FilterConfig is the filter manager's switch, not ext_proc's: the most
+// specific level that has one decides whether the filter runs at all
+// (RouteEntryImplBase::filterDisabled), and an ExtProcPerRoute cannot turn
+// a filter it switched off back on; its config, if any, merges as an
+// ExtProcPerRoute. A per-route config that fails to decode is an error.
 func ExtProcFor(ep *extprocv3.ExternalProcessor, levels ...map[string]*anypb.Any) (ExtProcRoute, error) {
 	out := ExtProcRoute{Mode: ep.GetProcessingMode(), Cluster: ep.GetGrpcService().GetEnvoyGrpc().GetClusterName(),
 		ForwardNS: ep.GetMetadataOptions().GetForwardingNamespaces().GetUntyped(), FailureModeAllow: ep.GetFailureModeAllow()}
-	for _, m := range levels {
+	switchedOff := false
+	for i, m := range levels {
 		a, ok := m[ExtProcFilter]
 		if !ok {
 			continue
@@ -145,11 +142,8 @@ func ExtProcFor(ep *extprocv3.ExternalProcessor, levels ...map[string]*anypb.Any
 			if err := a.UnmarshalTo(fc); err != nil {
 				return out, err
 			}
-			if fc.GetDisabled() {
-				out.Disabled = true
-				continue
-			}
-			if a = fc.GetConfig(); a == nil {
+			switchedOff = fc.GetDisabled()
+			if a = fc.GetConfig(); a == nil || switchedOff {
 				continue
 			}
 		}
@@ -177,8 +171,12 @@ func ExtProcFor(ep *extprocv3.ExternalProcessor, levels ...map[string]*anypb.Any
 		}
 		if b := o.GetFailureModeAllow(); b != nil {
 			out.FailureModeAllow = b.GetValue()
+			if b.GetValue() {
+				out.FailOpenLevels = append(out.FailOpenLevels, i)
+			}
 		}
 	}
+	out.Disabled = out.Disabled || switchedOff
 	return out, nil
 }
 
@@ -454,17 +452,21 @@ func checkExtProc(b *bootstrapv3.Bootstrap, h HTTPConnectionManager, at, router 
 		groups := map[string][]*routev3.Route{}
 		var order []string
 		for _, r := range vh.GetRoutes() {
-			eff, err := ExtProcFor(ep, rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), r.GetTypedPerFilterConfig())
+			levels := []map[string]*anypb.Any{rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), r.GetTypedPerFilterConfig()}
+			where := fmt.Sprintf("%s: route %v", l, r.GetMatch())
+			eff, err := ExtProcFor(ep, levels...)
 			if err != nil {
-				fail("%s: route %v: %v", l, r.GetMatch(), err)
+				fail("%s: %v", where, err)
 				continue
 			}
+			for _, lv := range eff.FailOpenLevels {
+				fail("%s: %s failure_mode_allow is true in the %s's per-route config (no route may fail open)", where, ExtProcFilter, levelNames[lv])
+			}
 			if !eff.Disabled {
-				where := fmt.Sprintf("%s: route %v", l, r.GetMatch())
 				checkMode(eff.Mode, where, true, fail)
 				checkOverrides(ep, eff, where, fail)
 				if !slices.Contains(eff.ForwardNS, ExtAuthzNamespace) {
-					fail("%s: route %v: forwarding_namespaces %v lack %s", l, r.GetMatch(), eff.ForwardNS, ExtAuthzNamespace)
+					fail("%s: forwarding_namespaces %v lack %s", where, eff.ForwardNS, ExtAuthzNamespace)
 				}
 				if c := Cluster(b, eff.Cluster); c == nil || !HTTP2(c) {
 					fail("cluster %s: ext_proc gRPC cluster missing or without HTTP/2", eff.Cluster)
@@ -473,20 +475,21 @@ func checkExtProc(b *bootstrapv3.Bootstrap, h HTTPConnectionManager, at, router 
 			ra := r.GetRoute()
 			if ra == nil || ra.GetCluster() == AdminCluster || MetadataRoute(r) {
 				if !eff.Disabled && eff.Mode.GetRequestBodyMode() != extprocv3.ProcessingMode_NONE {
-					fail("%s: route %v sends the request body to the processor, and it is no list route", l, r.GetMatch())
+					fail("%s sends the request body to the processor, and it is no list route", where)
 				}
-			}
-			if eff.FailureModeAllow && (ra == nil || ra.GetCluster() == AdminCluster || MetadataRoute(r)) {
-				fail("%s: route %v: %s failure_mode_allow is true", l, r.GetMatch(), ExtProcFilter)
-			}
-			if ra == nil || ra.GetCluster() == AdminCluster {
-				continue
-			}
-			if MetadataRoute(r) {
-				if !eff.Disabled {
+				if MetadataRoute(r) && !eff.Disabled {
 					fail("%s: %s on the protected resource metadata route (no Check runs there)", l, ExtProcFilter)
 				}
 				continue
+			}
+			// A route to an MCP server: every answer passes the processor.
+			switch {
+			case eff.Disabled:
+				fail("%s reaches the MCP server without a side stream: its answers reach the client unread", where)
+			case !sendsResponseHeaders(eff.Mode):
+				fail("%s: response_header_mode %v: the processor never sees the answer's headers, so never picks its body mode", where, eff.Mode.GetResponseHeaderMode())
+			case !removesHeader(AcceptEncoding, r.GetRequestHeadersToRemove(), vh.GetRequestHeadersToRemove(), rc.GetRequestHeadersToRemove()):
+				fail("%s sends accept-encoding upstream: its response could reach the processor compressed", where)
 			}
 			k := pathKey(r)
 			if groups[k] == nil {
@@ -501,12 +504,30 @@ func checkExtProc(b *bootstrapv3.Bootstrap, h HTTPConnectionManager, at, router 
 	return nil
 }
 
-// checkRouteGroup checks routes that share a path match: the route each
-// method Check can name picks has a side stream exactly when the method
-// needs one, fails closed and sends no accept-encoding upstream; and a
-// route chosen by headers checks and forwards as the header-less fallback
-// does, so a client's own x-mcp-method (read before Check removes it, when
-// ext_authz picks its per-route config) changes nothing.
+// levelNames name the per-route config levels ExtProcFor merges, in order.
+var levelNames = []string{"route configuration", "virtual host", "route"}
+
+// sendsResponseHeaders reports whether Envoy sends the response headers to
+// the processor in mode m (DEFAULT is SEND for headers; a nil mode is all
+// DEFAULT).
+func sendsResponseHeaders(m *extprocv3.ProcessingMode) bool {
+	h := m.GetResponseHeaderMode()
+	return h == extprocv3.ProcessingMode_SEND || h == extprocv3.ProcessingMode_DEFAULT
+}
+
+// sendsRequestHeaders is sendsResponseHeaders for the request headers.
+func sendsRequestHeaders(m *extprocv3.ProcessingMode) bool {
+	h := m.GetRequestHeaderMode()
+	return h == extprocv3.ProcessingMode_SEND || h == extprocv3.ProcessingMode_DEFAULT
+}
+
+// checkRouteGroup checks routes that share a path match: a route chosen by
+// headers checks and forwards as the header-less fallback does, so a
+// client's own x-mcp-method (read before Check removes it, when ext_authz
+// picks its per-route config) changes nothing; the route a list method or
+// GET picks sends the processor the request headers (the caller's token,
+// for its claims); and only routes that list methods alone pick send it the
+// request body.
 func checkRouteGroup(ep *extprocv3.ExternalProcessor, rc *routev3.RouteConfiguration, vh *routev3.VirtualHost, rs []*routev3.Route, methods []string, l string, fail func(string, ...any)) {
 	var fallback *routev3.Route
 	for _, r := range rs {
@@ -541,46 +562,16 @@ func checkRouteGroup(ep *extprocv3.ExternalProcessor, rc *routev3.RouteConfigura
 				break
 			}
 		}
-		need := NeedsSideStream(m)
-		if chosen != nil {
-			chosenBy[chosen] = append(chosenBy[chosen], m)
-		}
 		if chosen == nil {
-			if need {
-				fail("%s: no route for %s %q", l, MethodHeader, m)
-			}
+			continue // Envoy answers 404 itself: no upstream answer
+		}
+		chosenBy[chosen] = append(chosenBy[chosen], m)
+		if !slices.Contains(ListMethods, m) && m != StreamMethod {
 			continue
 		}
 		eff, err := ExtProcFor(ep, rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), chosen.GetTypedPerFilterConfig())
-		if err != nil {
-			continue // reported by checkExtProc
-		}
-		switch {
-		case need && eff.Disabled:
-			fail("%s: %s %q picks route %v, which has no side stream", l, MethodHeader, m, chosen.GetMatch())
-		case !need && !eff.Disabled:
-			fail("%s: %s %q picks route %v, which opens a side stream it does not need", l, MethodHeader, m, chosen.GetMatch())
-		case need && !removesHeader(AcceptEncoding, chosen.GetRequestHeadersToRemove(), vh.GetRequestHeadersToRemove(), rc.GetRequestHeadersToRemove()):
-			fail("%s: route %v (for %q) sends accept-encoding upstream: its response could reach the processor compressed", l, chosen.GetMatch(), m)
-		}
-	}
-	// Only routes that serve observe-only methods alone may fail open.
-	for _, r := range rs {
-		eff, err := ExtProcFor(ep, rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), r.GetTypedPerFilterConfig())
-		if err != nil || eff.Disabled || !eff.FailureModeAllow {
-			continue
-		}
-		var other []string
-		for _, m := range chosenBy[r] {
-			if !slices.Contains(ObserveOnlyMethods, m) {
-				other = append(other, m)
-			}
-		}
-		switch {
-		case len(chosenBy[r]) == 0:
-			fail("%s: route %v: %s failure_mode_allow is true and the route serves no observe-only method", l, r.GetMatch(), ExtProcFilter)
-		case len(other) > 0:
-			fail("%s: route %v: %s failure_mode_allow is true and the route serves %q (only %q may fail open)", l, r.GetMatch(), ExtProcFilter, other, ObserveOnlyMethods)
+		if err == nil && !eff.Disabled && !sendsRequestHeaders(eff.Mode) {
+			fail("%s: %s %q picks route %v, which sends no request headers to the processor (it filters for the caller's claims)", l, MethodHeader, m, chosen.GetMatch())
 		}
 	}
 	// The request body goes to the processor only on routes that serve list

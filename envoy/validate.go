@@ -320,23 +320,25 @@ func AllowsHeader(ea *extauthzv3.ExtAuthz, name string) bool {
 //   - the response seam: ext_proc runs after ext_authz and before the
 //     router, enabled in the chain; ext_authz clears the route cache, so
 //     routes are picked on the MethodHeader Check set; ext_proc fails
-//     closed (failure_mode_allow false in the filter and on every route but
-//     those serving ObserveOnlyMethods alone, which may fail open), never in
-//     observability mode, never BUFFERED_PARTIAL anywhere, request body
-//     mode NONE in the filter's processing_mode, NONE or BUFFERED in
-//     allowed_override_modes and on routes, allow_mode_override only with
-//     allowed_override_modes (none FULL_DUPLEX_STREAMED), every
-//     ProcessorOverride the processor can send on an enabled route
-//     allowed (Envoy ignores any other, and the response would pass
-//     unprocessed), its gRPC cluster speaks HTTP/2, and every enabled
-//     route forwards ExtAuthzNamespace;
-//   - per path, the route each method Check can name picks (the
-//     header matchers evaluated on MethodHeader and :method) has a side
-//     stream exactly when NeedsSideStream(method), and then removes
-//     accept-encoding upstream; a route chosen by headers forwards and
-//     checks (ext_authz per-route config) as its header-less fallback
-//     does; the metadata route has none; request body BUFFERED only on a
-//     route that ListMethods alone pick;
+//     closed (failure_mode_allow false in the filter and in every
+//     per-route config, tools/call's included), never in observability
+//     mode, never BUFFERED_PARTIAL anywhere, request body mode NONE in the
+//     filter's processing_mode, NONE or BUFFERED in allowed_override_modes
+//     and on routes, allow_mode_override only with allowed_override_modes
+//     (none FULL_DUPLEX_STREAMED), every ProcessorOverride the processor
+//     can send on an enabled route allowed (Envoy ignores any other, and
+//     the response would pass unprocessed), its gRPC cluster speaks
+//     HTTP/2, and every enabled route forwards ExtAuthzNamespace;
+//   - every route to an MCP server (any upstream but the metadata route's
+//     and the admin API) has a side stream (the per-route configs merged
+//     as ExtProcFor does) that sends the response headers, so no answer
+//     reaches a client unread, and removes accept-encoding upstream; the
+//     metadata route has none; per path, a route chosen by headers
+//     forwards and checks (ext_authz per-route config) as its header-less
+//     fallback does, the route each of ListMethods and StreamMethod picks
+//     (the header matchers evaluated on MethodHeader and :method) sends the
+//     request headers, and request body BUFFERED only on a route that
+//     ListMethods alone pick;
 //   - Envoy's admin listens on loopback only, and a listener reaches it
 //     (cluster AdminCluster, whose endpoint must be the admin address) only
 //     for the exact path StatsPath.

@@ -101,26 +101,16 @@ func TestMinEnvoyVersion(t *testing.T) {
 	}
 }
 
-func TestNeedsSideStream(t *testing.T) {
-	tests := []struct {
-		give string
-		want bool
-	}{
-		{"tools/list", true}, {"resources/templates/list", true}, {"tasks/list", true}, {"batch", true},
-		{"tools/call", true}, {"tasks/result", true}, {"tasks/update", true}, {"GET", true},
-		{"initialize", false}, {"resources/read", false}, {"prompts/get", false}, {"DELETE", false},
-		{"response", false}, {"notifications/initialized", false}, {"Tools/List", false}, {"", false},
-	}
-	for _, tt := range tests {
-		if got := NeedsSideStream(tt.give); got != tt.want {
-			t.Errorf("NeedsSideStream(%q) = %v, want %v", tt.give, got, tt.want)
-		}
-	}
-	// Every method named is one MCP defines (a typo would route nothing).
-	for _, m := range append(append([]string{}, ListMethods...), ObservedMethods...) {
+// TestListMethods: every method named is one a client sends (a typo would
+// route nothing to the list route).
+func TestListMethods(t *testing.T) {
+	for _, m := range ListMethods {
 		if m != "batch" && !contains(requestMethods(), m) {
 			t.Errorf("%q is not a method a client sends", m)
 		}
+	}
+	if !contains(requestMethods(), StreamMethod) {
+		t.Errorf("%q is not a value of %s", StreamMethod, MethodHeader)
 	}
 }
 

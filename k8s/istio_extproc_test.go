@@ -31,11 +31,130 @@ func patchValue(t *testing.T, v map[string]any, m proto.Message) {
 	}
 }
 
+// istioSeam is a response-seam EnvoyFilter as Istio applies it to an MCP
+// workload's inbound sidecar.
+type istioSeam struct {
+	filter   *extprocv3.ExternalProcessor // inserted before the router
+	vhost    *routev3.VirtualHost         // merged into the inbound virtual hosts
+	inserted []*routev3.Route             // inserted before Istio's inbound route "default"
+	merged   []*routev3.Route             // merged into "default"
+}
+
+// readIstioSeam decodes the EnvoyFilter file, its patches held to the
+// shapes Istio applies as this test models them: the filter INSERT_BEFORE
+// the router, the virtual host MERGEd, routes INSERT_BEFORE (to the inbound
+// cluster of port) or MERGEd into Istio's inbound route "default" of port.
+func readIstioSeam(t *testing.T, file string, port int) (istioSeam, EnvoyFilter) {
+	t.Helper()
+	var ef EnvoyFilter
+	decodeStrict(t, file, &ef)
+	var s istioSeam
+	for i, p := range ef.Spec.ConfigPatches {
+		if p.Match.Context != "SIDECAR_INBOUND" {
+			t.Errorf("patch %d: context %s, want SIDECAR_INBOUND", i, p.Match.Context)
+		}
+		switch p.ApplyTo {
+		case "HTTP_FILTER":
+			if p.Patch.Operation != "INSERT_BEFORE" || p.Match.Listener.FilterChain.Filter.SubFilter.Name != envoy.RouterFilter {
+				t.Errorf("patch %d: %s before %q, want INSERT_BEFORE %s", i, p.Patch.Operation, p.Match.Listener.FilterChain.Filter.SubFilter.Name, envoy.RouterFilter)
+			}
+			hf := &hcmv3.HttpFilter{}
+			patchValue(t, p.Patch.Value, hf)
+			if hf.GetName() != envoy.ExtProcFilter {
+				t.Fatalf("patch %d inserts %s", i, hf.GetName())
+			}
+			s.filter = &extprocv3.ExternalProcessor{}
+			if err := hf.GetTypedConfig().UnmarshalTo(s.filter); err != nil {
+				t.Fatal(err)
+			}
+		case "VIRTUAL_HOST":
+			if p.Patch.Operation != "MERGE" {
+				t.Errorf("patch %d: %s", i, p.Patch.Operation)
+			}
+			s.vhost = &routev3.VirtualHost{}
+			patchValue(t, p.Patch.Value, s.vhost)
+		case "HTTP_ROUTE":
+			rc := p.Match.RouteConfiguration
+			if rc.Vhost.Route.Name != "default" || rc.PortNumber != port {
+				t.Errorf("patch %d: route %q port %d, want Istio's inbound route default of port %d", i, rc.Vhost.Route.Name, rc.PortNumber, port)
+			}
+			r := &routev3.Route{}
+			patchValue(t, p.Patch.Value, r)
+			switch p.Patch.Operation {
+			case "INSERT_BEFORE":
+				if want := fmt.Sprintf("inbound|%d||", port); r.GetRoute().GetCluster() != want {
+					t.Errorf("route %s: cluster %q, want %q", r.GetName(), r.GetRoute().GetCluster(), want)
+				}
+				s.inserted = append(s.inserted, r)
+			case "MERGE":
+				if r.GetMatch() != nil || r.GetAction() != nil || r.GetName() != "" {
+					t.Errorf("patch %d merges a match, name or action into Istio's route default: %v", i, r)
+				}
+				s.merged = append(s.merged, r)
+			default:
+				t.Errorf("patch %d: %s of a route", i, p.Patch.Operation)
+			}
+		default:
+			t.Errorf("patch %d: unexpected applyTo %s", i, p.ApplyTo)
+		}
+	}
+	if s.filter == nil || s.vhost == nil || len(s.inserted) == 0 {
+		t.Fatalf("%s: filter %v, virtual host %v, %d routes inserted: want all patched", file, s.filter, s.vhost, len(s.inserted))
+	}
+	return s, ef
+}
+
+// bootstrap is envoy/sidecar.yaml with the MCP virtual host as Istio's
+// inbound one becomes under s: the filter (on the sidecar's side-stream
+// cluster) in place of the sidecar's, the virtual host merged, the inserted
+// routes (to mcp_server) and Istio's inbound route "default" (prefix "/" to
+// the same upstream, no per-filter config of its own) with s.merged merged
+// into it, after the sidecar's metadata route. The ext_authz filter is the
+// sidecar's, as the CUSTOM provider's is.
+func (s istioSeam) bootstrap(t *testing.T) *bootstrapv3.Bootstrap {
+	t.Helper()
+	b := loadSidecarBootstrap(t)
+	h := sidecarHCM(t, b)
+	f := proto.Clone(s.filter).(*extprocv3.ExternalProcessor)
+	f.GetGrpcService().GetEnvoyGrpc().ClusterName = envoy.ExtProcCluster
+	a, err := anypb.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pi, _ := envoy.ExtProc(h)
+	h.GetHttpFilters()[pi].ConfigType = &hcmv3.HttpFilter_TypedConfig{TypedConfig: a}
+	vh := h.GetRouteConfig().GetVirtualHosts()[0]
+	proto.Merge(vh, s.vhost)
+	toServer := func(r *routev3.Route) *routev3.Route {
+		r = proto.Clone(r).(*routev3.Route)
+		r.GetRoute().ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: "mcp_server"}
+		return r
+	}
+	var rs []*routev3.Route
+	for _, r := range vh.GetRoutes() {
+		if envoy.MetadataRoute(r) {
+			rs = append(rs, r)
+		}
+	}
+	for _, r := range s.inserted {
+		rs = append(rs, toServer(r))
+	}
+	def := toServer(s.inserted[0])
+	def.Name, def.Match, def.TypedPerFilterConfig, def.RequestHeadersToRemove = "default", &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}, nil, nil
+	for _, m := range s.merged {
+		proto.Merge(def, m)
+	}
+	vh.Routes = append(rs, def)
+	setSidecarHCM(t, b, h)
+	return b
+}
+
 // TestIstioResponseSeam: the EnvoyFilters put the same ext_proc filter and
 // the same seam routes into the MCP workloads' inbound sidecars as
-// envoy/sidecar.yaml has, before the router and the inbound route of the MCP
-// port, on the workloads the CUSTOM policy selects; and the routes, with the
-// filter, keep envoy.CheckInvariants.
+// envoy/sidecar.yaml has, before the router and at the inbound route of the
+// MCP port (the header-matched routes inserted before it, the last route's
+// side stream merged into it), on the workloads the CUSTOM policy selects;
+// and the routes, with the filter, keep envoy.CheckInvariants.
 func TestIstioResponseSeam(t *testing.T) {
 	sidecar := readSidecar(t)
 	tests := []struct {
@@ -47,58 +166,12 @@ func TestIstioResponseSeam(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			var ef EnvoyFilter
-			decodeStrict(t, tt.file, &ef)
+			s, ef := readIstioSeam(t, tt.file, tt.port)
 			var ap AuthorizationPolicy
 			decodeStrict(t, tt.policy, &ap)
 			if ef.Namespace != ap.Namespace || ef.Spec.WorkloadSelector == nil || ap.Spec.Selector == nil ||
 				!maps.Equal(ef.Spec.WorkloadSelector.Labels, ap.Spec.Selector.MatchLabels) {
 				t.Errorf("EnvoyFilter selects %s %+v, AuthorizationPolicy %s %+v", ef.Namespace, ef.Spec.WorkloadSelector, ap.Namespace, ap.Spec.Selector)
-			}
-			var filter *extprocv3.ExternalProcessor
-			var vhost *routev3.VirtualHost
-			var routes []*routev3.Route
-			for i, p := range ef.Spec.ConfigPatches {
-				if p.Match.Context != "SIDECAR_INBOUND" {
-					t.Errorf("patch %d: context %s, want SIDECAR_INBOUND", i, p.Match.Context)
-				}
-				switch p.ApplyTo {
-				case "HTTP_FILTER":
-					if p.Patch.Operation != "INSERT_BEFORE" || p.Match.Listener.FilterChain.Filter.SubFilter.Name != envoy.RouterFilter {
-						t.Errorf("patch %d: %s before %q, want INSERT_BEFORE %s", i, p.Patch.Operation, p.Match.Listener.FilterChain.Filter.SubFilter.Name, envoy.RouterFilter)
-					}
-					hf := &hcmv3.HttpFilter{}
-					patchValue(t, p.Patch.Value, hf)
-					if hf.GetName() != envoy.ExtProcFilter {
-						t.Fatalf("patch %d inserts %s", i, hf.GetName())
-					}
-					filter = &extprocv3.ExternalProcessor{}
-					if err := hf.GetTypedConfig().UnmarshalTo(filter); err != nil {
-						t.Fatal(err)
-					}
-				case "VIRTUAL_HOST":
-					if p.Patch.Operation != "MERGE" {
-						t.Errorf("patch %d: %s", i, p.Patch.Operation)
-					}
-					vhost = &routev3.VirtualHost{}
-					patchValue(t, p.Patch.Value, vhost)
-				case "HTTP_ROUTE":
-					rc := p.Match.RouteConfiguration
-					if p.Patch.Operation != "INSERT_BEFORE" || rc.Vhost.Route.Name != "default" || rc.PortNumber != tt.port {
-						t.Errorf("patch %d: %s route %q port %d, want INSERT_BEFORE Istio's inbound route default of port %d", i, p.Patch.Operation, rc.Vhost.Route.Name, rc.PortNumber, tt.port)
-					}
-					r := &routev3.Route{}
-					patchValue(t, p.Patch.Value, r)
-					if want := fmt.Sprintf("inbound|%d||", tt.port); r.GetRoute().GetCluster() != want {
-						t.Errorf("route %s: cluster %q, want %q", r.GetName(), r.GetRoute().GetCluster(), want)
-					}
-					routes = append(routes, r)
-				default:
-					t.Errorf("patch %d: unexpected applyTo %s", i, p.ApplyTo)
-				}
-			}
-			if filter == nil || vhost == nil {
-				t.Fatalf("filter %v, virtual host %v: want both patched", filter, vhost)
 			}
 
 			// The filter is sidecar.yaml's, but for the provider's cluster.
@@ -108,62 +181,42 @@ func TestIstioResponseSeam(t *testing.T) {
 			}
 			want = proto.Clone(want).(*extprocv3.ExternalProcessor)
 			want.GetGrpcService().GetEnvoyGrpc().ClusterName = tt.cluster
-			if !proto.Equal(filter, want) {
-				t.Errorf("ext_proc differs from envoy/sidecar.yaml's:\n got %v\nwant %v", filter, want)
+			if !proto.Equal(s.filter, want) {
+				t.Errorf("ext_proc differs from envoy/sidecar.yaml's:\n got %v\nwant %v", s.filter, want)
 			}
-			// The routes are sidecar.yaml's seam routes: same match, same
-			// header removal, same per-route ext_proc.
+			// The inserted routes are sidecar.yaml's header-matched routes,
+			// and what is merged into "default" is its header-less MCP
+			// route's side stream: same match, same header removal, same
+			// per-route ext_proc.
 			var seam []*routev3.Route
+			var last *routev3.Route
 			for _, r := range sidecar.GetRouteConfig().GetVirtualHosts()[0].GetRoutes() {
-				if len(r.GetMatch().GetHeaders()) > 0 {
+				switch {
+				case envoy.MetadataRoute(r):
+				case len(r.GetMatch().GetHeaders()) > 0:
 					seam = append(seam, r)
+				default:
+					last = r
 				}
 			}
-			if len(routes) != len(seam) {
-				t.Fatalf("%d routes patched, sidecar.yaml has %d seam routes", len(routes), len(seam))
+			same := func(r, s *routev3.Route) bool {
+				return proto.Equal(r.GetTypedPerFilterConfig()[envoy.ExtProcFilter], s.GetTypedPerFilterConfig()[envoy.ExtProcFilter]) &&
+					fmt.Sprint(r.GetRequestHeadersToRemove()) == fmt.Sprint(s.GetRequestHeadersToRemove())
 			}
-			for i, r := range routes {
-				s := seam[i]
-				if !proto.Equal(r.GetMatch(), s.GetMatch()) || !proto.Equal(r.GetTypedPerFilterConfig()[envoy.ExtProcFilter], s.GetTypedPerFilterConfig()[envoy.ExtProcFilter]) ||
-					fmt.Sprint(r.GetRequestHeadersToRemove()) != fmt.Sprint(s.GetRequestHeadersToRemove()) {
-					t.Errorf("route %s differs from sidecar.yaml's route %v", r.GetName(), s.GetMatch())
+			if len(s.inserted) != len(seam) {
+				t.Fatalf("%d routes inserted, sidecar.yaml has %d header-matched seam routes", len(s.inserted), len(seam))
+			}
+			for i, r := range s.inserted {
+				if !proto.Equal(r.GetMatch(), seam[i].GetMatch()) || !same(r, seam[i]) {
+					t.Errorf("route %s differs from sidecar.yaml's route %v", r.GetName(), seam[i].GetMatch())
 				}
+			}
+			if len(s.merged) != 1 || last == nil || !same(s.merged[0], last) {
+				t.Errorf("merged into route default: %v; want sidecar.yaml's last route's side stream %v", s.merged, last)
 			}
 
-			// Assembled as Istio does (filter before the router, routes
-			// before the inbound default route, the virtual host merged)
-			// into sidecar.yaml, the result keeps the invariants.
-			b := loadSidecarBootstrap(t)
-			h := sidecarHCM(t, b)
-			f := proto.Clone(filter).(*extprocv3.ExternalProcessor)
-			f.GetGrpcService().GetEnvoyGrpc().ClusterName = envoy.ExtProcCluster
-			a, err := anypb.New(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, pi, _ := envoy.ExtProc(h)
-			h.GetHttpFilters()[pi].ConfigType = &hcmv3.HttpFilter_TypedConfig{TypedConfig: a}
-			vh := h.GetRouteConfig().GetVirtualHosts()[0]
-			proto.Merge(vh, vhost)
-			action := func(r *routev3.Route) *routev3.Route {
-				r = proto.Clone(r).(*routev3.Route)
-				r.GetRoute().ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: "mcp_server"}
-				return r
-			}
-			var rs []*routev3.Route
-			for _, r := range vh.GetRoutes() {
-				if envoy.MetadataRoute(r) {
-					rs = append(rs, r)
-				}
-			}
-			for _, r := range routes {
-				rs = append(rs, action(r))
-			}
-			fallback := action(routes[0])
-			fallback.Name, fallback.Match, fallback.TypedPerFilterConfig, fallback.RequestHeadersToRemove = "default", &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}, nil, nil
-			vh.Routes = append(rs, fallback)
-			setSidecarHCM(t, b, h)
-			if err := envoy.CheckInvariants(b); err != nil {
+			// Assembled as Istio does, the result keeps the invariants.
+			if err := envoy.CheckInvariants(s.bootstrap(t)); err != nil {
 				t.Error(err)
 			}
 		})

@@ -97,8 +97,9 @@ static_resources:
                   expose_headers: "mcp-session-id, www-authenticate"
                   max_age: "600"
                   forward_not_matching_preflights: false
-                # The response seam is off for the whole virtual host: no
-                # side stream unless a route below turns it on.
+                # The response seam is off for the whole virtual host (the
+                # metadata route has no Check to follow); every route to the
+                # MCP server below turns it on.
                 envoy.filters.http.ext_proc:
                   "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
                   disabled: true
@@ -119,11 +120,17 @@ static_resources:
               # The response seam (ext_proc). Check sets x-mcp-method on every
               # allowed request (a client's own copy is removed), and ext_authz's
               # clear_route_cache re-picks the route on it, so these routes see
-              # the method Check decided, never the client's word. All four
-              # carry the same action; only the side stream differs. Responses
-              # must reach the processor uncompressed: accept-encoding is
-              # removed upstream on every processed route (the processor
-              # refuses any content-encoding but identity).
+              # the method Check decided, never the client's word. All three
+              # carry the same action, and each opens a side stream that fails
+              # closed: every answer a client can read passes the processor
+              # (issue 26: a server may answer a pending tools/list on the
+              # stream of a ping or inside the array answering an initialize,
+              # and the SDK clients route a response by its id, so no route
+              # may pass an answer unread). They differ in what the processor
+              # gets besides the response. Responses must reach the processor
+              # uncompressed: accept-encoding is removed upstream on every
+              # route (the processor refuses any content-encoding but
+              # identity).
               #
               # Lists (and batches, which may hold one): request headers go to
               # the processor (it re-verifies the token for the caller's
@@ -154,61 +161,6 @@ static_resources:
                         response_body_mode: NONE
                         request_trailer_mode: SKIP
                         response_trailer_mode: SKIP
-              # Task methods: the side stream opens at the response headers (a
-              # list answered on this stream by shape). Fail closed like every
-              # processed route.
-              - match:
-                  prefix: "/"
-                  headers:
-                  - name: x-mcp-method
-                    string_match: { safe_regex: { regex: "tasks/get|tasks/result|tasks/cancel|tasks/update" } }
-                route:
-                  cluster: mcp_server
-                  timeout: 0s
-                  host_rewrite_literal: "127.0.0.1:{{ int .Values.sidecar.mcpServer.port }}"
-                  append_x_forwarded_host: true
-                request_headers_to_remove: [accept-encoding]
-                typed_per_filter_config:
-                  envoy.filters.http.ext_proc:
-                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
-                    overrides:
-                      processing_mode:
-                        request_header_mode: SKIP
-                        response_header_mode: SEND
-                        request_body_mode: NONE
-                        response_body_mode: NONE
-                        request_trailer_mode: SKIP
-                        response_trailer_mode: SKIP
-              # Calls: observe only (envoy.ObserveOnlyMethods). The side stream
-              # opens at the response headers, when the upstream has already
-              # run the call: it writes the receipt, binds a task the call
-              # created and records a result for recovery. A processor outage
-              # costs those (the access log shows the decision without an
-              # outcome; an unbound task is refused to everyone), never the
-              # answer of a call that ran.
-              - match:
-                  prefix: "/"
-                  headers:
-                  - name: x-mcp-method
-                    string_match: { exact: tools/call }
-                route:
-                  cluster: mcp_server
-                  timeout: 0s
-                  host_rewrite_literal: "127.0.0.1:{{ int .Values.sidecar.mcpServer.port }}"
-                  append_x_forwarded_host: true
-                request_headers_to_remove: [accept-encoding]
-                typed_per_filter_config:
-                  envoy.filters.http.ext_proc:
-                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
-                    overrides:
-                      failure_mode_allow: true
-                      processing_mode:
-                        request_header_mode: SKIP
-                        response_header_mode: SEND
-                        request_body_mode: NONE
-                        response_body_mode: NONE
-                        request_trailer_mode: SKIP
-                        response_trailer_mode: SKIP
               # GET: the 2025 standalone SSE stream and Last-Event-ID replays,
               # which may carry any response; streamed to the processor.
               - match:
@@ -233,7 +185,16 @@ static_resources:
                         response_body_mode: STREAMED
                         request_trailer_mode: SKIP
                         response_trailer_mode: SKIP
-              # Everything else: no side stream (ext_proc off, as set above).
+              # Everything else (initialize, ping, tools/call, the task
+              # methods, notifications and responses, DELETE, ...): the side
+              # stream opens at the response headers, and the processor picks
+              # the response body mode there (BUFFERED for JSON, STREAMED for
+              # SSE), so it holds the stream to the transport rule: a POST's
+              # stream carries JSON-RPC responses to that request's own ids
+              # only. One route for all of them, as their side streams are the
+              # same: tools/call fails closed too (a processor outage fails a
+              # call's answer, 503 before the headers, a reset after, though
+              # the upstream ran the call).
               - match: { prefix: "/" }
                 route:
                   cluster: mcp_server
@@ -245,6 +206,18 @@ static_resources:
                   # decides on the client's Host: the rewrite happens after it.
                   host_rewrite_literal: "127.0.0.1:{{ int .Values.sidecar.mcpServer.port }}"
                   append_x_forwarded_host: true
+                request_headers_to_remove: [accept-encoding]
+                typed_per_filter_config:
+                  envoy.filters.http.ext_proc:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                    overrides:
+                      processing_mode:
+                        request_header_mode: SKIP
+                        response_header_mode: SEND
+                        request_body_mode: NONE
+                        response_body_mode: NONE
+                        request_trailer_mode: SKIP
+                        response_trailer_mode: SKIP
           http_filters:
           - name: envoy.filters.http.cors
             typed_config:
@@ -305,9 +278,10 @@ static_resources:
           # The response seam: Envoy's external processing filter, after
           # ext_authz (it sees Check's dynamic metadata, and its per-route
           # config is merged on the route ext_authz re-picked) and before the
-          # router. Off by default (processing_mode below sends nothing but
-          # response headers, and the virtual host disables the filter);
-          # the routes that need a side stream turn it on.
+          # router. processing_mode below sends the response headers only
+          # (the processor picks the body mode there); the virtual host
+          # disables the filter and every route to the MCP server turns it
+          # on with its own mode.
           # https://www.envoyproxy.io/docs/envoy/latest/api-v3/extensions/filters/http/ext_proc/v3/ext_proc.proto
           - name: envoy.filters.http.ext_proc
             typed_config:
@@ -321,7 +295,7 @@ static_resources:
               # Processor unreachable, failing or gone mid-stream: the
               # response fails (503 before the response started, a reset
               # after), never passes unfiltered. A per-message timeout is 504.
-              # The tools/call route alone overrides it (observe only).
+              # No route overrides it, tools/call's included.
               failure_mode_allow: false
               status_on_error: { code: ServiceUnavailable }
               processing_mode:
