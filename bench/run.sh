@@ -22,22 +22,23 @@
 # counts); small and 64 KiB; null and ours alternating. Prints p50, p99 and p99.9 in µs and ours / null
 # at p99. A request that fails or is not answered counts as infinitely slow.
 #
-# seam: the response seam (issue 17). CPU per request of the service as a
-# request through envoy/sidecar.yaml costs it: its Check plus, on a route
-# with a side stream, one ext_proc stream (ProcessingRequests as Envoy's
-# ext_proc filter sends them, one answer awaited per message), against the
+# seam: the response seam (issues 17, 26). CPU per request of the service as a
+# request through envoy/sidecar.yaml costs it: its Check plus one ext_proc
+# stream, which every route to the MCP server opens (ProcessingRequests as
+# Envoy's ext_proc filter sends them, one answer awaited per message), against the
 # null pair (bench null: Check answers OK, every ProcessingRequest gets the
 # empty answer of its kind) on the same bytes. bench seamload, pinned to
 # CPU 1, runs BENCH_STREAMS closed-loop workers over two connections (the
 # sidecar's two clusters), for BENCH_DURATION per run, null and ours
-# alternating, BENCH_ROUNDS rounds. Cases: a tools/list of 50 tools
-# answered as JSON (one buffered body) and as SSE (three chunks and the
-# empty end of stream), filtered to 3 by the reference policy (target:
-# ours <= 2x the pair); an allowed tools/call on the call route (response
-# headers, then its buffered answer); and an initialize, which has no side
-# stream (Check only, against the null ext_authz: the ratio to compare with
-# cpu mode's small call). The message shapes are printed first, and the
-# service is probed once: each list must come back filtered.
+# alternating, BENCH_ROUNDS rounds. Cases: on the list route (request
+# headers, the request body buffered), a tools/list of 50 tools answered as
+# JSON (one buffered body) and as SSE (three chunks and the empty end of
+# stream), filtered to 3 by the reference policy (target: ours <= 2x the
+# pair); on the route of everything else (response headers, then the
+# answer in the body mode the processor picks), an allowed tools/call
+# answered as JSON and as SSE, an initialize (JSON) and a ping (JSON and
+# SSE) (target: ours <= 1.3x the pair). The message shapes are printed
+# first, and the service is probed once: each list must come back filtered.
 #
 # Both servers get byte-identical CheckRequests (the same files; bench load
 # sends their bytes as they are); their shape is printed first.
@@ -235,7 +236,7 @@ latency_mode() {
 }
 
 seam_mode() {
-  local cases="list-json list-sse call-json initialize"
+  local cases="list-json list-sse call-json call-sse initialize-json ping-json ping-sse"
   "$bin/bench" seamgen --addr "$ours_addr" --token "$token" --out "$work" --examples examples/requests
   echo "== seam: messages per request (the same bytes to both servers)"
   "$bin/bench" seamshape --dir "$work"
@@ -272,9 +273,9 @@ seam_mode() {
     END {
       printf "| request (sidecar route) | null pair µs CPU/req | ours µs CPU/req | ours / null | target | failed (null, ours) |\n"
       printf "|---|---:|---:|---:|---|---:|\n"
-      n = split("list-json list-sse call-json initialize", order, " ")
-      split("tools/list 50 tools, JSON (list: Check + side stream)|tools/list 50 tools, SSE (list: Check + side stream)|tools/call (call: Check + side stream)|initialize (no side stream: Check only)", label, "|")
-      split("<= 2x|<= 2x|-|as cpu mode small", target, "|")
+      n = split("list-json list-sse call-json call-sse initialize-json ping-json ping-sse", order, " ")
+      split("tools/list 50 tools, JSON (list route)|tools/list 50 tools, SSE (list route)|tools/call, JSON (route of the rest)|tools/call, SSE (route of the rest)|initialize, JSON (route of the rest)|ping, JSON (route of the rest)|ping, SSE (route of the rest)", label, "|")
+      split("<= 2x|<= 2x|<= 1.3x|<= 1.3x|<= 1.3x|<= 1.3x|<= 1.3x", target, "|")
       for (i = 1; i <= n; i++) {
         c = order[i]
         if (!(c in seen)) continue

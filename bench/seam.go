@@ -1,8 +1,8 @@
 package main
 
 // The response seam's measurement (run.sh seam): a request through
-// envoy/sidecar.yaml costs the service its Check plus, on routes with a
-// side stream, one ext_proc stream. A seam case is the CheckRequest and the
+// envoy/sidecar.yaml costs the service its Check plus one ext_proc stream
+// (every route to the MCP server has one, issue 26). A seam case is the CheckRequest and the
 // ProcessingRequests Envoy sends for one HTTP request, in order, written
 // once (seamgen) and sent as bytes (seamload), so ours and the null pair get
 // the same bytes.
@@ -45,28 +45,33 @@ const authzNamespace = "envoy.filters.http.ext_authz"
 const SeamTools = 50
 
 // SeamCase is one request through the sidecar: its Check, then the side
-// stream of its route (none: Check only).
+// stream of its route.
 type SeamCase struct {
 	Name   string
 	Method string // JSON-RPC method of the request
 	// Route is the route's side stream in envoy/sidecar.yaml: "list"
-	// (request headers SEND, response headers SEND, the body mode the
-	// processor picks), "call" (response headers SEND, then the body mode
-	// the processor picks), "" (ext_proc disabled: no side stream).
+	// (request headers SEND, request body BUFFERED, response headers SEND,
+	// then the body mode the processor picks) or "rest", the route of
+	// everything else (response headers SEND, then the body mode the
+	// processor picks).
 	Route string
 	SSE   bool // the upstream answers text/event-stream (else application/json)
 	Want  string
 }
 
 // SeamCases are the measured requests: a filtered tools/list of SeamTools
-// tools answered as JSON and as SSE, an allowed tools/call (the call route:
-// response headers and its buffered answer, for the receipt), and an
-// initialize, which has no side stream.
+// tools answered as JSON and as SSE, and on the route of everything else an
+// allowed tools/call (its answer read for the receipt), an initialize and a
+// ping, answered as JSON and (but initialize) as SSE, the way the SDK
+// servers answer a POST.
 var SeamCases = []SeamCase{
 	{Name: "list-json", Method: "tools/list", Route: "list", Want: "allowed"},
 	{Name: "list-sse", Method: "tools/list", Route: "list", SSE: true, Want: "allowed"},
-	{Name: "call-json", Method: "tools/call", Route: "call", Want: "allowed"},
-	{Name: "initialize", Method: "initialize", Want: "allowed"},
+	{Name: "call-json", Method: "tools/call", Route: "rest", Want: "allowed"},
+	{Name: "call-sse", Method: "tools/call", Route: "rest", SSE: true, Want: "allowed"},
+	{Name: "initialize-json", Method: "initialize", Route: "rest", Want: "allowed"},
+	{Name: "ping-json", Method: "ping", Route: "rest", Want: "allowed"},
+	{Name: "ping-sse", Method: "ping", Route: "rest", SSE: true, Want: "allowed"},
 }
 
 // ToolsList is a tools/list result of n tools, id 1: search, read_file and
@@ -97,8 +102,28 @@ func ToolsList(n int) string {
 	return sb.String()
 }
 
-// callResult is the answer to the allowed tools/call.
-const callResult = `{"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"text","text":"3 results for refund policy"}],"isError":false}}`
+// The answers to the allowed tools/call (id 8, as in the search example),
+// the initialize (id 0) and the ping (id 3).
+const (
+	callResult = `{"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"text","text":"3 results for refund policy"}],"isError":false}}`
+	initResult = `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{},"resources":{}},"serverInfo":{"name":"payments","version":"1.0.0"}}}`
+	pingResult = `{"jsonrpc":"2.0","id":3,"result":{}}`
+)
+
+// answer is the upstream's JSON-RPC answer to c's request, and the number
+// of writes an SSE answer arrives in (a list in three, a small answer in
+// one).
+func (c SeamCase) answer() (string, int) {
+	switch c.Method {
+	case "tools/list":
+		return ToolsList(SeamTools), 3
+	case "initialize":
+		return initResult, 1
+	case "ping":
+		return pingResult, 1
+	}
+	return callResult, 1
+}
 
 // checkRequest is c's CheckRequest with token, built from the search
 // example (its headers as the TypeScript SDK sends them) with c's body.
@@ -117,6 +142,8 @@ func (c SeamCase) checkRequest(examples, token string) (*authv3.CheckRequest, *c
 	case "initialize":
 		cr.Body = []byte(`{"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1.0.0"}},"jsonrpc":"2.0","id":0}`)
 		delete(cr.Headers, "mcp-session-id")
+	case "ping":
+		cr.Body = []byte(`{"method":"ping","jsonrpc":"2.0","id":3}`)
 	case "tools/call": // the example as it is
 	default:
 		return nil, nil, fmt.Errorf("%s: no body for %s", c.Name, c.Method)
@@ -151,31 +178,32 @@ func SSEChunks(body string, n int) []string {
 // processingRequests are the messages Envoy's ext_proc filter sends on c's
 // route (extproc/harness_test.go plays the same order): metadata_context on
 // each (Check's dynamic metadata, forwarded), protocol_config on the first,
-// only the headers sidecar.yaml's forward_rules allow.
+// only the headers sidecar.yaml's forward_rules allow; on the list route
+// the request headers and the request body (BUFFERED: the whole body, one
+// message) first.
 func (c SeamCase) processingRequests(cr *capture.Request, meta *structpb.Struct) []*extprocv3.ProcessingRequest {
-	if c.Route == "" {
-		return nil
-	}
 	md := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{authzNamespace: meta}}
 	var msgs []*extprocv3.ProcessingRequest
 	add := func(r *extprocv3.ProcessingRequest) { r.MetadataContext = md; msgs = append(msgs, r) }
+	reqBody := procfv3.ProcessingMode_NONE
 	if c.Route == "list" {
+		reqBody = procfv3.ProcessingMode_BUFFERED
 		add(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
 			Headers: hdrs(":method", "POST", "authorization", cr.Headers["authorization"], "content-type", cr.Headers["content-type"],
 				"content-length", cr.Headers["content-length"], "mcp-protocol-version", cr.Headers["mcp-protocol-version"],
 				"mcp-session-id", cr.Headers["mcp-session-id"], "x-request-id", "5f1c2a9e-bench-0000-0000-000000000001"),
 		}}})
+		add(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{
+			Body: cr.Body, EndOfStream: true}}})
 	}
-	body, ct := callResult, "application/json"
-	if c.Method == "tools/list" {
-		body = ToolsList(SeamTools)
-	}
+	body, writes := c.answer()
+	ct := "application/json"
 	if c.SSE {
 		ct = "text/event-stream"
 		add(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
 			Headers: hdrs(":status", "200", "content-type", ct, "mcp-session-id", cr.Headers["mcp-session-id"]),
 		}}})
-		for _, ch := range SSEChunks(body, 3) {
+		for _, ch := range SSEChunks(body, writes) {
 			add(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{
 				Body: []byte(ch), EndOfStream: ch == ""}}})
 		}
@@ -187,7 +215,7 @@ func (c SeamCase) processingRequests(cr *capture.Request, meta *structpb.Struct)
 			Body: []byte(body), EndOfStream: true}}})
 	}
 	// The route's static modes, as Envoy reports them in the first message.
-	msgs[0].ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: procfv3.ProcessingMode_NONE, ResponseBodyMode: procfv3.ProcessingMode_NONE}
+	msgs[0].ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: reqBody, ResponseBodyMode: procfv3.ProcessingMode_NONE}
 	return msgs
 }
 
@@ -303,17 +331,15 @@ func seamShape(dir string, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		route := c.Route
-		if route == "" {
-			route = "none (ext_proc disabled)"
-		}
-		fmt.Fprintf(w, "%s: %s, route %s; Check %d bytes (body %d); %d ProcessingRequests:\n", c.Name, c.Method, route,
+		fmt.Fprintf(w, "%s: %s, route %s; Check %d bytes (body %d); %d ProcessingRequests:\n", c.Name, c.Method, c.Route,
 			len(f.check), len(f.req.GetAttributes().GetRequest().GetHttp().GetRawBody()), len(f.msgs))
 		for i, m := range f.msgs {
 			var d string
 			switch r := m.GetRequest().(type) {
 			case *extprocv3.ProcessingRequest_RequestHeaders:
 				d = "request_headers " + headerNames(r.RequestHeaders) + fmt.Sprintf(" end_of_stream %v", r.RequestHeaders.GetEndOfStream())
+			case *extprocv3.ProcessingRequest_RequestBody:
+				d = fmt.Sprintf("request_body %d bytes end_of_stream %v", len(r.RequestBody.GetBody()), r.RequestBody.GetEndOfStream())
 			case *extprocv3.ProcessingRequest_ResponseHeaders:
 				d = "response_headers " + headerNames(r.ResponseHeaders) + fmt.Sprintf(" end_of_stream %v", r.ResponseHeaders.GetEndOfStream())
 			case *extprocv3.ProcessingRequest_ResponseBody:

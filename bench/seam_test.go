@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	procfv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
@@ -86,16 +87,23 @@ func TestToolsList(t *testing.T) {
 }
 
 // TestSeamMessages: the messages are in Envoy's order for each route,
-// metadata on each, protocol_config on the first only, content-length
-// matching a buffered body, and the SSE chunks adding up to one event
-// ended by an empty end_of_stream chunk.
+// metadata on each, protocol_config on the first only (with the route's
+// request body mode), the list route's request body whole and ended,
+// content-length matching a buffered body, and the SSE chunks adding up to
+// one event ended by an empty end_of_stream chunk.
 func TestSeamMessages(t *testing.T) {
 	dir := writeSeams(t)
 	want := map[string]string{
-		"list-json":  "reqh resph body*",
-		"list-sse":   "reqh resph body body body body*",
-		"call-json":  "resph body*",
-		"initialize": "",
+		"list-json":       "reqh reqb* resph body*",
+		"list-sse":        "reqh reqb* resph body body body body*",
+		"call-json":       "resph body*",
+		"call-sse":        "resph body body*",
+		"initialize-json": "resph body*",
+		"ping-json":       "resph body*",
+		"ping-sse":        "resph body body*",
+	}
+	if len(want) != len(SeamCases) {
+		t.Fatalf("%d cases, %d expected", len(SeamCases), len(want))
 	}
 	for _, c := range SeamCases {
 		f, err := readSeam(dir, c.Name)
@@ -121,6 +129,12 @@ func TestSeamMessages(t *testing.T) {
 				if _, ok := headerOf(r.RequestHeaders, "authorization"); !ok {
 					t.Errorf("%s: request headers without the token", c.Name)
 				}
+			case *extprocv3.ProcessingRequest_RequestBody:
+				if r.RequestBody.GetEndOfStream() && string(r.RequestBody.GetBody()) == string(f.req.GetAttributes().GetRequest().GetHttp().GetRawBody()) {
+					kinds = append(kinds, "reqb*")
+				} else {
+					kinds = append(kinds, "reqb")
+				}
 			case *extprocv3.ProcessingRequest_ResponseHeaders:
 				kinds = append(kinds, "resph")
 				cl, _ = headerOf(r.ResponseHeaders, "content-length")
@@ -136,10 +150,18 @@ func TestSeamMessages(t *testing.T) {
 		if got := strings.Join(kinds, " "); got != want[c.Name] {
 			t.Errorf("%s: %q, want %q", c.Name, got, want[c.Name])
 		}
+		wantMode := procfv3.ProcessingMode_NONE
+		if c.Route == "list" {
+			wantMode = procfv3.ProcessingMode_BUFFERED
+		}
+		if got := f.msgs[0].GetProtocolConfig().GetRequestBodyMode(); got != wantMode {
+			t.Errorf("%s: protocol_config request_body_mode %v, want %v", c.Name, got, wantMode)
+		}
+		answer, _ := c.answer()
 		switch {
-		case c.SSE && (cl != "" || body.String() != "event: message\ndata: "+ToolsList(SeamTools)+"\n\n"):
+		case c.SSE && (cl != "" || body.String() != "event: message\ndata: "+answer+"\n\n"):
 			t.Errorf("%s: content-length %q, body %.80q", c.Name, cl, body.String())
-		case !c.SSE && c.Route != "" && (cl != itoa(body.Len()) || !json.Valid([]byte(body.String()))):
+		case !c.SSE && (cl != itoa(body.Len()) || body.String() != answer || !json.Valid([]byte(answer))):
 			t.Errorf("%s: content-length %q for %d bytes", c.Name, cl, body.Len())
 		}
 	}
@@ -182,7 +204,7 @@ func TestSeamProbe(t *testing.T) {
 	if err := seamProbe(t.Context(), startSeam(t), dir, true, &sb); err != nil {
 		t.Fatalf("%v\n%s", err, sb.String())
 	}
-	for _, want := range []string{"list-json: 3 answers, body mode BUFFERED, body replaced true, 3 tools", "list-sse: 6 answers, body mode STREAMED, body replaced true, 3 tools"} {
+	for _, want := range []string{"list-json: 4 answers, body mode BUFFERED, body replaced true, 3 tools", "list-sse: 7 answers, body mode STREAMED, body replaced true, 3 tools"} {
 		if !strings.Contains(sb.String(), want) {
 			t.Errorf("probe output lacks %q:\n%s", want, sb.String())
 		}
@@ -201,7 +223,7 @@ func TestSeamProbe(t *testing.T) {
 func TestSeamLoad(t *testing.T) {
 	dir := writeSeams(t)
 	for _, addr := range []string{startNull(t), startSeam(t)} {
-		for _, c := range []string{"list-sse", "initialize"} {
+		for _, c := range []string{"list-sse", "initialize-json", "ping-sse"} {
 			f, err := readSeam(dir, c)
 			if err != nil {
 				t.Fatal(err)
@@ -230,7 +252,8 @@ func TestSeamShape(t *testing.T) {
 	}
 	for _, want := range []string{
 		"list-json: tools/list, route list;", "1. request_headers [:method authorization", "+ protocol_config",
-		"response_body 0 bytes end_of_stream true", "initialize: initialize, route none (ext_proc disabled)",
+		"2. request_body 58 bytes end_of_stream true", "response_body 0 bytes end_of_stream true",
+		"initialize-json: initialize, route rest;", "ping-sse: ping, route rest;",
 	} {
 		if !strings.Contains(sb.String(), want) {
 			t.Errorf("shape lacks %q:\n%s", want, sb.String())
