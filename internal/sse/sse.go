@@ -92,7 +92,8 @@ type Event struct {
 // not ready: use New. A Framer is not safe for concurrent use.
 type Framer struct {
 	max     int
-	buf     []byte // the current event's bytes so far
+	buf     []byte // the bytes taken and not released: buf[off:] is the current event so far
+	off     int    // start of the current event in buf (buf is compacted after each Write)
 	scan    int    // buf[:scan] is made of complete lines
 	line    int    // start of the line being scanned
 	bareCR  bool   // the current event holds a bare CR
@@ -116,6 +117,7 @@ func New(max int) *Framer {
 // an error.
 func (f *Framer) Write(chunk []byte, fn func(*Event) error) error {
 	f.buf = append(f.buf, chunk...)
+	defer f.compact()
 	if !f.started && len(f.buf) > 0 {
 		if len(f.buf) < len(bom) && bom[:len(f.buf)] == string(f.buf) {
 			return nil // could still be a BOM
@@ -136,21 +138,35 @@ func (f *Framer) Write(chunk []byte, fn func(*Event) error) error {
 			}
 		}
 	}
-	if len(f.buf) > f.max {
+	if len(f.buf)-f.off > f.max {
 		return ErrEventTooLarge
 	}
 	return nil
 }
 
+// compact drops the released bytes from buf, once per Write rather than
+// once per event (a chunk of many small events would be moved as often).
+func (f *Framer) compact() {
+	if f.off == 0 {
+		return
+	}
+	n := copy(f.buf, f.buf[f.off:])
+	f.buf = f.buf[:n]
+	f.scan -= f.off
+	f.line -= f.off
+	f.off = 0
+}
+
 // Pending returns the bytes Write took and no event has released yet (the
 // pending event, after ErrEventTooLarge): the caller's to pass on when it
 // gives up framing. The slice is the Framer's own.
-func (f *Framer) Pending() []byte { return f.buf }
+func (f *Framer) Pending() []byte { return f.buf[f.off:] }
 
 // Close ends the stream: the bytes left (an event without its blank line,
 // or a lone partial line) are reported as one Unterminated event unless
 // they are empty. Close returns fn's error or nil.
 func (f *Framer) Close(fn func(*Event) error) error {
+	defer f.compact()
 	if !f.started && len(f.buf) > 0 { // a partial BOM and nothing else
 		f.started = true
 	}
@@ -167,10 +183,10 @@ func (f *Framer) Close(fn func(*Event) error) error {
 			}
 		}
 	}
-	if len(f.buf) == 0 {
+	if len(f.buf) == f.off {
 		return nil
 	}
-	if len(f.buf) > f.max {
+	if len(f.buf)-f.off > f.max {
 		return ErrEventTooLarge
 	}
 	return f.emit(len(f.buf), true, fn)
@@ -182,7 +198,7 @@ func (f *Framer) Close(fn func(*Event) error) error {
 // for the next byte (it may be half of CRLF) unless final.
 func (f *Framer) nextLine(final bool) (end int, blank, ok bool) {
 	rest := f.buf[f.scan:]
-	i := bytes.IndexAny(rest, "\r\n")
+	i := indexLineEnd(rest)
 	if i < 0 {
 		f.scan = len(f.buf)
 		return 0, false, false
@@ -205,19 +221,32 @@ func (f *Framer) nextLine(final bool) (end int, blank, ok bool) {
 	return end, blank, true
 }
 
-// emit reports buf[:end] as an event and drops it from buf.
+// indexLineEnd returns the index of the first CR or LF in b, or -1: two
+// IndexByte scans, the one for CR bounded by the first LF, rather than
+// bytes.IndexAny's byte-at-a-time loop.
+func indexLineEnd(b []byte) int {
+	lf := bytes.IndexByte(b, '\n')
+	end := lf
+	if lf < 0 {
+		end = len(b)
+	}
+	if cr := bytes.IndexByte(b[:end], '\r'); cr >= 0 {
+		return cr
+	}
+	return lf
+}
+
+// emit reports buf[off:end] as an event and releases it.
 func (f *Framer) emit(end int, unterminated bool, fn func(*Event) error) error {
-	if end > f.max {
+	if end-f.off > f.max {
 		return ErrEventTooLarge
 	}
-	raw := f.buf[:end]
+	raw := f.buf[f.off:end:end]
 	f.ev = Event{Raw: raw, Ambiguous: f.bareCR, Unterminated: unterminated, First: f.first}
 	parse(&f.ev, raw, f.first)
 	err := fn(&f.ev)
 	f.first, f.bareCR = false, false
-	n := copy(f.buf, f.buf[end:])
-	f.buf = f.buf[:n]
-	f.scan, f.line = 0, 0
+	f.off, f.scan, f.line = end, end, end
 	return err
 }
 
@@ -236,7 +265,7 @@ func parseTS(v *View, b []byte, terminated bool) {
 	var data []byte
 	lines := 0
 	for len(b) > 0 {
-		i := bytes.IndexAny(b, "\r\n")
+		i := indexLineEnd(b)
 		var line []byte
 		if i < 0 {
 			line, b = b, nil
@@ -344,7 +373,7 @@ func AppendData(dst, idLine, data []byte) []byte {
 func IDLine(raw []byte) (last []byte) {
 	raw = bytes.TrimPrefix(raw, []byte(bom))
 	for len(raw) > 0 {
-		i := bytes.IndexAny(raw, "\r\n")
+		i := indexLineEnd(raw)
 		if i < 0 {
 			i = len(raw)
 		}

@@ -292,25 +292,45 @@ func FuzzFramer(f *testing.F) {
 	})
 }
 
+// BenchmarkFramer frames a stream of 200 progress notifications, and one
+// event carrying a 64 KiB tools/list result whose descriptions hold
+// non-ASCII text (bytes C2 and E2 start Python's multi-byte line ends), in
+// 16 KiB chunks.
 func BenchmarkFramer(b *testing.B) {
-	var stream []byte
+	var progress []byte
 	for i := 0; i < 200; i++ {
-		stream = append(stream, "event: message\nid: "+strconv.Itoa(i)+"\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n"...)
+		progress = append(progress, "event: message\nid: "+strconv.Itoa(i)+"\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n"...)
 	}
-	b.SetBytes(int64(len(stream)))
-	b.ReportAllocs()
-	f := New(0)
-	nop := func(*Event) error { return nil }
-	for b.Loop() {
-		for off := 0; off < len(stream); off += 16 << 10 {
-			end := min(off+16<<10, len(stream))
-			if err := f.Write(stream[off:end], nop); err != nil {
-				b.Fatal(err)
+	list := []byte("event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[")
+	for i := 0; len(list) < 64<<10; i++ {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = append(list, `{"name":"tool_`+strconv.Itoa(i)+`","description":"Returns the caf\u00e9\u2019s r\u00e9sum\u00e9 \u00a9 \u2014 a long description of what the tool does.","inputSchema":{"type":"object"}}`...)
+	}
+	list = append(list, "]}}\n\n"...)
+	for _, bm := range []struct {
+		name   string
+		stream []byte
+	}{{"progress", progress}, {"list-64KiB", list}} {
+		b.Run(bm.name, func(b *testing.B) {
+			stream := bm.stream
+			b.SetBytes(int64(len(stream)))
+			b.ReportAllocs()
+			f := New(0)
+			nop := func(*Event) error { return nil }
+			for b.Loop() {
+				for off := 0; off < len(stream); off += 16 << 10 {
+					end := min(off+16<<10, len(stream))
+					if err := f.Write(stream[off:end], nop); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := f.Close(nop); err != nil {
+					b.Fatal(err)
+				}
+				*f = *New(0)
 			}
-		}
-		if err := f.Close(nop); err != nil {
-			b.Fatal(err)
-		}
-		*f = *New(0)
+		})
 	}
 }
