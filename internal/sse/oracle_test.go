@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 )
 
 // The two oracles below are independent ports of the SDK clients' SSE
@@ -21,10 +22,16 @@ type oracleEvent struct {
 // dispatchEvent) as EventSourceParserStream drives it for the TypeScript MCP
 // SDK: the stream is decoded by TextDecoderStream (BOM stripped), fed once,
 // never flushed, so a trailing partial line and an event without its blank
-// line are not dispatched. It works on bytes: every delimiter is ASCII.
-func tsOracle(stream []byte) []oracleEvent {
+// line are not dispatched. feed strips U+00EF U+00BB U+00BF from the start
+// of the first chunk; wholeFirst says the first chunk holds all three. It
+// works on bytes: every delimiter is ASCII, and those three characters are
+// the bytes C3 AF C2 BB C2 BF.
+func tsOracle(stream []byte, wholeFirst bool) []oracleEvent {
 	var out []oracleEvent
 	s := string(bytes.TrimPrefix(stream, []byte("\xef\xbb\xbf")))
+	if wholeFirst {
+		s = strings.TrimPrefix(s, "\u00ef\u00bb\u00bf")
+	}
 	var id, eventType, data string
 	hasID, hasType := false, false
 	dataLines := 0

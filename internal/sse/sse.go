@@ -6,12 +6,19 @@
 // with both readings, so a caller never passes an event one client would read
 // differently from what the caller inspected:
 //
-//   - the TypeScript SDK (@modelcontextprotocol/sdk over eventsource-parser 3):
-//     a UTF-8 BOM at the start of the stream is stripped (TextDecoderStream), lines
-//     end at CR, LF or CRLF, a field value loses one leading space, data lines
-//     are joined with LF, an event is dispatched at a blank line when it has
-//     at least one data line; an event left without a blank line at the end
-//     of the stream is dropped (EventSourceParserStream has no flush);
+//   - the TypeScript SDK 1.x (modelcontextprotocol/typescript-sdk:
+//     src/client/streamableHttp.ts pipes the body through TextDecoderStream
+//     into eventsource-parser ^3's EventSourceParserStream,
+//     rexxars/eventsource-parser:src/parse.ts): the decoder strips a UTF-8
+//     BOM (EF BB BF) at the start of the stream; feed then strips the
+//     characters U+00EF U+00BB U+00BF (the BOM's bytes read as Latin-1, in
+//     UTF-8 C3 AF C2 BB C2 BF: a "mojibake BOM") from the start of the first
+//     chunk it is fed, and only there (3.0.6: newChunk.replace(/^\xEF\xBB\xBF/, ...)
+//     while isFirstChunk; 3.1: three charCodeAt tests); lines end at CR, LF
+//     or CRLF, a field value loses one leading space, data lines are joined
+//     with LF, an event is dispatched at a blank line when it has a data
+//     line; an event without its blank line at the end of the stream is
+//     dropped (EventSourceParserStream has no flush);
 //   - the Go SDK (github.com/modelcontextprotocol/go-sdk v1.8.0, mcp/event.go
 //     scanEventsLimited): lines end at LF, trailing CR and LF bytes are
 //     trimmed, no BOM handling (a BOM is part of the first field name), a
@@ -19,12 +26,19 @@
 //     bytes.TrimSpace'd, an event that is not empty is dispatched at a blank
 //     line and at the end of the stream.
 //
-// Events are framed by the first reading (CR, LF, CRLF). A CR that is not
-// followed by LF (a "bare CR") ends a line for TypeScript but not for Go, so
-// the two readings of the same bytes frame different events: an event
-// holding a bare CR is reported Ambiguous, and a filtering caller must not
-// pass it. Outside such events the two framings agree (CRLF and LF end the
-// same lines for both).
+// Events are framed by the first reading (CR, LF, CRLF). An event is
+// Ambiguous when the two clients do not read its bytes as the same events,
+// or when TypeScript's reading of them is not decided by the bytes:
+//
+//   - it holds a CR not followed by LF (a "bare CR"), which ends a line for
+//     TypeScript but not for Go;
+//   - a mojibake BOM opens the stream and stripping it changes TypeScript's
+//     reading: feed strips it only when the first string TextDecoderStream
+//     yields from the client's reads holds all three characters.
+//
+// A filtering caller must not pass an Ambiguous event that holds data.
+// Outside such events the two framings agree (CRLF and LF end the same
+// lines for both).
 //
 // What it does not do: it does not decode UTF-8 (data is bytes, as the Go SDK
 // keeps it; TypeScript decodes lossily), and it interprets no field but
@@ -45,8 +59,12 @@ const DefaultMaxEvent = 4 << 20
 // blank line. The stream cannot be framed any further: fail closed.
 var ErrEventTooLarge = errors.New("sse: event larger than the cap")
 
-// bom is the UTF-8 byte order mark.
-const bom = "\xef\xbb\xbf"
+// bom is the UTF-8 byte order mark; mojibakeBOM is U+00EF U+00BB U+00BF in
+// UTF-8, the BOM's three bytes read as Latin-1 characters.
+const (
+	bom         = "\xef\xbb\xbf"
+	mojibakeBOM = "\xc3\xaf\xc2\xbb\xc2\xbf"
+)
 
 // View is one client family's reading of an event.
 type View struct {
@@ -78,8 +96,10 @@ type Event struct {
 	Raw []byte
 	// TS and Go are the two client readings (package doc).
 	TS, Go View
-	// Ambiguous reports a bare CR in Raw: the two clients frame these bytes
-	// differently, so TS and Go are not comparable and must not be trusted.
+	// Ambiguous reports that the clients frame Raw into different events (a
+	// bare CR) or that TS's reading depends on the client's chunking (a
+	// mojibake BOM opening the stream): the views must not be trusted, and a
+	// filtering caller must not pass Raw when it holds data.
 	Ambiguous bool
 	// Unterminated reports an event ended by the end of the stream, with no
 	// blank line (Go dispatches it, TypeScript drops it).
@@ -97,7 +117,7 @@ type Framer struct {
 	scan    int    // buf[:scan] is made of complete lines
 	line    int    // start of the line being scanned
 	bareCR  bool   // the current event holds a bare CR
-	started bool   // a byte of the stream was seen
+	lineOne bool   // the line being scanned is the stream's first
 	first   bool   // the current event is the stream's first
 	ev      Event
 }
@@ -108,7 +128,7 @@ func New(max int) *Framer {
 	if max <= 0 {
 		max = DefaultMaxEvent
 	}
-	return &Framer{max: max, first: true}
+	return &Framer{max: max, first: true, lineOne: true}
 }
 
 // Write frames chunk, calling fn for each event it completes, in order. An
@@ -118,15 +138,6 @@ func New(max int) *Framer {
 func (f *Framer) Write(chunk []byte, fn func(*Event) error) error {
 	f.buf = append(f.buf, chunk...)
 	defer f.compact()
-	if !f.started && len(f.buf) > 0 {
-		if len(f.buf) < len(bom) && bom[:len(f.buf)] == string(f.buf) {
-			return nil // could still be a BOM
-		}
-		f.started = true
-		if bytes.HasPrefix(f.buf, []byte(bom)) {
-			f.scan, f.line = len(bom), len(bom)
-		}
-	}
 	for {
 		end, blank, ok := f.nextLine(false)
 		if !ok {
@@ -167,9 +178,6 @@ func (f *Framer) Pending() []byte { return f.buf[f.off:] }
 // they are empty. Close returns fn's error or nil.
 func (f *Framer) Close(fn func(*Event) error) error {
 	defer f.compact()
-	if !f.started && len(f.buf) > 0 { // a partial BOM and nothing else
-		f.started = true
-	}
 	for {
 		end, blank, ok := f.nextLine(true)
 		if !ok {
@@ -216,9 +224,19 @@ func (f *Framer) nextLine(final bool) (end int, blank, ok bool) {
 			return 0, false, false
 		}
 	}
-	blank = i == f.line
+	blank = i == f.line || f.lineOne && onlyBOMs(f.buf[f.line:i])
+	f.lineOne = false
 	f.scan, f.line = end, end
 	return end, blank, true
+}
+
+// onlyBOMs reports whether s is what TS strips from the stream's start.
+func onlyBOMs(s []byte) bool {
+	switch string(s) {
+	case bom, mojibakeBOM, bom + mojibakeBOM:
+		return true
+	}
+	return false
 }
 
 // indexLineEnd returns the index of the first CR or LF in b, or -1: two
@@ -243,7 +261,7 @@ func (f *Framer) emit(end int, unterminated bool, fn func(*Event) error) error {
 	}
 	raw := f.buf[f.off:end:end]
 	f.ev = Event{Raw: raw, Ambiguous: f.bareCR, Unterminated: unterminated, First: f.first}
-	parse(&f.ev, raw, f.first)
+	parse(&f.ev, raw)
 	err := fn(&f.ev)
 	f.first, f.bareCR = false, false
 	f.off, f.scan, f.line = end, end, end
@@ -251,13 +269,25 @@ func (f *Framer) emit(end int, unterminated bool, fn func(*Event) error) error {
 }
 
 // parse fills ev.TS and ev.Go from raw, one event's bytes.
-func parse(ev *Event, raw []byte, first bool) {
-	ts, goRaw := raw, raw
-	if first && bytes.HasPrefix(raw, []byte(bom)) {
-		ts = raw[len(bom):]
+func parse(ev *Event, raw []byte) {
+	ts := raw
+	moji := false
+	if ev.First {
+		ts = bytes.TrimPrefix(ts, []byte(bom))
+		if bytes.HasPrefix(ts, []byte(mojibakeBOM)) {
+			ts, moji = ts[len(mojibakeBOM):], true
+		}
 	}
 	parseTS(&ev.TS, ts, !ev.Unterminated)
-	parseGo(&ev.Go, goRaw)
+	parseGo(&ev.Go, raw)
+	if moji && !ev.Ambiguous {
+		// The client may feed the parser a first chunk holding only part
+		// of the mojibake BOM, which then stays in the first field name.
+		var v View
+		parseTS(&v, raw[len(raw)-len(ts)-len(mojibakeBOM):], !ev.Unterminated)
+		ev.Ambiguous = (v.Dispatched || ev.TS.Dispatched) && (v.Dispatched != ev.TS.Dispatched ||
+			v.Name != ev.TS.Name || v.ID != ev.TS.ID || !bytes.Equal(v.Data, ev.TS.Data))
+	}
 }
 
 // parseTS reads one event as eventsource-parser does.
