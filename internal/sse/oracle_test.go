@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
-// The two oracles below are independent ports of the SDK clients' SSE
+// The three oracles below are independent ports of the SDK clients' SSE
 // readers, run over a whole stream at once, to check Framer's views.
 
 // oracleEvent is what one client delivers: id, event name, data.
@@ -171,4 +174,122 @@ func goOracle(stream []byte) (out []oracleEvent, broken bool) {
 			return out, false
 		}
 	}
+}
+
+// pyEvent is an event the Python client delivers.
+type pyEvent struct {
+	oracleEvent
+	End     int  // the offset after the blank line that dispatched it
+	Message bool // the MCP client parses it as a JSON-RPC message
+}
+
+// pySeparators are the characters str.splitlines ends a line at.
+var pySeparators = map[rune]bool{'\n': true, '\r': true, '\v': true, '\f': true,
+	0x1c: true, 0x1d: true, 0x1e: true, 0x85: true, 0x2028: true, 0x2029: true}
+
+// pyOracle ports the Python SDK client's reading: httpx decodes the body
+// as UTF-8 with errors="replace" (httpx/_decoders.py TextDecoder; a BOM
+// stays, as U+FEFF), httpx-sse 0.4.1 takes its lines from
+// Response.aiter_lines (LineDecoder: str.splitlines, carrying a trailing
+// CR and a partial line over to the next chunk and yielding the partial
+// line at the end), and SSEDecoder.decode reads each line; mcp's
+// _handle_sse_event parses an event named "message" with data. Runes are
+// decoded here one invalid byte at a time where Python takes a maximal
+// invalid subpart: neither can swallow a separator, whose first byte never
+// continues a sequence. Values are kept as bytes.
+func pyOracle(stream []byte) []pyEvent {
+	type line struct{ start, end, next int }
+	var lines []line
+	start := 0
+	for i := 0; i < len(stream); {
+		r, n := utf8.DecodeRune(stream[i:])
+		if n == 1 && r == utf8.RuneError || !pySeparators[r] {
+			i += n
+			continue
+		}
+		end := i
+		i += n
+		if r == '\r' && i < len(stream) && stream[i] == '\n' {
+			i++
+		}
+		lines = append(lines, line{start, end, i})
+		start = i
+	}
+	if start < len(stream) {
+		lines = append(lines, line{start, len(stream), len(stream)})
+	}
+
+	var out []pyEvent
+	event, lastID := "", ""
+	var data []string
+	retry := false
+	for _, l := range lines {
+		text := string(stream[l.start:l.end])
+		if text == "" {
+			if event == "" && data == nil && lastID == "" && !retry {
+				continue
+			}
+			ev := pyEvent{oracleEvent: oracleEvent{ID: lastID, Name: event, Data: strings.Join(data, "\n")}, End: l.next}
+			if ev.Name == "" {
+				ev.Name = "message"
+			}
+			ev.Message = ev.Name == "message" && ev.Data != ""
+			out = append(out, ev)
+			event, data, retry = "", nil, false
+			continue
+		}
+		if strings.HasPrefix(text, ":") {
+			continue
+		}
+		name, value, _ := strings.Cut(text, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch name {
+		case "event":
+			event = value
+		case "data":
+			data = append(data, value)
+		case "id":
+			if !strings.Contains(value, "\x00") {
+				lastID = value
+			}
+		case "retry":
+			retry = retry || pythonInt(value)
+		}
+	}
+	return out
+}
+
+// pyIntASCII is what CPython's PyLong_FromString takes in base 10, after
+// PyLong_FromUnicodeObject has turned non-ASCII spaces into ' ' and
+// non-ASCII decimal digits into ASCII ones.
+var pyIntASCII = regexp.MustCompile(`^[ \t\n\v\f\r]*[+-]?[0-9](?:_?[0-9])*[ \t\n\v\f\r]*$`)
+
+// pythonInt reports whether int(s) succeeds in CPython 3.11 (at most
+// 4,300 digits, sys.int_info.default_max_str_digits).
+func pythonInt(s string) bool {
+	var b strings.Builder
+	for _, r := range s { // invalid UTF-8 is U+FFFD, as Python decodes it
+		switch {
+		case r < 127:
+			b.WriteRune(r)
+		case unicode.In(r, unicode.White_Space):
+			b.WriteByte(' ')
+		case unicode.In(r, unicode.Nd):
+			b.WriteByte('7')
+		default:
+			return false
+		}
+	}
+	a := b.String()
+	return pyIntASCII.MatchString(a) && countDigits(a) <= 4300
+}
+
+func countDigits(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			n++
+		}
+	}
+	return n
 }

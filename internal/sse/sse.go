@@ -2,11 +2,11 @@
 // events", section 9.2.6 "Interpreting an event stream") incrementally, for a
 // proxy that must rewrite some events and pass every other one byte for byte.
 //
-// It reads a stream as both MCP SDK client families do and reports each event
-// with both readings, so a caller never passes an event one client would read
-// differently from what the caller inspected:
+// It reads a stream as each MCP SDK client family does and reports every
+// event with the three readings, so a caller never passes an event one client
+// would read differently from what the caller inspected:
 //
-//   - the TypeScript SDK 1.x (modelcontextprotocol/typescript-sdk:
+//   - TS, the TypeScript SDK 1.x (modelcontextprotocol/typescript-sdk:
 //     src/client/streamableHttp.ts pipes the body through TextDecoderStream
 //     into eventsource-parser ^3's EventSourceParserStream,
 //     rexxars/eventsource-parser:src/parse.ts): the decoder strips a UTF-8
@@ -18,37 +18,64 @@
 //     or CRLF, a field value loses one leading space, data lines are joined
 //     with LF, an event is dispatched at a blank line when it has a data
 //     line; an event without its blank line at the end of the stream is
-//     dropped (EventSourceParserStream has no flush);
-//   - the Go SDK (github.com/modelcontextprotocol/go-sdk v1.8.0, mcp/event.go
-//     scanEventsLimited): lines end at LF, trailing CR and LF bytes are
-//     trimmed, no BOM handling (a BOM is part of the first field name), a
-//     line without ':' breaks the stream, field values are
+//     dropped (EventSourceParserStream has no flush).
+//   - Go, the Go SDK (github.com/modelcontextprotocol/go-sdk v1.8.0,
+//     mcp/event.go scanEventsLimited): lines end at LF, trailing CR and LF
+//     bytes are trimmed, no BOM handling (a BOM is part of the first field
+//     name), a line without ':' breaks the stream, field values are
 //     bytes.TrimSpace'd, an event that is not empty is dispatched at a blank
 //     line and at the end of the stream.
+//   - Py, the Python SDK 1.x (modelcontextprotocol/python-sdk:
+//     src/mcp/client/streamable_http.py _handle_sse_event and sse.py, over
+//     httpx-sse >=0.4 and httpx >=0.27.1): httpx decodes the body as UTF-8
+//     with errors="replace" and keeps a BOM, as U+FEFF in the first field
+//     name (encode/httpx:httpx/_decoders.py TextDecoder); httpx-sse 0.4.0 and
+//     0.4.1 take lines from Response.aiter_lines, httpx's LineDecoder, which
+//     ends lines as str.splitlines does: at CR, LF, CRLF and also at VT, FF,
+//     FS, GS, RS (0B, 0C, 1C-1E), NEL (C2 85), U+2028 (E2 80 A8) and U+2029
+//     (E2 80 A9); from 0.4.2 its SSELineDecoder ends them at CR, LF, CRLF only
+//     (florimondmanca/httpx-sse:src/httpx_sse/_api.py aiter_sse,
+//     _decoders.py). SSEDecoder.decode drops one leading space of a value and
+//     dispatches at a blank line when any of event, data, retry (a value
+//     int() takes) or the last event id is set; it never resets the last
+//     event id, which every later event carries. An event without its blank
+//     line at the end of the stream is not dispatched. The client parses a
+//     dispatched event as a JSON-RPC message when its event is "message"
+//     (the default) and its data is not empty.
 //
-// Events are framed by the first reading (CR, LF, CRLF). An event is
-// Ambiguous when the two clients do not read its bytes as the same events,
-// or when TypeScript's reading of them is not decided by the bytes:
+// Py is the pre-0.4.2 reading: where the two httpx-sse readings differ, it
+// is the one that differs from TS. The 0.4.2 reading reads TS's data except
+// in the stream's first line after a BOM, which it ignores as Go does.
+//
+// Events are framed by the TS reading (CR, LF, CRLF). An event is Ambiguous
+// when the clients do not read its bytes as the same events, or when TS's
+// reading of them is not decided by the bytes:
 //
 //   - it holds a CR not followed by LF (a "bare CR"), which ends a line for
-//     TypeScript but not for Go;
-//   - a mojibake BOM opens the stream and stripping it changes TypeScript's
-//     reading: feed strips it only when the first string TextDecoderStream
-//     yields from the client's reads holds all three characters.
+//     TS and Py but not for Go;
+//   - Py dispatches an event at a blank line made of Python-only line ends
+//     before the end of the event TS frames;
+//   - a mojibake BOM opens the stream and stripping it changes TS's reading:
+//     feed strips it only when the first string TextDecoderStream yields
+//     from the client's reads holds all three characters.
 //
 // A filtering caller must not pass an Ambiguous event that holds data.
-// Outside such events the two framings agree (CRLF and LF end the same
-// lines for both).
+// Outside such events the framings agree.
 //
 // What it does not do: it does not decode UTF-8 (data is bytes, as the Go SDK
-// keeps it; TypeScript decodes lossily), and it interprets no field but
-// event, data, id (retry and unknown fields are left in Raw).
+// keeps it; TypeScript and Python replace invalid UTF-8 with U+FFFD), and it
+// interprets no field but event, data, id and, for Py's dispatch, retry
+// (unknown fields are left in Raw). It models eventsource-parser 3, not 4
+// (which also strips a U+FEFF character opening the first chunk), and
+// httpx-sse, not the parser of httpx2 that the Python SDK 2.x uses.
 package sse
 
 import (
 	"bytes"
 	"errors"
 	"strconv"
+	"unicode"
+	"unicode/utf8"
 )
 
 // DefaultMaxEvent is the default cap on one event's raw bytes (4 MiB), below
@@ -69,23 +96,29 @@ const (
 // View is one client family's reading of an event.
 type View struct {
 	// Dispatched reports that this client delivers the event to its
-	// message handler's level (TypeScript: at least one data line; Go: not
-	// all of name, id, data empty). A dispatched event with Name "" or
-	// "message" is one the MCP client parses as a JSON-RPC message.
+	// message handler's level (TS: at least one data line; Go: not all of
+	// name, id, data empty; Py: any of name, data lines, retry, last id).
 	Dispatched bool
 	Name       string // the event field; "" when absent
-	ID         string // the id field; "" when absent
-	// Data is the data lines joined with LF. It aliases nothing: a copy.
+	// ID is the id field; "" when absent. Py's is the last event id of the
+	// stream so far, which Python keeps from earlier events.
+	ID string
+	// Data is the data lines joined with LF. It aliases nothing: a copy,
+	// apart from the other views' Data too.
 	Data []byte
 	// Broken reports (Go only) a line without ':', on which the Go client
 	// stops reading the stream.
 	Broken bool
+
+	needsData bool // Py: an event with empty data is not a message
 }
 
 // Message reports whether the client reads this event as a JSON-RPC
-// message: dispatched, and unnamed or named "message".
+// message: dispatched, unnamed or named "message", and for Py with data
+// (the Python client skips an empty one as a priming event).
 func (v *View) Message() bool {
-	return v.Dispatched && !v.Broken && (v.Name == "" || v.Name == "message")
+	return v.Dispatched && !v.Broken && (v.Name == "" || v.Name == "message") &&
+		(!v.needsData || len(v.Data) > 0)
 }
 
 // Event is one framed event.
@@ -94,15 +127,19 @@ type Event struct {
 	// line included (and a leading BOM, for the first event). It is valid
 	// until the next call to Write or Close.
 	Raw []byte
-	// TS and Go are the two client readings (package doc).
-	TS, Go View
-	// Ambiguous reports that the clients frame Raw into different events (a
-	// bare CR) or that TS's reading depends on the client's chunking (a
-	// mojibake BOM opening the stream): the views must not be trusted, and a
-	// filtering caller must not pass Raw when it holds data.
+	// TS, Go and Py are the three client readings (package doc). Py is
+	// httpx-sse's reading before 0.4.2 (str.splitlines line ends).
+	TS, Go, Py View
+	// Ambiguous reports that the clients frame Raw into different events
+	// (a bare CR; a Python-only blank line at which Py dispatches before
+	// Raw's end) or that TS's reading depends on the client's chunking (a
+	// mojibake BOM opening the stream): the views must not be trusted, and
+	// a filtering caller must not pass Raw when it holds data. When Py
+	// dispatches more than once in Raw, Py is the first of its events.
 	Ambiguous bool
 	// Unterminated reports an event ended by the end of the stream, with no
-	// blank line (Go dispatches it, TypeScript drops it).
+	// blank line (Go dispatches it, TypeScript drops it; Py dispatches it
+	// only when its last line is blank for Python).
 	Unterminated bool
 	// First reports the stream's first event (the only one a BOM may open).
 	First bool
@@ -119,6 +156,8 @@ type Framer struct {
 	bareCR  bool   // the current event holds a bare CR
 	lineOne bool   // the line being scanned is the stream's first
 	first   bool   // the current event is the stream's first
+	pyID    string // Python's last event id, kept across events
+	scratch []byte // room for a small event's views' data (maxScratch)
 	ev      Event
 }
 
@@ -201,9 +240,10 @@ func (f *Framer) Close(fn func(*Event) error) error {
 }
 
 // nextLine advances over the next complete line of buf. It reports the
-// offset after the line's terminator and whether the line was blank; ok is
-// false when no complete line is left. A CR at the very end of buf waits
-// for the next byte (it may be half of CRLF) unless final.
+// offset after the line's terminator and whether the line was blank for
+// TS (the stream's first line also when it is only a BOM, a mojibake BOM
+// or both); ok is false when no complete line is left. A CR at the very end
+// of buf waits for the next byte (it may be half of CRLF) unless final.
 func (f *Framer) nextLine(final bool) (end int, blank, ok bool) {
 	rest := f.buf[f.scan:]
 	i := indexLineEnd(rest)
@@ -230,15 +270,6 @@ func (f *Framer) nextLine(final bool) (end int, blank, ok bool) {
 	return end, blank, true
 }
 
-// onlyBOMs reports whether s is what TS strips from the stream's start.
-func onlyBOMs(s []byte) bool {
-	switch string(s) {
-	case bom, mojibakeBOM, bom + mojibakeBOM:
-		return true
-	}
-	return false
-}
-
 // indexLineEnd returns the index of the first CR or LF in b, or -1: two
 // IndexByte scans, the one for CR bounded by the first LF, rather than
 // bytes.IndexAny's byte-at-a-time loop.
@@ -254,6 +285,15 @@ func indexLineEnd(b []byte) int {
 	return lf
 }
 
+// onlyBOMs reports whether s is what TS strips from the stream's start.
+func onlyBOMs(s []byte) bool {
+	switch string(s) {
+	case bom, mojibakeBOM, bom + mojibakeBOM:
+		return true
+	}
+	return false
+}
+
 // emit reports buf[off:end] as an event and releases it.
 func (f *Framer) emit(end int, unterminated bool, fn func(*Event) error) error {
 	if end-f.off > f.max {
@@ -261,15 +301,16 @@ func (f *Framer) emit(end int, unterminated bool, fn func(*Event) error) error {
 	}
 	raw := f.buf[f.off:end:end]
 	f.ev = Event{Raw: raw, Ambiguous: f.bareCR, Unterminated: unterminated, First: f.first}
-	parse(&f.ev, raw)
+	f.parse(&f.ev, raw)
 	err := fn(&f.ev)
 	f.first, f.bareCR = false, false
 	f.off, f.scan, f.line = end, end, end
 	return err
 }
 
-// parse fills ev.TS and ev.Go from raw, one event's bytes.
-func parse(ev *Event, raw []byte) {
+// parse fills ev's three views from raw, one event's bytes, and keeps
+// Python's last event id for the next event.
+func (f *Framer) parse(ev *Event, raw []byte) {
 	ts := raw
 	moji := false
 	if ev.First {
@@ -278,27 +319,137 @@ func parse(ev *Event, raw []byte) {
 			ts, moji = ts[len(mojibakeBOM):], true
 		}
 	}
-	parseTS(&ev.TS, ts, !ev.Unterminated)
-	parseGo(&ev.Go, raw)
+	// Every view's data is at most len(raw) bytes: the three are written
+	// to the Framer's scratch room and copied out as one block of their
+	// size, or, for a large event, to a block of three times its size.
+	var block []byte
+	scratch := false
+	if bytes.Contains(raw, []byte("data")) { // else no line is a data line
+		if need := 3 * len(raw); need > maxScratch {
+			block = make([]byte, 0, need)
+		} else {
+			if cap(f.scratch) < need {
+				f.scratch = make([]byte, 0, max(need, 2*cap(f.scratch)))
+			}
+			block, scratch = f.scratch[:0], true
+		}
+	}
+	var tsR, goR, pyR reading
+	pyR.idStr = f.pyID
+	block = tsR.ts(ts, !ev.Unterminated, block)
+	block = goR.goSDK(raw, block)
+	block = pyR.py(raw, block)
+	if scratch {
+		block = bytes.Clone(block)
+	}
+	tsR.view(&ev.TS, ts, block, "", "")
+	goR.view(&ev.Go, raw, block, ev.TS.ID, "")
+	pyR.view(&ev.Py, raw, block, ev.TS.ID, ev.Go.ID)
+	ev.Py.needsData = true
+	if pyR.last.set {
+		f.pyID = str(raw[pyR.last.off:pyR.last.end], ev.Py.ID, ev.TS.ID)
+	}
+
 	if moji && !ev.Ambiguous {
 		// The client may feed the parser a first chunk holding only part
 		// of the mojibake BOM, which then stays in the first field name.
+		var alt reading
+		in := raw[len(raw)-len(ts)-len(mojibakeBOM):]
+		as := alt.ts(in, !ev.Unterminated, nil)
 		var v View
-		parseTS(&v, raw[len(raw)-len(ts)-len(mojibakeBOM):], !ev.Unterminated)
+		alt.view(&v, in, as, "", "")
 		ev.Ambiguous = (v.Dispatched || ev.TS.Dispatched) && (v.Dispatched != ev.TS.Dispatched ||
 			v.Name != ev.TS.Name || v.ID != ev.TS.ID || !bytes.Equal(v.Data, ev.TS.Data))
 	}
+	ev.Ambiguous = ev.Ambiguous || pyR.inner
 }
 
-// parseTS reads one event as eventsource-parser does.
-func parseTS(v *View, b []byte, terminated bool) {
-	var data []byte
+// maxScratch is the most room a Framer keeps for the views' data.
+const maxScratch = 64 << 10
+
+// span locates a name, an id or data in the bytes a reading read, or its
+// data in the bytes it appended.
+type span struct {
+	off, end int
+	set      bool
+}
+
+// spanOf locates sub, a subslice of b (or empty).
+func spanOf(b, sub []byte) span {
+	if len(sub) == 0 {
+		return span{set: true}
+	}
+	off := cap(b) - cap(sub)
+	return span{off, off + len(sub), true}
+}
+
+// reading is one client's reading of an event.
+type reading struct {
+	name, id, data span
+	dispatched     bool
+	broken         bool   // Go
+	idStr          string // the id when id is not set (Py: the last event id before the event)
+	last           span   // Py: the last id line's value, for the next event
+	inner          bool   // Py: an event dispatched before the end of the bytes
+}
+
+// view fills v from r: b is the input r read, block the data r appended
+// to; known strings are reused for an equal name or id.
+func (r *reading) view(v *View, b, block []byte, known1, known2 string) {
+	v.Dispatched, v.Broken = r.dispatched, r.broken
+	if r.name.set {
+		v.Name = str(b[r.name.off:r.name.end], known1, known2)
+	}
+	v.ID = r.idStr
+	if r.id.set {
+		v.ID = str(b[r.id.off:r.id.end], known1, known2)
+	}
+	if r.data.set {
+		v.Data = block[r.data.off:r.data.end:r.data.end]
+	}
+}
+
+// str returns b as a string, without allocating when it is "", "message"
+// or one of the known strings.
+func str(b []byte, known1, known2 string) string {
+	switch string(b) {
+	case "":
+		return ""
+	case "message":
+		return "message"
+	case known1:
+		return known1
+	case known2:
+		return known2
+	}
+	return string(b)
+}
+
+// field splits a line at its first ':' into the field name and the value,
+// without the one leading space TS and Py drop.
+func field(line []byte) (name, value []byte) {
+	c := bytes.IndexByte(line, ':')
+	if c < 0 {
+		return line, line[len(line):]
+	}
+	value = line[c+1:]
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	return line[:c], value
+}
+
+// ts reads one event as eventsource-parser does (src/parse.ts parseLine,
+// processField, dispatchEvent); it appends the data to s.
+func (r *reading) ts(b []byte, terminated bool, s []byte) []byte {
+	in := b
 	lines := 0
+	r.data.off = len(s)
 	for len(b) > 0 {
 		i := indexLineEnd(b)
 		var line []byte
 		if i < 0 {
-			line, b = b, nil
+			line, b = b, b[len(b):]
 		} else {
 			line = b[:i]
 			if b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n' {
@@ -309,46 +460,42 @@ func parseTS(v *View, b []byte, terminated bool) {
 		if len(line) == 0 {
 			break // the blank line that ends the event
 		}
-		field, value := line, []byte(nil)
-		if c := bytes.IndexByte(line, ':'); c >= 0 {
-			field, value = line[:c], line[c+1:]
-			if len(value) > 0 && value[0] == ' ' {
-				value = value[1:]
-			}
+		if line[0] == ':' {
+			continue
 		}
-		switch string(field) {
+		name, value := field(line)
+		switch string(name) {
 		case "event":
-			v.Name = string(value)
+			r.name = spanOf(in, value)
 		case "data":
 			if lines > 0 {
-				data = append(data, '\n')
+				s = append(s, '\n')
 			}
-			data = append(data, value...)
+			s = append(s, value...)
 			lines++
 		case "id":
-			if bytes.IndexByte(value, 0) < 0 {
-				v.ID = string(value)
-			} else {
-				v.ID = ""
+			r.id = spanOf(in, value)
+			if bytes.IndexByte(value, 0) >= 0 {
+				r.id = span{} // 3.0.6: id = undefined
 			}
 		}
 	}
-	v.Data = data
-	if data == nil && lines > 0 {
-		v.Data = []byte{}
-	}
-	v.Dispatched = lines > 0 && terminated
+	r.data.end, r.data.set = len(s), lines > 0
+	r.dispatched = lines > 0 && terminated
+	return s
 }
 
-// parseGo reads one event as go-sdk's scanEventsLimited does.
-func parseGo(v *View, b []byte) {
-	var data []byte
+// goSDK reads one event as go-sdk's scanEventsLimited does; it appends the
+// data to s.
+func (r *reading) goSDK(b []byte, s []byte) []byte {
+	in := b
 	hasData := false
+	r.data.off = len(s)
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		var line []byte
 		if i < 0 {
-			line, b = b, nil
+			line, b = b, b[len(b):]
 		} else {
 			line, b = b[:i+1], b[i+1:]
 		}
@@ -358,24 +505,160 @@ func parseGo(v *View, b []byte) {
 		}
 		before, after, found := bytes.Cut(line, []byte{':'})
 		if !found {
-			v.Broken = true
+			r.broken = true
 			break
 		}
+		value := bytes.TrimSpace(after)
 		switch string(before) {
 		case "event":
-			v.Name = string(bytes.TrimSpace(after))
+			r.name = spanOf(in, value)
 		case "id":
-			v.ID = string(bytes.TrimSpace(after))
+			r.id = spanOf(in, value)
 		case "data":
 			if hasData {
-				data = append(data, '\n')
+				s = append(s, '\n')
 			}
-			data = append(data, bytes.TrimSpace(after)...)
+			s = append(s, value...)
 			hasData = true
 		}
 	}
-	v.Data = data
-	v.Dispatched = !v.Broken && (v.Name != "" || v.ID != "" || len(data) > 0)
+	r.data.end, r.data.set = len(s), hasData
+	r.dispatched = !r.broken && (r.name.end > r.name.off || r.id.end > r.id.off || r.data.end > r.data.off)
+	return s
+}
+
+// pyStop marks the bytes that may begin a str.splitlines line end in
+// UTF-8: LF, VT, FF, CR, FS, GS, RS, and the lead bytes of NEL (C2 85),
+// U+2028 (E2 80 A8) and U+2029 (E2 80 A9). In UTF-8 decoded with
+// errors="replace" these bytes always decode to those characters: C2 and
+// E2 never continue a sequence, so an invalid one before them ends there.
+var pyStop = [256]uint8{'\n': 1, '\v': 1, '\f': 1, '\r': 1, 0x1c: 1, 0x1d: 1, 0x1e: 1, 0xc2: 1, 0xe2: 1}
+
+// pyLineEnd returns the offset of the first Python line end in b and its
+// length; len(b), 0 when there is none.
+func pyLineEnd(b []byte) (int, int) {
+	i := 0
+	for {
+		for i+8 <= len(b) && pyStop[b[i]]|pyStop[b[i+1]]|pyStop[b[i+2]]|pyStop[b[i+3]]|
+			pyStop[b[i+4]]|pyStop[b[i+5]]|pyStop[b[i+6]]|pyStop[b[i+7]] == 0 {
+			i += 8
+		}
+		for i < len(b) && pyStop[b[i]] == 0 {
+			i++
+		}
+		if i == len(b) {
+			return i, 0
+		}
+		switch b[i] {
+		case '\r':
+			if i+1 < len(b) && b[i+1] == '\n' {
+				return i, 2
+			}
+			return i, 1
+		case 0xc2:
+			if i+1 < len(b) && b[i+1] == 0x85 {
+				return i, 2
+			}
+		case 0xe2:
+			if i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xa8 || b[i+2] == 0xa9) {
+				return i, 3
+			}
+		default:
+			return i, 1
+		}
+		i++
+	}
+}
+
+// py reads one event as httpx-sse's SSEDecoder.decode does, over the lines
+// str.splitlines cuts (httpx LineDecoder); r.idStr is the last event id
+// before the event. It appends to s the data of the first event Python
+// dispatches in b, or the pending data when none.
+func (r *reading) py(b []byte, s []byte) []byte {
+	in := b
+	var name, id span
+	lines, retry, recording := 0, false, true
+	r.data.off = len(s)
+	for len(b) > 0 {
+		i, n := pyLineEnd(b)
+		line := b[:i]
+		b = b[i+n:]
+		if len(line) == 0 { // a blank line (n > 0: b was not empty)
+			hasID := id.set && id.end > id.off || !id.set && r.idStr != ""
+			if name.end > name.off || lines > 0 || retry || hasID {
+				if recording {
+					r.dispatched, r.name, r.id = true, name, id
+					r.data.end, r.data.set = len(s), lines > 0
+					recording = false
+				}
+				r.inner = r.inner || len(b) > 0
+			}
+			name, lines, retry = span{}, 0, false
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		f, value := field(line)
+		switch string(f) {
+		case "event":
+			name = spanOf(in, value)
+		case "data":
+			if recording {
+				if lines > 0 {
+					s = append(s, '\n')
+				}
+				s = append(s, value...)
+			}
+			lines++
+		case "id":
+			if bytes.IndexByte(value, 0) < 0 {
+				id = spanOf(in, value)
+			}
+		case "retry":
+			retry = retry || pyInt(value)
+		}
+	}
+	if recording {
+		r.name, r.id = name, id
+		r.data.end, r.data.set = len(s), lines > 0
+	}
+	r.last = id
+	return s
+}
+
+// pyInt reports whether Python's int(str) takes s (CPython
+// Objects/longobject.c PyLong_FromUnicodeObject): whitespace (ASCII, or
+// any Unicode space above U+007F), an optional sign, decimal digits (ASCII,
+// or any Unicode Nd) with single underscores between them, at most 4,300
+// of them (int_max_str_digits), whitespace.
+func pyInt(s []byte) bool {
+	digits, under := 0, false
+	state := 0 // 0 leading space, 1 after the sign, 2 digits, 3 trailing space
+	for len(s) > 0 {
+		c, n := utf8.DecodeRune(s)
+		if n == 1 && c == utf8.RuneError {
+			return false
+		}
+		s = s[n:]
+		space := c == ' ' || c == '\t' || c > 0x7f && unicode.IsSpace(c)
+		digit := c >= '0' && c <= '9' || c > 0x7f && unicode.Is(unicode.Nd, c)
+		switch {
+		case space && (state == 0 || state == 3):
+		case space && state == 2 && !under:
+			state = 3
+		case (c == '+' || c == '-') && state == 0:
+			state = 1
+		case digit && state < 3:
+			state, under = 2, false
+			digits++
+		case c == '_' && state == 2 && !under:
+			under = true
+		default:
+			return false
+		}
+	}
+	return state >= 2 && !under && digits <= 4300
 }
 
 // AppendData appends an unnamed event carrying data as one data line,

@@ -36,63 +36,109 @@ func frameOn(f *Framer, chunks ...[]byte) ([]Event, error) {
 	return out, f.Close(keep)
 }
 
+// view is what TestFramer checks of a View.
+type view struct {
+	name, id, data string
+	disp           bool
+}
+
+func viewOf(v *View) view { return view{v.Name, v.ID, string(v.Data), v.Dispatched} }
+
 func TestFramer(t *testing.T) {
 	const moji = "\xc3\xaf\xc2\xbb\xc2\xbf" // U+00EF U+00BB U+00BF
-	type view struct {
-		name, data string
-		disp       bool
-	}
+	none := view{}
 	tests := []struct {
 		name      string
 		give      string
 		wantRaw   []string
 		wantTS    []view
 		wantGo    []view
+		wantPy    []view
 		ambiguous bool // of every event
 	}{
 		{name: "one event", give: "data: {}\n\n", wantRaw: []string{"data: {}\n\n"},
-			wantTS: []view{{"", "{}", true}}, wantGo: []view{{"", "{}", true}}},
-		{name: "BOM", give: "\xef\xbb\xbfdata: {}\n\n", wantRaw: []string{"\xef\xbb\xbfdata: {}\n\n"},
-			wantTS: []view{{"", "{}", true}}, wantGo: []view{{"", "", false}}},
+			wantTS: []view{{"", "", "{}", true}}, wantGo: []view{{"", "", "{}", true}}, wantPy: []view{{"", "", "{}", true}}},
+		{name: "BOM stripped by TS, kept by Go and Py", give: "\xef\xbb\xbfdata: {}\n\n", wantRaw: []string{"\xef\xbb\xbfdata: {}\n\n"},
+			wantTS: []view{{"", "", "{}", true}}, wantGo: []view{none}, wantPy: []view{none}},
 		{name: "CRLF", give: "event: message\r\ndata: {}\r\n\r\ndata: 2\r\n\r\n",
 			wantRaw: []string{"event: message\r\ndata: {}\r\n\r\n", "data: 2\r\n\r\n"},
-			wantTS:  []view{{"message", "{}", true}, {"", "2", true}}, wantGo: []view{{"message", "{}", true}, {"", "2", true}}},
+			wantTS:  []view{{"message", "", "{}", true}, {"", "", "2", true}},
+			wantGo:  []view{{"message", "", "{}", true}, {"", "", "2", true}},
+			wantPy:  []view{{"message", "", "{}", true}, {"", "", "2", true}}},
 		{name: "bare CR", give: "data: a\rdata: b\n\n", wantRaw: []string{"data: a\rdata: b\n\n"},
-			wantTS: []view{{"", "a\nb", true}}, wantGo: []view{{"", "a\rdata: b", true}}, ambiguous: true},
+			wantTS: []view{{"", "", "a\nb", true}}, wantGo: []view{{"", "", "a\rdata: b", true}},
+			wantPy: []view{{"", "", "a\nb", true}}, ambiguous: true},
 		{name: "multi-line data", give: "data: {\"a\":\ndata:1}\n\n", wantRaw: []string{"data: {\"a\":\ndata:1}\n\n"},
-			wantTS: []view{{"", "{\"a\":\n1}", true}}, wantGo: []view{{"", "{\"a\":\n1}", true}}},
+			wantTS: []view{{"", "", "{\"a\":\n1}", true}}, wantGo: []view{{"", "", "{\"a\":\n1}", true}},
+			wantPy: []view{{"", "", "{\"a\":\n1}", true}}},
 		{name: "named event", give: "event: ping\ndata: x\n\n", wantRaw: []string{"event: ping\ndata: x\n\n"},
-			wantTS: []view{{"ping", "x", true}}, wantGo: []view{{"ping", "x", true}}},
+			wantTS: []view{{"ping", "", "x", true}}, wantGo: []view{{"ping", "", "x", true}}, wantPy: []view{{"ping", "", "x", true}}},
 		{name: "comment and priming", give: ": keepalive\n\nid: 7\ndata:\n\n",
 			wantRaw: []string{": keepalive\n\n", "id: 7\ndata:\n\n"},
-			wantTS:  []view{{"", "", false}, {"", "", true}}, wantGo: []view{{"", "", false}, {"", "", true}}},
+			wantTS:  []view{none, {"", "7", "", true}}, wantGo: []view{none, {"", "7", "", true}},
+			wantPy: []view{none, {"", "7", "", true}}},
 		{name: "final event without blank line", give: "data: 1\n\ndata: 2\n",
 			wantRaw: []string{"data: 1\n\n", "data: 2\n"},
-			wantTS:  []view{{"", "1", true}, {"", "2", false}}, wantGo: []view{{"", "1", true}, {"", "2", true}}},
-		{name: "go trims, ts strips one space", give: "data:   {} \n\n", wantRaw: []string{"data:   {} \n\n"},
-			wantTS: []view{{"", "  {} ", true}}, wantGo: []view{{"", "{}", true}}},
+			wantTS:  []view{{"", "", "1", true}, {"", "", "2", false}},
+			wantGo:  []view{{"", "", "1", true}, {"", "", "2", true}},
+			wantPy:  []view{{"", "", "1", true}, {"", "", "2", false}}},
+		{name: "go trims, ts and py strip one space", give: "data:   {} \n\n", wantRaw: []string{"data:   {} \n\n"},
+			wantTS: []view{{"", "", "  {} ", true}}, wantGo: []view{{"", "", "{}", true}}, wantPy: []view{{"", "", "  {} ", true}}},
 		{name: "line without colon breaks go", give: "junk\ndata: 1\n\n", wantRaw: []string{"junk\ndata: 1\n\n"},
-			wantTS: []view{{"", "1", true}}, wantGo: []view{{"", "", false}}},
+			wantTS: []view{{"", "", "1", true}}, wantGo: []view{none}, wantPy: []view{{"", "", "1", true}}},
 
 		// The mojibake BOM: TS strips it when the first chunk it is fed
 		// holds it whole, which the bytes do not decide.
 		{name: "mojibake BOM at stream start", give: moji + "data: {}\n\n", wantRaw: []string{moji + "data: {}\n\n"},
-			wantTS: []view{{"", "{}", true}}, wantGo: []view{{"", "", false}}, ambiguous: true},
+			wantTS: []view{{"", "", "{}", true}}, wantGo: []view{none}, wantPy: []view{none}, ambiguous: true},
 		{name: "mojibake BOM after a byte BOM", give: "\xef\xbb\xbf" + moji + "data: {}\n\n",
 			wantRaw: []string{"\xef\xbb\xbf" + moji + "data: {}\n\n"},
-			wantTS:  []view{{"", "{}", true}}, wantGo: []view{{"", "", false}}, ambiguous: true},
+			wantTS:  []view{{"", "", "{}", true}}, wantGo: []view{none}, wantPy: []view{none}, ambiguous: true},
 		{name: "mojibake BOM not at start", give: "data: 1\n\n" + moji + "data: 2\n\n",
 			wantRaw: []string{"data: 1\n\n", moji + "data: 2\n\n"},
-			wantTS:  []view{{"", "1", true}, {"", "", false}}, wantGo: []view{{"", "1", true}, {"", "", false}}},
+			wantTS:  []view{{"", "", "1", true}, none}, wantGo: []view{{"", "", "1", true}, none},
+			wantPy: []view{{"", "", "1", true}, none}},
 		{name: "mojibake BOM before a byte BOM", give: moji + "\xef\xbb\xbfdata: {}\n\n",
 			wantRaw: []string{moji + "\xef\xbb\xbfdata: {}\n\n"},
-			wantTS:  []view{{"", "", false}}, wantGo: []view{{"", "", false}}},
+			wantTS:  []view{none}, wantGo: []view{none}, wantPy: []view{none}},
 		{name: "mojibake BOM alone on the first line", give: moji + "\ndata: 1\n\n",
 			wantRaw: []string{moji + "\n", "data: 1\n\n"},
-			wantTS:  []view{{"", "", false}, {"", "1", true}}, wantGo: []view{{"", "", false}, {"", "1", true}}},
+			wantTS:  []view{none, {"", "", "1", true}}, wantGo: []view{none, {"", "", "1", true}},
+			wantPy: []view{none, {"", "", "1", true}}},
 		{name: "mojibake BOM opening a comment reads alike", give: moji + ": hi\ndata: 1\n\n",
 			wantRaw: []string{moji + ": hi\ndata: 1\n\n"},
-			wantTS:  []view{{"", "1", true}}, wantGo: []view{{"", "1", true}}},
+			wantTS:  []view{{"", "", "1", true}}, wantGo: []view{{"", "", "1", true}}, wantPy: []view{{"", "", "1", true}}},
+
+		// Python before httpx-sse 0.4.2 also ends lines at VT, FF, FS, GS,
+		// RS, NEL, U+2028 and U+2029.
+		{name: "U+2028 inside data", give: "data: a\u2028data: b\n\n", wantRaw: []string{"data: a\u2028data: b\n\n"},
+			wantTS: []view{{"", "", "a\u2028data: b", true}}, wantGo: []view{{"", "", "a\u2028data: b", true}},
+			wantPy: []view{{"", "", "a\nb", true}}},
+		{name: "VT inside data", give: "data: a\vb\n\n", wantRaw: []string{"data: a\vb\n\n"},
+			wantTS: []view{{"", "", "a\vb", true}}, wantGo: []view{{"", "", "a\vb", true}}, wantPy: []view{{"", "", "a", true}}},
+		{name: "NEL before an id", give: "data: x\u0085id: 5\n\n", wantRaw: []string{"data: x\u0085id: 5\n\n"},
+			wantTS: []view{{"", "", "x\u0085id: 5", true}}, wantGo: []view{{"", "", "x\u0085id: 5", true}},
+			wantPy: []view{{"", "5", "x", true}}},
+		{name: "a Python blank line splits the event", give: "data: a\u2029\ndata: b\n\n",
+			wantRaw: []string{"data: a\u2029\ndata: b\n\n"},
+			wantTS:  []view{{"", "", "a\u2029\nb", true}}, wantGo: []view{{"", "", "a\nb", true}},
+			wantPy: []view{{"", "", "a", true}}, ambiguous: true},
+		{name: "FS, GS, RS form blank lines", give: "data: a\x1c\x1d\x1edata: b\n\n",
+			wantRaw: []string{"data: a\x1c\x1d\x1edata: b\n\n"},
+			wantTS:  []view{{"", "", "a\x1c\x1d\x1edata: b", true}}, wantGo: []view{{"", "", "a\x1c\x1d\x1edata: b", true}},
+			wantPy: []view{{"", "", "a", true}}, ambiguous: true},
+		{name: "a Python blank line with nothing pending", give: "\v\ndata: x\n\n", wantRaw: []string{"\v\ndata: x\n\n"},
+			wantTS: []view{{"", "", "x", true}}, wantGo: []view{none}, wantPy: []view{{"", "", "x", true}}},
+		{name: "a Python blank line ends the stream", give: "data: x\f\n", wantRaw: []string{"data: x\f\n"},
+			wantTS: []view{{"", "", "x\f", false}}, wantGo: []view{{"", "", "x", true}}, wantPy: []view{{"", "", "x", true}}},
+		{name: "Python keeps the last id", give: "id: 7\ndata: 1\n\ndata: 2\n\n\n",
+			wantRaw: []string{"id: 7\ndata: 1\n\n", "data: 2\n\n", "\n"},
+			wantTS:  []view{{"", "7", "1", true}, {"", "", "2", true}, none},
+			wantGo:  []view{{"", "7", "1", true}, {"", "", "2", true}, none},
+			wantPy:  []view{{"", "7", "1", true}, {"", "7", "2", true}, {"", "7", "", true}}},
+		{name: "retry alone dispatches for Python", give: "retry: 10\n\nretry: 1x\n\n",
+			wantRaw: []string{"retry: 10\n\n", "retry: 1x\n\n"},
+			wantTS:  []view{none, none}, wantGo: []view{none, none}, wantPy: []view{{"", "", "", true}, none}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,17 +153,65 @@ func TestFramer(t *testing.T) {
 				if string(e.Raw) != tt.wantRaw[i] {
 					t.Errorf("event %d raw %q, want %q", i, e.Raw, tt.wantRaw[i])
 				}
-				if got := (view{e.TS.Name, string(e.TS.Data), e.TS.Dispatched}); got != tt.wantTS[i] {
+				if got := viewOf(&e.TS); got != tt.wantTS[i] {
 					t.Errorf("event %d TS %+v, want %+v", i, got, tt.wantTS[i])
 				}
-				if got := (view{e.Go.Name, string(e.Go.Data), e.Go.Dispatched}); got != tt.wantGo[i] {
+				if got := viewOf(&e.Go); got != tt.wantGo[i] {
 					t.Errorf("event %d Go %+v, want %+v", i, got, tt.wantGo[i])
+				}
+				if got := viewOf(&e.Py); got != tt.wantPy[i] {
+					t.Errorf("event %d Py %+v, want %+v", i, got, tt.wantPy[i])
 				}
 				if e.Ambiguous != tt.ambiguous {
 					t.Errorf("event %d ambiguous %v", i, e.Ambiguous)
 				}
 			}
 		})
+	}
+}
+
+// Py.Message follows the Python client: an event named "message" (the
+// default) with data; an empty one is a priming event it skips.
+func TestPyMessage(t *testing.T) {
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{"data: {}\n\n", true},
+		{"event: message\ndata: {}\n\n", true},
+		{"event: ping\ndata: {}\n\n", false},
+		{"id: 1\ndata:\n\n", false},
+		{"retry: 5\n\n", false},
+		{"data: {}\n", false},
+	}
+	for _, tt := range tests {
+		evs, err := frame(t, 0, []byte(tt.give))
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("%q: %v %v", tt.give, evs, err)
+		}
+		if got := evs[0].Py.Message(); got != tt.want {
+			t.Errorf("%q: Py.Message() = %v, want %v", tt.give, got, tt.want)
+		}
+	}
+}
+
+// A Python line end split across chunks frames and reads as it does whole.
+func TestSeparatorSplitAcrossChunks(t *testing.T) {
+	stream := []byte("data: a\u2028b\n\ndata: c\u2029\ndata: d\n\n\xc3\xaf\xc2\xbb\xc2\xbfdata: e\u0085\r\n\r\n")
+	whole, err := frame(t, 0, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(stream); i++ {
+		for j := i; j < len(stream); j++ {
+			evs, err := frame(t, 0, stream[:i], stream[i:j], stream[j:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := describeAll(evs), describeAll(whole); got != want {
+				t.Fatalf("cut at %d, %d:\n%s\nwhole:\n%s", i, j, got, want)
+			}
+		}
 	}
 }
 
@@ -179,11 +273,12 @@ func TestIDLineAndAppendData(t *testing.T) {
 	}
 }
 
-// describe writes an event and its views as the golden files have them.
+// describe writes an event and its three views as the golden files have them.
 func describe(b *strings.Builder, i int, e *Event) {
 	fmt.Fprintf(b, "event %d raw=%s ambiguous=%v unterminated=%v\n", i, strconv.Quote(string(e.Raw)), e.Ambiguous, e.Unterminated)
 	fmt.Fprintf(b, "  ts dispatched=%v message=%v name=%q id=%q data=%q\n", e.TS.Dispatched, e.TS.Message(), e.TS.Name, e.TS.ID, e.TS.Data)
 	fmt.Fprintf(b, "  go dispatched=%v message=%v name=%q id=%q data=%q broken=%v\n", e.Go.Dispatched, e.Go.Message(), e.Go.Name, e.Go.ID, e.Go.Data, e.Go.Broken)
+	fmt.Fprintf(b, "  py dispatched=%v message=%v name=%q id=%q data=%q\n", e.Py.Dispatched, e.Py.Message(), e.Py.Name, e.Py.ID, e.Py.Data)
 }
 
 func describeAll(evs []Event) string {
@@ -195,7 +290,7 @@ func describeAll(evs []Event) string {
 }
 
 // TestGolden frames every testdata/streams/*.sse file and compares the
-// events and both views with its .golden file.
+// events and the three views with its .golden file.
 func TestGolden(t *testing.T) {
 	files, _ := filepath.Glob("testdata/streams/*.sse")
 	if len(files) == 0 {
@@ -226,7 +321,7 @@ func TestGolden(t *testing.T) {
 }
 
 // checkOracles frames stream in chunks cut at cuts (fresh Framer, a reused
-// one, and a byte at a time) and checks the framer against both SDK
+// one, and a byte at a time) and checks the framer against the three SDK
 // oracles and Ambiguous against its causes.
 func checkOracles(t *testing.T, stream []byte, cuts []int, reused *Framer) {
 	var chunks [][]byte
@@ -284,11 +379,43 @@ func checkOracles(t *testing.T, stream []byte, cuts []int, reused *Framer) {
 	}
 	mojiMatters := fmt.Sprint(tsWant) != fmt.Sprint(tsOracle(stream, false))
 
+	// Python: each event the oracle dispatches at an event's end is its Py
+	// view; one dispatched before an event's end makes the event
+	// Ambiguous, and its Py view the first of them.
+	py := pyOracle(stream)
+	inner := make([]bool, len(evs))
+	k, end := 0, 0
+	for i := range evs {
+		e := &evs[i]
+		end += len(e.Raw)
+		var in []pyEvent
+		for k < len(py) && py[k].End <= end {
+			in = append(in, py[k])
+			k++
+		}
+		inner[i] = len(in) > 1 || len(in) == 1 && in[0].End < end
+		if e.Py.Dispatched != (len(in) > 0) {
+			t.Fatalf("event %d %q: Py dispatched=%v, oracle %v", i, e.Raw, e.Py.Dispatched, in)
+		}
+		if len(in) == 0 {
+			continue
+		}
+		name := e.Py.Name
+		if name == "" {
+			name = "message"
+		}
+		got := pyEvent{oracleEvent{e.Py.ID, name, string(e.Py.Data)}, in[0].End, e.Py.Message()}
+		if got != in[0] {
+			t.Fatalf("event %d %q: Py %+v, oracle %+v", i, e.Raw, got, in[0])
+		}
+	}
+
 	// Ambiguous exactly when one of its causes is there.
 	for i, e := range evs {
-		if cause := hasBareCR(e.Raw) || i == 0 && mojiMatters; e.Ambiguous != cause {
-			t.Fatalf("event %d %q: ambiguous=%v; bare CR %v, mojibake BOM matters %v",
-				i, e.Raw, e.Ambiguous, hasBareCR(e.Raw), i == 0 && mojiMatters)
+		cause := hasBareCR(e.Raw) || inner[i] || i == 0 && mojiMatters
+		if e.Ambiguous != cause {
+			t.Fatalf("event %d %q: ambiguous=%v; bare CR %v, Python dispatch inside %v, mojibake BOM matters %v",
+				i, e.Raw, e.Ambiguous, hasBareCR(e.Raw), inner[i], i == 0 && mojiMatters)
 		}
 	}
 
