@@ -444,6 +444,12 @@ func paramString(params []byte, name string) (string, bool) {
 	return listfilter.String(paramMember(params, name))
 }
 
+// supersededDetail is the decision log's detail of a definition_changed
+// call whose baseline holds tooldef-v1 fingerprints only
+// (policy.ToolDefinition.Superseded): how to migrate.
+const supersededDetail = "the tool's baseline is a tooldef-v1 fingerprint, which never matches a " + toolpin.Version +
+	" one (the fingerprint now covers MCP Apps' _meta.ui): review the definition and pin it again (extauthz pin prints its " + toolpin.Version + " fingerprint)"
+
 // definition fills in.Definition for a tools/call when the policy pins tool
 // definitions, and el.ToolFingerprint with the observed fingerprint.
 func (d *Decider) definition(ctx context.Context, lp *LoadedPolicy, el *Decision, in *policy.Input) Reason {
@@ -484,6 +490,9 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input) Rea
 	case res.Cause == policy.CauseInvalidInput: // a target mcpparse should have refused
 		return ReasonInvalidParams
 	case res.Cause == policy.CauseDefinitionChanged:
+		if in.Definition != nil && in.Definition.Superseded {
+			el.Detail = supersededDetail
+		}
 		return ReasonDefinitionChanged
 	case res.Cause == policy.CauseToolNotListed:
 		return ReasonToolNotListed

@@ -86,7 +86,7 @@ func TestListObservedOnce(t *testing.T) {
 		t.Fatalf("first list: %d claims, %s", n, first)
 	}
 	firstTools := loggedTools()
-	if !strings.Contains(firstTools, "delete_repo") || !strings.Contains(firstTools, "tooldef-v1:sha256:") {
+	if !strings.Contains(firstTools, "delete_repo") || !strings.Contains(firstTools, toolpin.Version+":sha256:") {
 		t.Fatalf("first list logged tools %s", firstTools)
 	}
 	if again, n := list("s1", toolsBody); again != first || n != 0 {

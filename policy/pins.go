@@ -66,11 +66,16 @@ type ToolDefinition struct {
 	// Changed: the observed fingerprint is not in the tool's baseline, or
 	// two different fingerprints were observed.
 	Changed bool
-	// Fingerprint is the observed fingerprint ("tooldef-v1:sha256:…"), for
+	// Fingerprint is the observed fingerprint ("tooldef-v2:sha256:…"), for
 	// the log and for approvals; "" when not listed.
 	Fingerprint string
 	// Hints are the observed definition's declared annotations.
 	Hints Hints
+	// Superseded: Changed, and the baseline holds fingerprints of an
+	// earlier version of the fingerprint only (tooldef-v1), which never
+	// match an observed one: the tool stays changed until it is pinned
+	// again. It decides nothing; it says why, for the denial's log line.
+	Superseded bool
 }
 
 // annotationNames are the hints in the order of annotationValues.
@@ -243,7 +248,7 @@ func (c *compiler) compilePins(n *yaml.Node) {
 		return
 	}
 	if n.Kind != yaml.MappingNode {
-		c.addf(n, "", "pins must be a mapping of server ids to tools to lists of tooldef-v1:sha256:… fingerprints")
+		c.addf(n, "", "pins must be a mapping of server ids to tools to lists of %s:sha256:… fingerprints", fingerprintVersion)
 		return
 	}
 	c.p.pins = map[string]map[string][]string{}
@@ -265,7 +270,7 @@ func (c *compiler) compilePins(n *yaml.Node) {
 					continue
 				}
 				if !validFingerprint(s) {
-					c.addf(item, "", "pins.%s.%s: %q is not a tooldef-v1:sha256:<64 lowercase hex> fingerprint (extauthz pin prints them)", sv.key, tv.key, s)
+					c.addf(item, "", "pins.%s.%s: %q is not a %s:sha256:<64 lowercase hex> fingerprint (extauthz pin prints them)", sv.key, tv.key, s, fingerprintVersion)
 					continue
 				}
 				fps = append(fps, s)
@@ -276,14 +281,30 @@ func (c *compiler) compilePins(n *yaml.Node) {
 	}
 }
 
-// validFingerprint reports whether s is "tooldef-v1:sha256:" and 64
-// lowercase hex digits (internal/toolpin.Valid; policy stays free of it).
+// fingerprintVersion is internal/toolpin.Version, the tag of the
+// fingerprints the response seam observes; fingerprintVersions are every
+// tag a pin may carry: this one and the earlier ones (toolpin.Superseded),
+// which compile so that a policy written before tooldef-v2 still loads,
+// and never match (no observed fingerprint carries their tag): such a tool
+// reads as changed until it is pinned again.
+const fingerprintVersion = "tooldef-v2"
+
+var fingerprintVersions = []string{"tooldef-v1", fingerprintVersion}
+
+// validFingerprint reports whether s is one of fingerprintVersions,
+// ":sha256:" and 64 lowercase hex digits (internal/toolpin.Valid and
+// Superseded; policy stays free of toolpin).
 func validFingerprint(s string) bool {
-	const prefix = "tooldef-v1:sha256:"
-	if len(s) != len(prefix)+64 || !strings.HasPrefix(s, prefix) {
+	n := -1
+	for _, v := range fingerprintVersions {
+		if strings.HasPrefix(s, v+":sha256:") {
+			n = len(v + ":sha256:")
+		}
+	}
+	if n < 0 || len(s) != n+64 {
 		return false
 	}
-	for _, c := range []byte(s[len(prefix):]) {
+	for _, c := range []byte(s[n:]) {
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
 			return false
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-const fpA = "tooldef-v1:sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+const fpA = "tooldef-v2:sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 // TestPinPrecedence: deny > pin > ask > allow > default, for a tool whose
 // definition changed, one never listed, and one unchanged.
@@ -137,14 +137,15 @@ allow:
 
 func TestPinCompileErrors(t *testing.T) {
 	for src, want := range map[string]string{
-		"default: deny\npin_mode: sometimes\n":                                                           "pin_mode must be off, tofu or strict",
-		"default: deny\npins: {payments: {search: [sha256:abc]}}\n":                                      "is not a tooldef-v1:sha256",
-		"default: deny\npins: {payments: {search: []}}\n":                                                "must be a non-empty list",
-		"default: deny\npins: [x]\n":                                                                     "pins must be a mapping",
-		"default: deny\ntrusted_servers: [a, a]\n":                                                       "listed twice",
-		"default: deny\nallow: [{match: x, annotations: {ro: true}}]\n":                                  `unknown key "ro"`,
-		"default: deny\nallow: [{match: x, annotations: {readOnlyHint: yes}}]\n":                         "must be true or false",
-		"default: deny\nallow: [{match: \"resource:s/file:///x\", annotations: {readOnlyHint: true}}]\n": "annotations apply to tool rules only",
+		"default: deny\npin_mode: sometimes\n":                                                                   "pin_mode must be off, tofu or strict",
+		"default: deny\npins: {payments: {search: [sha256:abc]}}\n":                                              "is not a tooldef-v2:sha256",
+		"default: deny\npin_mode: strict\npins: {p: {s: [tooldef-v3:sha256:" + strings.Repeat("0", 64) + "]}}\n": "is not a tooldef-v2:sha256",
+		"default: deny\npins: {payments: {search: []}}\n":                                                        "must be a non-empty list",
+		"default: deny\npins: [x]\n":                                                                             "pins must be a mapping",
+		"default: deny\ntrusted_servers: [a, a]\n":                                                               "listed twice",
+		"default: deny\nallow: [{match: x, annotations: {ro: true}}]\n":                                          `unknown key "ro"`,
+		"default: deny\nallow: [{match: x, annotations: {readOnlyHint: yes}}]\n":                                 "must be true or false",
+		"default: deny\nallow: [{match: \"resource:s/file:///x\", annotations: {readOnlyHint: true}}]\n":         "annotations apply to tool rules only",
 	} {
 		_, err := Compile("p.yaml", []byte(src))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -158,7 +159,8 @@ func TestPinCompileErrors(t *testing.T) {
 // at their place, instead of ignoring them; with tofu or strict they
 // compile, wherever pin_mode stands in the file.
 func TestPinningNeedsPinMode(t *testing.T) {
-	const fp = "tooldef-v1:sha256:0000000000000000000000000000000000000000000000000000000000000000"
+	const fp = "tooldef-v2:sha256:0000000000000000000000000000000000000000000000000000000000000000"
+	const fpV1 = "tooldef-v1:sha256:0000000000000000000000000000000000000000000000000000000000000000"
 	const (
 		pinsMsg        = "pins need pin_mode: tofu or strict (with pinning off no tool definition is checked against them)"
 		trustedMsg     = "trusted_servers need pin_mode: tofu or strict: with pinning off every annotation is its conservative value"
@@ -186,6 +188,7 @@ func TestPinningNeedsPinMode(t *testing.T) {
 		{name: "empty pins and trusted_servers", give: "default: deny\npins: {}\ntrusted_servers: []\n"},
 		{name: "null pins", give: "default: deny\npins:\n"},
 		{name: "CEL without annotations", give: "default: deny\nallow:\n  - {id: a, match: \"*/*\", when: \"args.x == 1\"}\n"},
+		{name: "tooldef-v1 pins compile (they never match: the tool reads as changed)", give: "default: deny\npin_mode: strict\npins: {payments: {search: [" + fpV1 + ", " + fp + "]}}\n"},
 		{name: "pins, tofu after them", give: "default: deny\npins: {payments: {search: [" + fp + "]}}\npin_mode: tofu\n"},
 		{name: "everything, strict", give: "default: deny\npin_mode: strict\ntrusted_servers: [docs]\npins: {docs: {search: [" + fp + "]}}\nallow:\n  - {id: ro, match: \"*/*\", annotations: {readOnlyHint: true}, when: \"annotations.idempotentHint\"}\n"},
 	}

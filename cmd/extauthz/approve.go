@@ -52,7 +52,7 @@ func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	aud := fs.String("audience", "", "aud: the MCP server's resource URI the request was sent to (default: the --config first audience)")
 	sub := fs.String("sub", "", "the principal (token sub) the request is approved for (required)")
 	digest := fs.String("digest", "", "the request digest (sha256:…); otherwise read from the input")
-	tooldef := fs.String("tooldef", "", "for a definition_changed ask: the fingerprint of the tool's observed definition (tooldef-v1:sha256:…, the denial's data.tool_fingerprint), put in the tooldef claim; otherwise read from the input")
+	tooldef := fs.String("tooldef", "", "for a definition_changed ask: the fingerprint of the tool's observed definition (tooldef-v2:sha256:…, the denial's data.tool_fingerprint), put in the tooldef claim; otherwise read from the input")
 	approver := fs.String("approver", "", "who approves (the approver claim; default $USER)")
 	ttl := fs.Duration("ttl", 10*time.Minute, "lifetime of the approval (serve refuses more than its --approval-max-lifetime)")
 	tokenIssuer := fs.String("token-issuer", "", "for a captured request: the iss of the requester's token (default: the --config issuer)")

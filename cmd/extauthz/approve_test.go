@@ -19,8 +19,8 @@ import (
 )
 
 const (
-	fpPinned   = "tooldef-v1:sha256:1111111111111111111111111111111111111111111111111111111111111111"
-	fpObserved = "tooldef-v1:sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	fpPinned   = "tooldef-v2:sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	fpObserved = "tooldef-v2:sha256:2222222222222222222222222222222222222222222222222222222222222222"
 )
 
 // observed is the response seam's observations for the test: every tool
@@ -139,7 +139,7 @@ func TestApproveDefinitionChanged(t *testing.T) {
 		want string
 	}{
 		{"--tooldef the denial does not name", []string{"--tooldef", fpPinned, denial}, "approve: --tooldef " + fpPinned + " is not the definition the denial names (" + fpObserved + ")"},
-		{"--tooldef no fingerprint", []string{"--digest", ask.RequestDigest, "--tooldef", "sha256:abc"}, `approve: tooldef "sha256:abc": want tooldef-v1:sha256:<64 lowercase hex digits>`},
+		{"--tooldef no fingerprint", []string{"--digest", ask.RequestDigest, "--tooldef", "sha256:abc"}, `approve: tooldef "sha256:abc": want tooldef-v2:sha256:<64 lowercase hex digits>`},
 		{"check output whose body names another digest", []string{write("mixed.json", strings.Replace(string(checkOut), ask.RequestDigest, "sha256:"+strings.Repeat("0", 64), 1))}, "differ: not one check's output"},
 	}
 	for _, tt := range refused {

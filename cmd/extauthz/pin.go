@@ -19,8 +19,10 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
-// runPin prints the fingerprints of the tools in captured tools/list
-// responses as a policy `pins:` block to paste (issue 18). Each FILE (or -
+// runPin prints the fingerprints (toolpin.Version: tooldef-v2) of the
+// tools in captured tools/list responses as a policy `pins:` block to paste
+// (issue 18; this is how pins of tooldef-v1, which never match since
+// issue 26, are renewed). Each FILE (or -
 // for stdin) holds one JSON-RPC response (application/json), a batch of
 // them, or a text/event-stream body whose events carry them; every response
 // whose result has a tools array counts. A tool listed twice with two
@@ -200,7 +202,10 @@ const maxPinLogErrors = 10
 // cannot be pinned by content: it becomes a comment, on stderr too, and the
 // other tools are printed, as the response mode does with such a
 // definition. A list line whose tools were cut at the line's budget
-// (tools_omitted) is reported on stderr and in a comment.
+// (tools_omitted) is reported on stderr and in a comment. Entries of a
+// superseded fingerprint version (tooldef-v1, logged before tooldef-v2)
+// are left out, with a comment per line saying how to pin those tools
+// again: such a pin would never match.
 // Exit 1: a malformed line (each named by line number, up to ten), a tools
 // entry that is not a name and a fingerprint, or nothing that can be
 // pinned. Exit 2: the file cannot be read.
@@ -220,7 +225,7 @@ func pinDecisionLog(name, server string, stdout, stderr io.Writer) error {
 	servers := map[string]pinSet{}
 	notes := map[string][]string{}
 	var problems []string
-	lists, unpinned, raw := 0, 0, 0
+	var c pinLogCounts
 	r := bufio.NewReader(in)
 	for n := 1; ; n++ {
 		line, err := r.ReadBytes('\n')
@@ -228,7 +233,7 @@ func pinDecisionLog(name, server string, stdout, stderr io.Writer) error {
 			return &exitError{code: 2, err: fmt.Errorf("pin: %s: %w", name, err)}
 		}
 		if t := bytes.TrimSpace(line); len(t) > 0 {
-			if perr := pinLogLine(t, n, server, servers, notes, &lists, &unpinned, &raw); perr != "" {
+			if perr := pinLogLine(t, n, server, servers, notes, &c); perr != "" {
 				problems = append(problems, fmt.Sprintf("%s:%d: %s", name, n, perr))
 				if len(problems) == maxPinLogErrors {
 					problems = append(problems, "(more not shown)")
@@ -247,21 +252,28 @@ func pinDecisionLog(name, server string, stdout, stderr io.Writer) error {
 	for _, set := range servers {
 		pinned += len(set)
 	}
-	if pinned == 0 && raw > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("pin: %s: no tool definition can be pinned (%s not strict JSON)", name, plural(raw, "tool"))}
+	if pinned == 0 && c.raw+c.superseded > 0 {
+		var why []string
+		if c.raw > 0 {
+			why = append(why, plural(c.raw, "tool")+" not strict JSON")
+		}
+		if c.superseded > 0 {
+			why = append(why, plural(c.superseded, "tool")+" of a superseded fingerprint version, logged before "+toolpin.Version+": pin from a log of this version or a captured tools/list answer")
+		}
+		return &exitError{code: 1, err: fmt.Errorf("pin: %s: no tool definition can be pinned (%s)", name, strings.Join(why, "; "))}
 	}
 	if len(servers) == 0 {
 		what := "no tools/list line"
-		if lists > 0 {
-			what = plural(lists, "tools/list line") + " but no fingerprint (pinning was off: pin_mode off)"
+		if c.lists > 0 {
+			what = plural(c.lists, "tools/list line") + " but no fingerprint (pinning was off: pin_mode off)"
 		}
 		if server != "" {
 			what += " of server " + strconv.Quote(server)
 		}
 		return &exitError{code: 1, err: fmt.Errorf("pin: %s: %s", name, what)}
 	}
-	if unpinned > 0 {
-		fmt.Fprintf(stderr, "pin: %s: %s without fingerprints (pinning was off for them)\n", name, plural(unpinned, "tools/list line"))
+	if c.unpinned > 0 {
+		fmt.Fprintf(stderr, "pin: %s: %s without fingerprints (pinning was off for them)\n", name, plural(c.unpinned, "tools/list line"))
 	}
 	for _, s := range slices.Sorted(maps.Keys(notes)) {
 		for _, n := range notes[s] {
@@ -272,9 +284,15 @@ func pinDecisionLog(name, server string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// pinLogCounts are what pinDecisionLog counts of a log's lines: tools/list
+// lines (of the server asked for), those without fingerprints, and tool
+// entries that cannot be pinned (raw; superseded: of an earlier
+// fingerprint version).
+type pinLogCounts struct{ lists, unpinned, raw, superseded int }
+
 // pinLogLine reads one line of a decision log into servers (and notes);
 // it returns what is wrong with the line, "" when nothing is.
-func pinLogLine(line []byte, n int, only string, servers map[string]pinSet, notes map[string][]string, lists, unpinned, raw *int) string {
+func pinLogLine(line []byte, n int, only string, servers map[string]pinSet, notes map[string][]string, c *pinLogCounts) string {
 	if !utf8.Valid(line) {
 		return "not UTF-8"
 	}
@@ -303,9 +321,9 @@ func pinLogLine(line []byte, n int, only string, servers map[string]pinSet, note
 	if only != "" && *l.Server != only {
 		return ""
 	}
-	*lists++
+	c.lists++
 	if l.Tools == nil && l.ToolsOmitted == 0 {
-		*unpinned++
+		c.unpinned++
 		return ""
 	}
 	var tools []struct {
@@ -323,20 +341,30 @@ func pinLogLine(line []byte, n int, only string, servers map[string]pinSet, note
 		set = pinSet{}
 		servers[*l.Server] = set
 	}
+	old := 0
 	for i, t := range tools {
 		switch {
 		case t.Name == nil || *t.Name == "":
 			return fmt.Sprintf("tools[%d] has no name", i)
+		case toolpin.Superseded(t.Fingerprint):
+			// Logged by a processor before tooldef-v2: a pin of it would
+			// never match what is observed now.
+			old++
+			continue
 		case !toolpin.Valid(t.Fingerprint):
 			return fmt.Sprintf("tools[%d] (%s): %q is not a %s fingerprint", i, *t.Name, t.Fingerprint, toolpin.Version)
 		case t.Raw:
 			// The processor fingerprinted its bytes: a pin of that would
 			// hold only while the upstream sends them byte for byte.
-			*raw++
+			c.raw++
 			notes[*l.Server] = append(notes[*l.Server], fmt.Sprintf("%s: %s (line %d; capture the tools/list answer and run extauthz pin on it to see why)", yamlKey(*t.Name), rawNote, n))
 			continue
 		}
 		set.add(*t.Name, t.Fingerprint, strconv.Itoa(n))
+	}
+	if old > 0 {
+		c.superseded += old
+		notes[*l.Server] = append(notes[*l.Server], fmt.Sprintf("line %d: %s of an earlier fingerprint version (tooldef-v1, logged before %s) left out: such pins never match; pin those tools from a tools/list this version logged, or capture the answer and run extauthz pin on it", n, plural(old, "tool"), toolpin.Version))
 	}
 	if l.ToolsOmitted > 0 {
 		notes[*l.Server] = append(notes[*l.Server], fmt.Sprintf("line %d: %d more tools of that list were not logged (over the line's budget): capture the tools/list answer and run extauthz pin on it", n, l.ToolsOmitted))

@@ -169,11 +169,12 @@ func runStdin(t *testing.T, in string, args ...string) (int, string, string) {
 // which exit status and message; a list whose tools were cut at the line's
 // budget is printed with a note.
 func TestPinDecisionLogRefuses(t *testing.T) {
-	const fp = "tooldef-v1:sha256:0f01237a4d5f227afb96ea1a2a0e42ea41e98effc456b804579bedbed4cdcbf9"
+	const fp = "tooldef-v2:sha256:0f01237a4d5f227afb96ea1a2a0e42ea41e98effc456b804579bedbed4cdcbf9"
 	list := func(tools string) string {
 		return `{"msg":"list filtered","kind":"list_filter","method":"tools/list","server":"payments","list":"tools","result":"ok"` + tools + "}\n"
 	}
 	ok := list(`,"tools":[{"name":"read_file","fingerprint":"` + fp + `"}]`)
+	v1 := "tooldef-v1" + fp[len("tooldef-v2"):] // logged before tooldef-v2
 	for _, tt := range []struct {
 		name string
 		give string
@@ -189,7 +190,8 @@ func TestPinDecisionLogRefuses(t *testing.T) {
 		{"duplicate members in a tool", list(`,"tools":[{"name":"a","name":"b","fingerprint":"` + fp + `"}]`), 1, "f.jsonl:1: not a strict JSON line: mcpparse: duplicate_key"},
 		{"a duplicate on a line of another kind", `{"kind":"receipt","kind":"list_filter"}` + "\n" + ok, 1, "f.jsonl:1: not a strict JSON line: mcpparse: duplicate_key"},
 		{"invalid UTF-8", "{\"kind\":\"\xff\"}\n", 1, "f.jsonl:1: not UTF-8"},
-		{"not a fingerprint", list(`,"tools":[{"name":"a","fingerprint":"sha256:00"}]`), 1, `tools[0] (a): "sha256:00" is not a tooldef-v1 fingerprint`},
+		{"not a fingerprint", list(`,"tools":[{"name":"a","fingerprint":"sha256:00"}]`), 1, `tools[0] (a): "sha256:00" is not a tooldef-v2 fingerprint`},
+		{"only tooldef-v1 entries", list(`,"tools":[{"name":"read_file","fingerprint":"` + v1 + `"}]`), 1, "no tool definition can be pinned (1 tool of a superseded fingerprint version, logged before tooldef-v2"},
 		{"no name", list(`,"tools":[{"fingerprint":"` + fp + `"}]`), 1, "tools[0] has no name"},
 		{"tools not a list", list(`,"tools":{"a":"b"}`), 1, "tools is not a list"},
 		{"only tools pinned by raw bytes", list(`,"tools":[{"name":"a","fingerprint":"` + fp + `","raw":true}]`), 1, "no tool definition can be pinned (1 tool not strict JSON)"},
@@ -232,6 +234,19 @@ func TestPinDecisionLogRefuses(t *testing.T) {
 		t.Errorf("cut list: exit %d %s\n%s", code, errs, out)
 	}
 
+	// A log spanning the upgrade: the tooldef-v1 entries are left out, with
+	// a comment; the tooldef-v2 ones are printed.
+	mixed := list(`,"tools":[{"name":"read_file","fingerprint":"`+v1+`"},{"name":"search","fingerprint":"`+v1+`"}]`) + ok
+	file = filepath.Join(t.TempDir(), "mixed.jsonl")
+	if err := os.WriteFile(file, []byte(mixed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runOut(t, "pin", "--decision-log", file)
+	if code != 0 || !strings.Contains(out, "    # line 1: 2 tools of an earlier fingerprint version (tooldef-v1, logged before tooldef-v2) left out: such pins never match") ||
+		!strings.Contains(errs, "tooldef-v1, logged before tooldef-v2") || !strings.Contains(out, "    read_file: ["+fp+"]\n") || strings.Contains(out, v1) || strings.Contains(out, "search:") {
+		t.Errorf("a log of tooldef-v1 and tooldef-v2 lines: exit %d %s\n%s", code, errs, out)
+	}
+
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -252,7 +267,7 @@ func TestPinDecisionLogRefuses(t *testing.T) {
 // and the other tools are printed: exit 0, and the block compiles with
 // their pins only.
 func TestPinNotStrictJSON(t *testing.T) {
-	const fp = "tooldef-v1:sha256:0f01237a4d5f227afb96ea1a2a0e42ea41e98effc456b804579bedbed4cdcbf9"
+	const fp = "tooldef-v2:sha256:0f01237a4d5f227afb96ea1a2a0e42ea41e98effc456b804579bedbed4cdcbf9"
 	dir := t.TempDir()
 	search := `{"name":"search","inputSchema":{"type":"object"}}`
 	searchFP, _, err := toolpin.Fingerprint([]byte(search))

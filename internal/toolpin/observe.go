@@ -33,15 +33,22 @@ const (
 
 // Observations keeps what tools/list answers showed, per MCP server and
 // tool, in a state store shared by every replica (memory for one replica,
-// Redis for several), under three keys of the tool
-// ("tooldef:"/"tooldef-div:"/"tooldef-base:" + length-prefixed server and
-// tool, so no pair names another's key): the first fingerprint observed
-// within TTL and the tool's declared hints; another fingerprint observed
-// within TTL (the tool is then divergent); and, for pin_mode tofu, the first
-// fingerprint ever observed within BaselineTTL, marked new when the tool
-// first appeared more than BaselineWindow after the server's first list
-// ("tooldef-srv:" + server): a tool added or renamed later is not trusted on
-// first use. Errors wrap state.ErrUnavailable: callers fail closed.
+// Redis for several), under keys of the tool (a kind, then the
+// length-prefixed scope and the tool, so no pair names another's key): the
+// first fingerprint observed within TTL and the tool's declared hints
+// (kindObserved); another fingerprint observed within TTL (kindDivergent:
+// the tool is then divergent; kindMany marks a third); and, for pin_mode
+// tofu, the first fingerprint ever observed within BaselineTTL
+// (kindBaseline), marked new when the tool first appeared more than
+// BaselineWindow after the server's first list ("tooldef-srv:" + server): a
+// tool added or renamed later is not trusted on first use.
+//
+// The observation kinds are named by the fingerprint Version, so what a
+// replica of an earlier version observed is neither read nor overwritten
+// (it expires within TTL); the baseline's kind is every version's, so a
+// baseline an earlier version stored is read, never matches (Superseded),
+// and the tool stays changed until pinned again: the upgrade trusts
+// nothing anew. Errors wrap state.ErrUnavailable: callers fail closed.
 type Observations struct {
 	// Recent, when set, remembers what this process recorded lately, so a
 	// list repeated with the same definitions costs no store round trip
@@ -59,9 +66,17 @@ func toolKey(kind, scope, tool string) string {
 	return kind + ":" + strconv.Itoa(len(scope)) + ":" + scope + ":" + tool
 }
 
+// The kinds of toolKey.
+const (
+	kindObserved  = Version           // the first fingerprint observed within TTL, and its hints
+	kindDivergent = Version + "-div"  // a second one observed within TTL
+	kindMany      = Version + "-many" // a third one
+	kindBaseline  = "tooldef-base"    // tofu's baseline, of any version
+)
+
 // lookupKinds are the kinds of toolKey Lookup reads, in its order; the
 // last only for a trust-on-first-use tool without pins.
-var lookupKinds = [4]string{"tooldef", "tooldef-div", "tooldef-many", "tooldef-base"}
+var lookupKinds = [4]string{kindObserved, kindDivergent, kindMany, kindBaseline}
 
 // lookup is Lookup's working memory, one allocation: the keys it reads and
 // the definition it returns.
@@ -70,24 +85,19 @@ type lookup struct {
 	def policy.ToolDefinition
 }
 
-// keys returns toolKey(kind, Scope(p, server, session), tool) of the first
-// three lookupKinds, and of the fourth with base, as substrings of one
-// string built once (the same bytes as toolKey's: replicas share the keys)
-// and kept in lookupKeys for the next request of the scope and tool.
-func (lk *lookup) keys(p *policy.Policy, server, session, tool string, base bool) []string {
+// keys returns toolKey(kind, scope, tool) of the first three lookupKinds,
+// and of the fourth with base, as substrings of one string built once (the
+// same bytes as toolKey's: replicas share the keys) and kept in lookupKeys
+// for the next request of the scope and tool. The scope is server, or with
+// hx (a SessionHash) ScopeOfHash's server + " session:" + hx.
+func (lk *lookup) keys(server string, hx *[32]byte, tool string, base bool) []string {
 	n := 3
 	if base {
 		n = 4
 	}
 	id := keysID{server: server, tool: tool}
-	if p != nil && p.PinScope() == policy.PinScopeSession && session != "" {
-		// Scope's form: server + " session:" + hex of the first 16 bytes
-		// of the session id's SHA-256.
-		var ok bool
-		if id.hex, ok = revSessionHex[session]; !ok {
-			id.hex = sessionHex(session)
-		}
-		id.scoped = true
+	if hx != nil {
+		id.hex, id.scoped = *hx, true
 	}
 	if k, ok := lookupKeys.get(&id); ok {
 		lk.k = k
@@ -229,6 +239,58 @@ func sessionHex(session string) (hx [32]byte) {
 	sum := sha256.Sum256([]byte(session))
 	hex.Encode(hx[:], sum[:16])
 	return hx
+}
+
+// SessionHash names a session (Session's answer) as a Scope does and as
+// the response seam knows it (Check's dynamic metadata member "session"):
+// the hex of the first 16 bytes of its SHA-256, 32 lowercase hex digits;
+// "" for no session. Never the session id itself.
+func SessionHash(session string) string {
+	if session == "" {
+		return ""
+	}
+	hx, ok := revSessionHex[session]
+	if !ok {
+		hx = sessionHex(session)
+	}
+	return string(hx[:])
+}
+
+// ScopeOfHash is Scope of a session known by its SessionHash only (hash ""
+// for none): ScopeOfHash(p, server, SessionHash(s)) == Scope(p, server, s).
+// It does not check hash's form; LookupScope refuses a scope whose hash is
+// not SessionHash's, so a malformed one decides no item as some other
+// scope would.
+func ScopeOfHash(p *policy.Policy, server, hash string) string {
+	if p == nil || p.PinScope() != policy.PinScopeSession || hash == "" {
+		return server
+	}
+	return server + sessionScope + hash
+}
+
+// scopeHash returns the session hash of scope, a Scope of server: nil for
+// server itself; ok is false for any string Scope and ScopeOfHash do not
+// build for server (server + " session:" + 32 lowercase hex).
+func scopeHash(server, scope string) (hx *[32]byte, ok bool) {
+	if scope == server {
+		return nil, true
+	}
+	if !strings.HasPrefix(scope, server) || !strings.HasPrefix(scope[len(server):], sessionScope) {
+		return nil, false
+	}
+	rest := scope[len(server)+len(sessionScope):]
+	if len(rest) != len(hx) {
+		return nil, false
+	}
+	hx = new([32]byte)
+	for i := range len(rest) {
+		c := rest[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return nil, false
+		}
+		hx[i] = c
+	}
+	return hx, true
 }
 
 // legacySession is the sessionId / sessionid query parameter of path.
@@ -392,7 +454,7 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) (
 		return fmt.Errorf("%w: toolpin: observe %q: not a fingerprinted tool", state.ErrUnavailable, d.Name)
 	}
 	val := d.Fingerprint + " " + encodeHints(d.Hints)
-	claimed, prev, err := o.Store.Claim(ctx, toolKey("tooldef", server, d.Name), val, o.ttl())
+	claimed, prev, err := o.Store.Claim(ctx, toolKey(kindObserved, server, d.Name), val, o.ttl())
 	if err != nil {
 		return err
 	}
@@ -400,12 +462,12 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) (
 		// A second definition within TTL; a third one, which the first
 		// claim of each key cannot hold, marks the tool ambiguous
 		// (tooldef-many): no approval can name what it runs then.
-		divClaimed, divPrev, err := o.Store.Claim(ctx, toolKey("tooldef-div", server, d.Name), d.Fingerprint, o.ttl())
+		divClaimed, divPrev, err := o.Store.Claim(ctx, toolKey(kindDivergent, server, d.Name), d.Fingerprint, o.ttl())
 		if err != nil {
 			return err
 		}
 		if !divClaimed && divPrev != d.Fingerprint {
-			if _, _, err := o.Store.Claim(ctx, toolKey("tooldef-many", server, d.Name), d.Fingerprint, o.ttl()); err != nil {
+			if _, _, err := o.Store.Claim(ctx, toolKey(kindMany, server, d.Name), d.Fingerprint, o.ttl()); err != nil {
 				return err
 			}
 		}
@@ -429,14 +491,14 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) (
 	if ms, perr := strconv.ParseInt(first, 10, 64); perr == nil && t.Sub(time.UnixMilli(ms)) > window {
 		base = "new " + base // appeared after the server's first list
 	}
-	_, _, err = o.Store.Claim(ctx, toolKey("tooldef-base", server, d.Name), base, baseTTL)
+	_, _, err = o.Store.Claim(ctx, toolKey(kindBaseline, server, d.Name), base, baseTTL)
 	return err
 }
 
 // AmbiguousFingerprint is Lookup's Fingerprint for a tool listed with more
 // than two definitions within TTL, or with two outside its baseline: not a
 // fingerprint (Valid is false), so no approval can name it.
-const AmbiguousFingerprint = "tooldef-v1:ambiguous"
+const AmbiguousFingerprint = Version + ":ambiguous"
 
 // Lookup returns what a tools/call of server's tool is decided with under
 // p's pinning (policy.Input.Definition): nil when pin_mode is off; Listed
@@ -449,19 +511,51 @@ const AmbiguousFingerprint = "tooldef-v1:ambiguous"
 // approval must name: the one outside the baseline (the second observed
 // when the first is the baseline), AmbiguousFingerprint when two are
 // outside it or three were observed. With two definitions observed, Hints
-// are absent (neither's declared values apply).
+// are absent (neither's declared values apply). Superseded: changed, and
+// the baseline holds fingerprints of an earlier Version only (pins or a
+// stored baseline from before tooldef-v2), which never match.
 // It reads the store once (state.Reader.GetMany of the tool's keys): one
 // round trip per pinned tools/call.
 func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, session, tool string) (*policy.ToolDefinition, error) {
-	mode := p.PinMode()
-	if mode == policy.PinOff {
+	if p.PinMode() == policy.PinOff {
 		return nil, nil
 	}
+	var hx *[32]byte
+	if p.PinScope() == policy.PinScopeSession && session != "" {
+		// Scope's form: server + " session:" + SessionHash(session).
+		h, ok := revSessionHex[session]
+		if !ok {
+			h = sessionHex(session)
+		}
+		hx = &h
+	}
+	return o.lookup(ctx, p, server, hx, tool)
+}
+
+// LookupScope is Lookup in scope, the Scope (or ScopeOfHash) of
+// server that Observe was given, as the response seam knows it: what a
+// tools/call of server's tool in that scope is decided with. Errors:
+// Lookup's, and a scope that is neither server nor server + " session:" +
+// a SessionHash (never read as another scope).
+func (o Observations) LookupScope(ctx context.Context, p *policy.Policy, server, scope, tool string) (*policy.ToolDefinition, error) {
+	if p.PinMode() == policy.PinOff {
+		return nil, nil
+	}
+	hx, ok := scopeHash(server, scope)
+	if !ok {
+		return nil, fmt.Errorf("toolpin: %q is not a pin scope of server %q", scope, server)
+	}
+	return o.lookup(ctx, p, server, hx, tool)
+}
+
+// lookup is Lookup in the scope of server and hx (nil: server's own).
+func (o Observations) lookup(ctx context.Context, p *policy.Policy, server string, hx *[32]byte, tool string) (*policy.ToolDefinition, error) {
+	mode := p.PinMode()
 	baseline := p.Pins(server, tool)
 	// One allocation holds the key slice and the answer; the keys come
 	// from lookupKeys, or are built in one string.
 	lk := new(lookup)
-	keys := lk.keys(p, server, session, tool, len(baseline) == 0 && mode == policy.PinTOFU)
+	keys := lk.keys(server, hx, tool, len(baseline) == 0 && mode == policy.PinTOFU)
 	// One round trip for every key the decision needs.
 	vals, found, err := o.Store.GetMany(ctx, keys...)
 	if err != nil {
@@ -502,7 +596,19 @@ func (o Observations) Lookup(ctx context.Context, p *policy.Policy, server, sess
 			def.Changed, def.Fingerprint = true, AmbiguousFingerprint
 		}
 	}
+	def.Superseded = def.Changed && supersededOnly(baseline)
 	return def, nil
+}
+
+// supersededOnly reports whether baseline holds fingerprints and all of
+// them are of an earlier Version.
+func supersededOnly(baseline []string) bool {
+	for _, fp := range baseline {
+		if !Superseded(fp) {
+			return false
+		}
+	}
+	return len(baseline) > 0
 }
 
 // Recent is a bounded, process-local memory of observations Observe

@@ -61,6 +61,12 @@ func TestRugPullTable(t *testing.T) {
 	})
 	flipped := edit(func(m map[string]any) { m["annotations"].(map[string]any)["destructiveHint"] = false })
 	renamed := edit(func(m map[string]any) { m["name"] = "refund_v2" })
+	// MCP Apps (issue 26): what a host renders, and whether the model sees
+	// the tool, are part of the definition.
+	uiSwapped := editApp(func(_, ui map[string]any) { ui["resourceUri"] = "ui://payments/evil.html" })
+	madeVisible := editApp(func(_, ui map[string]any) { ui["visibility"] = []any{"model", "app"} })
+	flatSwapped := editApp(func(meta, _ map[string]any) { meta["ui/resourceUri"] = "ui://payments/evil.html" })
+	otherMeta := editApp(func(meta, _ map[string]any) { meta["progressToken"] = 99 })
 	added := edit(func(m map[string]any) { m["name"] = "refund_all" })
 	policySrc := `default: deny
 pin_mode: tofu
@@ -85,6 +91,10 @@ allow:
 		{"tools of the first list's pages", [][]string{{orig}, {added}}, "refund_all", policy.Allow, policy.CauseRule, true},
 		{"tool added, never listed", [][]string{{orig}}, "refund_all", policy.Deny, policy.CauseToolNotListed, false},
 		{"seen with two definitions, then the first again", [][]string{{orig}, {changedDesc}, {orig}}, "refund", policy.Ask, policy.CauseDefinitionChanged, true},
+		{"MCP Apps: UI resource swapped", [][]string{{appBase}, {uiSwapped}}, "refund", policy.Ask, policy.CauseDefinitionChanged, true},
+		{"MCP Apps: an app-only tool made visible to the model", [][]string{{appBase}, {madeVisible}}, "refund", policy.Ask, policy.CauseDefinitionChanged, true},
+		{"MCP Apps: flat ui/resourceUri swapped", [][]string{{appBase}, {flatSwapped}}, "refund", policy.Ask, policy.CauseDefinitionChanged, true},
+		{"MCP Apps: other _meta changed", [][]string{{appBase}, {otherMeta}}, "refund", policy.Allow, policy.CauseRule, true},
 	}
 	p, err := policy.Compile("p.yaml", []byte(policySrc))
 	if err != nil {
@@ -166,6 +176,100 @@ func TestLookupPins(t *testing.T) {
 				t.Errorf("%+v, want nil %v changed %v", def, tt.nilDef, tt.changed)
 			}
 		})
+	}
+}
+
+// TestSupersededBaseline: a baseline of tooldef-v1 (a policy's pin, or a
+// trust-on-first-use baseline a replica of that version stored) never
+// matches: the tool is changed, and Superseded says why; a tooldef-v1
+// observation is neither read nor counted as a second definition.
+func TestSupersededBaseline(t *testing.T) {
+	a := mustDef(t, base) // no covered _meta: tooldef-v1 hashed these very bytes
+	v1 := "tooldef-v1" + a.Fingerprint[len(Version):]
+	other := "tooldef-v2:sha256:" + strings.Repeat("0", 64)
+	ctx := context.Background()
+	tests := []struct {
+		name       string
+		give       string            // the policy's pin settings
+		stored     map[string]string // keys an earlier version wrote: kind -> value
+		changed    bool
+		superseded bool
+	}{
+		{"strict, pinned by tooldef-v1", "pin_mode: strict\npins: {s: {refund: [" + v1 + "]}}", nil, true, true},
+		{"tofu, pinned by tooldef-v1", "pin_mode: tofu\npins: {s: {refund: [" + v1 + "]}}", nil, true, true},
+		{"tofu, a tooldef-v1 baseline stored", "pin_mode: tofu", map[string]string{kindBaseline: v1}, true, true},
+		{"pinned by tooldef-v1 and another tooldef-v2", "pin_mode: strict\npins: {s: {refund: [" + v1 + ", " + other + "]}}", nil, true, false},
+		{"re-pinned", "pin_mode: strict\npins: {s: {refund: [" + v1 + ", " + a.Fingerprint + "]}}", nil, false, false},
+		{"re-pinned, a tooldef-v1 observation stored", "pin_mode: strict\npins: {s: {refund: [" + a.Fingerprint + "]}}",
+			map[string]string{"tooldef": v1 + " ----", "tooldef-div": v1}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := policy.Compile("p.yaml", []byte("default: deny\nallow: [s/refund]\n"+tt.give+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := state.NewMemory(0, nil)
+			for kind, v := range tt.stored {
+				if _, _, err := store.Claim(ctx, toolKey(kind, "s", "refund"), v, time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o := Observations{Store: store}
+			if err := o.Observe(ctx, "s", a); err != nil {
+				t.Fatal(err)
+			}
+			def, err := o.Lookup(ctx, p, "s", "", "refund")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if def.Changed != tt.changed || def.Superseded != tt.superseded || def.Fingerprint != a.Fingerprint {
+				t.Errorf("%+v, want changed %v superseded %v fingerprint %s", def, tt.changed, tt.superseded, a.Fingerprint)
+			}
+			res := p.Evaluate(&policy.Input{Op: policy.OpRequest, Method: "tools/call", Server: "s", Tool: "refund", Definition: def})
+			if changed := res.Cause == policy.CauseDefinitionChanged; changed != tt.changed {
+				t.Errorf("a call: %v/%v, want definition_changed %v", res.Decision, res.Cause, tt.changed)
+			}
+		})
+	}
+}
+
+// TestLookupScope: LookupScope of the scope Observe was given (Scope, or
+// ScopeOfHash of Check's session hash) reads what Lookup of the session
+// reads; a string that is no scope of the server is refused, never read
+// as the server's.
+func TestLookupScope(t *testing.T) {
+	ctx := context.Background()
+	for _, src := range []string{"pin_scope: session", "pin_scope: server"} {
+		p, err := policy.Compile("p.yaml", []byte("default: deny\npin_mode: tofu\n"+src+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := Observations{Store: state.NewMemory(0, nil)}
+		a, b := mustDef(t, base), mustDef(t, edit(func(m map[string]any) { m["title"] = "b" }))
+		for _, obs := range []struct {
+			session string
+			d       Definition
+		}{{"s1", a}, {"s1", b}, {"s2", a}, {"", a}} {
+			if err := o.Observe(ctx, ScopeOfHash(p, "payments", SessionHash(obs.session)), obs.d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, session := range []string{"s1", "s2", "", "s3"} {
+			want, err := o.Lookup(ctx, p, "payments", session, "refund")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := o.LookupScope(ctx, p, "payments", Scope(p, "payments", session), "refund")
+			if err != nil || *got != *want {
+				t.Errorf("%s, session %q: %+v %v, Lookup %+v", src, session, got, err, want)
+			}
+		}
+		for _, bad := range []string{"payments session:", "payments session:" + strings.Repeat("A", 32), "other", "payments session:" + strings.Repeat("0", 31), "paymentsx"} {
+			if def, err := o.LookupScope(ctx, p, "payments", bad, "refund"); err == nil {
+				t.Errorf("%s: LookupScope(%q) = %+v, want an error", src, bad, def)
+			}
+		}
 	}
 }
 
@@ -429,15 +533,16 @@ func TestSessionBaselineTTL(t *testing.T) {
 					t.Errorf("%s TTL %v, want %v", k, s.ttls[k], tt.want)
 				}
 			}
-			if s.ttls["tooldef"] != DefaultTTL {
-				t.Errorf("tooldef TTL %v, want %v", s.ttls["tooldef"], DefaultTTL)
+			if s.ttls[kindObserved] != DefaultTTL {
+				t.Errorf("%s TTL %v, want %v", kindObserved, s.ttls[kindObserved], DefaultTTL)
 			}
 		})
 	}
 }
 
 // TestLookupKeys: the keys Lookup builds in one string are toolKey's of
-// Scope's, byte for byte (replicas of older versions share the store).
+// Scope's, byte for byte (replicas share the store), also from the session
+// hash LookupScope reads back from that Scope.
 func TestLookupKeys(t *testing.T) {
 	session, err := policy.Compile("p.yaml", []byte("default: deny\npin_mode: tofu\npin_scope: session\n"))
 	if err != nil {
@@ -463,6 +568,10 @@ func TestLookupKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		scope := Scope(tt.give, tt.server, tt.session)
+		hx, ok := scopeHash(tt.server, scope)
+		if !ok {
+			t.Fatalf("scopeHash(%q, %q) refused Scope's own", tt.server, scope)
+		}
 		var want []string
 		for i, kind := range lookupKinds {
 			if i < 3 || tt.base {
@@ -478,7 +587,7 @@ func TestLookupKeys(t *testing.T) {
 			} else if !base && tt.base {
 				w = want[:3]
 			}
-			got := new(lookup).keys(tt.give, tt.server, tt.session, tt.tool, base)
+			got := new(lookup).keys(tt.server, hx, tt.tool, base)
 			if !slices.Equal(got, w) {
 				t.Errorf("keys(%q, %q, %q, %v) = %q, want %q", tt.server, tt.session, tt.tool, base, got, w)
 			}

@@ -18,28 +18,50 @@ var update = flag.Bool("update", false, "rewrite testdata/fingerprints.json")
 
 const base = `{"name":"refund","title":"Refund","description":"Refund an order","inputSchema":{"type":"object","properties":{"orderId":{"type":"string"},"amount":{"type":"number","maximum":100}},"required":["orderId"]},"annotations":{"destructiveHint":true,"readOnlyHint":false},"icons":[{"src":"https://x/i.png"}],"_meta":{"k":1}}`
 
-// oracle fingerprints def independently: encoding/json for the members,
-// internal/jcsoracle (a separate RFC 8785 implementation) for the
-// canonical form of the projection.
+// oracle fingerprints def independently: encoding/json for the members
+// (and, of _meta, ui.resourceUri, ui.visibility and "ui/resourceUri" where
+// _meta and ui are objects), internal/jcsoracle (a separate RFC 8785
+// implementation) for the canonical form of the projection.
 func oracle(t *testing.T, def string) string {
 	t.Helper()
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(def), &m); err != nil {
 		t.Fatal(err)
 	}
-	proj := map[string]json.RawMessage{}
+	proj := map[string]any{}
 	for _, k := range []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations", "execution"} {
 		if v, ok := m[k]; ok {
 			proj[k] = v
 		}
 	}
-	b, _ := json.Marshal(proj)
+	var meta, ui map[string]json.RawMessage // nil unless an object
+	_ = json.Unmarshal(m["_meta"], &meta)
+	_ = json.Unmarshal(meta["ui"], &ui)
+	pm, pui := map[string]any{}, map[string]any{}
+	for _, k := range []string{"resourceUri", "visibility"} {
+		if v, ok := ui[k]; ok {
+			pui[k] = v
+		}
+	}
+	if len(pui) > 0 {
+		pm["ui"] = pui
+	}
+	if v, ok := meta["ui/resourceUri"]; ok {
+		pm["ui/resourceUri"] = v
+	}
+	if len(pm) > 0 {
+		proj["_meta"] = pm
+	}
+	b, err := json.Marshal(proj)
+	if err != nil {
+		t.Fatal(err)
+	}
 	canon, err := jcsoracle.Transform(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(canon)
-	return "tooldef-v1:sha256:" + hex.EncodeToString(sum[:])
+	return "tooldef-v2:sha256:" + hex.EncodeToString(sum[:])
 }
 
 func edit(f func(m map[string]any)) string {
@@ -103,6 +125,112 @@ func TestFingerprintAttacks(t *testing.T) {
 	}
 }
 
+// appBase is an MCP Apps tool (io.modelcontextprotocol/ui): a UI resource
+// in both the nested and the deprecated flat form, shown to the app only.
+const appBase = `{"name":"refund","description":"Refund an order","inputSchema":{"type":"object"},"icons":[{"src":"https://x/i.png"}],` +
+	`"_meta":{"ui":{"resourceUri":"ui://payments/refund.html","visibility":["app"],"csp":{"connectDomains":["https://api.x"]}},"ui/resourceUri":"ui://payments/refund.html","progressToken":1}}`
+
+func editApp(f func(meta, ui map[string]any)) string {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(appBase), &m); err != nil {
+		panic(err)
+	}
+	meta := m["_meta"].(map[string]any)
+	f(meta, meta["ui"].(map[string]any))
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// TestFingerprintAppMeta: tooldef-v2 covers what MCP Apps hosts read of
+// _meta to decide what they render and who sees the tool (ui.resourceUri,
+// ui.visibility, the flat "ui/resourceUri"), and nothing else of _meta;
+// icons stay outside too.
+func TestFingerprintAppMeta(t *testing.T) {
+	baseFP, _, err := Fingerprint([]byte(appBase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		give string
+		same bool
+	}{
+		{"ui.resourceUri swapped", editApp(func(_, ui map[string]any) { ui["resourceUri"] = "ui://payments/evil.html" }), false},
+		{"ui.resourceUri removed", editApp(func(_, ui map[string]any) { delete(ui, "resourceUri") }), false},
+		{"made visible to the model", editApp(func(_, ui map[string]any) { ui["visibility"] = []any{"model", "app"} }), false},
+		{"visibility removed (default: model and app)", editApp(func(_, ui map[string]any) { delete(ui, "visibility") }), false},
+		{"visibility reordered", editApp(func(_, ui map[string]any) { ui["visibility"] = []any{"app", "app"} }), false},
+		{"flat ui/resourceUri swapped", editApp(func(meta, _ map[string]any) { meta["ui/resourceUri"] = "ui://payments/evil.html" }), false},
+		{"flat ui/resourceUri removed", editApp(func(meta, _ map[string]any) { delete(meta, "ui/resourceUri") }), false},
+		{"ui no longer an object", editApp(func(meta, _ map[string]any) { meta["ui"] = "ui://payments/refund.html" }), false},
+		{"_meta removed", editApp(func(meta, _ map[string]any) { clear(meta) }), false},
+		{"ui.csp changed", editApp(func(_, ui map[string]any) { ui["csp"] = map[string]any{} }), true},
+		{"ui.prefersBorder added", editApp(func(_, ui map[string]any) { ui["prefersBorder"] = true }), true},
+		{"other _meta changed", editApp(func(meta, _ map[string]any) { meta["progressToken"] = 2; meta["x-vendor/trace"] = "abc" }), true},
+		{"icons changed", strings.Replace(appBase, "https://x/i.png", "https://x/evil.png", 1), true},
+		{"reordered, an escaped slash", `{"_meta":{"progressToken":1,"ui\/resourceUri":"ui://payments/refund.html","ui":{"visibility":["app"],"resourceUri":"ui://payments/refund.html"}},` +
+			`"inputSchema":{"type":"object"},"description":"Refund an order","name":"refund"}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fp, _, err := Fingerprint([]byte(tt.give))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (fp == baseFP) != tt.same {
+				t.Errorf("same as base = %v, want %v", fp == baseFP, tt.same)
+			}
+			if want := oracle(t, tt.give); fp != want {
+				t.Errorf("fingerprint %s, oracle %s", fp, want)
+			}
+		})
+	}
+}
+
+// TestSuperseded: a tooldef-v1 fingerprint (the golden values of
+// testdata/fingerprints-v1.json, as tooldef-v1 computed them) is not Valid
+// and never equals a tooldef-v2 one, even where the projection hashed the
+// same bytes (a definition without the _meta members v2 covers).
+func TestSuperseded(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "fingerprints-v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v1 map[string]string
+	if err := json.Unmarshal(src, &v1); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := os.ReadFile(filepath.Join("testdata", "tools.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var defs []json.RawMessage
+	if err := json.Unmarshal(tools, &defs); err != nil {
+		t.Fatal(err)
+	}
+	for _, def := range defs {
+		fp, name, err := Fingerprint(def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, ok := v1[name]
+		if !ok {
+			continue
+		}
+		if Valid(old) || !Superseded(old) || Superseded(fp) || fp == old {
+			t.Errorf("%s: v1 %s (Valid %v, Superseded %v), v2 %s", name, old, Valid(old), Superseded(old), fp)
+		}
+		if old[len("tooldef-v1"):] != fp[len(Version):] {
+			t.Errorf("%s: no covered _meta, yet the digest changed: %s, %s", name, old, fp)
+		}
+	}
+	for _, s := range []string{"", "tooldef-v1:sha256:00", "tooldef-v1:sha256:" + strings.Repeat("A", 64), "tooldef-v3:sha256:" + strings.Repeat("0", 64), AmbiguousFingerprint} {
+		if Superseded(s) {
+			t.Errorf("Superseded(%q) = true", s)
+		}
+	}
+}
+
 // TestFingerprintRefuses: what cannot be fingerprinted is an error, never a
 // fingerprint (callers treat it as changed).
 func TestFingerprintRefuses(t *testing.T) {
@@ -124,7 +252,7 @@ func TestFingerprintRefuses(t *testing.T) {
 
 // TestFingerprintGolden pins the fingerprints of testdata/tools.json's
 // definitions (regenerate with -update only when the projection's Version
-// changes).
+// changes; testdata/fingerprints-v1.json keeps tooldef-v1's, frozen).
 func TestFingerprintGolden(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("testdata", "tools.json"))
 	if err != nil {
@@ -214,6 +342,8 @@ func TestCacheKeys(t *testing.T) {
 func FuzzFingerprint(f *testing.F) {
 	f.Add([]byte(base))
 	f.Add([]byte(`{"name":"x","inputSchema":{"a":[1,2.5,-0,1e21]}}`))
+	f.Add([]byte(appBase))
+	f.Add([]byte(`{"name":"x","_meta":{"ui":null,"ui/resourceUri":["ui://a"]}}`))
 	f.Fuzz(func(t *testing.T, def []byte) {
 		fp, name, err := Fingerprint(def)
 		if err != nil {
