@@ -1,28 +1,55 @@
 package extproc
 
 import (
+	"context"
+	"errors"
+
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
-// ItemDefinition is the definition a tools/list item declares, for
-// policy.Input.Definition when Visible decides it: Listed, its fingerprint
-// and declared annotations (none for one that is not strict JSON), so the
-// policy's annotation rules see what they would for a call of that very
-// definition. nil (conservative annotations, as for a call with pinning
-// off) unless k is Tools, pinning is on and some rule reads annotations
-// (policy.ReadsAnnotations). cache may be nil.
-func ItemDefinition(pol *policy.Policy, k listfilter.Kind, item []byte, cache *toolpin.Cache) *policy.ToolDefinition {
-	if k != listfilter.Tools || pol == nil || pol.PinMode() == policy.PinOff || !pol.ReadsAnnotations() {
-		return nil
+// ItemDefinition is the definition a tools/list item is decided with
+// (policy.Input.Definition for Visible): what Check's pin step would read
+// for a tools/call of the tool right after this list was observed, that is
+// defs.LookupScope of server's tool in scope, the pin scope the item was
+// observed in (toolpin.Scope, or toolpin.ScopeOfHash of Check's session
+// hash). listfilter calls Observe for an item before Keep, so the item's
+// own definition is in the store by then, with whatever else the scope
+// holds: the baseline (pins, or the first one observed), another
+// definition observed within the observation TTL, by this replica or
+// another. Visible then removes an item whose call the pin step would
+// refuse (definition_changed, tool_not_listed), and annotation rules see
+// the hints a call would: the list never shows a tool its next call is
+// refused for, nor a changed definition to the model.
+//
+// nil, nil unless k is Tools and pinning is on. Errors: pinning on with
+// defs nil, and defs' (a store that cannot be read, a scope that is not
+// server's): the caller refuses the list (fail closed). One store read
+// (state.Reader.GetMany) per tools item.
+func ItemDefinition(ctx context.Context, pol *policy.Policy, defs *toolpin.Observations, server, scope string, k listfilter.Kind, tool string) (*policy.ToolDefinition, error) {
+	if k != listfilter.Tools || pol == nil || pol.PinMode() == policy.PinOff {
+		return nil, nil
 	}
+	if defs == nil {
+		return nil, errors.New("pin_mode is on but tool definitions cannot be read here")
+	}
+	return defs.LookupScope(ctx, pol, server, scope, tool)
+}
+
+// ItemObserved is what the response seam records of a tools/list item
+// (toolpin.Observations.Observe) whose name is key: toolpin.Parse's
+// Definition of its bytes, or, for a definition Parse refuses (not strict
+// JSON, over the fingerprint's limits), toolpin.RawFingerprint of its bytes
+// under key, Raw, with no hints (every annotation at its worst case).
+// cache may be nil.
+func ItemObserved(key string, item []byte, cache *toolpin.Cache) toolpin.Definition {
 	d, err := toolpin.Parse(item, cache)
 	if err != nil {
-		return &policy.ToolDefinition{Listed: true, Fingerprint: toolpin.RawFingerprint(item)}
+		return toolpin.Definition{Name: key, Fingerprint: toolpin.RawFingerprint(item), Raw: true}
 	}
-	return &policy.ToolDefinition{Listed: true, Fingerprint: d.Fingerprint, Hints: d.Hints}
+	return d
 }
 
 // ItemInput is the call a list item is decided as (policy.Visible): a tool

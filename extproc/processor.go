@@ -497,7 +497,11 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 		if !itemInput(&item, k, key, st.server, st.claims) {
 			return false, nil
 		}
-		if d := ItemDefinition(pol, k, raw, st.s.cfg.Fingerprints); d != nil {
+		d, err := ItemDefinition(ctx, pol, st.s.cfg.Definitions, st.server, toolpin.Scope(pol, st.server, st.session), k, key)
+		if err != nil {
+			return false, err
+		}
+		if d != nil {
 			def, item.Definition = *d, &def
 		}
 		return pol.Visible(&item).Visible, nil

@@ -222,9 +222,11 @@ func TestBypassRows(t *testing.T) {
 			x.hdrs["content-length"] = itoa(len(body))
 			return x
 		}(), wantStatus: 200, wantBody: progressEvt + "data: " + toolsKept + "\n\n"},
+		// toolsBody's definitions: the rows share one store, and a tool
+		// listed with two definitions is not listed (definition_changed).
 		{name: "SSE multi-line data", rt: listRoute, give: sseAnswer(f.listRequest("alice", "tools/list", "1", ""),
-			"data: {\"jsonrpc\":\"2.0\",\"id\":1,\n", "data: \"result\":{\"tools\":[{\"name\":\"delete_repo\"},{\"name\":\"search\"}]}}\n\n"),
-			wantStatus: 200, wantBody: "data: {\"jsonrpc\":\"2.0\",\"id\":1, \"result\":{\"tools\":[{\"name\":\"search\"}]}}\n\n"},
+			"data: {\"jsonrpc\":\"2.0\",\"id\":1,\n", "data: \"result\":{\"tools\":[{\"name\":\"delete_repo\",\"inputSchema\":{\"type\":\"object\"}},{\"name\":\"search\",\"inputSchema\":{\"type\":\"object\"}}]}}\n\n"),
+			wantStatus: 200, wantBody: "data: {\"jsonrpc\":\"2.0\",\"id\":1, \"result\":{\"tools\":[{\"name\":\"search\",\"inputSchema\":{\"type\":\"object\"}}]}}\n\n"},
 		{name: "SSE named event smuggling a list is dropped", rt: listRoute, give: sseAnswer(f.listRequest("alice", "tools/list", "1", ""),
 			"event: other\ndata: "+toolsBody+"\n\n", progressEvt),
 			wantStatus: 200, wantBody: progressEvt},

@@ -9,15 +9,11 @@ import (
 
 const fpA = "tooldef-v2:sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
-// TestPinPrecedence: deny > pin > ask > allow > default, for a tool whose
-// definition changed, one never listed, and one unchanged.
-func TestPinPrecedence(t *testing.T) {
-	p := mustCompile(t, `
+// precedencePolicy has a rule of each decision for payments' tools, a
+// literal allow rule among them.
+const precedencePolicy = `
 default: deny
 pin_mode: tofu
-pins:
-  payments:
-    search: [`+fpA+`]
 deny:
   - {id: no-wipe, match: "payments/wipe*"}
 ask:
@@ -25,7 +21,12 @@ ask:
 allow:
   - {id: search-glob, match: "payments/sea*"}
   - {id: lookup-exact, match: payments/lookup}
-`)
+`
+
+// TestPinPrecedence: deny > pin > ask > allow > default, for a tool whose
+// definition changed, one never listed, and one unchanged.
+func TestPinPrecedence(t *testing.T) {
+	p := mustCompile(t, precedencePolicy+"pins:\n  payments:\n    search: ["+fpA+"]\n")
 	listed := &ToolDefinition{Listed: true, Fingerprint: fpA}
 	changed := &ToolDefinition{Listed: true, Changed: true}
 	unseen := &ToolDefinition{}
@@ -67,6 +68,58 @@ allow:
 	}
 	if p.PinMode() != PinTOFU {
 		t.Errorf("PinMode = %v", p.PinMode())
+	}
+}
+
+// TestVisiblePin: a tools/list item is decided by the pin step as a call
+// of it is (its Definition what the call's pin step would read): a tool
+// whose call is definition_changed or tool_not_listed is not listed; a
+// literal allow rule, or allow_new_tools, lists a tool not listed as it
+// allows its call; deny rules still come first. List and call agree on
+// every row.
+func TestVisiblePin(t *testing.T) {
+	src := precedencePolicy
+	p := mustCompile(t, src)
+	newTools := mustCompile(t, src+"allow_new_tools: true\n")
+	conceal := mustCompile(t, src+"refusal: conceal\n")
+	listed := &ToolDefinition{Listed: true, Fingerprint: fpA}
+	changed := &ToolDefinition{Listed: true, Changed: true, Fingerprint: fpA}
+	unseen := &ToolDefinition{}
+	tests := []struct {
+		name  string
+		give  *Policy
+		tool  string
+		def   *ToolDefinition
+		want  bool
+		cause Cause
+		rule  string
+	}{
+		{"unchanged, allow rule", p, "search", listed, true, CauseRule, "search-glob"},
+		{"changed: hidden though an allow rule matches", p, "search", changed, false, CauseDefinitionChanged, ""},
+		{"changed: hidden though an ask rule matches", p, "refund", changed, false, CauseDefinitionChanged, ""},
+		{"changed, refusal conceal", conceal, "search", changed, false, CauseDefinitionChanged, ""},
+		{"deny beats changed", p, "wipe_all", changed, false, CauseRule, "no-wipe"},
+		{"not listed, glob allow", p, "search", unseen, false, CauseToolNotListed, ""},
+		{"not listed, literal allow", p, "lookup", unseen, true, CauseRule, "lookup-exact"},
+		{"not listed, allow_new_tools", newTools, "search", unseen, true, CauseRule, "search-glob"},
+		{"unchanged, ask rule", p, "refund", listed, true, CauseRule, "ask-refund"},
+		{"unchanged, default", p, "other", listed, false, CauseDefault, ""},
+		{"no definition (pinning off at the seam)", p, "search", nil, true, CauseRule, "search-glob"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for round := range 2 { // the second may come from the Visible cache
+				in := &Input{Op: OpRequest, Method: "tools/call", Server: "payments", Tool: tt.tool, Definition: tt.def}
+				v := tt.give.Visible(in)
+				if v.Visible != tt.want || v.Cause != tt.cause || v.RuleID != tt.rule {
+					t.Errorf("round %d: %+v, want visible %v %v %q", round, v, tt.want, tt.cause, tt.rule)
+				}
+				res := tt.give.Evaluate(in)
+				if called := res.Decision != Deny && res.Cause != CauseDefinitionChanged; called != v.Visible {
+					t.Errorf("round %d: listed %v, yet a call is %v/%v", round, v.Visible, res.Decision, res.Cause)
+				}
+			}
+		})
 	}
 }
 

@@ -9,11 +9,14 @@ type Visibility struct {
 	// Visible reports that some call of the item could be allowed or asked.
 	Visible bool
 	// Decision is the best decision some call could get: Allow or Ask when
-	// Visible, else Deny.
+	// Visible, else Deny, or Ask for a tool whose definition changed
+	// (CauseDefinitionChanged: only an approval of the changed definition
+	// lets a call through, and the list does not show it).
 	Decision Decision
 	// Cause and RuleID say what decided, as in Result: the deny rule that
-	// matches whatever the arguments, the conceal deny rule, the first ask
-	// or allow rule that could match, or the default.
+	// matches whatever the arguments, the conceal deny rule, the pin step
+	// (CauseDefinitionChanged, CauseToolNotListed), the first ask or allow
+	// rule that could match, or the default.
 	Cause  Cause
 	RuleID string
 	// Concealed reports an item removed because a deny rule with
@@ -33,10 +36,12 @@ func (u *unknownArgs) Args() map[string]any   { u.touched = true; return map[str
 // prompts/get of in.Prompt, a resource as a resources/read of in.URI
 // through the same URI normal form (NormalizeURI) as Evaluate. in.Method
 // names which; in.Args and in.LazyArgs are ignored. in.Definition, when the
-// caller sets it, is the listed item's own definition (Listed, its declared
-// hints): annotation rules then see what a call of that definition would
-// (declared values on a trusted server, conservative ones elsewhere), so
-// list and call agree.
+// caller sets it, is what the pin step of a call of the tool would read
+// right after the list was observed (the response seam's observations in
+// the list's pin scope, extproc.ItemDefinition): annotation rules then see
+// what that call would (declared values on a trusted server, conservative
+// ones elsewhere), and the pin step decides the item as it would the call,
+// so list and call agree.
 //
 // Tools and prompts are decided with their arguments unknown. A `when`
 // expression that reads args is undecided; one that does not is evaluated
@@ -46,6 +51,12 @@ func (u *unknownArgs) Args() map[string]any   { u.touched = true; return map[str
 //   - a deny rule whose refusal (its own, else the policy's) is `conceal` and
 //     that could match some call removes the item too, so that a call
 //     answered "unknown tool" is not listed (Concealed);
+//   - with pinning on and in.Definition set, a tool whose call the pin step
+//     refuses is removed: its definition changed (CauseDefinitionChanged,
+//     Decision Ask: a call needs an approval of the changed definition, and
+//     the list does not show that definition to the model), or it is not
+//     listed and no allow rule naming its server and tool literally could
+//     match (CauseToolNotListed; allow_new_tools lists it);
 //   - else an ask or allow rule that matches or could match lists it;
 //   - else the default decides (ask lists, deny removes).
 //
@@ -137,6 +148,9 @@ func (p *Policy) visibleItem(vs *visibleState, in *Input) Visibility {
 			return Visibility{Decision: Deny, Cause: CauseRule, RuleID: ru.id, Concealed: true}
 		}
 	}
+	if v, ok := p.visiblePin(r, eval); ok {
+		return v
+	}
 	for _, d := range [...]Decision{Ask, Allow} {
 		for _, ru := range p.rules[d][r.kind] {
 			if maybe, _ := eval(ru); maybe {
@@ -145,6 +159,31 @@ func (p *Policy) visibleItem(vs *visibleState, in *Input) Visibility {
 		}
 	}
 	return Visibility{Visible: p.def != Deny, Decision: p.def, Cause: CauseDefault}
+}
+
+// visiblePin is pinStep for a list item: what the pin step decides a call
+// of it by, with eval's "could match" for the literal allow rules that
+// admit a tool not listed. ok is false when the pin step does not decide.
+func (p *Policy) visiblePin(r *request, eval func(*rule) (maybe, surely bool)) (v Visibility, ok bool) {
+	d := r.in.Definition
+	if d == nil || r.kind != kindTool || p.pinMode == PinOff {
+		return Visibility{}, false
+	}
+	switch {
+	case !d.Listed && !p.allowNewTools:
+		for _, ru := range p.rules[Allow][kindTool] {
+			if !ru.literal {
+				continue
+			}
+			if maybe, _ := eval(ru); maybe {
+				return Visibility{Visible: true, Decision: Allow, Cause: CauseRule, RuleID: ru.id}, true
+			}
+		}
+		return Visibility{Decision: Deny, Cause: CauseToolNotListed}, true
+	case d.Listed && d.Changed:
+		return Visibility{Decision: Ask, Cause: CauseDefinitionChanged}, true
+	}
+	return Visibility{}, false
 }
 
 // templateValue is the value every variable of a URI template is expanded

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -13,15 +15,18 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/extproc"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
 // listItem is one item of a captured list answer and how it was decided.
 type listItem struct {
-	kind listfilter.Kind
-	key  string
-	vis  policy.Visibility
+	kind       listfilter.Kind
+	key        string
+	vis        policy.Visibility
+	superseded bool // definition_changed against tooldef-v1 pins only
 }
 
 // runCheckList prints what principal sub (with claims) would see of a
@@ -34,6 +39,16 @@ type listItem struct {
 // duplicate items, or a result that carries no list, which the seam
 // refuses for a list request since it cannot tell what the client would
 // read; 2 when the policy cannot be read or the input holds no answer.
+//
+// With pinning on, tools are decided as the seam decides them
+// (extproc.ItemDefinition): as a tools/call of each right after the list
+// was observed, here into a state store of this run's own, empty before
+// the first answer (there is no live store offline): each tool is observed
+// as the seam observes it, then decided with what the store then holds
+// and the policy's pins. A running service's store may hold more (a
+// trust-on-first-use baseline of an earlier list, another definition seen
+// within the observation TTL), under which the seam removes a tool kept
+// here; the output says so.
 func runCheckList(policyFile, server, sub string, claims map[string]any, explain bool, in []byte, stdout io.Writer) error {
 	src, err := os.ReadFile(policyFile)
 	if err != nil {
@@ -48,21 +63,45 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 	}
 	var items []listItem
 	errTasks := errors.New("tasks/list answers depend on the task store: check them on a running service")
+	ctx := context.Background() // an in-memory store: nothing to wait for
+	pinned := lp.Policy.PinMode() != policy.PinOff
+	var defs *toolpin.Observations
+	if pinned {
+		// The seam's observations, in a store of this run's own: no
+		// session, so the server's scope.
+		defs = &toolpin.Observations{Store: state.NewMemory(math.MaxInt, nil)}
+	}
+	tools := 0
 	keep := func(k listfilter.Kind, key string, raw []byte) (bool, error) {
 		if k == listfilter.Tasks {
 			return false, errTasks
 		}
 		in, ok := extproc.ItemInput(k, key, server, claims)
 		if !ok {
-			items = append(items, listItem{k, key, policy.Visibility{Decision: policy.Deny, Cause: policy.CauseInvalidInput}})
+			items = append(items, listItem{kind: k, key: key, vis: policy.Visibility{Decision: policy.Deny, Cause: policy.CauseInvalidInput}})
 			return false, nil
 		}
-		in.Definition = extproc.ItemDefinition(lp.Policy, k, raw, nil)
+		def, err := extproc.ItemDefinition(ctx, lp.Policy, defs, server, server, k, key)
+		if err != nil {
+			return false, err
+		}
+		in.Definition = def
 		v := lp.Policy.Visible(in)
-		items = append(items, listItem{k, key, v})
+		items = append(items, listItem{kind: k, key: key, vis: v, superseded: def != nil && def.Superseded})
+		if k == listfilter.Tools {
+			tools++
+		}
 		return v.Visible, nil
 	}
 	opt := listfilter.Options{Limits: mcpparse.Limits{MaxBytes: 64 << 20, MaxKeys: 1 << 22, MaxElements: 1 << 24, MaxStringLen: 16 << 20}, Keep: keep}
+	if pinned {
+		opt.Observe = func(k listfilter.Kind, key string, item []byte) error {
+			if k != listfilter.Tools {
+				return nil
+			}
+			return defs.Observe(ctx, server, extproc.ItemObserved(key, item, nil))
+		}
+	}
 	var ferr error
 	bodies := 0
 	filter := func(body []byte) error {
@@ -124,16 +163,37 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 		}
 		line := fmt.Sprintf("  %s %-18s %s", verdict, it.kind.String(), it.key)
 		if explain || !it.vis.Visible {
-			line += "  (" + why(it.vis) + ")"
+			line += "  (" + why(it.vis, it.superseded) + ")"
 		}
 		fmt.Fprintln(stdout, line)
+	}
+	if pinned && tools > 0 {
+		fmt.Fprintln(stdout, pinNote(lp.Policy.PinMode()))
 	}
 	return nil
 }
 
-// why says what decided a visibility.
-func why(v policy.Visibility) string {
+// pinNote says what an offline check of tools cannot know under pinning:
+// the live store's observations.
+func pinNote(m policy.PinMode) string {
+	base := "each tool's baseline is its pins, else (tofu) its definition in the first of these answers"
+	if m == policy.PinStrict {
+		base = "each tool's baseline is its pins"
+	}
+	return "pin_mode " + m.String() + ": tools decided as right after these answers were the first observed (no live state store offline: " + base +
+		"); a running service's store may hold an earlier baseline or another definition seen within 24 h, under which the seam removes a tool kept here (definition_changed)"
+}
+
+// why says what decided a visibility; superseded: a changed definition
+// whose pins are all tooldef-v1.
+func why(v policy.Visibility, superseded bool) string {
 	switch {
+	case v.Cause == policy.CauseDefinitionChanged && superseded:
+		return "definition_changed: its pins are tooldef-v1 fingerprints, which never match: review the definition and pin it again (extauthz pin prints its " + toolpin.Version + " fingerprint)"
+	case v.Cause == policy.CauseDefinitionChanged:
+		return "definition_changed: this definition is not in the tool's baseline (its pins; under tofu without pins, the first definition observed): a call needs an approval of it, and the seam does not list it"
+	case v.Cause == policy.CauseToolNotListed:
+		return "tool_not_listed: no allow rule names the tool literally"
 	case v.Concealed:
 		return "deny rule " + v.RuleID + " could refuse some calls, with refusal: conceal"
 	case v.Cause == policy.CauseRule && v.Visible:
