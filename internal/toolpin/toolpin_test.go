@@ -183,22 +183,10 @@ func TestFingerprintAppMeta(t *testing.T) {
 // and never equals a tooldef-v2 one, even where the projection hashed the
 // same bytes (a definition without the _meta members v2 covers).
 func TestSuperseded(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("testdata", "fingerprints-v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v1 map[string]string
-	if err := json.Unmarshal(src, &v1); err != nil {
-		t.Fatal(err)
-	}
-	tools, err := os.ReadFile(filepath.Join("testdata", "tools.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, "fingerprints-v1.json", &v1)
 	var defs []json.RawMessage
-	if err := json.Unmarshal(tools, &defs); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, "tools.json", &defs)
 	for _, def := range defs {
 		fp, name, err := Fingerprint(def)
 		if err != nil {
@@ -219,6 +207,18 @@ func TestSuperseded(t *testing.T) {
 		if Superseded(s) {
 			t.Errorf("Superseded(%q) = true", s)
 		}
+	}
+}
+
+// readJSON reads testdata/name into v.
+func readJSON(t *testing.T, name string, v any) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(src, v); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -245,14 +245,8 @@ func TestFingerprintRefuses(t *testing.T) {
 // definitions (regenerate with -update only when the projection's Version
 // changes; testdata/fingerprints-v1.json keeps tooldef-v1's, frozen).
 func TestFingerprintGolden(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("testdata", "tools.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var tools []json.RawMessage
-	if err := json.Unmarshal(src, &tools); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, "tools.json", &tools)
 	got := map[string]string{}
 	for _, def := range tools {
 		fp, name, err := Fingerprint(def)
