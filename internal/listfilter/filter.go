@@ -94,7 +94,7 @@ func KindOf(m string) (Kind, bool) {
 
 // Error is why a body cannot be filtered. The caller must not pass the body.
 type Error struct {
-	Kind string // "parse", "shape", "duplicate", "keep", "cursor"
+	Kind string // "parse", "shape", "duplicate", "keep", "cursor", "transport"
 	Msg  string
 	Err  error // the mcpparse.ParseError for "parse", Keep's or Cursor's error
 }
@@ -143,6 +143,12 @@ type Options struct {
 	// Cache, when set, writes the 2026-07-28 cache members into each list
 	// result.
 	Cache *CacheHint
+	// Response, when set, sees the raw id of every response of the body
+	// (result or error; not an error with id null, which answers no
+	// request) before its result is filtered: the caller's transport rule
+	// (which ids this stream may answer). Its error fails the filter
+	// (Kind "transport").
+	Response func(id []byte) error
 }
 
 // Task is a task id found in a CreateTaskResult, MCP 2025-11-25's
@@ -197,6 +203,11 @@ func Filter(body []byte, opt Options) (Result, error) {
 	var res Result
 	for i := range parsed.Messages {
 		m := &parsed.Messages[i]
+		if m.Kind == mcpparse.KindResponse && opt.Response != nil && (m.Result != nil || string(m.ID) != "null") {
+			if err := opt.Response(m.ID); err != nil {
+				return Result{}, &Error{Kind: "transport", Msg: "a response this stream may not carry", Err: err}
+			}
+		}
 		if m.Kind != mcpparse.KindResponse || m.Result == nil {
 			continue
 		}
