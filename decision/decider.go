@@ -181,6 +181,9 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 	sid, _ := r.Headers.Get("mcp-session-id")
 	dec.ProtocolVersion, _ = r.Headers.Get("mcp-protocol-version")
 	dec.session = toolpin.Session(sid, r.Path, dec.ProtocolVersion)
+	if lp.Policy.PinMode() != policy.PinOff && lp.Policy.PinScope() == policy.PinScopeSession {
+		dec.SessionHash = sessionHash(dec.session)
+	}
 	if dec.Server = d.server(r); dec.Server == "" {
 		return ReasonUnknownServer
 	}

@@ -64,6 +64,11 @@ type Decision struct {
 	// definition when the policy pins definitions ("" otherwise or never
 	// listed); an approval of a definition_changed call must name it.
 	ToolFingerprint string
+	// SessionHash is toolpin.SessionHash of the request's session when the
+	// policy pins definitions per session (pin_mode on, pin_scope
+	// session), "" otherwise: the response seam builds the pin scope from
+	// it on routes where it does not see the request headers.
+	SessionHash string
 
 	parsed  bool   // the body went through mcpparse.Parse
 	session string // the request's Mcp-Session-Id, for pin_scope session

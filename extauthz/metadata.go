@@ -11,7 +11,7 @@ import (
 // gathered first so the map is made for exactly their number: its
 // allocations, besides the block's.
 func (mb *metadataBlock) fill(d *decision.Decision, dryRun bool) *structpb.Struct {
-	var ms [18]member // every member fill can set
+	var ms [19]member // every member fill can set
 	n := 0
 	add := func(k, v string) {
 		ms[n] = member{k, v}
@@ -46,6 +46,9 @@ func (mb *metadataBlock) fill(d *decision.Decision, dryRun bool) *structpb.Struc
 	if d.TaskRequested {
 		add("task_requested", "true")
 	}
+	if d.SessionHash != "" {
+		add("session", d.SessionHash) // the pin scope's session, hashed
+	}
 	// The processor records this call's result under the (hashed)
 	// idempotency key id for retries, when the rule says recover_results.
 	if d.RecoverResults && d.IdempotencyKeyID != "" && d.Allowed() && !d.Retry {
@@ -66,7 +69,7 @@ type member struct{ k, v string }
 
 // metadataBlock holds the dynamic metadata Struct of one response and room
 // for the string Values fill sets: 15, one more than an allowed tools/call
-// gets (their most is 18: past 15 they are allocated one by one).
+// gets (their most is 19: past 15 they are allocated one by one).
 type metadataBlock struct {
 	s    structpb.Struct
 	vals [15]structpb.Value
