@@ -77,6 +77,9 @@ type exchange struct {
 	status  int
 	hdrs    map[string]string
 	chunks  []string // the upstream's body, as it arrives
+	// more are response header entries sent after hdrs' (a repeated
+	// name: content-type, content-encoding).
+	more [][2]string
 	// early: the whole body arrived before the header answer; Envoy then
 	// sends it in one buffered body message whatever the body mode, keeps
 	// content-length and checks it (ProcessorState::handleHeadersResponse).
@@ -290,8 +293,12 @@ func (e *envoy) do(t *testing.T, rt route, x exchange) seen {
 		// force before any override (shouldRemoveContentLength).
 		delete(respHdrs, "content-length")
 	}
+	respMap := headerMap(respHdrs)
+	for _, kv := range x.more {
+		respMap.Headers = append(respMap.Headers, &corev3.HeaderValue{Key: kv[0], RawValue: []byte(kv[1])})
+	}
 	r, err := send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
-		Headers: headerMap(respHdrs), EndOfStream: body == ""}}})
+		Headers: respMap, EndOfStream: body == ""}}})
 	switch {
 	case errors.Is(err, io.EOF):
 	case err != nil:

@@ -86,6 +86,7 @@ func TestListDecidedAsNextCall(t *testing.T) {
 		{"strict, pinned before its UI resource was swapped", strict(fp(plRefund)), []shown{{defs: []string{swapped, plRead}}}, []string{"read"}},
 		{"session: changed within it", session, []shown{{sid: "s1", defs: []string{plRefund, plRead}}, {sid: "s1", defs: []string{swapped, plRead}, later: true}}, []string{"read"}},
 		{"session: changed in another", session, []shown{{sid: "s1", defs: []string{plRefund}}, {sid: "s2", defs: []string{plRefund, plRead}}, {sid: "s1", defs: []string{swapped}, later: true}, {sid: "s2", defs: []string{plRefund, plRead}}}, []string{"refund", "read"}},
+		{"session known by Check's hash only", session, []shown{{hash: toolpin.SessionHash("s1"), defs: []string{plRefund, plRead}}, {hash: toolpin.SessionHash("s1"), defs: []string{swapped, plRead}, later: true}}, []string{"read"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -52,6 +52,9 @@ const (
 	ReasonTooLarge      = "response_too_large"        // a JSON answer or SSE event over its cap
 	ReasonInvalidCursor = "invalid_cursor"            // a params.cursor not sealed for this caller
 	ReasonResultOnError = "result_on_error_status"    // a non-2xx answer carrying a JSON-RPC result
+	ReasonContentType   = "content_type_ambiguous"    // the modelled clients read the Content-Type differently
+	ReasonCharset       = "charset_unsupported"       // a charset other than UTF-8 on an answer a client reads
+	ReasonUnexpected    = "unexpected_response"       // a JSON-RPC response to a request this stream does not carry
 )
 
 // Config is what a Server shares with Check.
@@ -121,15 +124,13 @@ type respMode int
 const (
 	modeNone  respMode = iota // no body asked for
 	modeJSON                  // BUFFERED, filter as JSON
-	modeSniff                 // BUFFERED, another 2xx type: filter if it is JSON-RPC
 	modeError                 // BUFFERED, non-2xx: drop a smuggled result
 	modeSSE                   // STREAMED, frame and filter events
-	// modeHeld: a tools/call's non-SSE answer (the route observes only,
-	// envoy.ObserveOnlyMethods), STREAMED: the processor holds the chunks
-	// up to MaxBody and releases them at the end, filtered by shape if a
-	// list is there, unchanged otherwise (whatever it finds: the upstream
-	// ran the call); past MaxBody it releases what it holds and passes the
-	// rest unread (receipt outcome_unknown).
+	// modeHeld: a tools/call's JSON answer, STREAMED: the processor holds
+	// the chunks up to MaxBody (Envoy's buffer limit would fail a large
+	// answer the upstream already produced) and decides them at the end as
+	// a BUFFERED answer; past MaxBody it answers an error and passes nothing
+	// more.
 	modeHeld
 )
 
@@ -148,22 +149,41 @@ type stream struct {
 	isList                                             bool
 	framer                                             *sse.Framer
 	out                                                []byte // SSE bytes released by the chunk being answered
-	broken                                             bool   // SSE: framing lost, the rest is dropped
+	broken                                             bool   // refused mid-body (SSE, modeHeld): the rest is dropped
 	refused                                            bool
 	// counts for the decision log
 	lists, kept, removed int
 	kind                 listfilter.Kind
 	listed               loggedTools
-	rc                   receipt // of an allowed tools/call (receipt.go)
-	session              string  // Mcp-Session-Id (list and GET routes), for pin_scope session
-	recoverKey           string  // Check's recover_key: record the result under it
-	held                 []byte  // modeHeld: the answer's bytes held so far
-	passing              bool    // modeHeld: past MaxBody, the rest passes unread
-	owner                string  // state.TaskOwner of the caller: issuer and subject
-	issuer               string  // the token issuer Check decided with ("" when Check sent none)
+	rc                   receipt  // of an allowed tools/call (receipt.go)
+	session              string   // Mcp-Session-Id (list and GET routes), for pin_scope session
+	sessionHash          string   // Check's toolpin.SessionHash of it (every route, pin_scope session)
+	recoverKey           string   // Check's recover_key: record the result under it
+	held                 []byte   // modeHeld: the answer's bytes held so far
+	lastEventID          bool     // the request carried Last-Event-ID (a GET resuming a stream)
+	responses            respRule // which responses the answer may carry
+	owner                string   // state.TaskOwner of the caller: issuer and subject
+	issuer               string   // the token issuer Check decided with ("" when Check sent none)
 	ctx                  context.Context
 	observing            []observingList // tools lists of the body being filtered, observed item by item
 }
+
+// respRule is which JSON-RPC responses a stream may carry (MCP 2025-11-25
+// basic/transports: a POST's stream answers that POST's requests; the GET
+// stream carries none "unless resuming").
+type respRule int
+
+const (
+	// respOwn: only responses to the request's own id (Check's rpc_id).
+	respOwn respRule = iota
+	// respNone: no response at all (a GET not resuming; a POST of
+	// notifications or responses, which has no request id to answer).
+	respNone
+	// respAny: responses to any id, every list in them filtered by shape
+	// with the caller's claims (a batch, a GET resuming with
+	// Last-Event-ID: routes that send the request headers).
+	respAny
+)
 
 // observingList is a tools array (aliasing the body being filtered) whose
 // tools Filter is observing in scope, since at (toolpin ListSeen).
@@ -246,10 +266,10 @@ func (st *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) 
 	case *extprocv3.ProcessingRequest_RequestTrailers:
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}}, nil
 	case *extprocv3.ProcessingRequest_ResponseTrailers:
-		if st.mode == modeSSE && st.framer != nil && !st.broken {
-			// Trailers end the stream: held SSE bytes can no longer be
+		if st.mode == modeSSE && st.framer != nil && !st.broken || st.mode == modeHeld && len(st.held) > 0 && !st.broken {
+			// Trailers end the stream: held bytes can no longer be
 			// released. Abort rather than drop them silently.
-			return nil, errors.New("response trailers while SSE bytes are held")
+			return nil, errors.New("response trailers while body bytes are held")
 		}
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}, nil
 	}
@@ -276,6 +296,7 @@ func (st *stream) readMeta(req *extprocv3.ProcessingRequest) {
 	st.taskRequested = str("task_requested") == "true" || f["task_requested"].GetBoolValue()
 	st.isList = isListMethod(st.method)
 	st.recoverKey = str("recover_key")
+	st.sessionHash = str("session")
 	st.startReceipt(str("request_digest"))
 }
 
@@ -300,6 +321,7 @@ func (st *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	sid, _ := header(h.GetHeaders(), "mcp-session-id")
 	path, _ := header(h.GetHeaders(), ":path") // forwarded on list routes
 	rev, _ := header(h.GetHeaders(), "mcp-protocol-version")
+	_, st.lastEventID = header(h.GetHeaders(), "last-event-id")
 	st.session = toolpin.Session(sid, path, rev)
 	if st.protocol == "" {
 		st.protocol, _ = header(h.GetHeaders(), "mcp-protocol-version")
@@ -363,79 +385,116 @@ func (st *stream) limits() mcpparse.Limits {
 	return mcpparse.Limits{MaxBytes: st.s.cfg.MaxBody, MaxKeys: 1 << 20, MaxElements: 1 << 22, MaxStringLen: st.s.cfg.MaxBody}
 }
 
-// mediaType returns the lower-cased media type of a content-type value.
-func mediaType(ct string) string {
-	ct = strings.ToLower(ct)
-	if i := strings.IndexByte(ct, ';'); i >= 0 {
-		ct = ct[:i]
+// headerValues returns every value of header k (lower case) in hm, in order.
+func headerValues(hm *corev3.HeaderMap, k string) []string {
+	var vs []string
+	for _, h := range hm.GetHeaders() {
+		if strings.EqualFold(h.GetKey(), k) {
+			if rv := h.GetRawValue(); len(rv) > 0 {
+				vs = append(vs, string(rv))
+			} else {
+				vs = append(vs, h.GetValue())
+			}
+		}
 	}
-	return strings.TrimSpace(ct)
+	return vs
 }
 
+// isGET reports a GET stream (the route sends the request headers; Check's
+// method for a bodiless GET is mcpmethod.HTTPGet).
+func (st *stream) isGET() bool {
+	return st.httpMethod == "GET" || st.method == mcpmethod.HTTPGet
+}
+
+// responseRule is which responses this stream may carry (respRule).
+func (st *stream) responseRule() respRule {
+	switch {
+	case st.isGET() && st.lastEventID:
+		return respAny
+	case st.isGET():
+		return respNone
+	case st.method == mcpmethod.Batch:
+		return respAny
+	case len(st.rpcID) == 0:
+		return respNone
+	}
+	return respOwn
+}
+
+// responseHeaders decides how the answer's body is read. "No body" is
+// decided only from end_of_stream, 204, 304 and HEAD, never from a 202 or
+// another status (the Go SDK client reads every 2xx answer to a call).
+// A body a client may read as JSON-RPC messages (status 200-399: the
+// TypeScript and Go clients read 2xx, the Python client everything below
+// 400 but 202) is read as the clients read it: a GET's as SSE whatever its
+// type (the TypeScript client does), a POST's by the Content-Type as each
+// modelled client parses it (contentReading): refused when they disagree
+// or a charset is not UTF-8; JSON BUFFERED, SSE STREAMED, a type no client
+// reads as messages passes unread. A body of status 400 and above is
+// BUFFERED whatever its type and refused if it carries a result (the
+// clients read only a JSON-RPC error there). Any content-encoding but
+// identity, on any entry, is refused (502).
 func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.ProcessingResponse, error) {
 	hm := h.GetHeaders()
-	code, _ := strconv.Atoi(func() string { s, _ := header(hm, ":status"); return s }())
-	ct, _ := header(hm, "content-type")
-	enc, _ := header(hm, "content-encoding")
-	lct := strings.ToLower(ct)
-	// As loosely as clients test it (the TypeScript SDK: includes()).
-	isSSE := strings.Contains(lct, "text/event-stream")
-	isJSON := !isSSE && strings.Contains(lct, "application/json")
+	statusText, _ := header(hm, ":status")
+	code, err := strconv.Atoi(statusText)
+	if err != nil {
+		code = 0 // unknown: read as readable, fail closed
+	}
 	pass := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}}
-	ok2xx := code >= 200 && code < 300
+	readable := code < 400 // 1xx never reaches the processor as response headers
 	st.rc.status = code
+	noBody := h.GetEndOfStream() || code == 204 || code == 304 || st.httpMethod == "HEAD"
 	if !st.haveMeta {
-		if ok2xx && (isSSE || isJSON) {
+		if readable && !noBody {
 			return st.immediate(503, ReasonNoMetadata, "no authorization decision for this response"), nil
 		}
 		return pass, nil // a local reply or an answer nobody asked the processor about
 	}
-	noBody := h.GetEndOfStream() || code == 204 || code == 304 || code == 202 || st.httpMethod == "HEAD"
 	if noBody {
 		st.endReceipt()
 		return st.withReceipt(pass), nil
 	}
-	// A tools/call's answer is observed, never refused: the upstream has
-	// run the call (envoy.ObserveOnlyMethods).
-	observe := st.method == mcpmethod.ToolsCall && !st.isList
-	if e := strings.TrimSpace(strings.ToLower(enc)); e != "" && e != "identity" {
-		if observe {
-			st.s.cfg.Log.Info("response seam: a compressed call answer passes unread",
-				zap.String("kind", "ext_proc"), zap.String("decision_id", st.decision), zap.String("content_encoding", e))
-			st.endReceipt() // outcome_unknown: nobody read the answer
-			return st.withReceipt(pass), nil
-		}
+	if !codingsIdentity(headerValues(hm, "content-encoding")) {
 		return st.immediate(502, ReasonCompressed, "a compressed response cannot be filtered"), nil
+	}
+	st.responses = st.responseRule()
+	kind, agree, charsetOK := contentReading(headerValues(hm, "content-type"))
+	switch {
+	case readable && !st.isGET() && !agree:
+		return st.immediate(502, ReasonContentType, "the MCP clients read this content type differently"), nil
+	case readable && !charsetOK:
+		return st.immediate(502, ReasonCharset, "a response in a charset other than UTF-8 cannot be filtered"), nil
 	}
 	var hdrs []*corev3.HeaderValueOption
 	body := procfv3.ProcessingMode_BUFFERED
 	switch {
-	case observe && !isSSE && (ok2xx || isJSON):
-		// Held by the processor rather than buffered by Envoy, whose
-		// buffer limit would fail a large answer the upstream already
-		// produced. Content-length is removed as for SSE (the answer may
-		// come back filtered).
-		st.mode, body = modeHeld, procfv3.ProcessingMode_STREAMED
-	case observe && !isSSE:
-		st.endReceipt() // http_error
-		return st.withReceipt(pass), nil
-	case !ok2xx:
-		if !isSSE && !isJSON {
-			st.endReceipt() // http_error
-			return st.withReceipt(pass), nil
-		}
+	case !readable:
 		st.mode = modeError
-	case isSSE:
+	case st.isGET():
+		kind = kindSSE
+		fallthrough
+	case kind == kindSSE:
 		st.mode, body = modeSSE, procfv3.ProcessingMode_STREAMED
 		st.framer = sse.New(st.s.cfg.MaxEvent)
 		if st.isList {
 			// STREAMED: the headers go downstream with this answer.
 			hdrs = append(hdrs, setHeader("cache-control", "private, no-store"))
 		}
-	case isJSON:
+	case kind == kindJSON && st.method == mcpmethod.ToolsCall:
+		// Held by the processor rather than buffered by Envoy, whose
+		// buffer limit would fail a large answer the upstream already
+		// produced. Content-length is removed as for SSE (the answer may
+		// come back filtered).
+		st.mode, body = modeHeld, procfv3.ProcessingMode_STREAMED
+	case kind == kindJSON:
 		st.mode = modeJSON
 	default:
-		st.mode = modeSniff
+		// No modelled client reads this type as JSON-RPC messages: the
+		// TypeScript and Go clients fail the request, the Python one
+		// answers it with an error.
+		st.endReceipt()
+		return st.withReceipt(pass), nil
 	}
 	reqBody := procfv3.ProcessingMode_NONE
 	if st.sawRequestBody {
@@ -476,6 +535,17 @@ func setHeader(k, v string) *corev3.HeaderValueOption {
 // filterOptions are the listfilter options for this stream.
 func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 	opt := listfilter.Options{Limits: st.limits(), ID: st.rpcID, Method: st.method}
+	switch st.responses {
+	case respOwn:
+		opt.Response = func(id []byte) error {
+			if bytes.Equal(id, st.rpcID) {
+				return nil
+			}
+			return errUnexpected
+		}
+	case respNone:
+		opt.Response = func([]byte) error { return errUnexpected }
+	}
 	pol, version := (*policy.Policy)(nil), ""
 	if f := st.s.cfg.Policy; f != nil {
 		pol, version = f()
@@ -497,7 +567,7 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 		if !itemInput(&item, k, key, st.server, st.claims) {
 			return false, nil
 		}
-		d, err := ItemDefinition(ctx, pol, st.s.cfg.Definitions, st.server, toolpin.Scope(pol, st.server, st.session), k, key)
+		d, err := ItemDefinition(ctx, pol, st.s.cfg.Definitions, st.server, st.pinScope(pol), k, key)
 		if err != nil {
 			return false, err
 		}
@@ -507,7 +577,7 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 		return pol.Visible(&item).Visible, nil
 	}
 	if pol != nil && pol.PinMode() != policy.PinOff {
-		scope := toolpin.Scope(pol, st.server, st.session) // one per list: it hashes the session id
+		scope := st.pinScope(pol)
 		if defs := st.s.cfg.Definitions; defs != nil {
 			opt.ObserveList = func(k listfilter.Kind, list []byte) (bool, error) {
 				if k != listfilter.Tools {
@@ -553,6 +623,20 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 	}
 	return opt
 }
+
+// pinScope is the toolpin scope of this stream's definitions: from the
+// request's session when the route sent the request headers, else from the
+// session hash Check handed over (the same scope: toolpin.ScopeOfHash),
+// so a definition seen on any route is recorded in its session.
+func (st *stream) pinScope(pol *policy.Policy) string {
+	if st.session == "" && st.sessionHash != "" {
+		return toolpin.ScopeOfHash(pol, st.server, st.sessionHash)
+	}
+	return toolpin.Scope(pol, st.server, st.session) // one per list: it hashes the session id
+}
+
+// errUnexpected is a response the stream's rule (respRule) refuses.
+var errUnexpected = errors.New("a JSON-RPC response to a request this stream does not carry")
 
 // filter runs the list filter on one JSON body, binds the task ids it
 // finds and records the counts.
@@ -643,7 +727,7 @@ func (st *stream) responseBodyOf(ctx context.Context, b *extprocv3.HttpBody) (*e
 		return st.sseChunk(ctx, b)
 	case modeHeld:
 		return st.heldChunk(ctx, b), nil
-	case modeJSON, modeSniff, modeError:
+	case modeJSON, modeError:
 		if !b.GetEndOfStream() {
 			return nil, errors.New("response body not BUFFERED (a chunk without end_of_stream)")
 		}
@@ -653,46 +737,32 @@ func (st *stream) responseBodyOf(ctx context.Context, b *extprocv3.HttpBody) (*e
 }
 
 // heldChunk answers one chunk of a held call answer (modeHeld): held until
-// the end of stream, then released whole, filtered by shape when it holds a
-// list (st.filter, which also binds a task the call created) and unchanged
-// when it holds none or cannot be read; past MaxBody everything held and
-// the rest pass unread. The receipt reads the released bytes.
+// the end of stream, then released as jsonBody decides it (filtered, a task
+// it creates bound; refused when it cannot be read or answers a request
+// this stream does not carry). Past MaxBody the answer is refused: an
+// error body goes out for it and nothing after it passes (the headers went
+// downstream already, without content-length).
 func (st *stream) heldChunk(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	if st.passing {
-		return bodyResponse(nil, nil)
+	if st.broken {
+		return bodyResponse([]byte{}, nil) // refused: nothing more passes
 	}
 	st.held = append(st.held, b.GetBody()...)
 	if len(st.held) > st.s.cfg.MaxBody {
-		out := st.held
-		st.held, st.passing = nil, true
-		st.s.cfg.Log.Info("response seam: a call answer too large to read passes unread",
-			zap.String("kind", "ext_proc"), zap.String("decision_id", st.decision), zap.Int("max_body", st.s.cfg.MaxBody))
-		st.endReceipt() // outcome_unknown: nobody read the answer
-		return bodyResponse(out, nil)
+		st.held, st.broken = nil, true
+		st.refusedList(ReasonTooLarge, nil)
+		st.endReceipt() // outcome_unknown: the client gets the error
+		return bodyResponse(errorBody(st.rpcID, -32603, ReasonTooLarge, "the response is too large to filter"), nil)
 	}
 	if !b.GetEndOfStream() {
 		return bodyResponse([]byte{}, nil) // held
 	}
 	out := st.held
 	st.held = nil
-	if len(bytes.TrimSpace(out)) == 0 {
+	body, _ := st.decideJSON(ctx, out)
+	if body == nil {
 		return bodyResponse(out, nil)
 	}
-	st.answer(out)
-	res, err := st.filter(ctx, out)
-	if err != nil {
-		// Passed as sent all the same: a task it names is bound to no one
-		// (its task methods are refused), a list in it is none this call
-		// asked for.
-		st.s.cfg.Log.Info("response seam: a call answer the filter cannot read passes as sent",
-			zap.String("kind", "ext_proc"), zap.String("decision_id", st.decision), zap.NamedError("cause", err))
-		return bodyResponse(out, nil)
-	}
-	st.logFiltered()
-	if res.Changed {
-		return bodyResponse(res.Body, nil)
-	}
-	return bodyResponse(out, nil)
+	return bodyResponse(body, nil)
 }
 
 // bodyResponse answers a response body message: body replaces it when not
@@ -708,51 +778,82 @@ func bodyResponse(body []byte, hdrs []*corev3.HeaderValueOption) *extprocv3.Proc
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: cr}}}
 }
 
+// jsonBody answers a BUFFERED body (modeJSON, modeError).
 func (st *stream) jsonBody(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return bodyResponse(nil, nil), nil
-	}
-	st.answer(body)
-	replace := func(reason, msg string) *extprocv3.ProcessingResponse {
-		eb := errorBody(st.rpcID, -32603, reason, msg)
-		return bodyResponse(eb, []*corev3.HeaderValueOption{
-			setHeader("content-type", "application/json"),
-			setHeader("content-length", strconv.Itoa(len(eb))),
-			setHeader("cache-control", "private, no-store"),
-		})
-	}
 	if st.mode == modeError {
-		if carriesResult(body, st.limits()) {
+		if len(bytes.TrimSpace(body)) > 0 && carriesResult(body, st.limits()) {
 			st.refusedList(ReasonResultOnError, nil)
-			return replace(ReasonResultOnError, "a JSON-RPC result on an error status"), nil
+			return st.replaceJSON(ReasonResultOnError, "a JSON-RPC result on an error status"), nil
 		}
+		st.answer(body)
 		return bodyResponse(nil, nil), nil
+	}
+	out, refused := st.decideJSON(ctx, body)
+	if refused {
+		return bodyResponse(out, []*corev3.HeaderValueOption{
+			setHeader("content-type", "application/json"),
+			setHeader("content-length", strconv.Itoa(len(out))),
+			setHeader("cache-control", "private, no-store"),
+		}), nil
+	}
+	var hdrs []*corev3.HeaderValueOption
+	if st.lists > 0 || st.isList {
+		hdrs = append(hdrs, setHeader("cache-control", "private, no-store"))
+	}
+	if out == nil {
+		return bodyResponse(nil, hdrs), nil
+	}
+	hdrs = append(hdrs, setHeader("content-length", strconv.Itoa(len(out))))
+	return bodyResponse(out, hdrs), nil
+}
+
+// replaceJSON is a body answer replacing the JSON body by a JSON-RPC error.
+func (st *stream) replaceJSON(reason, msg string) *extprocv3.ProcessingResponse {
+	eb := errorBody(st.rpcID, -32603, reason, msg)
+	return bodyResponse(eb, []*corev3.HeaderValueOption{
+		setHeader("content-type", "application/json"),
+		setHeader("content-length", strconv.Itoa(len(eb))),
+		setHeader("cache-control", "private, no-store"),
+	})
+}
+
+// decideJSON decides a whole JSON body as the clients read it (one message
+// or a batch): the body to send instead (nil: the input as is) and whether
+// that is a refusal (a JSON-RPC error with the request's id). An empty body
+// passes (no client reads a message in it).
+func (st *stream) decideJSON(ctx context.Context, body []byte) (out []byte, refused bool) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		st.endReceipt()
+		return nil, false
 	}
 	if len(body) > st.s.cfg.MaxBody {
 		st.refusedList(ReasonTooLarge, nil)
-		return replace(ReasonTooLarge, "the response is too large to filter"), nil
+		st.endReceipt()
+		return errorBody(st.rpcID, -32603, ReasonTooLarge, "the response is too large to filter"), true
 	}
 	res, err := st.filter(ctx, body)
 	if err != nil {
-		if st.mode == modeSniff {
-			var fe *listfilter.Error
-			if errors.As(err, &fe) && fe.Kind == "parse" {
-				return bodyResponse(nil, nil), nil // not JSON-RPC: no client reads it as a message
-			}
-		}
-		st.refusedList(ReasonUnfilterable, err)
-		return replace(ReasonUnfilterable, "the list response could not be filtered"), nil
-	}
-	var hdrs []*corev3.HeaderValueOption
-	if res.Lists > 0 || st.isList {
-		hdrs = append(hdrs, setHeader("cache-control", "private, no-store"))
+		reason, msg := refusalOf(err)
+		st.refusedList(reason, err)
+		st.endReceipt()
+		return errorBody(st.rpcID, -32603, reason, msg), true
 	}
 	st.logFiltered()
 	if !res.Changed {
-		return bodyResponse(nil, hdrs), nil
+		st.answer(body)
+		return nil, false
 	}
-	hdrs = append(hdrs, setHeader("content-length", strconv.Itoa(len(res.Body))))
-	return bodyResponse(res.Body, hdrs), nil
+	st.answer(res.Body)
+	return res.Body, false
+}
+
+// refusalOf is the reason and message of an answer the filter refused.
+func refusalOf(err error) (reason, msg string) {
+	var fe *listfilter.Error
+	if errors.As(err, &fe) && fe.Kind == "transport" {
+		return ReasonUnexpected, "a JSON-RPC response to a request this stream does not carry"
+	}
+	return ReasonUnfilterable, "the response could not be filtered"
 }
 
 // carriesResult reports whether body (JSON, possibly a batch, or SSE
@@ -808,6 +909,7 @@ func (st *stream) immediate(httpStatus int, reason, msg string) *extprocv3.Proce
 
 func (st *stream) rpcError(httpStatus, code int, reason, msg string) *extprocv3.ProcessingResponse {
 	st.refused = true
+	st.endReceipt() // outcome_unknown (http_error): the client gets this error
 	st.s.cfg.Log.Info("response seam refused",
 		zap.String("kind", "ext_proc"), zap.String("decision_id", st.decision), zap.String("method", st.method),
 		zap.String("server", st.server), zap.String("reason", reason), zap.Int("status", httpStatus))
@@ -824,34 +926,30 @@ func (st *stream) rpcError(httpStatus, code int, reason, msg string) *extprocv3.
 
 // sseChunk frames one STREAMED chunk and answers it with the bytes released.
 func (st *stream) sseChunk(ctx context.Context, b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
-	if st.passing {
-		return bodyResponse(nil, nil), nil // a call's stream past an event too large to read
+	if st.broken {
+		// Refused: an error event went out; nothing after it passes.
+		if b.GetEndOfStream() {
+			st.logFiltered()
+		}
+		return bodyResponse([]byte{}, nil), nil
 	}
 	st.out = st.out[:0]
 	onEvent := func(ev *sse.Event) error {
+		if st.broken {
+			return nil
+		}
 		st.out = append(st.out, st.event(ctx, ev)...)
 		return nil
 	}
-	if !st.broken {
-		err := st.framer.Write(b.GetBody(), onEvent)
-		if err == nil && b.GetEndOfStream() {
-			err = st.framer.Close(onEvent)
-		}
-		switch {
-		case err != nil && st.method == mcpmethod.ToolsCall && !st.isList:
-			// A call's stream is observed, never refused (the upstream
-			// ran the call): the event too large to read and the rest
-			// pass unread.
-			st.broken, st.passing = true, true
-			st.out = append(st.out, st.framer.Pending()...)
-			st.s.cfg.Log.Info("response seam: a call answer's SSE event too large to read passes unread",
-				zap.String("kind", "ext_proc"), zap.String("decision_id", st.decision), zap.Int("max_event", st.s.cfg.MaxEvent))
-			st.endReceipt() // outcome_unknown unless the answer was read already
-		case err != nil:
-			st.broken = true
-			st.refusedList(ReasonTooLarge, err)
-			st.out = append(st.out, st.errorEvent(ReasonTooLarge, "an SSE event is too large to filter")...)
-		}
+	err := st.framer.Write(b.GetBody(), onEvent)
+	if err == nil && b.GetEndOfStream() {
+		err = st.framer.Close(onEvent)
+	}
+	if err != nil && !st.broken {
+		st.refusedList(ReasonTooLarge, err)
+		st.endReceipt()
+		st.out = append(st.out, st.errorEvent(ReasonTooLarge, "an SSE event is too large to filter")...)
+		st.broken = true
 	}
 	if b.GetEndOfStream() {
 		st.logFiltered()
@@ -869,48 +967,145 @@ func (st *stream) errorEvent(reason, msg string) []byte {
 	return sse.AppendData(nil, nil, errorBody(st.rpcID, -32603, reason, msg))
 }
 
-// event decides one SSE event: its bytes to release.
+// refuseEvent ends the stream's reading: an error event goes out in place
+// of ev, and nothing after it passes (sseChunk).
+func (st *stream) refuseEvent(reason string, err error) []byte {
+	st.refusedList(reason, err)
+	st.endReceipt()
+	st.broken = true
+	return st.errorEvent(reason, reasonMessage(reason))
+}
+
+func reasonMessage(reason string) string {
+	switch reason {
+	case ReasonUnexpected:
+		return "a JSON-RPC response to a request this stream does not carry"
+	case ReasonTooLarge:
+		return "an SSE event is too large to filter"
+	}
+	return "an SSE event that could not be filtered"
+}
+
+// readings are the modelled clients' readings of ev (sse.Event).
+func readings(ev *sse.Event) []*sse.View {
+	return []*sse.View{&ev.TS, &ev.Go, &ev.Py}
+}
+
+// event decides one SSE event: its bytes to release. Every modelled
+// client's reading is taken: when those that read any data read the same
+// data, it is decided once (filtered by shape, responses checked against
+// the stream's rule) and the event passes byte for byte unless a list in
+// it changed; when readings differ (a bare CR, a BOM one client strips,
+// line ends one client splits at) and some client reads a message, the
+// event is rewritten as one data line all of them read alike when the
+// TypeScript and Go readings agree and decide, and refused otherwise. An
+// event no client reads as a message passes unless it carries a list or
+// a response the stream may not carry, which are dropped.
 func (st *stream) event(ctx context.Context, ev *sse.Event) []byte {
-	read := ev.TS.Message() || ev.Go.Message()
+	views := readings(ev)
+	read := false
+	for _, v := range views {
+		read = read || v.Message()
+	}
 	if ev.Ambiguous {
 		if !hasData(ev) {
 			return ev.Raw
 		}
-		st.refusedList(ReasonUnfilterable, errors.New("a bare CR: clients frame this event differently"))
-		return st.errorEvent(ReasonUnfilterable, "an SSE event the clients read differently")
-	}
-	if read && len(ev.Go.Data) > 0 {
-		st.answer(ev.Go.Data)
-	}
-	views := [][]byte{ev.Go.Data, ev.TS.Data}
-	if bytes.Equal(views[0], views[1]) {
-		views = views[:1]
-	}
-	tried := false
-	var lastErr error
-	for _, d := range views {
-		if len(bytes.TrimSpace(d)) == 0 {
-			continue
-		}
-		tried = true
-		res, err := st.filter(ctx, d)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		if !res.Changed {
-			return ev.Raw
-		}
 		if !read {
-			return nil // a list smuggled in an event no client reads: dropped
+			return nil
 		}
-		return sse.AppendData(nil, sse.IDLine(ev.Raw), res.Body)
+		return st.refuseEvent(ReasonUnfilterable, errors.New("clients frame this event differently"))
 	}
-	if !tried || !read {
+	var distinct [][]byte
+	for _, v := range views {
+		if len(bytes.TrimSpace(v.Data)) == 0 {
+			continue
+		}
+		seen := false
+		for _, d := range distinct {
+			seen = seen || bytes.Equal(d, v.Data)
+		}
+		if !seen {
+			distinct = append(distinct, v.Data)
+		}
+	}
+	if len(distinct) == 0 {
 		return ev.Raw
 	}
-	st.refusedList(ReasonUnfilterable, lastErr)
-	return st.errorEvent(ReasonUnfilterable, "the list response could not be filtered")
+	data, rewrite := distinct[0], false
+	if len(distinct) > 1 {
+		if !read {
+			return nil
+		}
+		if len(bytes.TrimSpace(ev.TS.Data)) == 0 || !bytes.Equal(ev.TS.Data, ev.Go.Data) {
+			return st.refuseEvent(ReasonUnfilterable, errors.New("clients read this event's data differently"))
+		}
+		data, rewrite = ev.TS.Data, true
+	}
+	res, err := st.filter(ctx, data)
+	if !read {
+		var fe *listfilter.Error
+		if err == nil && res.Changed || errors.As(err, &fe) && fe.Kind == "transport" {
+			return nil // a list or response smuggled in an event no client reads: dropped
+		}
+		return ev.Raw
+	}
+	if err != nil {
+		reason, _ := refusalOf(err)
+		return st.refuseEvent(reason, err)
+	}
+	body := data
+	if res.Changed {
+		body = res.Body
+	}
+	st.answer(body)
+	if !res.Changed && !rewrite {
+		return ev.Raw
+	}
+	return sse.AppendData(nil, idLine(ev), escapeLineSeparators(body))
+}
+
+// idLine is the id line of a rewritten event: the id every reading agrees
+// on, when it is plain printable ASCII; nil otherwise (the event loses its
+// id rather than carry bytes a client could frame differently).
+func idLine(ev *sse.Event) []byte {
+	id := ev.TS.ID
+	if id == "" || id != ev.Go.ID {
+		return nil
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return nil
+		}
+	}
+	return append([]byte("id: "), id...)
+}
+
+// escapeLineSeparators writes U+2028, U+2029 and U+0085 in the strict
+// JSON body as \u escapes: a Python client reading SSE with httpx-sse
+// before 0.4.2 (str.splitlines) ends a line at each of them. In strict
+// JSON they occur only inside strings, where the escape means the same
+// character; the other characters splitlines ends lines at are controls,
+// which strict JSON has escaped already.
+func escapeLineSeparators(b []byte) []byte {
+	if !bytes.Contains(b, []byte("\u2028")) && !bytes.Contains(b, []byte("\u2029")) && !bytes.Contains(b, []byte("\u0085")) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); i++ {
+		switch {
+		case b[i] == 0xe2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xa8 || b[i+2] == 0xa9):
+			out = append(out, `\u202`...)
+			out = append(out, "89"[b[i+2]-0xa8])
+			i += 2
+		case b[i] == 0xc2 && i+1 < len(b) && b[i+1] == 0x85:
+			out = append(out, `\u0085`...)
+			i++
+		default:
+			out = append(out, b[i])
+		}
+	}
+	return out
 }
 
 func hasData(ev *sse.Event) bool {

@@ -234,14 +234,26 @@ func TestBypassRows(t *testing.T) {
 			wantStatus: 200, wantBody: progressEvt + "data: " + toolsKept + "\n\n"},
 		{name: "SSE bare CR", rt: listRoute, give: sseAnswer(f.listRequest("alice", "tools/list", "1", ""), "data: x\rdata: "+toolsBody+"\n\n"),
 			wantStatus: 200, wantReason: ReasonUnfilterable},
-		{name: "list on the GET stream", rt: getRoute, give: func() exchange {
-			x := exchange{method: "GET", reqHdrs: map[string]string{"authorization": "Bearer " + f.tokens["alice"]}, meta: f.meta("alice", "GET", ""), status: 200}
+		{name: "list on a resumed GET stream", rt: getRoute, give: func() exchange {
+			x := exchange{method: "GET", reqHdrs: map[string]string{"authorization": "Bearer " + f.tokens["alice"], "last-event-id": "2"}, meta: f.meta("alice", "GET", ""), status: 200}
 			return sseAnswer(x, progressEvt, "id: 3\ndata: "+strings.Replace(toolsBody, `"id":1`, `"id":42`, 1)+"\n\n")
 		}(), wantStatus: 200, wantIn: []string{`"search"`, "id: 3\n"}},
-		{name: "foreign id", rt: listRoute, give: jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), strings.Replace(toolsBody, `"id":1`, `"id":2`, 1)),
-			wantStatus: 200, wantBody: strings.Replace(toolsKept, `"id":1`, `"id":2`, 1)},
-		{name: "batch", rt: listRoute, give: jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), "["+toolsBody+`,{"jsonrpc":"2.0","id":2,"result":{"prompts":[{"name":"draft_email"},{"name":"summarize"}]}}]`),
-			wantStatus: 200, wantBody: "[" + toolsKept + `,{"jsonrpc":"2.0","id":2,"result":{"prompts":[{"name":"summarize"}]}}]`},
+		// MCP 2025-11-25 transports: the GET stream carries no response
+		// unless resuming. Both SDK clients route a response by id to any
+		// pending request, whichever stream carries it.
+		{name: "a response on a GET stream not resuming", rt: getRoute, give: func() exchange {
+			x := exchange{method: "GET", reqHdrs: map[string]string{"authorization": "Bearer " + f.tokens["alice"]}, meta: f.meta("alice", "GET", ""), status: 200}
+			return sseAnswer(x, progressEvt, "id: 3\ndata: "+strings.Replace(toolsBody, `"id":1`, `"id":42`, 1)+"\n\n")
+		}(), wantStatus: 200, wantReason: ReasonUnexpected},
+		{name: "another request's id", rt: listRoute, give: jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), strings.Replace(toolsBody, `"id":1`, `"id":2`, 1)),
+			wantStatus: 200, wantReason: ReasonUnexpected},
+		{name: "batch", rt: listRoute, give: func() exchange {
+			x := jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), "["+toolsBody+`,{"jsonrpc":"2.0","id":2,"result":{"prompts":[{"name":"draft_email"},{"name":"summarize"}]}}]`)
+			x.meta = f.meta("alice", "batch", "1")
+			return x
+		}(), wantStatus: 200, wantBody: "[" + toolsKept + `,{"jsonrpc":"2.0","id":2,"result":{"prompts":[{"name":"summarize"}]}}]`},
+		{name: "a batch answering one request", rt: listRoute, give: jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), "["+toolsBody+`,{"jsonrpc":"2.0","id":2,"result":{"prompts":[{"name":"draft_email"},{"name":"summarize"}]}}]`),
+			wantStatus: 200, wantReason: ReasonUnexpected},
 		{name: "non-2xx with a result", rt: listRoute, give: func() exchange {
 			x := jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), toolsBody)
 			x.status = 500
@@ -593,7 +605,7 @@ func TestPinObservation(t *testing.T) {
 	if changed == toolsBody {
 		t.Fatal("toolsBody has no search tool to change")
 	}
-	f.envoy.do(t, listRoute, jsonAnswer(f.listRequest("alice", "tools/list", "2", ""), changed))
+	f.envoy.do(t, listRoute, jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), changed))
 	if def, err := obs.Lookup(ctx, pol, "payments", "", "search"); err != nil || !def.Changed {
 		t.Errorf("after a changed definition: %+v %v", def, err)
 	}

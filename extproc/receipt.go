@@ -94,22 +94,36 @@ func (st *stream) answer(msg []byte) {
 // taskId not a string: no SDK reads such a result as the call's) is
 // outcome_unknown: nobody can say what the caller saw.
 func resultOutcome(result []byte) string {
-	var r struct {
-		IsError    *bool  `json:"isError"`
-		ResultType string `json:"resultType"`
-		Task       *struct {
-			TaskID string `json:"taskId"`
-		} `json:"task"`
-	}
+	// Members by their exact names, as the SDK clients match them (zod,
+	// pydantic, the Go SDK's case-sensitive decoding): "IsError" is not
+	// isError. The result parsed strictly already (no duplicates).
+	var r map[string]json.RawMessage
 	if json.Unmarshal(result, &r) != nil {
 		return OutcomeUnknown
 	}
+	var isError bool
+	if v, ok := r["isError"]; ok && json.Unmarshal(v, &isError) != nil {
+		return OutcomeUnknown
+	}
+	var resultType, taskID string
+	if v, ok := r["resultType"]; ok && json.Unmarshal(v, &resultType) != nil {
+		return OutcomeUnknown
+	}
+	if v, ok := r["task"]; ok && string(v) != "null" {
+		var task map[string]json.RawMessage
+		if json.Unmarshal(v, &task) != nil {
+			return OutcomeUnknown
+		}
+		if id, ok := task["taskId"]; ok && json.Unmarshal(id, &taskID) != nil {
+			return OutcomeUnknown
+		}
+	}
 	switch {
-	case r.IsError != nil && *r.IsError:
+	case isError:
 		return OutcomeToolError
-	case r.Task != nil && r.Task.TaskID != "" || r.ResultType == "task":
+	case taskID != "" || resultType == "task":
 		return OutcomeTaskCreated
-	case r.ResultType == "input_required":
+	case resultType == "input_required":
 		return OutcomeInputRequired
 	}
 	return OutcomeSuccess

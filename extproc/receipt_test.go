@@ -118,14 +118,15 @@ func TestRecordResult(t *testing.T) {
 	}
 }
 
-// TestCallRouteObservesOnly: the tools/call route never refuses an answer
-// the upstream produced. A JSON answer in chunks reaches the client as sent
-// (content-length removed: it could come back filtered); one larger than
-// MaxBody, which Envoy's buffer would refuse with a 500 after the call ran,
-// passes whole and unread (outcome_unknown), as does an SSE event larger
-// than MaxEvent and the rest of its stream; so does a compressed answer,
-// which a list route refuses (502); a non-2xx JSON answer passes too.
-func TestCallRouteObservesOnly(t *testing.T) {
+// TestCallRouteFailsClosed: a tools/call's answer is read like every
+// other (issue 26: the route is no longer observe-only). A JSON answer in
+// chunks reaches the client as sent (content-length removed: it could come
+// back filtered); one larger than MaxBody is answered with a JSON-RPC error
+// (response_too_large) and nothing of it passes; an SSE event larger than
+// MaxEvent becomes an error event and nothing after it passes; a compressed
+// answer is refused (502) before its headers go out; a non-2xx JSON-RPC
+// error passes.
+func TestCallRouteFailsClosed(t *testing.T) {
 	src, err := os.ReadFile("../examples/policy.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -143,29 +144,44 @@ func TestCallRouteObservesOnly(t *testing.T) {
 		return append(out, s)
 	}
 	tests := []struct {
-		name    string
-		status  int
-		hdrs    map[string]string
-		chunks  []string
-		outcome string
+		name       string
+		status     int
+		hdrs       map[string]string
+		chunks     []string
+		wantStatus int
+		wantBody   string // "": the upstream's bytes
+		wantReason string
+		outcome    string
 	}{
-		{"JSON in chunks", 200, map[string]string{"content-type": "application/json", "content-length": "74"}, split(small, 10), OutcomeSuccess},
-		{"larger than MaxBody", 200, map[string]string{"content-type": "application/json"}, split(big, 700), OutcomeUnknown},
-		{"compressed", 200, map[string]string{"content-type": "application/json", "content-encoding": "gzip"}, []string{"\x1f\x8b\x08\x00binary"}, OutcomeUnknown},
+		{"JSON in chunks", 200, map[string]string{"content-type": "application/json", "content-length": "74"}, split(small, 10), 200, "", "", OutcomeSuccess},
+		{"larger than MaxBody", 200, map[string]string{"content-type": "application/json"}, split(big, 700), 200, "-", ReasonTooLarge, OutcomeUnknown},
+		{"compressed", 200, map[string]string{"content-type": "application/json", "content-encoding": "gzip"}, []string{"\x1f\x8b\x08\x00binary"}, 502, "-", ReasonCompressed, OutcomeUnknown},
 		{"an SSE event larger than MaxEvent, and the rest", 200, map[string]string{"content-type": "text/event-stream"},
-			split("event: message\ndata: "+big+"\n\nevent: message\ndata: "+small+"\n\n", 500), OutcomeUnknown},
-		{"non-2xx JSON-RPC error", 500, map[string]string{"content-type": "application/json"}, []string{`{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"boom"}}`}, OutcomeRPCError},
+			split("event: message\ndata: "+big+"\n\nevent: message\ndata: "+small+"\n\n", 500), 200, "-", ReasonTooLarge, OutcomeUnknown},
+		{"non-2xx JSON-RPC error", 500, map[string]string{"content-type": "application/json"}, []string{`{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"boom"}}`}, 500, "", "", OutcomeRPCError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := f.logs.FilterMessage("receipt").Len()
 			m := f.meta("alice", "tools/call", "7")
 			got := f.envoy.do(t, callRoute, exchange{method: "POST", meta: m, status: tt.status, hdrs: tt.hdrs, chunks: tt.chunks})
-			if got.localReply || got.reset || got.status != tt.status {
-				t.Fatalf("the call's answer was refused: %+v", got)
+			if got.reset || got.status != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %+v", got.status, tt.wantStatus, got)
 			}
-			if want := strings.Join(tt.chunks, ""); got.body != want {
-				t.Errorf("body changed: %d bytes, want the upstream's %d", len(got.body), len(want))
+			switch want := strings.Join(tt.chunks, ""); tt.wantBody {
+			case "":
+				if got.body != want {
+					t.Errorf("body changed: %q, want the upstream's", got.body)
+				}
+			default:
+				if strings.Contains(got.body, "xxxx") || strings.Contains(got.body, `"ok"`) {
+					t.Errorf("bytes of the refused answer passed: %q", got.body)
+				}
+			}
+			if tt.wantReason != "" {
+				if r, _ := rpcErrorOf(strings.TrimSpace(strings.TrimPrefix(got.body, "data: "))); r != tt.wantReason {
+					t.Errorf("reason %q, want %q: %q", r, tt.wantReason, got.body)
+				}
 			}
 			lines := f.logs.FilterMessage("receipt").All()
 			if len(lines) != before+1 {

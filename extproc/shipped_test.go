@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -73,26 +74,35 @@ func shippedList(t *testing.T, c *envoy, method string) route {
 	return route{}
 }
 
-// picks reports whether r is the seam route matching x-mcp-method method
-// exactly or by a safe_regex of alternatives (the shipped configs' forms;
-// Envoy matches a regex whole).
+// picks reports whether r is the route Envoy picks first for a POST to
+// /mcp whose x-mcp-method is method: a prefix "/" match whose header
+// matchers (x-mcp-method and :method, exact or a safe_regex matched whole,
+// as Envoy matches) all hold. Routes are tried in order (shippedList).
 func picks(t *testing.T, r *routev3.Route, method string) bool {
 	t.Helper()
+	if r.GetMatch().GetPrefix() != "/" {
+		return false
+	}
+	hdrs := map[string]string{envoycfg.MethodHeader: method, ":method": "POST"}
 	for _, h := range r.GetMatch().GetHeaders() {
-		if h.GetName() != envoycfg.MethodHeader {
-			continue
-		}
-		if h.GetStringMatch().GetExact() == method {
-			return true
-		}
-		re := h.GetStringMatch().GetSafeRegex().GetRegex()
-		for _, alt := range strings.Split(re, "|") {
-			if alt == method {
-				return true
+		v, ok := hdrs[h.GetName()]
+		sm := h.GetStringMatch()
+		switch {
+		case !ok:
+			return false
+		case sm.GetExact() != "":
+			if sm.GetExact() != v {
+				return false
 			}
+		case sm.GetSafeRegex().GetRegex() != "":
+			if !regexp.MustCompile("^(?:" + sm.GetSafeRegex().GetRegex() + ")$").MatchString(v) {
+				return false
+			}
+		default:
+			t.Fatalf("route %s: a header matcher the test does not model: %v", r.GetName(), h)
 		}
 	}
-	return false
+	return true
 }
 
 // subjects accepts "Bearer <subject>" for Check's side of the round trip.
@@ -202,11 +212,9 @@ func TestSealedCursorThroughShippedConfig(t *testing.T) {
 	}
 }
 
-// TestShippedRoutesOnProcessorOutage: with the processor unreachable, the
-// shipped sidecar's routes fail as envoy.ObserveOnlyMethods says: a
-// tools/call's answer (the upstream ran the call) reaches the client as the
-// upstream sent it (its receipt is lost); a list or a task method
-// is refused by Envoy (status_on_error), never passed unfiltered.
+// TestShippedRoutesOnProcessorOutage: with the processor unreachable, every
+// route of the shipped sidecar fails closed (status_on_error), a
+// tools/call's answer and an initialize's too: none passes unread.
 func TestShippedRoutesOnProcessorOutage(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -227,7 +235,9 @@ func TestShippedRoutesOnProcessorOutage(t *testing.T) {
 		wantStatus int
 		wantBody   string
 	}{
-		{"tools/call", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}`, 200, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}`},
+		{"tools/call", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}`, 500, ""},
+		{"initialize", `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`, 500, ""},
+		{"ping", list, 500, ""},
 		{"tools/list", list, 500, ""},
 		{"tasks/get", `{"jsonrpc":"2.0","id":1,"result":{"taskId":"t","status":"working"}}`, 500, ""},
 	}

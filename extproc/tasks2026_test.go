@@ -87,8 +87,8 @@ func TestTaskBindingTTL(t *testing.T) {
 
 // A task result whose id the sidecar cannot bind binds nothing, so no
 // caller's later tasks/get of it is admitted (task_not_owned: fail closed).
-// The JSON answer itself passes as the upstream sent it: the tools/call
-// route observes only (the upstream has run the call).
+// The answer is refused (response_unfilterable): the seam cannot prove the
+// task is its caller's.
 func TestTaskResultUnbindable(t *testing.T) {
 	for _, body := range []string{
 		`{"jsonrpc":"2.0","id":7,"result":{"resultType":"task","taskId":7,"status":"working"}}`,
@@ -101,8 +101,8 @@ func TestTaskResultUnbindable(t *testing.T) {
 		m := f.meta("alice", "tools/call", "7")
 		m["protocol_version"] = "2026-07-28"
 		got := f.envoy.do(t, callRoute, jsonAnswer(exchange{method: "POST", meta: m, status: 200}, body))
-		if got.status != 200 || got.body != body {
-			t.Errorf("%s: the observed answer was changed: %+v", body, got)
+		if r, _ := rpcErrorOf(got.body); got.status != 200 || r != ReasonUnfilterable {
+			t.Errorf("%s: not refused: %+v", body, got)
 		}
 		for _, id := range []string{"T-bad", "T-bad2"} {
 			if _, found, _ := f.tasks.Owner(context.Background(), "payments", id); found {
