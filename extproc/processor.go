@@ -832,6 +832,11 @@ func (st *stream) decideJSON(ctx context.Context, body []byte) (out []byte, refu
 		return errorBody(st.rpcID, -32603, ReasonTooLarge, "the response is too large to filter"), true
 	}
 	res, err := st.filter(ctx, body)
+	if err != nil && lossyOnly(err) {
+		if err = st.checkLossy(ctx, body); err == nil {
+			return nil, false
+		}
+	}
 	if err != nil {
 		reason, msg := refusalOf(err)
 		st.refusedList(reason, err)
@@ -1049,6 +1054,14 @@ func (st *stream) event(ctx context.Context, ev *sse.Event) []byte {
 			return nil // a list or response smuggled in an event no client reads: dropped
 		}
 		return ev.Raw
+	}
+	if err != nil && lossyOnly(err) {
+		if err = st.checkLossy(ctx, data); err == nil {
+			if rewrite {
+				return sse.AppendData(nil, idLine(ev), escapeLineSeparators(data))
+			}
+			return ev.Raw
+		}
 	}
 	if err != nil {
 		reason, _ := refusalOf(err)

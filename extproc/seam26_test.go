@@ -165,3 +165,42 @@ func TestReceiptReadsAsClientsDo(t *testing.T) {
 		}
 	}
 }
+
+// TestLossyNumbers: a number the clients read with loss (not exactly an
+// IEEE 754 double) in an answer that holds no list passes byte for byte;
+// in a list it stays refused (a pin could not see it change); the
+// transport rule holds either way.
+func TestLossyNumbers(t *testing.T) {
+	f := newFixture(t)
+	const big = `1700000000123456789`
+	call := func(id, body string) exchange {
+		return jsonAnswer(exchange{method: "POST", meta: f.meta("alice", "tools/call", id), status: 200}, body)
+	}
+	ok := `{"jsonrpc":"2.0","id":5,"result":{"content":[],"structuredContent":{"at":` + big + `,"x":1e400,"y":[-0.1000000000000000055511151231257827]}}}`
+	tests := []struct {
+		name       string
+		rt         route
+		give       exchange
+		wantBody   string
+		wantReason string
+	}{
+		{"a call's result", callRoute, call("5", ok), ok, ""},
+		{"as SSE", callRoute, sseAnswer(exchange{method: "POST", meta: f.meta("alice", "tools/call", "5"), status: 200}, "event: message\ndata: "+ok+"\n\n"), "event: message\ndata: " + ok + "\n\n", ""},
+		{"another request's id", callRoute, call("6", ok), "", ReasonUnexpected},
+		{"in a list", listRoute, jsonAnswer(f.listRequest("alice", "tools/list", "1", ""),
+			`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"search","inputSchema":{"type":"object","maximum":`+big+`}}]}}`), "", ReasonUnfilterable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := f.envoy.do(t, tt.rt, tt.give)
+			if tt.wantBody != "" && got.body != tt.wantBody {
+				t.Errorf("body %q, want %q", got.body, tt.wantBody)
+			}
+			if tt.wantReason != "" {
+				if r, _ := rpcErrorOf(got.body); r != tt.wantReason {
+					t.Errorf("reason %q, want %q: %q", r, tt.wantReason, got.body)
+				}
+			}
+		})
+	}
+}
