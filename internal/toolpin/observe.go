@@ -548,6 +548,90 @@ func (o Observations) LookupScope(ctx context.Context, p *policy.Policy, server,
 	return o.lookup(ctx, p, server, hx, tool)
 }
 
+// LookupScopeMany is LookupScope of each of tools (the tool names of one
+// tools/list, each once) in one store read: a single state.Reader.GetMany
+// of every key of every tool, so a list of n tools costs one round trip,
+// not n. defs[i] answers tools[i] as LookupScope would; like n LookupScope
+// calls, the read is not a snapshot across keys on Redis. nil, nil when
+// pin_mode is off. Errors are LookupScope's (then no tool is decided); a
+// name repeated in tools is read twice.
+func (o Observations) LookupScopeMany(ctx context.Context, p *policy.Policy, server, scope string, tools []string) ([]policy.ToolDefinition, error) {
+	if p.PinMode() == policy.PinOff {
+		return nil, nil
+	}
+	if _, ok := scopeHash(server, scope); !ok {
+		return nil, fmt.Errorf("toolpin: %q is not a pin scope of server %q", scope, server)
+	}
+	defs := make([]policy.ToolDefinition, len(tools))
+	if len(tools) == 0 {
+		return defs, nil
+	}
+	keys := manyKeys(p, server, scope, tools)
+	vals, found, err := o.Store.GetMany(ctx, keys...)
+	if err != nil {
+		return nil, err
+	}
+	if len(vals) != len(keys) || len(found) != len(keys) {
+		return nil, fmt.Errorf("%w: toolpin: %d answers for %d keys", state.ErrUnavailable, len(vals), len(keys))
+	}
+	at := 0
+	for i, tool := range tools {
+		pins := p.Pins(server, tool)
+		n := keysOf(p, pins)
+		decide(&defs[i], pins, vals[at:at+n], found[at:at+n])
+		at += n
+	}
+	return defs, nil
+}
+
+// keysOf is how many of lookupKinds Lookup reads for a tool with pins:
+// the baseline's too for a trust-on-first-use tool without pins.
+func keysOf(p *policy.Policy, pins []string) int {
+	if len(pins) == 0 && p.PinMode() == policy.PinTOFU {
+		return 4
+	}
+	return 3
+}
+
+// manyKeys returns the keys LookupScopeMany reads, tool after tool, each
+// toolKey(kind, scope, tool) of its keysOf first lookupKinds: substrings
+// of one string, built at once.
+func manyKeys(p *policy.Policy, server, scope string, tools []string) []string {
+	var lenBuf [20]byte
+	scopeLen := strconv.AppendInt(lenBuf[:0], int64(len(scope)), 10)
+	fixed := len(scopeLen) + 1 + len(scope) + 1 + 1 // ":<len>:<scope>:" beside kind and tool
+	size, nkeys := 0, 0
+	for _, tool := range tools {
+		n := keysOf(p, p.Pins(server, tool))
+		for _, kind := range lookupKinds[:n] {
+			size += len(kind) + fixed + len(tool)
+		}
+		nkeys += n
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, tool := range tools {
+		for _, kind := range lookupKinds[:keysOf(p, p.Pins(server, tool))] {
+			b.WriteString(kind)
+			b.WriteByte(':')
+			b.Write(scopeLen)
+			b.WriteByte(':')
+			b.WriteString(scope)
+			b.WriteByte(':')
+			b.WriteString(tool)
+		}
+	}
+	all, at := b.String(), 0
+	keys := make([]string, 0, nkeys)
+	for _, tool := range tools {
+		for _, kind := range lookupKinds[:keysOf(p, p.Pins(server, tool))] {
+			end := at + len(kind) + fixed + len(tool)
+			keys, at = append(keys, all[at:end]), end
+		}
+	}
+	return keys
+}
+
 // lookup is Lookup in the scope of server and hx (nil: server's own).
 func (o Observations) lookup(ctx context.Context, p *policy.Policy, server string, hx *[32]byte, tool string) (*policy.ToolDefinition, error) {
 	mode := p.PinMode()
@@ -564,14 +648,21 @@ func (o Observations) lookup(ctx context.Context, p *policy.Policy, server strin
 	if len(vals) != len(keys) || len(found) != len(keys) {
 		return nil, fmt.Errorf("%w: toolpin: %d answers for %d keys", state.ErrUnavailable, len(vals), len(keys))
 	}
-	def := &lk.def
+	decide(&lk.def, baseline, vals, found)
+	return &lk.def, nil
+}
+
+// decide sets *def from the answers of a tool's keys (lookupKinds, the
+// baseline's read only when vals has four) and baseline, the policy's
+// pins of the tool: Lookup's decision. *def must be zero.
+func decide(def *policy.ToolDefinition, baseline, vals []string, found []bool) {
 	if !found[0] {
-		return def, nil
+		return
 	}
 	fp, hints, _ := strings.Cut(vals[0], " ")
 	*def = policy.ToolDefinition{Listed: true, Fingerprint: fp, Hints: decodeHints(hints)}
 	other, divergent := vals[1], found[1]
-	if len(keys) == 4 && found[3] && !strings.HasPrefix(vals[3], "new ") {
+	if len(vals) == 4 && found[3] && !strings.HasPrefix(vals[3], "new ") {
 		baseline = []string{vals[3]}
 	}
 	inFirst := slices.Contains(baseline, fp)
@@ -597,7 +688,6 @@ func (o Observations) lookup(ctx context.Context, p *policy.Policy, server strin
 		}
 	}
 	def.Superseded = def.Changed && supersededOnly(baseline)
-	return def, nil
 }
 
 // supersededOnly reports whether baseline holds fingerprints and all of
