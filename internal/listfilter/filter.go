@@ -128,10 +128,18 @@ type Options struct {
 	// URI, a uriTemplate, a taskId, decoded) and its bytes as the upstream
 	// sent them (a tool's declared annotations). An error fails the filter.
 	Keep func(k Kind, key string, item []byte) (bool, error)
-	// Observe, when set, sees every item before Keep decides it: its key
-	// and its bytes as the upstream sent them (tool definition pinning). An
-	// error fails the filter.
+	// Observe, when set, sees every item of a list before Keep decides any
+	// of them: its key and its bytes as the upstream sent them (tool
+	// definition pinning). An error fails the filter.
 	Observe func(k Kind, key string, item []byte) error
+	// Prepare, when set, is called once per list after Observe saw all its
+	// items and before Keep sees the first: keys are the items' keys, in
+	// the order Keep is then called with them, once each. The caller reads
+	// what it decides the whole list with in one go (the pin state of every
+	// tool of a tools list in one store read). keys belong to Filter and
+	// are valid until the list's last Keep returns. Its error fails the
+	// filter (Kind "keep").
+	Prepare func(k Kind, keys []string) error
 	// ObserveList, when set, sees each list array's bytes (as the upstream
 	// sent them, "[" to "]") before its items; when it reports seen,
 	// Observe is not called for that list's items (the caller observed
@@ -260,10 +268,11 @@ type item struct {
 }
 
 // scratch is what filterResult needs per list and gives back: the items of
-// the list it walks, the indexes kept and the keys seen, reused through
-// scratchPool so a list allocates none of them.
+// the list it walks, their keys, the indexes kept and the keys seen,
+// reused through scratchPool so a list allocates none of them.
 type scratch struct {
 	items []item
+	names []string
 	kept  []int32
 	seen  map[string]struct{}
 }
@@ -279,7 +288,8 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 	defer func() {
 		if cap(sc.items) <= maxPooledItems {
 			clear(sc.seen) // no key outlives the call
-			sc.items, sc.kept = sc.items[:0], sc.kept[:0]
+			clear(sc.names)
+			sc.items, sc.names, sc.kept = sc.items[:0], sc.names[:0], sc.kept[:0]
 			scratchPool.Put(sc)
 		}
 	}()
@@ -344,8 +354,10 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 			observe = nil
 		}
 	}
-	seen, kept := sc.seen, sc.kept
-	for i, it := range items {
+	// Every item is checked and observed before any is decided: Prepare
+	// and Keep see the state after the whole list's observations.
+	seen, names, kept := sc.seen, sc.names[:0], sc.kept
+	for _, it := range items {
 		if in[it.off] != '{' {
 			return nil, &Error{Kind: "shape", Msg: "a " + kind.String() + " item is not an object"}
 		}
@@ -360,14 +372,24 @@ func filterResult(in []byte, off, end int, own bool, want Kind, opt *Options, re
 			return nil, &Error{Kind: "duplicate", Msg: "two " + kind.String() + " items with one " + kinds[kind].key}
 		}
 		seen[name] = struct{}{}
+		names = append(names, name)
 		if observe != nil {
 			if err := observe(kind, name, in[it.off:it.end]); err != nil {
 				return nil, &Error{Kind: "keep", Msg: "observing an item", Err: err}
 			}
 		}
+	}
+	sc.names = names
+	if opt.Prepare != nil {
+		if err := opt.Prepare(kind, names); err != nil {
+			return nil, &Error{Kind: "keep", Msg: "preparing a list", Err: err}
+		}
+	}
+	for i, it := range items {
 		keep := false
 		if opt.Keep != nil {
-			keep, err = opt.Keep(kind, name, in[it.off:it.end])
+			var err error
+			keep, err = opt.Keep(kind, names[i], in[it.off:it.end])
 			if err != nil {
 				return nil, &Error{Kind: "keep", Msg: "deciding an item", Err: err}
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -485,5 +486,58 @@ func TestObserveList(t *testing.T) {
 	opt.ObserveList = func(Kind, []byte) (bool, error) { return false, errors.New("store down") }
 	if _, err := Filter(body, opt); err == nil {
 		t.Error("an ObserveList error passed the list")
+	}
+}
+
+// TestPrepare: per list, Observe sees every item, then Prepare the list's
+// keys in order, then Keep each item in that order; the lists of a batch
+// in turn. The answer is the one without Prepare; its error fails the
+// filter.
+func TestPrepare(t *testing.T) {
+	p := reference(t)
+	a := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"search"}, {"name":"delete_repo"}, {"name":"s\u0065arch_2"}]}}`
+	b := `{"jsonrpc":"2.0","id":2,"result":{"prompts":[{"name":"summarize"}]}}`
+	body := []byte("[" + a + "," + b + "]")
+	var calls []string
+	keep := keepFor(p)
+	opt := Options{
+		Observe: func(k Kind, key string, _ []byte) error {
+			calls = append(calls, "observe "+key)
+			return nil
+		},
+		Prepare: func(k Kind, keys []string) error {
+			calls = append(calls, "prepare "+k.String()+" "+strings.Join(keys, ","))
+			return nil
+		},
+		Keep: func(k Kind, key string, item []byte) (bool, error) {
+			calls = append(calls, "keep "+key)
+			return keep(k, key, item)
+		},
+	}
+	res, err := Filter(body, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"observe search", "observe delete_repo", "observe search_2", "prepare tools search,delete_repo,search_2",
+		"keep search", "keep delete_repo", "keep search_2",
+		"observe summarize", "prepare prompts summarize", "keep summarize"}
+	if !slices.Equal(calls, want) {
+		t.Errorf("calls\n%q, want\n%q", calls, want)
+	}
+	plain, err := Filter(body, Options{Keep: keep})
+	if err != nil || !bytes.Equal(plain.Body, res.Body) || plain.Kept != res.Kept || plain.Removed != res.Removed {
+		t.Errorf("with Prepare %s, without %s %v", res.Body, plain.Body, err)
+	}
+	opt.Prepare = func(Kind, []string) error { return errors.New("store down") }
+	calls = calls[:0]
+	if _, err := Filter(body, opt); err == nil {
+		t.Error("a Prepare error passed the list")
+	} else if e := (*Error)(nil); !errors.As(err, &e) || e.Kind != "keep" {
+		t.Errorf("Prepare error: %v, want Kind keep", err)
+	}
+	for _, c := range calls {
+		if strings.HasPrefix(c, "keep ") {
+			t.Errorf("Keep ran after Prepare failed: %q", calls)
+		}
 	}
 }
