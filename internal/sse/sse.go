@@ -72,8 +72,10 @@ package sse
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strconv"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -103,8 +105,9 @@ type View struct {
 	// ID is the id field; "" when absent. Py's is the last event id of the
 	// stream so far, which Python keeps from earlier events.
 	ID string
-	// Data is the data lines joined with LF. It aliases nothing: a copy,
-	// apart from the other views' Data too.
+	// Data is the data lines joined with LF: a copy of the event's bytes,
+	// valid after the callback returns. Views with equal data share one
+	// copy (capped at its length): treat Data as read-only.
 	Data []byte
 	// Broken reports (Go only) a line without ':', on which the Go client
 	// stops reading the stream.
@@ -157,7 +160,6 @@ type Framer struct {
 	lineOne bool   // the line being scanned is the stream's first
 	first   bool   // the current event is the stream's first
 	pyID    string // Python's last event id, kept across events
-	scratch []byte // room for a small event's views' data (maxScratch)
 	ev      Event
 }
 
@@ -320,27 +322,35 @@ func (f *Framer) parse(ev *Event, raw []byte) {
 		}
 	}
 	// Every view's data is at most len(raw) bytes: the three are written
-	// to the Framer's scratch room and copied out as one block of their
-	// size, or, for a large event, to a block of three times its size.
-	var block []byte
-	scratch := false
-	if bytes.Contains(raw, []byte("data")) { // else no line is a data line
-		if need := 3 * len(raw); need > maxScratch {
-			block = make([]byte, 0, need)
-		} else {
-			if cap(f.scratch) < need {
-				f.scratch = make([]byte, 0, max(need, 2*cap(f.scratch)))
-			}
-			block, scratch = f.scratch[:0], true
+	// to pooled scratch room, then each distinct one is copied out.
+	var work, block []byte
+	var room *[]byte
+	var small [1 << 10]byte
+	switch need := 3 * len(raw); {
+	case !bytes.Contains(raw, []byte("data")): // no line is a data line
+	case need <= len(small):
+		work = small[:0]
+	default:
+		room = scratchPool.Get().(*[]byte)
+		if cap(*room) < need {
+			*room = make([]byte, 0, need)
 		}
+		work = (*room)[:0]
 	}
 	var tsR, goR, pyR reading
 	pyR.idStr = f.pyID
-	block = tsR.ts(ts, !ev.Unterminated, block)
-	block = goR.goSDK(raw, block)
-	block = pyR.py(raw, block)
-	if scratch {
-		block = bytes.Clone(block)
+	if len(ts) == len(raw) && !hasPyOnlyLineEnd(raw) {
+		work = tsPy(&tsR, &pyR, ts, !ev.Unterminated, work)
+	} else {
+		work = tsR.ts(ts, !ev.Unterminated, work)
+		work = pyR.py(raw, work)
+	}
+	work = goR.goSDK(raw, work)
+	if work != nil {
+		block = copyData(work, [3]*reading{&tsR, &goR, &pyR})
+	}
+	if room != nil && cap(*room) <= maxScratch {
+		scratchPool.Put(room)
 	}
 	tsR.view(&ev.TS, ts, block, "", "")
 	goR.view(&ev.Go, raw, block, ev.TS.ID, "")
@@ -364,8 +374,11 @@ func (f *Framer) parse(ev *Event, raw []byte) {
 	ev.Ambiguous = ev.Ambiguous || pyR.inner
 }
 
-// maxScratch is the most room a Framer keeps for the views' data.
-const maxScratch = 64 << 10
+// scratchPool holds room for the views' data of an event; maxScratch is
+// the most room it keeps.
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+const maxScratch = 1 << 20
 
 // span locates a name, an id or data in the bytes a reading read, or its
 // data in the bytes it appended.
@@ -391,6 +404,42 @@ type reading struct {
 	idStr          string // the id when id is not set (Py: the last event id before the event)
 	last           span   // Py: the last id line's value, for the next event
 	inner          bool   // Py: an event dispatched before the end of the bytes
+}
+
+// copyData copies the data the readings appended to s into one block, once
+// for readings with equal data, and points their data spans into it.
+func copyData(s []byte, rs [3]*reading) []byte {
+	var same [3]int // an earlier reading with the same data, or -1
+	n := 0
+	for i, r := range rs {
+		same[i] = -1
+		if !r.data.set {
+			continue
+		}
+		d := s[r.data.off:r.data.end]
+		for j := range i {
+			if o := rs[j].data; o.set && bytes.Equal(s[o.off:o.end], d) {
+				same[i] = j
+				break
+			}
+		}
+		if same[i] < 0 {
+			n += len(d)
+		}
+	}
+	block := make([]byte, 0, n)
+	for i, r := range rs {
+		switch {
+		case !r.data.set:
+		case same[i] >= 0:
+			r.data = rs[same[i]].data // already in block
+		default:
+			off := len(block)
+			block = append(block, s[r.data.off:r.data.end]...)
+			r.data = span{off, len(block), true}
+		}
+	}
+	return block
 }
 
 // view fills v from r: b is the input r read, block the data r appended
@@ -439,49 +488,83 @@ func field(line []byte) (name, value []byte) {
 	return line[:c], value
 }
 
-// ts reads one event as eventsource-parser does (src/parse.ts parseLine,
-// processField, dispatchEvent); it appends the data to s.
-func (r *reading) ts(b []byte, terminated bool, s []byte) []byte {
-	in := b
-	lines := 0
-	r.data.off = len(s)
-	for len(b) > 0 {
-		i := indexLineEnd(b)
-		var line []byte
-		if i < 0 {
-			line, b = b, b[len(b):]
+// tsLines reads lines as eventsource-parser does (src/parse.ts parseLine,
+// processField, dispatchEvent).
+type tsLines struct {
+	r     *reading
+	in    []byte // the bytes read, which spans locate into
+	lines int    // data lines
+}
+
+// line reads one line that is not blank; it appends data to s.
+func (t *tsLines) line(line, s []byte) []byte {
+	if line[0] == ':' {
+		return s
+	}
+	name, value := field(line)
+	switch string(name) {
+	case "event":
+		t.r.name = spanOf(t.in, value)
+	case "data":
+		if t.lines == 0 {
+			t.r.data.off = len(s)
 		} else {
-			line = b[:i]
-			if b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n' {
-				i++
-			}
-			b = b[i+1:]
+			s = append(s, '\n')
 		}
+		s = append(s, value...)
+		t.r.data.end = len(s)
+		t.lines++
+	case "id":
+		t.r.id = spanOf(t.in, value)
+		if bytes.IndexByte(value, 0) >= 0 {
+			t.r.id = span{} // 3.0.6: id = undefined
+		}
+	}
+	return s
+}
+
+// end closes the event: TS dispatches it at its blank line when it has
+// data.
+func (t *tsLines) end(terminated bool) {
+	t.r.data.set = t.lines > 0
+	t.r.dispatched = t.lines > 0 && terminated
+}
+
+// ts reads one event as eventsource-parser does; it appends the data to s.
+func (r *reading) ts(b []byte, terminated bool, s []byte) []byte {
+	t := tsLines{r: r, in: b}
+	for len(b) > 0 {
+		i, n := crlfLineEnd(b)
+		line := b[:i]
+		b = b[i+n:]
 		if len(line) == 0 {
 			break // the blank line that ends the event
 		}
-		if line[0] == ':' {
-			continue
-		}
-		name, value := field(line)
-		switch string(name) {
-		case "event":
-			r.name = spanOf(in, value)
-		case "data":
-			if lines > 0 {
-				s = append(s, '\n')
-			}
-			s = append(s, value...)
-			lines++
-		case "id":
-			r.id = spanOf(in, value)
-			if bytes.IndexByte(value, 0) >= 0 {
-				r.id = span{} // 3.0.6: id = undefined
-			}
-		}
+		s = t.line(line, s)
 	}
-	r.data.end, r.data.set = len(s), lines > 0
-	r.dispatched = lines > 0 && terminated
+	t.end(terminated)
+	return s
+}
+
+// tsPy reads one event as ts (into t) and py (into p) do, in one pass: b's
+// lines must be the same for both (no Python-only line end, no BOM), and
+// Python's data is then TS's.
+func tsPy(t, p *reading, b []byte, terminated bool, s []byte) []byte {
+	tl := tsLines{r: t, in: b}
+	pl := pyLines{r: p, in: b, recording: true, shared: true}
+	for len(b) > 0 {
+		i, n := crlfLineEnd(b)
+		line := b[:i]
+		b = b[i+n:]
+		pl.line(line, len(b) > 0, nil)
+		if len(line) == 0 {
+			break
+		}
+		s = tl.line(line, s)
+	}
+	tl.end(terminated)
+	pl.end()
+	p.data = t.data
 	return s
 }
 
@@ -499,7 +582,9 @@ func (r *reading) goSDK(b []byte, s []byte) []byte {
 		} else {
 			line, b = b[:i+1], b[i+1:]
 		}
-		line = bytes.TrimRight(line, "\r\n")
+		for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+			line = line[:len(line)-1] // bytes.TrimRight(line, "\r\n")
+		}
 		if len(line) == 0 {
 			break
 		}
@@ -533,6 +618,49 @@ func (r *reading) goSDK(b []byte, s []byte) []byte {
 // errors="replace" these bytes always decode to those characters: C2 and
 // E2 never continue a sequence, so an invalid one before them ends there.
 var pyStop = [256]uint8{'\n': 1, '\v': 1, '\f': 1, '\r': 1, 0x1c: 1, 0x1d: 1, 0x1e: 1, 0xc2: 1, 0xe2: 1}
+
+// pyOnly marks the bytes that may begin a str.splitlines line end other
+// than CR and LF.
+var pyOnly = [256]uint8{'\v': 1, '\f': 1, 0x1c: 1, 0x1d: 1, 0x1e: 1, 0xc2: 1, 0xe2: 1}
+
+// hasPyOnlyLineEnd reports whether b holds a line end of str.splitlines
+// that is not CR or LF. It reads eight bytes a step, looking closer only
+// at a step holding a byte below 0x20 or above 0x7f.
+func hasPyOnlyLineEnd(b []byte) bool {
+	const lo, hi = 0x2020202020202020, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if w := binary.LittleEndian.Uint64(b[i:]); (w-lo|w)&hi != 0 && pyOnlyAt(b, i, i+8) {
+			return true
+		}
+	}
+	return pyOnlyAt(b, i, len(b))
+}
+
+// pyOnlyAt reports whether a line end of str.splitlines other than CR and
+// LF starts in b[from:to].
+func pyOnlyAt(b []byte, from, to int) bool {
+	for j := from; j < to; j++ {
+		if pyOnly[b[j]] != 0 {
+			if i, n := pyLineEnd(b[j:min(j+3, len(b))]); i == 0 && n > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// crlfLineEnd is pyLineEnd for bytes whose only line ends are CR and LF.
+func crlfLineEnd(b []byte) (int, int) {
+	i := indexLineEnd(b)
+	switch {
+	case i < 0:
+		return len(b), 0
+	case b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n':
+		return i, 2
+	}
+	return i, 1
+}
 
 // pyLineEnd returns the offset of the first Python line end in b and its
 // length; len(b), 0 when there is none.
@@ -570,60 +698,85 @@ func pyLineEnd(b []byte) (int, int) {
 	}
 }
 
+// pyLines reads lines as httpx-sse's SSEDecoder.decode does.
+type pyLines struct {
+	r         *reading
+	in        []byte // the bytes read, which spans locate into
+	name, id  span   // the pending event's field, the last id line's value
+	lines     int    // the pending event's data lines
+	retry     bool   // the pending event has a retry int() takes
+	recording bool   // no event dispatched yet: data is appended
+	shared    bool   // the data is TS's: not appended
+}
+
+// line reads one line; more reports bytes after it in the event. It
+// appends data to s.
+func (p *pyLines) line(line []byte, more bool, s []byte) []byte {
+	if len(line) == 0 {
+		hasID := p.id.set && p.id.end > p.id.off || !p.id.set && p.r.idStr != ""
+		if p.name.end > p.name.off || p.lines > 0 || p.retry || hasID {
+			if p.recording {
+				p.r.dispatched, p.r.name, p.r.id = true, p.name, p.id
+				p.r.data.end, p.r.data.set = len(s), p.lines > 0
+				p.recording = false
+			}
+			p.r.inner = p.r.inner || more
+		}
+		p.name, p.lines, p.retry = span{}, 0, false
+		return s
+	}
+	if line[0] == ':' {
+		return s
+	}
+	name, value := field(line)
+	switch string(name) {
+	case "event":
+		p.name = spanOf(p.in, value)
+	case "data":
+		if p.recording && !p.shared {
+			if p.lines > 0 {
+				s = append(s, '\n')
+			}
+			s = append(s, value...)
+		}
+		p.lines++
+	case "id":
+		if bytes.IndexByte(value, 0) < 0 {
+			p.id = spanOf(p.in, value)
+		}
+	case "retry":
+		p.retry = p.retry || pyInt(value)
+	}
+	return s
+}
+
+// end closes the event: without a dispatch the view holds the pending
+// fields.
+func (p *pyLines) end() {
+	if p.recording {
+		p.r.name, p.r.id = p.name, p.id
+		p.r.data.set = p.lines > 0
+	}
+	p.r.last = p.id
+}
+
 // py reads one event as httpx-sse's SSEDecoder.decode does, over the lines
 // str.splitlines cuts (httpx LineDecoder); r.idStr is the last event id
 // before the event. It appends to s the data of the first event Python
 // dispatches in b, or the pending data when none.
 func (r *reading) py(b []byte, s []byte) []byte {
-	in := b
-	var name, id span
-	lines, retry, recording := 0, false, true
+	p := pyLines{r: r, in: b, recording: true}
 	r.data.off = len(s)
 	for len(b) > 0 {
 		i, n := pyLineEnd(b)
 		line := b[:i]
 		b = b[i+n:]
-		if len(line) == 0 { // a blank line (n > 0: b was not empty)
-			hasID := id.set && id.end > id.off || !id.set && r.idStr != ""
-			if name.end > name.off || lines > 0 || retry || hasID {
-				if recording {
-					r.dispatched, r.name, r.id = true, name, id
-					r.data.end, r.data.set = len(s), lines > 0
-					recording = false
-				}
-				r.inner = r.inner || len(b) > 0
-			}
-			name, lines, retry = span{}, 0, false
-			continue
-		}
-		if line[0] == ':' {
-			continue
-		}
-		f, value := field(line)
-		switch string(f) {
-		case "event":
-			name = spanOf(in, value)
-		case "data":
-			if recording {
-				if lines > 0 {
-					s = append(s, '\n')
-				}
-				s = append(s, value...)
-			}
-			lines++
-		case "id":
-			if bytes.IndexByte(value, 0) < 0 {
-				id = spanOf(in, value)
-			}
-		case "retry":
-			retry = retry || pyInt(value)
-		}
+		s = p.line(line, len(b) > 0, s)
 	}
-	if recording {
-		r.name, r.id = name, id
-		r.data.end, r.data.set = len(s), lines > 0
+	if p.recording {
+		r.data.end = len(s)
 	}
-	r.last = id
+	p.end()
 	return s
 }
 
