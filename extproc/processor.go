@@ -160,7 +160,6 @@ type stream struct {
 	sessionHash          string   // Check's toolpin.SessionHash of it (every route, pin_scope session)
 	recoverKey           string   // Check's recover_key: record the result under it
 	held                 []byte   // modeHeld: the answer's bytes held so far
-	lastEventID          bool     // the request carried Last-Event-ID (a GET resuming a stream)
 	responses            respRule // which responses the answer may carry
 	owner                string   // state.TaskOwner of the caller: issuer and subject
 	issuer               string   // the token issuer Check decided with ("" when Check sent none)
@@ -169,19 +168,19 @@ type stream struct {
 }
 
 // respRule is which JSON-RPC responses a stream may carry (MCP 2025-11-25
-// basic/transports: a POST's stream answers that POST's requests; the GET
-// stream carries none "unless resuming").
+// basic/transports: a POST's stream answers that POST's requests).
 type respRule int
 
 const (
 	// respOwn: only responses to the request's own id (Check's rpc_id).
 	respOwn respRule = iota
-	// respNone: no response at all (a GET not resuming; a POST of
-	// notifications or responses, which has no request id to answer).
+	// respNone: no response at all (a POST of notifications or
+	// responses, which has no request id to answer).
 	respNone
 	// respAny: responses to any id, every list in them filtered by shape
-	// with the caller's claims (a batch, a GET resuming with
-	// Last-Event-ID: routes that send the request headers).
+	// with the caller's claims (a batch; a GET: the legacy HTTP+SSE
+	// stream, or a replay with Last-Event-ID; routes that send the
+	// request headers).
 	respAny
 )
 
@@ -321,7 +320,6 @@ func (st *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 	sid, _ := header(h.GetHeaders(), "mcp-session-id")
 	path, _ := header(h.GetHeaders(), ":path") // forwarded on list routes
 	rev, _ := header(h.GetHeaders(), "mcp-protocol-version")
-	_, st.lastEventID = header(h.GetHeaders(), "last-event-id")
 	st.session = toolpin.Session(sid, path, rev)
 	if st.protocol == "" {
 		st.protocol, _ = header(h.GetHeaders(), "mcp-protocol-version")
@@ -409,10 +407,12 @@ func (st *stream) isGET() bool {
 // responseRule is which responses this stream may carry (respRule).
 func (st *stream) responseRule() respRule {
 	switch {
-	case st.isGET() && st.lastEventID:
-		return respAny
 	case st.isGET():
-		return respNone
+		// The legacy HTTP+SSE transport (2024-11-05) answers every
+		// request on its GET stream, and a Streamable HTTP GET resuming
+		// with Last-Event-ID replays a POST's: the GET route sends the
+		// caller's token, so every list there is filtered by its shape.
+		return respAny
 	case st.method == mcpmethod.Batch:
 		return respAny
 	case len(st.rpcID) == 0:
@@ -551,7 +551,8 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 		pol, version = f()
 	}
 	var item policy.Input // reused: Keep is called for one item at a time
-	var def policy.ToolDefinition
+	// The pin state of the list being decided, read whole (Prepare).
+	var listDefs listDefinitions
 	opt.Keep = func(k listfilter.Kind, key string, raw []byte) (bool, error) {
 		if k == listfilter.Tasks {
 			t := st.s.cfg.Tasks
@@ -567,17 +568,21 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 		if !itemInput(&item, k, key, st.server, st.claims) {
 			return false, nil
 		}
-		d, err := ItemDefinition(ctx, pol, st.s.cfg.Definitions, st.server, st.pinScope(pol), k, key)
+		d, err := listDefs.next(pol, k, key)
 		if err != nil {
 			return false, err
 		}
-		if d != nil {
-			def, item.Definition = *d, &def
-		}
+		item.Definition = d
 		return pol.Visible(&item).Visible, nil
 	}
 	if pol != nil && pol.PinMode() != policy.PinOff {
 		scope := st.pinScope(pol)
+		// After the list's observations, its tools' pin state in one
+		// store read (ItemDefinitions), even for a list seen lately: a
+		// definition observed elsewhere since must still hide its tool.
+		opt.Prepare = func(k listfilter.Kind, keys []string) error {
+			return listDefs.read(ctx, pol, st.s.cfg.Definitions, st.server, scope, k, keys)
+		}
 		if defs := st.s.cfg.Definitions; defs != nil {
 			opt.ObserveList = func(k listfilter.Kind, list []byte) (bool, error) {
 				if k != listfilter.Tools {
