@@ -15,11 +15,11 @@ import (
 // for a tools/call of the tool right after this list was observed, that is
 // defs.LookupScope of server's tool in scope, the pin scope the item was
 // observed in (toolpin.Scope, or toolpin.ScopeOfHash of Check's session
-// hash). listfilter calls Observe for an item before Keep, so the item's
-// own definition is in the store by then, with whatever else the scope
-// holds: the baseline (pins, or the first one observed), another
-// definition observed within the observation TTL, by this replica or
-// another. Visible then removes an item whose call the pin step would
+// hash). listfilter calls Observe for every item of a list before Keep
+// decides any, so the item's own definition is in the store by then, with
+// whatever else the scope holds: the baseline (pins, or the first one
+// observed), another definition observed within the observation TTL, by
+// this replica or another. Visible then removes an item whose call the pin step would
 // refuse (definition_changed, tool_not_listed), and annotation rules see
 // the hints a call would: the list never shows a tool its next call is
 // refused for, nor a changed definition to the model.
@@ -27,7 +27,8 @@ import (
 // nil, nil unless k is Tools and pinning is on. Errors: pinning on with
 // defs nil, and defs' (a store that cannot be read, a scope that is not
 // server's): the caller refuses the list (fail closed). One store read
-// (state.Reader.GetMany) per tools item.
+// (state.Reader.GetMany) per tools item: the seam reads a whole list in
+// one (ItemDefinitions).
 func ItemDefinition(ctx context.Context, pol *policy.Policy, defs *toolpin.Observations, server, scope string, k listfilter.Kind, tool string) (*policy.ToolDefinition, error) {
 	if k != listfilter.Tools || pol == nil || pol.PinMode() == policy.PinOff {
 		return nil, nil
@@ -36,6 +37,60 @@ func ItemDefinition(ctx context.Context, pol *policy.Policy, defs *toolpin.Obser
 		return nil, errors.New("pin_mode is on but tool definitions cannot be read here")
 	}
 	return defs.LookupScope(ctx, pol, server, scope, tool)
+}
+
+// ItemDefinitions is ItemDefinition of every item of one list at once:
+// defs[i] is keys[i]'s (keys as listfilter's Options.Prepare hands them
+// over, after the list was observed), read in one store read
+// (toolpin.Observations.LookupScopeMany: one state.Reader.GetMany of
+// every key of every tool of the list) rather than one per tool. nil, nil
+// unless k is Tools and pinning is on. Errors are ItemDefinition's: the
+// caller refuses the list.
+func ItemDefinitions(ctx context.Context, pol *policy.Policy, defs *toolpin.Observations, server, scope string, k listfilter.Kind, keys []string) ([]policy.ToolDefinition, error) {
+	if k != listfilter.Tools || pol == nil || pol.PinMode() == policy.PinOff {
+		return nil, nil
+	}
+	if defs == nil {
+		return nil, errors.New("pin_mode is on but tool definitions cannot be read here")
+	}
+	return defs.LookupScopeMany(ctx, pol, server, scope, keys)
+}
+
+// listDefinitions holds what the items of the list being filtered are
+// decided with: read for the whole list when listfilter prepares it
+// (read), taken item by item as Keep is called, in the list's order
+// (next).
+type listDefinitions struct {
+	keys []string
+	defs []policy.ToolDefinition
+	at   int
+}
+
+// read reads the definitions of the list of kind k whose items are keys
+// (ItemDefinitions), replacing the previous list's.
+func (l *listDefinitions) read(ctx context.Context, pol *policy.Policy, defs *toolpin.Observations, server, scope string, k listfilter.Kind, keys []string) error {
+	*l = listDefinitions{}
+	d, err := ItemDefinitions(ctx, pol, defs, server, scope, k, keys)
+	if err != nil {
+		return err
+	}
+	l.keys, l.defs = keys, d
+	return nil
+}
+
+// next returns the definition of the list's next item, key of kind k,
+// under pol: nil, nil unless k is Tools and pinning is on. A tools item
+// that read did not prepare, or out of the list's order, is an error (the
+// list is refused), never decided without its pin state.
+func (l *listDefinitions) next(pol *policy.Policy, k listfilter.Kind, key string) (*policy.ToolDefinition, error) {
+	if k != listfilter.Tools || pol == nil || pol.PinMode() == policy.PinOff {
+		return nil, nil
+	}
+	if l.at >= len(l.defs) || l.at >= len(l.keys) || l.keys[l.at] != key {
+		return nil, errors.New("a tools item decided without its list's pin state")
+	}
+	l.at++
+	return &l.defs[l.at-1], nil
 }
 
 // ItemObserved is what the response seam records of a tools/list item
