@@ -3,6 +3,9 @@ package toolpin
 import (
 	"context"
 	"errors"
+	"hash/maphash"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +62,9 @@ func TestLookupScopeMany(t *testing.T) {
 				}
 				if rc.gets != 0 || rc.getManys != 1 {
 					t.Errorf("%d Get and %d GetMany calls, want one GetMany", rc.gets, rc.getManys)
+				}
+				if again, err := o.LookupScopeMany(ctx, p, "payments", sc, tools); err != nil || !slices.Equal(again, got) {
+					t.Errorf("asked again (its keys remembered): %+v %v", again, err)
 				}
 				if len(got) != len(tools) {
 					t.Fatalf("%d definitions for %d tools", len(got), len(tools))
@@ -118,5 +124,71 @@ func TestLookupScopeManyRefuses(t *testing.T) {
 	}
 	if _, err := (Observations{Store: downStore{}}).LookupScopeMany(ctx, p, "s", "s", tools); !errors.Is(err, state.ErrUnavailable) {
 		t.Errorf("store down: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestListKeysCache: a list asked again is answered from the cache, the
+// very keys manyKeys builds; another order, another scope, another policy
+// (a pin takes a tool's baseline key away) or an entry whose keys name
+// other tools (a hash collision) gets its own keys, never another list's;
+// the cache stays within its bounds.
+func TestListKeysCache(t *testing.T) {
+	tofu, _ := policy.Compile("p.yaml", []byte("default: deny\npin_mode: tofu\n"))
+	pinned, _ := policy.Compile("p.yaml", []byte("default: deny\npin_mode: tofu\npins: {s: {b: ["+mustDef(t, base).Fingerprint+"]}}\n"))
+	var c listKeysCache
+	build := func(p *policy.Policy, scope string, tools ...string) []string {
+		k, _ := manyKeys(p, "s", scope, tools)
+		return k
+	}
+	first := c.get(tofu, "s", "s", []string{"a", "b"})
+	if !slices.Equal(first, build(tofu, "s", "a", "b")) || len(first) != 8 {
+		t.Fatalf("keys %q", first)
+	}
+	if again := c.get(tofu, "s", "s", []string{"a", "b"}); &again[0] != &first[0] {
+		t.Error("a list asked again was built again")
+	}
+	for _, tt := range []struct {
+		name  string
+		p     *policy.Policy
+		scope string
+		tools []string
+	}{
+		{"another order", tofu, "s", []string{"b", "a"}},
+		{"another scope", tofu, "s session:" + strings.Repeat("0", 32), []string{"a", "b"}},
+		{"a pin", pinned, "s", []string{"a", "b"}},
+		{"one tool more", tofu, "s", []string{"a", "b", "c"}},
+	} {
+		if got, want := c.get(tt.p, "s", tt.scope, tt.tools), build(tt.p, tt.scope, tt.tools...); !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", tt.name, got, want)
+		}
+	}
+	if got := build(pinned, "s", "a", "b"); len(got) != 7 {
+		t.Errorf("a pinned tool's keys: %q", got)
+	}
+	// An entry under the id of a, b that names other tools.
+	var h maphash.Hash
+	h.SetSeed(listSeed)
+	h.WriteString("x")
+	h.WriteByte(0)
+	c.mu.Lock()
+	other := build(tofu, "s", "y")
+	c.m[listKeysID{p: tofu, scope: "s", sum: h.Sum64()}] = other
+	c.bytes += keysBytes(other)
+	c.mu.Unlock()
+	if got := c.get(tofu, "s", "s", []string{"x"}); !slices.Equal(got, build(tofu, "s", "x")) {
+		t.Errorf("a colliding entry answered: %q", got)
+	}
+	for i := range 2 * listKeysMax {
+		c.get(tofu, "s", "s", []string{"t" + strconv.Itoa(i)})
+	}
+	c.mu.RLock()
+	n, size := len(c.m), c.bytes
+	total := 0
+	for _, k := range c.m {
+		total += keysBytes(k)
+	}
+	c.mu.RUnlock()
+	if n > listKeysMax || size > listKeysMaxBytes || size != total {
+		t.Errorf("%d lists, %d bytes counted, %d held", n, size, total)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"net/url"
 	"slices"
 	"strconv"
@@ -566,7 +567,7 @@ func (o Observations) LookupScopeMany(ctx context.Context, p *policy.Policy, ser
 	if len(tools) == 0 {
 		return defs, nil
 	}
-	keys := manyKeys(p, server, scope, tools)
+	keys := listKeys.get(p, server, scope, tools)
 	vals, found, err := o.Store.GetMany(ctx, keys...)
 	if err != nil {
 		return nil, err
@@ -595,8 +596,8 @@ func keysOf(p *policy.Policy, pins []string) int {
 
 // manyKeys returns the keys LookupScopeMany reads, tool after tool, each
 // toolKey(kind, scope, tool) of its keysOf first lookupKinds: substrings
-// of one string, built at once.
-func manyKeys(p *policy.Policy, server, scope string, tools []string) []string {
+// of one string, built at once, whose length it returns too.
+func manyKeys(p *policy.Policy, server, scope string, tools []string) (keys []string, size int) {
 	var lenBuf [20]byte
 	scopeLen := strconv.AppendInt(lenBuf[:0], int64(len(scope)), 10)
 	fixed := len(scopeLen) + 1 + len(scope) + 1 + 1 // ":<len>:<scope>:" beside kind and tool
@@ -622,14 +623,115 @@ func manyKeys(p *policy.Policy, server, scope string, tools []string) []string {
 		}
 	}
 	all, at := b.String(), 0
-	keys := make([]string, 0, nkeys)
+	keys = make([]string, 0, nkeys)
 	for _, tool := range tools {
 		for _, kind := range lookupKinds[:keysOf(p, p.Pins(server, tool))] {
 			end := at + len(kind) + fixed + len(tool)
 			keys, at = append(keys, all[at:end]), end
 		}
 	}
+	return keys, size
+}
+
+// listKeysCache remembers the keys of the lists LookupScopeMany read
+// lately, so a list decided again (the same tools, in the same order, in
+// the same scope under the same policy) builds none: manyKeys is a
+// function of these alone, and an entry is used only when its keys name
+// the tools asked for. It holds at most listKeysMax lists and
+// listKeysMaxBytes of their keys, forgetting any one to make room; a list
+// over a quarter of that is not kept. Safe for concurrent use.
+type listKeysCache struct {
+	mu    sync.RWMutex
+	m     map[listKeysID][]string
+	bytes int
+}
+
+// listKeysID names a list's keys in listKeysCache: the policy (which
+// tools have pins decides how many keys a tool has), the scope, and a hash
+// of the tool names (listSeed).
+type listKeysID struct {
+	p     *policy.Policy
+	scope string
+	sum   uint64
+}
+
+const (
+	listKeysMax      = 256
+	listKeysMaxBytes = 8 << 20
+	stringHeader     = 16 // bytes of a string header (64-bit)
+)
+
+// listKeys is the process's listKeysCache: keys name the store's
+// records, the same for every Observations.
+var listKeys listKeysCache
+
+var listSeed = maphash.MakeSeed()
+
+// get returns manyKeys(p, server, scope, tools), remembered or built (and
+// then remembered). The keys returned must not be modified.
+func (c *listKeysCache) get(p *policy.Policy, server, scope string, tools []string) []string {
+	var h maphash.Hash
+	h.SetSeed(listSeed)
+	for _, tool := range tools {
+		h.WriteString(tool)
+		h.WriteByte(0)
+	}
+	id := listKeysID{p: p, scope: scope, sum: h.Sum64()}
+	c.mu.RLock()
+	keys, ok := c.m[id]
+	c.mu.RUnlock()
+	if ok && namesTools(keys, p, server, scope, tools) {
+		return keys
+	}
+	keys, size := manyKeys(p, server, scope, tools)
+	size += len(keys) * stringHeader
+	if size > listKeysMaxBytes/4 {
+		return keys
+	}
+	id.scope = strings.Clone(scope)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[id]; ok {
+		c.bytes -= keysBytes(old)
+		delete(c.m, id)
+	}
+	for k, v := range c.m {
+		if len(c.m) < listKeysMax && c.bytes+size <= listKeysMaxBytes {
+			break
+		}
+		c.bytes -= keysBytes(v)
+		delete(c.m, k)
+	}
+	if c.m == nil {
+		c.m = make(map[listKeysID][]string)
+	}
+	c.m[id], c.bytes = keys, c.bytes+size
 	return keys
+}
+
+// keysBytes is what manyKeys' keys hold: their bytes (one string) and
+// their headers.
+func keysBytes(keys []string) int {
+	n := len(keys) * stringHeader
+	for _, k := range keys {
+		n += len(k)
+	}
+	return n
+}
+
+// namesTools reports whether keys, manyKeys' of p, server and scope for
+// some tools, are those of tools: the same names in the same order.
+func namesTools(keys []string, p *policy.Policy, server, scope string, tools []string) bool {
+	var lenBuf [20]byte
+	prefix := len(kindObserved) + 1 + len(strconv.AppendInt(lenBuf[:0], int64(len(scope)), 10)) + 1 + len(scope) + 1
+	at := 0
+	for _, tool := range tools {
+		if at >= len(keys) || len(keys[at]) != prefix+len(tool) || keys[at][prefix:] != tool {
+			return false
+		}
+		at += keysOf(p, p.Pins(server, tool))
+	}
+	return at == len(keys)
 }
 
 // lookup is Lookup in the scope of server and hx (nil: server's own).
