@@ -3,6 +3,7 @@ package extproc
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -166,4 +167,30 @@ type lookupDown struct{ *state.Memory }
 
 func (lookupDown) GetMany(context.Context, ...string) ([]string, []bool, error) {
 	return nil, nil, state.ErrUnavailable
+}
+
+// TestLegacyEndpointSession: on the legacy HTTP+SSE transport's GET stream
+// the session is the endpoint event's sessionId (the one every POST of the
+// session carries, and Check's pin step scopes by), not the GET's own
+// (none): a list answered there is recorded in that session's scope.
+func TestLegacyEndpointSession(t *testing.T) {
+	src, err := os.ReadFile("../examples/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Compile("p.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &toolpin.Observations{Store: state.NewMemory(100, nil)}
+	f := newFixtureWith(t, src, obs)
+	x := exchange{method: "GET", reqHdrs: map[string]string{"authorization": "Bearer " + f.tokens["alice"], ":path": "/sse"}, meta: f.meta("alice", "GET", ""), status: 200}
+	f.envoy.do(t, getRoute, sseAnswer(x, "event: endpoint\ndata: /sse?sessionId=S-1\n\n", "event: message\ndata: "+toolsBody+"\n\n"))
+	ctx := context.Background()
+	if def, err := obs.Lookup(ctx, pol, "payments", toolpin.Session("", "/sse?sessionId=S-1", ""), "search"); err != nil || def == nil || !def.Listed {
+		t.Errorf("search in the endpoint's session: %+v %v", def, err)
+	}
+	if def, err := obs.Lookup(ctx, pol, "payments", "", "search"); err != nil || def != nil && def.Listed {
+		t.Errorf("search recorded outside the session: %+v %v", def, err)
+	}
 }

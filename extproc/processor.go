@@ -1012,6 +1012,15 @@ func readings(ev *sse.Event) []*sse.View {
 // event no client reads as a message passes unless it carries a list or
 // a response the stream may not carry, which are dropped.
 func (st *stream) event(ctx context.Context, ev *sse.Event) []byte {
+	if st.isGET() && ev.TS.Name == "endpoint" && ev.Go.Name == "endpoint" && !ev.Ambiguous {
+		// The legacy HTTP+SSE transport (2024-11-05) names the session in
+		// its endpoint event (…?sessionId=…), which every POST of the
+		// session carries and Check scopes its pins by: lists answered on
+		// this stream are observed and decided in that session's scope.
+		if s := toolpin.Session("", string(ev.TS.Data), ""); s != "" {
+			st.session = s
+		}
+	}
 	views := readings(ev)
 	read := false
 	for _, v := range views {
