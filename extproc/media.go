@@ -46,8 +46,13 @@ func (k bodyKind) String() string {
 // UTF-8. What it does not model: the GET stream, which the TypeScript
 // client reads as SSE whatever its type (the caller decides GET apart).
 func contentReading(values []string) (kind bodyKind, agree, charsetOK bool) {
-	if len(values) == 0 {
+	switch {
+	case len(values) == 0:
 		return kindOther, true, true
+	case len(values) == 1 && (values[0] == "application/json" || values[0] == "application/json; charset=utf-8"):
+		return kindJSON, true, true // what the SDK servers send, read alike by all three
+	case len(values) == 1 && (values[0] == "text/event-stream" || values[0] == "text/event-stream; charset=utf-8"):
+		return kindSSE, true, true
 	}
 	joined := strings.Join(values, ", ")
 	ts := essenceKind(tsEssence(joined))

@@ -850,7 +850,7 @@ func (st *stream) decideJSON(ctx context.Context, body []byte) (out []byte, refu
 	}
 	st.logFiltered()
 	if !res.Changed {
-		st.answer(body)
+		st.answerFiltered(res.Responses, body)
 		return nil, false
 	}
 	st.answer(res.Body)
@@ -1084,8 +1084,10 @@ func (st *stream) event(ctx context.Context, ev *sse.Event) []byte {
 	body := data
 	if res.Changed {
 		body = res.Body
+		st.answer(body)
+	} else {
+		st.answerFiltered(res.Responses, body)
 	}
-	st.answer(body)
 	if !res.Changed && !rewrite {
 		return ev.Raw
 	}

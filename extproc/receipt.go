@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
@@ -59,8 +60,7 @@ func (st *stream) startReceipt(requestDigest string) {
 // answer records the outcome from msg (a JSON-RPC message or batch, the
 // bytes the client reads) when it holds the response to the call's id.
 func (st *stream) answer(msg []byte) {
-	rc := &st.rc
-	if !rc.on || rc.done || len(st.rpcID) == 0 {
+	if !st.wantsAnswer() {
 		return
 	}
 	body, err := mcpparse.Parse(bytes.TrimPrefix(msg, []byte("\xef\xbb\xbf")), mcpparse.ParseOptions{Limits: st.limits(), AllowBatch: true})
@@ -68,23 +68,50 @@ func (st *stream) answer(msg []byte) {
 		return
 	}
 	for i := range body.Messages {
-		m := &body.Messages[i]
-		if m.Kind != mcpparse.KindResponse || !bytes.Equal(m.ID, st.rpcID) {
-			continue
+		if m := &body.Messages[i]; m.Kind == mcpparse.KindResponse && st.answerOne(m.ID, m.Result, msg) {
+			return
 		}
-		rc.bytes = len(msg)
-		if m.Result == nil {
-			rc.outcome = OutcomeRPCError
-			rc.code = errorCode(msg)
-			rc.digest = canonicalDigest(errorMember(msg))
-		} else {
-			rc.outcome = resultOutcome(m.Result)
-			rc.digest = canonicalDigest(m.Result)
-			st.recordResult(m.Result)
-		}
-		st.finishReceipt()
+	}
+}
+
+// answerFiltered is answer for msg as the filter passed it unchanged,
+// from the responses it read (listfilter.Result.Responses): no second
+// parse.
+func (st *stream) answerFiltered(rs []listfilter.Response, msg []byte) {
+	if !st.wantsAnswer() {
 		return
 	}
+	for _, r := range rs {
+		if st.answerOne(r.ID, r.Result, msg) {
+			return
+		}
+	}
+}
+
+func (st *stream) wantsAnswer() bool {
+	return st.rc.on && !st.rc.done && len(st.rpcID) > 0
+}
+
+// answerOne records the outcome from one response (result nil: an error
+// response) of msg when it answers the call's id, and reports whether it
+// did.
+func (st *stream) answerOne(id, result, msg []byte) bool {
+	if !bytes.Equal(id, st.rpcID) {
+		return false
+	}
+	rc := &st.rc
+	rc.bytes = len(msg)
+	if result == nil {
+		rc.outcome = OutcomeRPCError
+		rc.code = errorCode(msg)
+		rc.digest = canonicalDigest(errorMember(msg))
+	} else {
+		rc.outcome = resultOutcome(result)
+		rc.digest = canonicalDigest(result)
+		st.recordResult(result)
+	}
+	st.finishReceipt()
+	return true
 }
 
 // resultOutcome classifies a tools/call result: isError true is a tool
@@ -94,6 +121,12 @@ func (st *stream) answer(msg []byte) {
 // taskId not a string: no SDK reads such a result as the call's) is
 // outcome_unknown: nobody can say what the caller saw.
 func resultOutcome(result []byte) string {
+	if bytes.IndexByte(result, '\\') < 0 && !bytes.Contains(result, []byte(`"isError"`)) &&
+		!bytes.Contains(result, []byte(`"resultType"`)) && !bytes.Contains(result, []byte(`"task"`)) {
+		// None of the members it reads, in any spelling (no escape can
+		// write one either): a success, without decoding.
+		return OutcomeSuccess
+	}
 	// Members by their exact names, as the SDK clients match them (zod,
 	// pydantic, the Go SDK's case-sensitive decoding): "IsError" is not
 	// isError. The result parsed strictly already (no duplicates).

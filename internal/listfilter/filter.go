@@ -169,6 +169,11 @@ type Task struct {
 	TTLms int64
 }
 
+// Response is one response of a filtered body: its raw id and result.
+type Response struct {
+	ID, Result []byte
+}
+
 // Result is what Filter did.
 type Result struct {
 	// Body is the body to send; it aliases nothing of the input.
@@ -180,6 +185,11 @@ type Result struct {
 	Kept, Removed int
 	// Tasks are the CreateTaskResult task ids found, in body order.
 	Tasks []Task
+	// Responses are the body's responses, in body order: their ids and
+	// results (nil for an error response) as the input holds them (they
+	// alias it), for a caller that reads the answer it passes unchanged
+	// without parsing it again.
+	Responses []Response
 	// Changed reports that Body differs from the input.
 	Changed bool
 }
@@ -215,6 +225,9 @@ func Filter(body []byte, opt Options) (Result, error) {
 			if err := opt.Response(m.ID); err != nil {
 				return Result{}, &Error{Kind: "transport", Msg: "a response this stream may not carry", Err: err}
 			}
+		}
+		if m.Kind == mcpparse.KindResponse {
+			res.Responses = append(res.Responses, Response{ID: m.ID, Result: m.Result})
 		}
 		if m.Kind != mcpparse.KindResponse || m.Result == nil {
 			continue
