@@ -116,7 +116,7 @@ func tsEssence(h string) string {
 		return t
 	}
 	seg, _, _ := strings.Cut(h, ";")
-	e := strings.ToLower(strings.TrimSpace(seg))
+	e := latin1Lower(jsTrim(seg))
 	if e == "" || strings.Contains(h[len(e):], ",") {
 		return ""
 	}
@@ -129,7 +129,7 @@ func tsEssence(h string) string {
 // by PARAM_REGEXP from that ';' on, which must consume the whole rest.
 func parseContentType(h string) (string, bool) {
 	seg, rest, hasParams := strings.Cut(h, ";")
-	t := strings.ToLower(strings.TrimSpace(seg))
+	t := latin1Lower(jsTrim(seg))
 	slash := strings.IndexByte(t, '/')
 	if slash <= 0 || slash == len(t)-1 || !allToken(t[:slash]) || !allToken(t[slash+1:]) {
 		return "", false
@@ -182,6 +182,34 @@ func parseContentType(h string) (string, bool) {
 		s = strings.TrimLeft(s, " ")
 	}
 	return t, true
+}
+
+// jsTrim is JavaScript's String.prototype.trim on a header value, which
+// fetch's Headers hold as a ByteString (one character per byte): it trims
+// TAB, LF, VT, FF, CR, SPACE and NBSP (byte A0).
+func jsTrim(s string) string {
+	space := func(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' || c == 0xa0 }
+	for len(s) > 0 && space(s[0]) {
+		s = s[1:]
+	}
+	for len(s) > 0 && space(s[len(s)-1]) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// latin1Lower is JavaScript's toLowerCase on a ByteString: A-Z and the
+// latin1 capitals (bytes C0-DE but D7) lowered, one byte each, so the
+// result is as long as s (strings.ToLower would turn a byte that is not
+// UTF-8 into three).
+func latin1Lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' || c >= 0xc0 && c <= 0xde && c != 0xd7 {
+			b[i] = c + 0x20
+		}
+	}
+	return string(b)
 }
 
 func allToken(s string) bool { return s != "" && tokenLen(s) == len(s) }
