@@ -538,7 +538,7 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 	switch st.responses {
 	case respOwn:
 		opt.Response = func(id []byte) error {
-			if bytes.Equal(id, st.rpcID) {
+			if sameID(id, st.rpcID) {
 				return nil
 			}
 			return errUnexpected
@@ -638,6 +638,23 @@ func (st *stream) pinScope(pol *policy.Policy) string {
 		return toolpin.ScopeOfHash(pol, st.server, st.sessionHash)
 	}
 	return toolpin.Scope(pol, st.server, st.session) // one per list: it hashes the session id
+}
+
+// sameID reports whether two raw JSON-RPC ids are the same id: byte for
+// byte, or in RFC 8785 form (a server's SDK decodes the request's id and
+// writes it again: "\u0031" comes back "1", 1.0 comes back 1). A string
+// and a number are never the same (the TypeScript client's Number(id)
+// would equate "2" and 2; the seam does not).
+func sameID(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	ca, err := mcpparse.Canonicalize(a, mcpparse.Limits{})
+	if err != nil {
+		return false
+	}
+	cb, err := mcpparse.Canonicalize(b, mcpparse.Limits{})
+	return err == nil && bytes.Equal(ca, cb)
 }
 
 // errUnexpected is a response the stream's rule (respRule) refuses.

@@ -96,7 +96,7 @@ func (st *stream) wantsAnswer() bool {
 // response) of msg when it answers the call's id, and reports whether it
 // did.
 func (st *stream) answerOne(id, result, msg []byte) bool {
-	if !bytes.Equal(id, st.rpcID) {
+	if !sameID(id, st.rpcID) {
 		return false
 	}
 	rc := &st.rc

@@ -204,3 +204,28 @@ func TestLossyNumbers(t *testing.T) {
 		})
 	}
 }
+
+// TestSameID: a response's id is the request's when it is byte for byte
+// or in RFC 8785 form (as a server's SDK writes the id back); a string is
+// never a number.
+func TestSameID(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{`7`, `7`, true},
+		{`"abc"`, `"abc"`, true},
+		{`"\u0031"`, `"1"`, true},
+		{`1.0`, `1`, true},
+		{`1e0`, `1`, true},
+		{`"1"`, `1`, false},
+		{`"0x2"`, `2`, false},
+		{`2`, `3`, false},
+		{`null`, `1`, false},
+		{`12345678901234567890`, `12345678901234567890`, true},
+	} {
+		if got := sameID([]byte(tt.a), []byte(tt.b)); got != tt.want {
+			t.Errorf("%s, %s: %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
