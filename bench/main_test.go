@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -127,6 +128,14 @@ func startNull(t *testing.T) string {
 	t.Cleanup(func() {
 		cancel()
 		<-done
+	})
+	// serveNull listens on its own: a caller must not dial before it does.
+	testkit.PollUntil(t, "the null server listening on "+addr, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
 	})
 	return addr
 }
