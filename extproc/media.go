@@ -39,11 +39,12 @@ func (k bodyKind) String() string {
 //     (httpx joins repeated headers with ", ") tested with
 //     startswith("application/json") and startswith("text/event-stream").
 //
-// kind is the reading they share; agree is false when they differ (the
-// caller refuses: one of them would read what the others' framing hides).
-// charsetOK is false when a charset parameter names anything but UTF-8:
-// the Python client decodes text by it (httpx), the others always read
-// UTF-8. What it does not model: the GET stream, which the TypeScript
+// kind is the reading they share; agree is false when they differ or
+// there is more than one value (the caller refuses: one of them would read
+// what the others' framing hides).
+// charsetOK is false when a charset parameter of any value names anything
+// but UTF-8: the Python client decodes text by the joined values' charset
+// (httpx), the others always read UTF-8. What it does not model: the GET stream, which the TypeScript
 // client reads as SSE whatever its type (the caller decides GET apart).
 func contentReading(values []string) (kind bodyKind, agree, charsetOK bool) {
 	switch {
@@ -68,18 +69,30 @@ func contentReading(values []string) (kind bodyKind, agree, charsetOK bool) {
 	case strings.HasPrefix(l, "text/event-stream"):
 		py = kindSSE
 	}
-	charsetOK = true
-	if err != nil {
+	charsetOK = charsetUTF8(values[0], params, err)
+	for _, v := range values[1:] {
+		// The Python client decodes by the charset of the joined values
+		// (httpx: email.message's get_content_charset): every entry counts.
+		_, p, perr := mime.ParseMediaType(v)
+		charsetOK = charsetOK && charsetUTF8(v, p, perr)
+	}
+	return ts, ts == goKind && goKind == py && len(values) == 1, charsetOK
+}
+
+// charsetUTF8 reports whether value (its parameters params, or perr when
+// they did not parse) names no charset but UTF-8.
+func charsetUTF8(value string, params map[string]string, perr error) bool {
+	if perr != nil {
 		// No parameters to trust: a charset anywhere in the value is one
 		// some client may decode by.
-		charsetOK = !strings.Contains(strings.ToLower(joined), "charset")
+		return !strings.Contains(strings.ToLower(value), "charset")
 	}
 	for k, v := range params {
 		if strings.Contains(k, "charset") && (k != "charset" || !isUTF8Label(v)) {
-			charsetOK = false
+			return false
 		}
 	}
-	return ts, ts == goKind && goKind == py, charsetOK
+	return true
 }
 
 // isUTF8Label reports whether a charset parameter's value names UTF-8 (the

@@ -26,6 +26,7 @@ func TestContentReading(t *testing.T) {
 		{[]string{"text/event-stream; charset=\"utf-8\""}, kindSSE, true, true},
 		{[]string{"application/json; charset*=utf-8''utf-16"}, kindJSON, true, false}, // RFC 2231: Go reads charset utf-16
 		{[]string{"text/plain"}, kindOther, true, true},
+		{[]string{"text/event-stream", "text/event-stream; charset=utf-16le"}, kindOther, false, false}, // httpx joins them and decodes UTF-16
 		{[]string{"text/plain; a=application/json"}, kindOther, true, true},
 	}
 	for _, tt := range tests {

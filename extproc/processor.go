@@ -55,6 +55,7 @@ const (
 	ReasonContentType   = "content_type_ambiguous"    // the modelled clients read the Content-Type differently
 	ReasonCharset       = "charset_unsupported"       // a charset other than UTF-8 on an answer a client reads
 	ReasonUnexpected    = "unexpected_response"       // a JSON-RPC response to a request this stream does not carry
+	ReasonRedirect      = "response_redirect"         // a 301, 302, 303, 307 or 308 the clients would follow
 )
 
 // Config is what a Server shares with Check.
@@ -398,6 +399,17 @@ func headerValues(hm *corev3.HeaderMap, k string) []string {
 	return vs
 }
 
+// isRedirect reports the statuses the MCP clients' HTTP stacks follow on
+// their own (fetch's redirect "follow", Go's http.Client, httpx with
+// follow_redirects as the Python SDK sets it).
+func isRedirect(code int) bool {
+	switch code {
+	case 301, 302, 303, 307, 308:
+		return true
+	}
+	return false
+}
+
 // isGET reports a GET stream (the route sends the request headers; Check's
 // method for a bodiless GET is mcpmethod.HTTPGet).
 func (st *stream) isGET() bool {
@@ -451,6 +463,13 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 		}
 		return pass, nil // a local reply or an answer nobody asked the processor about
 	}
+	if isRedirect(code) {
+		// The clients follow it, with or without a body (fetch, net/http,
+		// httpx): a 301, 302 or 303 as a GET, whose answer they read as
+		// this POST's while the seam reads it as a GET stream; a 307 or
+		// 308 anywhere, another origin included, where no seam looks.
+		return st.immediate(502, ReasonRedirect, "a redirect the MCP clients would follow"), nil
+	}
 	if noBody {
 		st.endReceipt()
 		return st.withReceipt(pass), nil
@@ -459,9 +478,10 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 		return st.immediate(502, ReasonCompressed, "a compressed response cannot be filtered"), nil
 	}
 	st.responses = st.responseRule()
-	kind, agree, charsetOK := contentReading(headerValues(hm, "content-type"))
+	ctypes := headerValues(hm, "content-type")
+	kind, agree, charsetOK := contentReading(ctypes)
 	switch {
-	case readable && !st.isGET() && !agree:
+	case readable && (!st.isGET() || len(ctypes) > 1) && !agree:
 		return st.immediate(502, ReasonContentType, "the MCP clients read this content type differently"), nil
 	case readable && !charsetOK:
 		return st.immediate(502, ReasonCharset, "a response in a charset other than UTF-8 cannot be filtered"), nil

@@ -105,6 +105,14 @@ func seamRows(f *fixture) []seamRow {
 		{"no body from status", "201 SSE with another id's list", callRoute, onCall("tools/call", "5", 201, ct("text/event-stream"), sseData(list("9"))), false, ReasonUnexpected},
 		{"no body from status", "a GET's 2xx body is SSE whatever its type", getRoute, onGET(true, ct("application/json"), sseData(list("9"))), true, ""},
 		{"no body from status", "a 3xx Python reads", callRoute, onCall("ping", "1", 300, ct("application/json"), list("2")), false, ReasonUnexpected},
+		// Redirects: the clients follow them (a 303 as a GET whose answer
+		// they read as the POST's); refused whatever their body.
+		{"no body from status", "a 303 without a body", listRoute, func() exchange {
+			x := onList(303, map[string]string{"location": "/mcp"})
+			x.chunks = nil
+			return x
+		}(), false, ReasonRedirect},
+		{"no body from status", "a 307 elsewhere", callRoute, onCall("ping", "1", 307, map[string]string{"location": "https://evil.example/mcp", "content-type": "application/json"}, list("1")), false, ReasonRedirect},
 		// Routes without a side stream: every answer obeys the transport rule.
 		{"routes", "a list on a ping's SSE stream", callRoute, onCall("ping", "5", 200, ct("text/event-stream"), sseData(`{"jsonrpc":"2.0","id":5,"result":{}}`), sseData(list("9"))), false, ReasonUnexpected},
 		{"routes", "a list in the array answering initialize", callRoute, onCall("initialize", "0", 200, ct("application/json"),
@@ -129,6 +137,11 @@ func seamRows(f *fixture) []seamRow {
 		{"framings", "a byte BOM the clients read alike", listRoute, onList(200, ct("text/event-stream"), "\xef\xbb\xbf\n"+sseData(toolsBody)), true, ""},
 		{"framings", "UTF-16 by charset", listRoute, onList(200, ct("text/event-stream; charset=utf-16le"), sseData(toolsBody)), false, ReasonCharset},
 		{"framings", "UTF-7 by charset", callRoute, onCall("ping", "1", 200, ct("text/event-stream; charset=utf-7"), sseData(`{"jsonrpc":"2.0","id":1,"result":{}}`)), false, ReasonCharset},
+		{"framings", "a second Content-Type naming a charset, on a GET", getRoute, func() exchange {
+			x := onGET(false, ct("text/event-stream"), sseData(list("9")))
+			x.more = [][2]string{{"content-type", "text/event-stream; charset=utf-16le"}}
+			return x
+		}(), false, ReasonContentType},
 		{"framings", "a charset on JSON", listRoute, onList(200, ct("application/json; charset=iso-8859-1"), toolsBody), false, ReasonCharset},
 		{"framings", "U+2028 ends a Python line inside data", listRoute, onList(200, ct("text/event-stream"),
 			"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"search\",\"description\":\"a\u2028data: x\",\"inputSchema\":{\"type\":\"object\"}}]}}\n\n"), true, ""},
