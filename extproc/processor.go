@@ -399,6 +399,23 @@ func headerValues(hm *corev3.HeaderMap, k string) []string {
 	return vs
 }
 
+// maxBufferedCall is the largest content-length of a tools/call's JSON
+// answer that Envoy buffers (BUFFERED) rather than the processor holds
+// (modeHeld): well below Envoy's default buffer limit of 1 MiB
+// (per_connection_buffer_limit_bytes), past which a buffered answer fails.
+const maxBufferedCall = 256 << 10
+
+// smallBody reports an answer whose content-length announces at most
+// maxBufferedCall bytes.
+func smallBody(hm *corev3.HeaderMap) bool {
+	v, ok := header(hm, "content-length")
+	if !ok {
+		return false
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	return err == nil && n <= maxBufferedCall
+}
+
 // isRedirect reports the statuses the MCP clients' HTTP stacks follow on
 // their own (fetch's redirect "follow", Go's http.Client, httpx with
 // follow_redirects as the Python SDK sets it).
@@ -501,11 +518,12 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 			// STREAMED: the headers go downstream with this answer.
 			hdrs = append(hdrs, setHeader("cache-control", "private, no-store"))
 		}
-	case kind == kindJSON && st.method == mcpmethod.ToolsCall:
+	case kind == kindJSON && st.method == mcpmethod.ToolsCall && !smallBody(hm):
 		// Held by the processor rather than buffered by Envoy, whose
-		// buffer limit would fail a large answer the upstream already
-		// produced. Content-length is removed as for SSE (the answer may
-		// come back filtered).
+		// buffer limit (1 MiB by default) would fail a large answer the
+		// upstream already produced. Content-length is removed as for SSE
+		// (the answer may come back filtered). An answer announced small
+		// is buffered by Envoy like any other: one body message, not two.
 		st.mode, body = modeHeld, procfv3.ProcessingMode_STREAMED
 	case kind == kindJSON:
 		st.mode = modeJSON

@@ -3,6 +3,7 @@ package extproc
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,7 +154,8 @@ func TestCallRouteFailsClosed(t *testing.T) {
 		wantReason string
 		outcome    string
 	}{
-		{"JSON in chunks", 200, map[string]string{"content-type": "application/json", "content-length": "74"}, split(small, 10), 200, "", "", OutcomeSuccess},
+		{"JSON in chunks, buffered (small)", 200, map[string]string{"content-type": "application/json", "content-length": strconv.Itoa(len(small))}, split(small, 10), 200, "", "", OutcomeSuccess},
+		{"JSON in chunks, held (no length)", 200, map[string]string{"content-type": "application/json"}, split(small, 10), 200, "", "", OutcomeSuccess},
 		{"larger than MaxBody", 200, map[string]string{"content-type": "application/json"}, split(big, 700), 200, "-", ReasonTooLarge, OutcomeUnknown},
 		{"compressed", 200, map[string]string{"content-type": "application/json", "content-encoding": "gzip"}, []string{"\x1f\x8b\x08\x00binary"}, 502, "-", ReasonCompressed, OutcomeUnknown},
 		{"an SSE event larger than MaxEvent, and the rest", 200, map[string]string{"content-type": "text/event-stream"},
