@@ -7,15 +7,18 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"google.golang.org/protobuf/types/known/structpb"
+	"io"
 )
 
 // BenchmarkCallAnswer: the processor's work for an allowed tools/call
 // answered with a small JSON result on the route of everything else
-// (response headers, the answer's chunk, the empty end of stream), without
-// gRPC: what a call's side stream adds to its Check.
+// (response headers, then the answer, buffered: its content-length is
+// small), with a JSON decision log to io.Discard, without gRPC: what a
+// call's side stream adds to its Check.
 func BenchmarkCallAnswer(b *testing.B) {
-	srv := New(Config{Log: zap.NewNop()})
+	srv := New(Config{Log: zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zap.InfoLevel))})
 	meta, err := structpb.NewStruct(map[string]any{"decision_id": "d-1", "decision": "allow", "method": "tools/call", "server": "payments",
 		"principal": "alice", "issuer": issuer, "rpc_id": "7", "request_digest": "sha256:00", "policy_version": "v"})
 	if err != nil {
@@ -23,15 +26,14 @@ func BenchmarkCallAnswer(b *testing.B) {
 	}
 	mc := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{AuthzNamespace: meta}}
 	hdrs := &extprocv3.ProcessingRequest{MetadataContext: mc, Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
-		Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: ":status", RawValue: []byte("200")}, {Key: "content-type", RawValue: []byte("application/json")}}}}}}
-	chunk := &extprocv3.ProcessingRequest{MetadataContext: mc, Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{
-		Body: []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"refunded 1000 EUR on o-1"}]}}`)}}}
-	end := &extprocv3.ProcessingRequest{MetadataContext: mc, Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{EndOfStream: true}}}
+		Headers: &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: ":status", RawValue: []byte("200")}, {Key: "content-type", RawValue: []byte("application/json")}, {Key: "content-length", RawValue: []byte("97")}}}}}}
+	body := &extprocv3.ProcessingRequest{MetadataContext: mc, Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{
+		Body: []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"refunded 1000 EUR on o-1"}]}}`), EndOfStream: true}}}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		st := &stream{s: srv, ctx: ctx}
-		for _, m := range []*extprocv3.ProcessingRequest{hdrs, chunk, end} {
+		for _, m := range []*extprocv3.ProcessingRequest{hdrs, body} {
 			if _, err := st.handle(ctx, m); err != nil {
 				b.Fatal(err)
 			}
