@@ -942,7 +942,7 @@ func carriesResult(body []byte, lim mcpparse.Limits) bool {
 	found := false
 	f := sse.New(len(body) + 1)
 	onEvent := func(ev *sse.Event) error {
-		found = found || check(ev.TS.Data) || check(ev.Go.Data)
+		found = found || check(ev.TS.Data) || check(ev.Go.Data) || check(ev.Py.Data)
 		return nil
 	}
 	_ = f.Write(body, onEvent)
