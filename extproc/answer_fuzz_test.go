@@ -12,7 +12,9 @@ import (
 // method, the body cut into chunks anywhere) and asserts the seam's rule:
 // no modelled client reading (clients_test.go: TypeScript, Go, Python) of
 // what leaves the processor delivers a list naming delete_repo, which the
-// reference policy denies alice on every call.
+// reference policy denies alice on every call. The route byte's high bit
+// picks a fresh processor; otherwise one processor serves every input, its
+// state (pins, tasks, lists seen) carried from the earlier ones.
 func FuzzAnswer(f *testing.F) {
 	list := toolsBody
 	for _, s := range []struct {
@@ -26,6 +28,7 @@ func FuzzAnswer(f *testing.F) {
 		cutting uint16
 	}{
 		{0, 200, "application/json", "tools/list", "1", false, list, 0},
+		{128, 200, "application/json", "tools/list", "1", false, list, 0},
 		{0, 200, "text/event-stream", "tools/list", "1", false, "event: message\ndata: " + list + "\n\n", 7},
 		{1, 200, "text/event-stream", "ping", "5", false, "data: " + list + "\n\n", 3},
 		{1, 202, "application/json", "tools/call", "1", false, list, 0},
@@ -46,6 +49,10 @@ func FuzzAnswer(f *testing.F) {
 			return
 		}
 		once.Do(func() { fx = newFixture(t) })
+		fx := fx // reused: pins, tasks and definitions of earlier inputs
+		if route&0x80 != 0 {
+			fx = newFixture(t) // fresh: a processor that saw nothing before
+		}
 		rt, x := callRoute, exchange{method: "POST", status: int(status), hdrs: map[string]string{"content-type": ctype}}
 		switch route % 3 {
 		case 0:
