@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/mcp-extauthz/mcp-extauthz/envoy"
@@ -84,15 +86,30 @@ func unseenAnswers(b *bootstrapv3.Bootstrap) ([]string, error) {
 				}
 				why, err := routeUnseen(ep, chainOff, rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), r.GetTypedPerFilterConfig())
 				if err != nil {
-					return nil, fmt.Errorf("%s: route %v: %w", l, r.GetMatch(), err)
+					return nil, fmt.Errorf("%s: route %s: %w", l, matchText(r.GetMatch()), err)
 				}
 				if why != "" {
-					out = append(out, fmt.Sprintf("%s: route %v: %s", l, r.GetMatch(), why))
+					out = append(out, fmt.Sprintf("%s: route %s: %s", l, matchText(r.GetMatch()), why))
 				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// matchText renders a route match the same way on every run: the
+// protobuf String and prototext forms insert random spaces by design.
+func matchText(m *routev3.RouteMatch) string {
+	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	out, _ := json.Marshal(v) // encoding/json sorts keys and adds no spaces
+	return string(out)
 }
 
 // routeUnseen says why a route whose per-filter configs are levels (the
@@ -200,11 +217,11 @@ func TestEveryAnswerPassesTheSeam(t *testing.T) {
 		{give: "k8s/istio/envoyfilter-extproc.yaml", load: istio("istio/envoyfilter-extproc.yaml", 8080, true)},
 		{give: "k8s/istio/envoyfilter-extproc-local.yaml", load: istio("istio/envoyfilter-extproc-local.yaml", 3000, true)},
 		{give: "sidecar.yaml before issue 26", load: file("testdata/sidecar-before-issue26.yaml"), want: []string{
-			`listener mcp: route prefix:"/" headers:{name:"x-mcp-method" string_match:{exact:"tools/call"}}: failure_mode_allow true in the route config`,
-			`listener mcp: route prefix:"/": ext_proc disabled: answers pass unread`,
+			`listener mcp: route {"headers":[{"name":"x-mcp-method","string_match":{"exact":"tools/call"}}],"prefix":"/"}: failure_mode_allow true in the route config`,
+			`listener mcp: route {"prefix":"/"}: ext_proc disabled: answers pass unread`,
 		}},
 		{give: "envoyfilter-extproc.yaml without the merge into route default", load: istio("istio/envoyfilter-extproc.yaml", 8080, false), want: []string{
-			`listener mcp: route prefix:"/": ext_proc disabled: answers pass unread`,
+			`listener mcp: route {"prefix":"/"}: ext_proc disabled: answers pass unread`,
 		}},
 	}
 	renders := 0
