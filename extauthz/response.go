@@ -14,6 +14,7 @@ import (
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/seamcover"
 )
 
 // Responder turns Decisions into CheckResponses.
@@ -40,6 +41,21 @@ type Responder struct {
 	// spellings that fold onto one of them are removed like those of the
 	// built-in ones (see foldsOntoOurs).
 	DecidedHeaders []string
+	// MarkSeam says Envoy runs the response seam (--response-seam): every
+	// OK response (dry run too) marks its decision with seam_class, the
+	// seamcover class of its method, for the processor to name it met
+	// (internal/seamcover). Denials never reach the MCP server, nor the
+	// processor, and are not marked.
+	MarkSeam bool
+}
+
+// seamClass is d's seam_class member of an OK response: "" unless
+// MarkSeam.
+func (rs *Responder) seamClass(d *decision.Decision) string {
+	if !rs.MarkSeam {
+		return ""
+	}
+	return seamcover.ClassOf(d.Method)
 }
 
 // Response builds the CheckResponse for d, a request with headers
@@ -117,7 +133,7 @@ func (rs *Responder) respond(d *decision.Decision, reqHeaders decision.Headers, 
 	b.hs.Code = typev3.StatusCode(status)
 	b.dr.Status, b.dr.Headers, b.dr.Body = &b.hs, b.ptrs[:b.n:b.n], string(body)
 	b.hr.DeniedResponse = &b.dr
-	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, b.mb.fill(d, false), &b.hr
+	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, b.mb.fill(d, false, ""), &b.hr
 	return &b.r
 }
 
@@ -165,7 +181,7 @@ type okBlock struct {
 // (fillOkResponse) and d as dynamic metadata, with dry_run "true" when dryRun.
 func (rs *Responder) okCheckResponse(d *decision.Decision, reqHeaders decision.Headers, dryRun bool) *authv3.CheckResponse {
 	b := new(okBlock)
-	md := b.mb.fill(d, dryRun)
+	md := b.mb.fill(d, dryRun, rs.seamClass(d))
 	b.hr.OkResponse = rs.fillOkResponse(&b.hb, d, reqHeaders, dryRun)
 	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, md, &b.hr
 	return &b.r

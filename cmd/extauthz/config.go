@@ -81,6 +81,11 @@ type Config struct {
 	CursorKeyFile string
 	ListCacheTTL  time.Duration
 
+	// SeamDeadline is how long a decision Check marked for the response
+	// seam may wait for the processor before it counts as unmet
+	// (internal/seamcover; list and GET routes: at most 10s).
+	SeamDeadline time.Duration
+
 	TLS tlsFiles // all empty: plaintext gRPC
 	// ServersByPrincipal maps destination principals (SPIFFE ids) to MCP
 	// server ids (--server-id-by-principal).
@@ -358,6 +363,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.TLS.key, "tls-key-file", "", "gRPC port: private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.TLS.clientCA, "client-ca-file", "", "gRPC port: CA bundle (PEM) that callers' client certificates must chain to")
 	c.Telemetry.register(fs)
+	fs.DurationVar(&c.SeamDeadline, "seam-deadline", 2*time.Minute, "with --response-seam: how long an admitted tools/call, task method or other request may wait for its answer to reach the ext_proc processor (the MCP server's time to answer) before mcp_extauthz_seam_unmet_total counts it; lists and GET streams meet the processor with their request headers and wait at most 10s")
 	fs.Usage = func() { printServeUsage(fs.Output(), fs) }
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
@@ -463,6 +469,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return nil, errors.New("--token-cache-size and --jwks-refresh-interval must not be negative")
 	case c.DrainPeriod < 0 || c.ShutdownTimeout < 0:
 		return nil, errors.New("--drain-period and --shutdown-timeout must not be negative")
+	case c.SeamDeadline <= 0:
+		return nil, errors.New("--seam-deadline must be positive")
 	}
 	if err := checkMemoryStore(c); err != nil {
 		return nil, err

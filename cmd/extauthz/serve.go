@@ -38,6 +38,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/reload"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/seamcover"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
@@ -57,6 +58,10 @@ const (
 	// keepaliveMinTime accepts Envoy's HTTP/2 keepalive pings down to this
 	// interval instead of closing the connection with ENHANCE_YOUR_CALM.
 	keepaliveMinTime = 10 * time.Second
+	// seamSweepInterval is how often the response seam's coverage table
+	// counts the decisions past their deadline: an unmet one shows within
+	// its deadline plus this.
+	seamSweepInterval = time.Second
 )
 
 // runServe runs the service until ctx ends. Everything it writes to stderr
@@ -184,6 +189,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}()
 	go func() { defer wg.Done(); reloadOnSIGHUP(ctx, svc.loader, log) }()
+	if svc.seam != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); svc.seam.Run(ctx, seamSweepInterval) }()
+	}
 	if svc.approvals != nil && cfg.ApproverJWKSFile == "" {
 		wg.Add(1)
 		go func() { defer wg.Done(); svc.warmApprovers(ctx) }()
@@ -262,7 +271,8 @@ type service struct {
 	approvals *bearer.OIDCVerifier // nil without --approver-issuer
 	store     state.Store
 	log       *zap.Logger
-	reload    *policyReload // the policy loads, for /statusz
+	reload    *policyReload    // the policy loads, for /statusz
+	seam      *seamcover.Table // the response seam's coverage; nil without --response-seam
 }
 
 // scopes returns the live policy's scopes list (RFC 9728 scopes_supported).
@@ -369,7 +379,9 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	if err != nil {
 		return nil, err
 	}
+	seam := proc.Seam()
 	return &service{
+		seam:      seam,
 		proc:      proc,
 		approvals: approvals,
 		store:     binding.Store,
@@ -377,10 +389,12 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 			Decider: decider,
 			Responder: &extauthz.Responder{ResourceMetadataURL: rm, DenialStatus: cfg.DenialStatus, ConcealAs: extauthz.ConcealStyle(cfg.ConcealAs),
 				ConcealJSONResponse: cfg.ConcealJSONResponse,
-				DecidedHeaders:      []string{strings.ToLower(cfg.IdempotencyHeader)}},
+				DecidedHeaders:      []string{strings.ToLower(cfg.IdempotencyHeader)},
+				MarkSeam:            cfg.ResponseSeam},
 			Log:     decisionLog,
 			Metrics: metrics,
 			DryRun:  cfg.DryRun,
+			Seam:    seam,
 		},
 		loader:    loader,
 		readiness: &lifecycle.Readiness{Checks: []func() error{store.Ready, keysReady(ov)}, OnReady: metrics.SetReady},
@@ -680,5 +694,30 @@ func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.Toke
 		}
 		pc.Cursors, dc.Cursors = sealer, sealer
 	}
+	pc.Seam = newSeamTable(cfg, log, m)
 	return extproc.New(pc), nil
+}
+
+// newSeamTable is the response seam's coverage table (--response-seam;
+// nil without): its counts go to the seam_* metrics, and each sweep that
+// finds decisions no processor met logs one warning with their number by
+// class and one of their decision ids (the Envoy access log's decision_id).
+func newSeamTable(cfg *Config, log *zap.Logger, m *metrics.Metrics) *seamcover.Table {
+	if !cfg.ResponseSeam {
+		return nil
+	}
+	return seamcover.New(seamcover.Config{
+		Deadline: cfg.SeamDeadline,
+		OnExpect: m.SeamExpect, OnMet: m.SeamMeet, OnUntracked: m.SeamUntrack,
+		OnUnmet: func(n [5]uint64, example string) {
+			fields := []zap.Field{zap.String("kind", "seam_unmet"), zap.String("example_decision_id", example)}
+			for i, c := range seamcover.Classes {
+				m.SeamUnmetBy(c, n[i])
+				if n[i] > 0 {
+					fields = append(fields, zap.Uint64(c, n[i]))
+				}
+			}
+			log.Warn("admitted requests met no response-seam processor in time: a route or config runs without ext_proc, or its side stream went to another replica (README, MCPExtAuthzSeamBypassed)", fields...)
+		},
+	})
 }
