@@ -363,7 +363,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.TLS.key, "tls-key-file", "", "gRPC port: private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.TLS.clientCA, "client-ca-file", "", "gRPC port: CA bundle (PEM) that callers' client certificates must chain to")
 	c.Telemetry.register(fs)
-	fs.DurationVar(&c.SeamDeadline, "seam-deadline", 2*time.Minute, "with --response-seam: how long an admitted tools/call, task method or other request may wait for its answer to reach the ext_proc processor (the MCP server's time to answer) before mcp_extauthz_seam_unmet_total counts it; lists and GET streams meet the processor with their request headers and wait at most 10s")
+	fs.DurationVar(&c.SeamDeadline, "seam-deadline", time.Minute, "with --response-seam: how long an admitted tools/call, task method or other request may wait for its answer to reach the ext_proc processor (the MCP server's time to answer) before mcp_extauthz_seam_unmet_total counts it; lists and GET streams meet the processor with their request headers and wait at most 10s")
 	fs.Usage = func() { printServeUsage(fs.Output(), fs) }
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
