@@ -73,12 +73,12 @@ func (mb *metadataBlock) fill(d *decision.Decision, dryRun bool, seamClass strin
 type member struct{ k, v string }
 
 // metadataBlock holds the dynamic metadata Struct of one response and room
-// for the string Values fill sets: 15, one more than an allowed tools/call
-// gets (their most is 20: past 15 they are allocated one by one).
+// for the string Values fill sets: 16, what an allowed tools/call gets with
+// seam_class (their most is 20: past 16 they are allocated one by one).
 type metadataBlock struct {
 	s    structpb.Struct
-	vals [15]structpb.Value
-	strs [15]structpb.Value_StringValue
+	vals [16]structpb.Value
+	strs [16]structpb.Value_StringValue
 	n    int
 }
 

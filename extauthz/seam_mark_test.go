@@ -45,3 +45,32 @@ func TestSeamMark(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCheckSeam is BenchmarkCheck's warm allowed call (cache on) with
+// the seam's marking and coverage table off and on (held for 1s, swept
+// every 10ms, never met: the table's steady state under load).
+func BenchmarkCheckSeam(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "seam=off"
+		if on {
+			name = "seam=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv, req := benchRequest(b, `{"orderId":"ord-1","amountMinor":1250,"currency":"EUR"}`, true)
+			if on {
+				srv.Responder.MarkSeam = true
+				srv.Seam = seamcover.New(seamcover.Config{Deadline: time.Second})
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { defer close(done); srv.Seam.Run(ctx, 10*time.Millisecond) }()
+				defer func() { cancel(); <-done }()
+			}
+			ctx := context.Background()
+			_, _ = srv.Check(ctx, req)
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = srv.Check(ctx, req)
+			}
+		})
+	}
+}
