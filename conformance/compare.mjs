@@ -125,4 +125,4 @@ const [sOK, sAll] = count(sidecar);
 console.log(`direct: ${dOK} of ${dAll} checks succeed (${direct.size} scenarios)`);
 console.log(`through the sidecar, first pass: ${sOK} of ${sAll} checks succeed (${sidecar.size} scenarios)`);
 console.log(`of the ${passed + afterRerun + bad} applicable checks that succeed directly: ${passed + afterRerun} pass through the sidecar (${afterRerun} of them on a race rerun), ${bad} fail`);
-process.exit(bad > 0 || incomplete > 0 || passed === 0 ? 1 : 0);
+process.exit(bad > 0 || incomplete > 0 || passed + afterRerun === 0 ? 1 : 0);

@@ -124,7 +124,18 @@ if [ "$(cat "$CACHE/installed" 2>/dev/null)" != "$key" ] || [ ! -x "$NODE" ]; th
   echo "$key" >"$CACHE/installed"
 fi
 case $("$NODE" --version) in v22.*) ;; *) die "$NODE is not Node 22" ;; esac
+"$NODE" --test "$HERE/compare_test.mjs" >"$W/compare_test.log" 2>&1 || { cat "$W/compare_test.log" >&2; die "compare_test.mjs failed: the comparison itself is broken"; }
 CONF=("$NODE" "$CACHE/node_modules/@modelcontextprotocol/conformance/dist/index.js")
+# Where the project's ../shared is beside the clone, say when the copies
+# taken from it (README.md here) have drifted; not a failure: the copies here
+# are what this run tests.
+if [ -d "$ROOT/../shared/conformance" ] && [ -d "$ROOT/../shared/e2e-sdk" ]; then
+  for f in envoyshim/config.go:e2e-sdk/config.go envoyshim/cors.go:e2e-sdk/cors.go envoyshim/extproc.go:e2e-sdk/extproc.go \
+    envoyshim/main.go:e2e-sdk/main.go envoyshim/routing.go:e2e-sdk/routing.go authproxy/main.go:conformance/authproxy.go \
+    policy.yaml:conformance/policy.yaml server/LICENSE:conformance/srv-0.1.16/LICENSE; do
+    cmp -s "$HERE/${f%%:*}" "$ROOT/../shared/${f#*:}" || say "note: conformance/${f%%:*} differs from ../shared/${f#*:}"
+  done
+fi
 if [ -n "${SCENARIOS:-}" ]; then
   expected=$SCENARIOS
 else
