@@ -14,7 +14,7 @@ const race = ["tools-call-sampling", "tools-call-elicitation"];
 let stamp = 0;
 
 // work(runs): a work folder; runs maps a folder (direct, sidecar,
-// rerun-R-A) to {scenario: {checkID: status}}.
+// rerun-R-A) to {scenario: {checkID: "STATUS" or "STATUS: errorMessage"}}.
 function work(runs) {
   const w = mkdtempSync(join(tmpdir(), "compare-test-"));
   for (const [run, scenarios] of Object.entries(runs)) {
@@ -22,7 +22,10 @@ function work(runs) {
       const ms = String(stamp++ % 1000).padStart(3, "0");
       const d = join(w, run, `server-${sc}-2026-12-06T22-37-05-${ms}Z`);
       mkdirSync(d, { recursive: true });
-      const list = Object.entries(checks).map(([id, status]) => ({ id, name: id, status }));
+      const list = Object.entries(checks).map(([id, v]) => {
+        const [status, ...err] = v.split(":"); // "FAILURE:why" carries an errorMessage
+        return err.length ? { id, name: id, status, errorMessage: err.join(":").trim() } : { id, name: id, status };
+      });
       writeFileSync(join(d, "checks.json"), JSON.stringify(list));
     }
   }
@@ -66,38 +69,55 @@ test("a check that fails directly is not required through the sidecar", () => {
   assert.match(r.stdout, /^direct: 1 of 2 checks succeed/m);
 });
 
-test("a race scenario passes when one whole rerun passes, and says so", () => {
+const timedOut = "FAILURE: Failed: MCP error -32001: Request timed out";
+
+test("a race scenario that lost the race passes when one whole rerun passes, and says so", () => {
   const direct = { "tools-call-sampling": { "tools-call-sampling": "SUCCESS" } };
   const w = work({
     direct,
-    sidecar: { "tools-call-sampling": {} }, // the lost race: the check never ran
-    "rerun-1-1": { "tools-call-sampling": { "tools-call-sampling": "FAILURE" } },
+    sidecar: { "tools-call-sampling": { "tools-call-sampling": timedOut } },
+    "rerun-1-1": { "tools-call-sampling": { "tools-call-sampling": timedOut } },
     "rerun-1-2": direct,
   });
   const r = run(w, "report", w, "tools-call-sampling", ...race);
   assert.equal(r.status, 0, r.stdout);
-  assert.match(r.stdout, /^race tools-call-sampling: tools-call-sampling failed through the sidecar on the first pass; 1 of 2 reruns passed \(first: rerun 1\.2, round\.attempt\)$/m);
+  assert.match(r.stdout, /^race tools-call-sampling: tools-call-sampling lost the GET-stream race on the first pass \(tools-call-sampling: FAILURE \(Failed: MCP error -32001: Request timed out\)\); 1 of 2 reruns passed \(first: rerun 1\.2, round\.attempt\)$/m);
   assert.match(r.stdout, /1 pass through the sidecar \(1 of them on a race rerun\), 0 fail$/m);
 });
 
 test("a race scenario that never passes fails", () => {
   const w = work({
     direct: { "tools-call-sampling": { "tools-call-sampling": "SUCCESS" } },
-    sidecar: { "tools-call-sampling": {} },
-    "rerun-1-1": { "tools-call-sampling": { "tools-call-sampling": "FAILURE" } },
+    sidecar: { "tools-call-sampling": { "tools-call-sampling": timedOut } },
+    "rerun-1-1": { "tools-call-sampling": { "tools-call-sampling": timedOut } },
   });
   const r = run(w, "report", w, "tools-call-sampling", ...race);
   assert.equal(r.status, 1);
-  assert.match(r.stdout, /^FAIL tools-call-sampling \/ tools-call-sampling: SUCCESS directly, missing through the sidecar \(and on 1 reruns\)$/m);
+  assert.match(r.stdout, /^FAIL tools-call-sampling \/ tools-call-sampling: SUCCESS directly, FAILURE \(Failed: MCP error -32001: Request timed out\) through the sidecar$/m);
+  assert.match(r.stdout, /^  rerun 1\.1 of tools-call-sampling: tools-call-sampling FAILURE/m);
+});
+
+test("a race scenario failing otherwise than by the race's timeout fails, whatever the reruns", () => {
+  const direct = { "tools-call-elicitation": { "tools-call-elicitation": "SUCCESS" } };
+  for (const runs of [
+    { sidecar: { "tools-call-elicitation": { "tools-call-elicitation": "FAILURE: Failed: MCP error -32010: Forbidden by policy" } }, "rerun-1-1": direct },
+    { sidecar: { "tools-call-elicitation": { "tools-call-elicitation": timedOut } },
+      "rerun-1-1": { "tools-call-elicitation": { "tools-call-elicitation": "FAILURE: wrong content" } }, "rerun-1-2": direct },
+  ]) {
+    const w = work({ direct, ...runs });
+    const r = run(w, "report", w, "tools-call-elicitation", ...race);
+    assert.equal(r.status, 1, r.stdout);
+    assert.match(r.stdout, /^FAIL tools-call-elicitation \/ tools-call-elicitation: SUCCESS directly, FAILURE/m);
+  }
 });
 
 test("a rerun must pass every check of the scenario, not one each", () => {
   const direct = { "tools-call-elicitation": { a: "SUCCESS", b: "SUCCESS" } };
   const w = work({
     direct,
-    sidecar: { "tools-call-elicitation": { a: "FAILURE", b: "FAILURE" } },
-    "rerun-1-1": { "tools-call-elicitation": { a: "SUCCESS", b: "FAILURE" } },
-    "rerun-1-2": { "tools-call-elicitation": { a: "FAILURE", b: "SUCCESS" } },
+    sidecar: { "tools-call-elicitation": { a: timedOut } },
+    "rerun-1-1": { "tools-call-elicitation": { a: "SUCCESS", b: timedOut } },
+    "rerun-1-2": { "tools-call-elicitation": { a: timedOut } },
   });
   const r = run(w, "report", w, "tools-call-elicitation", ...race);
   assert.equal(r.status, 1, r.stdout);
@@ -127,18 +147,24 @@ test("the DNS-rebinding rejection is listed as not applicable, not counted", () 
   assert.match(r.stdout, /^of the 1 applicable checks/m);
 });
 
-test("pending lists only race scenarios without a passing attempt", () => {
+test("pending lists only race scenarios that lost every attempt to the race", () => {
   const direct = {
     "tools-call-sampling": { s: "SUCCESS" },
     "tools-call-elicitation": { e: "SUCCESS" },
+    "elicitation-sep1034-defaults": { d: "SUCCESS" },
     ping: { ping: "SUCCESS" },
   };
   const w = work({
     direct,
-    sidecar: { "tools-call-sampling": {}, "tools-call-elicitation": {}, ping: { ping: "FAILURE" } },
+    sidecar: {
+      "tools-call-sampling": { s: timedOut },
+      "tools-call-elicitation": { e: timedOut },
+      "elicitation-sep1034-defaults": { d: "FAILURE: Failed: MCP error -32010: Forbidden by policy" },
+      ping: { ping: "FAILURE" },
+    },
     "rerun-1-1": { "tools-call-elicitation": { e: "SUCCESS" } },
   });
-  const r = run(w, "pending", w, ...race);
+  const r = run(w, "pending", w, ...race, "elicitation-sep1034-defaults", "ping");
   assert.equal(r.status, 0);
   assert.equal(r.stdout, "tools-call-sampling\n");
 });
