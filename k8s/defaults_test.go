@@ -204,6 +204,9 @@ func TestReadmeIstioAppliesTheSeam(t *testing.T) {
 	helm := false
 	for _, line := range lines {
 		files := applied(t, line)
+		if slices.Contains(files, "k8s/istio/in-pod/authorizationpolicy.yaml") && !slices.Contains(files, "k8s/istio/envoyfilter-extproc-local.yaml") {
+			t.Errorf("README: %q applies the in-pod layout without its response seam's EnvoyFilter (applies %v)", strings.TrimSpace(line), files)
+		}
 		if !slices.Contains(files, "k8s/istio/authorizationpolicy.yaml") {
 			continue
 		}
