@@ -14,6 +14,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/gowebpki/jcs"
+
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
 // Reason is why a verifier refused a call: a closed set, answered as
@@ -233,4 +235,49 @@ func ArgumentsDigest(arguments any) (string, error) {
 	}
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// CallOf returns the Call of a JSON-RPC message with method and params as
+// a JSON decoder produced them (nil when absent), naming its target as
+// the service does: params.name of tools/call and prompts/get (with
+// params.arguments), params.uri of resources/read, resources/subscribe and
+// resources/unsubscribe, params.ref.name or params.ref.uri of
+// completion/complete, and for subscriptions/listen (MCP 2026-07-28) the
+// params.notifications.resourceSubscriptions URIs as a JSON array in
+// RFC 8785 string form (["file:///a","file:///b"]). A member of the wrong
+// type reads as absent; the statement then does not match.
+func CallOf(method string, params map[string]any) Call {
+	c := Call{Method: method}
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	switch method {
+	case "tools/call", "prompts/get":
+		c.Target = str(params, "name")
+		if a, ok := params["arguments"]; ok && a != nil {
+			c.Arguments = a
+		}
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		c.Target = str(params, "uri")
+	case "completion/complete":
+		ref, _ := params["ref"].(map[string]any)
+		switch str(ref, "type") {
+		case "ref/prompt":
+			c.Target = str(ref, "name")
+		case "ref/resource":
+			c.Target = str(ref, "uri")
+		}
+	case "subscriptions/listen":
+		n, _ := params["notifications"].(map[string]any)
+		if subs, ok := n["resourceSubscriptions"].([]any); ok {
+			b := []byte{'['}
+			for i, s := range subs {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				u, _ := s.(string)
+				b = mcpparse.AppendJCSString(b, u)
+			}
+			c.Target = string(append(b, ']'))
+		}
+	}
+	return c
 }
