@@ -222,7 +222,7 @@ type memoryOnce struct {
 	m    *MemoryReplay
 }
 
-func (o *memoryOnce) get() *MemoryReplay {
-	o.once.Do(func() { o.m = new(MemoryReplay) })
+func (o *memoryOnce) get(now func() time.Time) *MemoryReplay {
+	o.once.Do(func() { o.m = &MemoryReplay{Now: now} })
 	return o.m
 }

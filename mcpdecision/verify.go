@@ -203,7 +203,7 @@ func (v *Verifier) Verify(ctx context.Context, values []string, call Call) (*Sta
 	}
 	replay := v.Replay
 	if replay == nil {
-		replay = v.mem.get()
+		replay = v.mem.get(v.Now) // the verifier's clock
 	}
 	fresh, err := replay.Claim(ctx, id, exp.Add(v.Leeway))
 	switch {
