@@ -143,10 +143,20 @@ func (s *Signer) SetKeys(keys []jose.JSONWebKey) error {
 
 // PublicKeySet returns the JWK Set (JSON) of the public halves of the
 // signer's keys: what MCP servers verify with.
-func (s *Signer) PublicKeySet() []byte { return s.cur.Load().public }
+func (s *Signer) PublicKeySet() []byte {
+	if sk := s.cur.Load(); sk != nil {
+		return sk.public
+	}
+	return []byte(`{"keys":[]}`)
+}
 
 // Keys returns the signer's keys, the signing key first.
-func (s *Signer) Keys() []jose.JSONWebKey { return s.cur.Load().keys }
+func (s *Signer) Keys() []jose.JSONWebKey {
+	if sk := s.cur.Load(); sk != nil {
+		return sk.keys
+	}
+	return nil
+}
 
 // Sign returns st as a compact JWS of type Type signed with the signing
 // key. The payload is st's members in lexicographic order, without
@@ -155,6 +165,9 @@ func (s *Signer) Keys() []jose.JSONWebKey { return s.cur.Load().keys }
 // same JWS.
 func (s *Signer) Sign(st *Statement) (string, error) {
 	sk := s.cur.Load()
+	if sk == nil {
+		return "", errors.New("signer without keys")
+	}
 	var room [1024]byte
 	payload := AppendPayload(room[:0], st)
 	n := len(sk.header) + base64.RawURLEncoding.EncodedLen(len(payload))
