@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,6 +242,7 @@ func TestSignedDecisionsEndToEnd(t *testing.T) {
 
 	// The go-sdk server (stateful, SSE answers), verifying with the key
 	// set served on serve's HTTP port.
+	var mu sync.Mutex // the handler runs on the server's goroutines
 	ran := map[string]int{}
 	server := mcp.NewServer(&mcp.Implementation{Name: "payments-go", Version: "1"}, nil)
 	server.AddReceivingMiddleware(gosdk.Middleware(&mcpdecision.Verifier{Audience: audience, Keys: mcpdecision.RemoteKeys(jwksURL, nil, time.Millisecond)}))
@@ -249,6 +251,8 @@ func TestSignedDecisionsEndToEnd(t *testing.T) {
 	}
 	var seen []*mcpdecision.Statement
 	mcp.AddTool(server, &mcp.Tool{Name: "search"}, func(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		ran["go"]++
 		seen = append(seen, mcpdecision.FromContext(ctx))
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "searched " + in.Query}}}, nil, nil
@@ -260,7 +264,7 @@ func TestSignedDecisionsEndToEnd(t *testing.T) {
 		name     string
 		upstream string
 		runs     func() int
-	}{{"go-sdk", goSrv.URL, func() int { return ran["go"] }}}
+	}{{"go-sdk", goSrv.URL, func() int { mu.Lock(); defer mu.Unlock(); return ran["go"] }}}
 	_, errNode := exec.LookPath("node")
 	_, errNPM := exec.LookPath("npm")
 	if errNode == nil && errNPM == nil || os.Getenv("CI") == "true" {
@@ -294,9 +298,11 @@ func TestSignedDecisionsEndToEnd(t *testing.T) {
 			}
 		})
 	}
+	mu.Lock()
 	if len(seen) != 1 || seen[0] == nil || seen[0].Subject != "alice" || seen[0].RuleID != "search" || seen[0].Issuer != "https://idp.example.com" {
 		t.Errorf("the go-sdk handler got %+v", seen)
 	}
+	mu.Unlock()
 
 	// Rotation: the new key signs, both are published.
 	second := edKey(t, "decision-2")
@@ -320,9 +326,11 @@ func TestSignedDecisionsEndToEnd(t *testing.T) {
 			}
 		})
 	}
+	mu.Lock()
 	if n := len(seen); n < 2 || seen[n-1] == nil {
-		t.Fatalf("handler runs %d", n)
+		t.Errorf("handler runs %d", n)
 	}
+	mu.Unlock()
 
 	// A broken key file is refused; the keys in use stay.
 	if err := os.WriteFile(keyFile, []byte(`{"keys":[`), 0o600); err != nil {

@@ -280,6 +280,12 @@ func InstallJS(t testing.TB, pkg string) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--loglevel=error")
 	cmd.Dir = dir
+	// Whatever npm leaves in its temporary folder goes with the test's.
+	tmp := filepath.Join(dir, ".tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("npm install: %v\n%s", err, out)
 	}
