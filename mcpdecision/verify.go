@@ -15,6 +15,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/gowebpki/jcs"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -250,14 +251,14 @@ func CallOf(method string, params map[string]any) Call {
 	c := Call{Method: method}
 	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 	switch method {
-	case "tools/call", "prompts/get":
+	case mcpmethod.ToolsCall, mcpmethod.PromptsGet:
 		c.Target = str(params, "name")
 		if a, ok := params["arguments"]; ok && a != nil {
 			c.Arguments = a
 		}
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case mcpmethod.ResourcesRead, mcpmethod.ResourcesSubscribe, mcpmethod.ResourcesUnsubscribe:
 		c.Target = str(params, "uri")
-	case "completion/complete":
+	case mcpmethod.CompletionComplete:
 		ref, _ := params["ref"].(map[string]any)
 		switch str(ref, "type") {
 		case "ref/prompt":
@@ -265,7 +266,7 @@ func CallOf(method string, params map[string]any) Call {
 		case "ref/resource":
 			c.Target = str(ref, "uri")
 		}
-	case "subscriptions/listen":
+	case mcpmethod.SubscriptionsListen:
 		n, _ := params["notifications"].(map[string]any)
 		if subs, ok := n["resourceSubscriptions"].([]any); ok {
 			b := []byte{'['}

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpdecision"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
@@ -144,7 +145,7 @@ func (is Issuer) Statement(t testing.TB, tool, digest string, edit func(*mcpdeci
 	_, _ = rand.Read(id)
 	iat := now().Unix()
 	st := &mcpdecision.Statement{Issuer: "https://idp.example.com", Subject: "alice", ClientID: "agent-1", Audience: is.Audience,
-		Server: "payments", Method: "tools/call", Target: tool, ArgsDigest: digest, RequestDigest: "sha256:" + strings.Repeat("0", 64),
+		Server: "payments", Method: mcpmethod.ToolsCall, Target: tool, ArgsDigest: digest, RequestDigest: "sha256:" + strings.Repeat("0", 64),
 		ID: hex.EncodeToString(id), PolicyVersion: "sha256:" + strings.Repeat("1", 64), IssuedAt: iat, ExpiresAt: iat + mcpdecision.MaxLifetime}
 	if edit != nil {
 		edit(st)
