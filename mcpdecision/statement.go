@@ -37,6 +37,11 @@ const Header = "x-mcp-decision"
 // MaxLifetime bounds exp - iat of a statement: one minute.
 const MaxLifetime = 60
 
+// IssuedAtSkew is how far ahead of the verifier's clock iat may be (the
+// service's clock may run ahead of the server's; iat is whole seconds):
+// 5 seconds, besides Verifier.Leeway. exp gets no such allowance.
+const IssuedAtSkew = 5
+
 // BatchMethod is the method of a statement for a JSON-RPC batch (MCP
 // 2025-03-26); its Batch names every element.
 const BatchMethod = "batch"

@@ -185,6 +185,10 @@ func buildVectors(t *testing.T) vectorFile {
 			callMessage("tools/call", `{"name":"search","arguments":`+ok+`}`), string(ReasonExpired)),
 		ed("issued in the future", with(ok, func(st *Statement) { st.IssuedAt, st.ExpiresAt = vectorNow+10, vectorNow+20 }),
 			callMessage("tools/call", `{"name":"search","arguments":`+ok+`}`), string(ReasonExpired)),
+		ed("issued 6 s ahead of the clock", with(ok, func(st *Statement) { st.IssuedAt, st.ExpiresAt = vectorNow+6, vectorNow+66 }),
+			callMessage("tools/call", `{"name":"search","arguments":`+ok+`}`), string(ReasonExpired)),
+		ed("issued 5 s ahead of the clock: within the allowed skew", with(ok, func(st *Statement) { st.IssuedAt, st.ExpiresAt = vectorNow+5, vectorNow+65 }),
+			callMessage("tools/call", `{"name":"search","arguments":`+ok+`}`), "ok"),
 		ed("lives longer than a minute", with(ok, func(st *Statement) { st.IssuedAt, st.ExpiresAt = vectorNow-1, vectorNow+60 }),
 			callMessage("tools/call", `{"name":"search","arguments":`+ok+`}`), string(ReasonExpired)),
 		func() vector {

@@ -111,7 +111,7 @@ type Verifier struct {
 // or ES256, a kid and a JSON object payload (decision_malformed); the
 // kid's key in the key set and the signature (decision_unverified; the key
 // set unreadable: decision_unavailable); aud (decision_wrong_audience);
-// iat <= now + leeway < exp + 2*leeway, exp - iat <= 60 s
+// iat <= now + 5 s + leeway, now < exp + leeway, 0 < exp - iat <= 60 s
 // (decision_expired); policy_version (decision_wrong_policy); method,
 // target and the RFC 8785 digest of call.Arguments, for a batch against
 // each element (decision_mismatch); last, the decision id (with the
@@ -168,7 +168,7 @@ func (v *Verifier) Verify(ctx context.Context, values []string, call Call) (*Sta
 	switch {
 	case st.ExpiresAt-st.IssuedAt > MaxLifetime || st.ExpiresAt <= st.IssuedAt:
 		return nil, refuse(ReasonExpired, "lifetime %ds, at most %ds", st.ExpiresAt-st.IssuedAt, MaxLifetime)
-	case t.Add(v.Leeway).Before(iat):
+	case t.Add(v.Leeway + IssuedAtSkew*time.Second).Before(iat):
 		return nil, refuse(ReasonExpired, "issued in the future (%s)", iat.UTC().Format(time.RFC3339))
 	case !t.Before(exp.Add(v.Leeway)):
 		return nil, refuse(ReasonExpired, "expired at %s", exp.UTC().Format(time.RFC3339))

@@ -3,6 +3,7 @@
 export declare const TYPE: 'mcp-decision+jwt';
 export declare const HEADER: 'x-mcp-decision';
 export declare const MAX_LIFETIME: 60;
+export declare const ISSUED_AT_SKEW: 5;
 export declare const CODE_REFUSED: -32016;
 export declare const BATCH_METHOD: 'batch';
 

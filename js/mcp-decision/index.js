@@ -21,6 +21,8 @@ import { compactVerify, importJWK, decodeProtectedHeader, errors as joseErrors }
 export const TYPE = 'mcp-decision+jwt';
 export const HEADER = 'x-mcp-decision';
 export const MAX_LIFETIME = 60;
+/** How far ahead of this clock iat may be (seconds), besides the leeway. */
+export const ISSUED_AT_SKEW = 5;
 export const CODE_REFUSED = -32016;
 export const BATCH_METHOD = 'batch';
 
@@ -238,7 +240,7 @@ export function createVerifier(options) {
       if (st.aud !== audience) throw refuse(Reasons.wrongAudience, `aud ${JSON.stringify(st.aud)}`);
       const t = now();
       if (st.exp - st.iat > MAX_LIFETIME || st.exp <= st.iat) throw refuse(Reasons.expired, `lifetime ${st.exp - st.iat}s`);
-      if (t + leeway < st.iat) throw refuse(Reasons.expired, 'issued in the future');
+      if (t + leeway + ISSUED_AT_SKEW < st.iat) throw refuse(Reasons.expired, 'issued in the future');
       if (t >= st.exp + leeway) throw refuse(Reasons.expired, 'expired');
       if (policyVersions.length > 0 && !policyVersions.includes(st.policy_version)) throw refuse(Reasons.wrongPolicy, `policy_version ${st.policy_version}`);
       let digest;
