@@ -98,7 +98,8 @@ type Verifier struct {
 	PolicyVersions []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Leeway is the clock skew allowed on iat and exp (0: none).
+	// Leeway is more clock skew allowed on iat and exp (0: none beyond
+	// IssuedAtSkew on iat).
 	Leeway time.Duration
 
 	mem memoryOnce
