@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -28,6 +29,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	envoycfg "github.com/mcp-extauthz/mcp-extauthz/envoy"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/decisiontest"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpdecision"
@@ -105,12 +107,40 @@ func TestServeRefusesPublishedDecisionKey(t *testing.T) {
 }
 
 // frontEnd is Envoy's ext_authz filter as envoy/sidecar.yaml sets it up,
-// as far as a session needs it: every request goes to Check over gRPC
-// with its body; a denial is answered as Check says; an allowed request
-// goes upstream with the OkHttpResponse's headers set and removed. It is
-// no Envoy: no ext_proc response seam, no header-size limits.
+// as far as a session needs it, its settings read from that file: every
+// request goes to Check over gRPC with the headers its allowed_headers
+// pass (and those Envoy always adds: host, method, path, content-length,
+// authorization) and its body (a body over with_request_body's
+// max_request_bytes is 413, as allow_partial_message is off); a denial is
+// answered as Check says; an allowed request goes upstream with the
+// OkHttpResponse's headers set and removed. It is no Envoy: no ext_proc
+// response seam, no route table, no header-size limits.
 func frontEnd(t *testing.T, grpcAddr string, upstream string) string {
 	t.Helper()
+	y, err := os.ReadFile("envoy/sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := envoycfg.ValidateBootstrapYAML(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hcms, err := envoycfg.HTTPConnectionManagers(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ea *extauthzv3.ExtAuthz
+	for _, h := range hcms {
+		if envoycfg.Forwards(h.HCM) {
+			if ea, _, err = envoycfg.ExtAuthz(h.HCM); err != nil || ea == nil {
+				t.Fatalf("envoy/sidecar.yaml: no ext_authz: %v", err)
+			}
+		}
+	}
+	if ea == nil || ea.GetFailureModeAllow() || !ea.GetWithRequestBody().GetPackAsBytes() {
+		t.Fatalf("envoy/sidecar.yaml's ext_authz: %v", ea)
+	}
+	maxBody := int(ea.GetWithRequestBody().GetMaxRequestBytes())
 	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -129,9 +159,15 @@ func frontEnd(t *testing.T, grpcAddr string, upstream string) string {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		if len(body) > maxBody {
+			http.Error(w, "Payload Too Large", http.StatusRequestEntityTooLarge)
+			return
+		}
 		c := &capture.Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Headers: map[string]string{"host": r.Host}, Body: body}
 		for k, vs := range r.Header {
-			c.Headers[strings.ToLower(k)] = strings.Join(vs, ", ")
+			if k := strings.ToLower(k); envoycfg.AllowsHeader(ea, k) || k == "authorization" || k == "content-length" {
+				c.Headers[k] = strings.Join(vs, ", ")
+			}
 		}
 		resp, err := client.Check(r.Context(), c.CheckRequest(true))
 		if err != nil {
@@ -217,7 +253,8 @@ func refusedFor(err error, reason mcpdecision.Reason) bool {
 }
 
 // TestSignedDecisionsEndToEnd: serve with --decision-key-file, an Envoy
-// stand-in (frontEnd: Check over gRPC), and MCP servers of the Go SDK
+// stand-in (frontEnd: envoy/sidecar.yaml's ext_authz settings, Check over
+// gRPC), and MCP servers of the Go SDK
 // (gosdk.Middleware) and the TypeScript SDK (verifyDecisions) that fetch
 // the key set from serve's HTTP port: a go-sdk client's session through
 // the stand-in (initialize, notifications/initialized, tools/list,
