@@ -41,6 +41,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/seamcover"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
+	"github.com/mcp-extauthz/mcp-extauthz/mcpdecision"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -167,6 +168,22 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			}
 		}()
 	}
+	if dk := svc.decisions; dk != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := filewatch.WatchAll(ctx, []string{dk.file}, watchOptions(log), func() {
+				if err := dk.reload(); err != nil {
+					log.Error("--decision-key-file reload refused; keeping the last good keys", zap.Error(err))
+					return
+				}
+				log.Info("--decision-key-file reloaded", zap.String("signing_kid", dk.signer.Keys()[0].KeyID))
+			})
+			if err != nil {
+				log.Error("--decision-key-file watch stopped; the loaded keys stay in use", zap.Error(err))
+			}
+		}()
+	}
 	if svc.jwks != nil {
 		wg.Add(1)
 		go func() {
@@ -255,6 +272,9 @@ func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handle
 	mux.Handle(resourcemeta.WellKnownPath, prm)
 	mux.Handle(resourcemeta.WellKnownPath+"/", prm)
 	mux.Handle("GET /statusz", statusHandler(cfg, svc))
+	if svc.decisions != nil {
+		mux.Handle("GET "+decisionJWKSPath, svc.decisions)
+	}
 	mux.Handle("/", lifecycle.HTTPHandler(svc.readiness, reg))
 	return mux
 }
@@ -273,6 +293,7 @@ type service struct {
 	log       *zap.Logger
 	reload    *policyReload    // the policy loads, for /statusz
 	seam      *seamcover.Table // the response seam's coverage; nil without --response-seam
+	decisions *decisionKeys    // nil without --decision-key-file
 }
 
 // scopes returns the live policy's scopes list (RFC 9728 scopes_supported).
@@ -379,9 +400,19 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	if err != nil {
 		return nil, err
 	}
+	dk, err := newDecisionKeys(cfg, log)
+	if err != nil {
+		binding.Store.Close()
+		return nil, err
+	}
+	var signer *mcpdecision.Signer
+	if dk != nil {
+		signer = dk.signer
+	}
 	seam := proc.Seam()
 	return &service{
 		seam:      seam,
+		decisions: dk,
 		proc:      proc,
 		approvals: approvals,
 		store:     binding.Store,
@@ -389,8 +420,8 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 			Decider: decider,
 			Responder: &extauthz.Responder{ResourceMetadataURL: rm, DenialStatus: cfg.DenialStatus, ConcealAs: extauthz.ConcealStyle(cfg.ConcealAs),
 				ConcealJSONResponse: cfg.ConcealJSONResponse,
-				DecidedHeaders:      []string{strings.ToLower(cfg.IdempotencyHeader)},
-				MarkSeam:            cfg.ResponseSeam},
+				DecidedHeaders:      []string{strings.ToLower(cfg.IdempotencyHeader)}, Decisions: signer,
+				MarkSeam: cfg.ResponseSeam},
 			Log:     decisionLog,
 			Metrics: metrics,
 			DryRun:  cfg.DryRun,

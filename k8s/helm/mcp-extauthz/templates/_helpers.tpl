@@ -92,6 +92,7 @@ internal/testkeys/published.txt, the one serve refuses.
 {{- define "mcp-extauthz.publishedTestKeys" -}}
 846e7334b02cd9470b9c460074edba977ab91c24c0ce79d31f0d4bed708582fe examples/TEST-ONLY-signing-key.jwk.json
 5d0305197278ccab1672c07e143fffaea9713f6e47e5a55f72dd1a4d866cdbec examples/TEST-ONLY-approver-key.jwk.json
+f45245c86304c7dad8e1f3cde34707ea9099a678a69c5ab8189c8c64a6089bc0 examples/TEST-ONLY-decision-key.jwk.json
 {{- end }}
 
 {{/*
