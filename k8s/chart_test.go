@@ -228,6 +228,9 @@ func checkRelease(t *testing.T, o *Objects, v chartutil.Values) {
 	if s, _ := v["responseSeam"].(map[string]any)["cursorKeySecret"].(map[string]any)["name"].(string); s != "" {
 		external[s] = true
 	}
+	if s, _ := v["signedDecisions"].(map[string]any)["keySecret"].(map[string]any)["name"].(string); s != "" {
+		external[s] = true
+	}
 	checkPodReferences(t, o, d, external)
 	checkStateStore(t, d, ex, v)
 	checkNetpolHTTP(t, o, ex, len(v["networkPolicy"].(map[string]any)["metricsFrom"].([]any)) > 0)
@@ -296,6 +299,7 @@ var knownEnv = map[string]bool{
 	"EXTAUTHZ_IDEMPOTENCY_HEADER": true, "EXTAUTHZ_IDEMPOTENCY_META": true, "EXTAUTHZ_IDEMPOTENCY_TTL": true,
 	"EXTAUTHZ_DENIAL_STATUS": true, "EXTAUTHZ_CONCEAL_AS": true, "EXTAUTHZ_CONCEAL_JSON_RESPONSE": true,
 	"EXTAUTHZ_RESPONSE_SEAM": true, "EXTAUTHZ_CURSOR_KEY_FILE": true, "EXTAUTHZ_LIST_CACHE_TTL": true,
+	"EXTAUTHZ_DECISION_KEY_FILE": true,
 }
 
 // pendingEnv are knownEnv entries whose serve flag is not yet in README's

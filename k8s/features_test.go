@@ -26,8 +26,11 @@ func TestChartFeatureValues(t *testing.T) {
 			"EXTAUTHZ_APPROVER_ISSUER": "", "EXTAUTHZ_APPROVER_JWKS_FILE": "", "EXTAUTHZ_APPROVAL_URL": "", "EXTAUTHZ_APPROVAL_MAX_LIFETIME": "",
 			"EXTAUTHZ_IDEMPOTENCY_HEADER": "Idempotency-Key", "EXTAUTHZ_IDEMPOTENCY_META": "", "EXTAUTHZ_IDEMPOTENCY_TTL": "24h",
 			"EXTAUTHZ_DRY_RUN": "", "EXTAUTHZ_DENIAL_STATUS": "auto", "EXTAUTHZ_CONCEAL_AS": "go-sdk", "EXTAUTHZ_CONCEAL_JSON_RESPONSE": "",
-			"EXTAUTHZ_CURSOR_KEY_FILE": "", "EXTAUTHZ_LIST_CACHE_TTL": "", "EXTAUTHZ_RESPONSE_SEAM": "true",
+			"EXTAUTHZ_CURSOR_KEY_FILE": "", "EXTAUTHZ_LIST_CACHE_TTL": "", "EXTAUTHZ_RESPONSE_SEAM": "true", "EXTAUTHZ_DECISION_KEY_FILE": "",
 		}, nil, nil},
+		{"signed decisions with a key Secret", one + "signedDecisions: {keySecret: {name: decision-key, key: k.json}}", map[string]string{
+			"EXTAUTHZ_DECISION_KEY_FILE": "/etc/mcp-extauthz/decision-key/decision.jwk.json",
+		}, nil, map[string]string{"decision-key": "decision-key:k.json=decision.jwk.json"}},
 		{"approvals with discovered keys", one + "approvals: {issuer: 'https://approver.example.com', url: 'https://approve.example.com/{digest}', maxLifetime: 10m}", map[string]string{
 			"EXTAUTHZ_APPROVER_ISSUER": "https://approver.example.com", "EXTAUTHZ_APPROVER_JWKS_FILE": "",
 			"EXTAUTHZ_APPROVAL_URL": "https://approve.example.com/{digest}", "EXTAUTHZ_APPROVAL_MAX_LIFETIME": "10m",
@@ -69,14 +72,14 @@ func TestChartFeatureValues(t *testing.T) {
 			if got := ex.Args[1:]; !slices.Equal(got, tt.wantArgs) && (len(got) > 0 || len(tt.wantArgs) > 0) {
 				t.Errorf("args after serve = %q, want %q", got, tt.wantArgs)
 			}
-			for _, k := range []string{"EXTAUTHZ_APPROVER_JWKS_FILE", "EXTAUTHZ_CURSOR_KEY_FILE"} {
+			for _, k := range []string{"EXTAUTHZ_APPROVER_JWKS_FILE", "EXTAUTHZ_CURSOR_KEY_FILE", "EXTAUTHZ_DECISION_KEY_FILE"} {
 				if p, ok := env(ex, k); ok && !mountedFrom(ex, d.Spec.Template.Spec, p, "secret") {
 					t.Errorf("%s=%s is not inside a Secret mount", k, p)
 				}
 			}
 			got := map[string]string{}
 			for _, vol := range d.Spec.Template.Spec.Volumes {
-				if vol.Secret != nil && (vol.Name == "approver-jwks" || vol.Name == "cursor-key") {
+				if vol.Secret != nil && (vol.Name == "approver-jwks" || vol.Name == "cursor-key" || vol.Name == "decision-key") {
 					var items []string
 					for _, it := range vol.Secret.Items {
 						items = append(items, it.Key+"="+it.Path)

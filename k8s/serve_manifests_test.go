@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/base64"
@@ -230,6 +231,8 @@ func secretFile(t *testing.T, name, path string) {
 		return // from a ConfigMap
 	}
 	switch {
+	case name == "EXTAUTHZ_DECISION_KEY_FILE":
+		writeFile(t, path, freshSigningJWK(t))
 	case strings.Contains(name, "JWKS"):
 		writeFile(t, path, freshJWKS(t))
 	case strings.Contains(name, "PASSWORD"):
@@ -258,6 +261,23 @@ func freshJWKS(t *testing.T) []byte {
 		"kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": "fresh",
 		"x": enc(pub[1:33]), "y": enc(pub[33:]),
 	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// freshSigningJWK is a new private Ed25519 JWK (RFC 8037), the form
+// --decision-key-file reads.
+func freshSigningJWK(t *testing.T) []byte {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	b, err := json.Marshal(map[string]string{"kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "kid": "fresh-decision",
+		"x": enc(pub), "d": enc(priv.Seed())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -234,6 +234,12 @@
       value: {{ printf "%dms" (int .listTtlMs) | quote }}
     {{- end }}
     {{- end }}
+    {{- if .signedDecisions.keySecret.name }}
+    # Every allowed request carries x-mcp-decision, signed with this key;
+    # the public key set is served at /decision-jwks.json on the HTTP port.
+    - name: EXTAUTHZ_DECISION_KEY_FILE
+      value: /etc/mcp-extauthz/decision-key/decision.jwk.json
+    {{- end }}
     {{- with .extraEnv }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -337,6 +343,11 @@
     {{- if .responseSeam.cursorKeySecret.name }}
     - name: cursor-key
       mountPath: /etc/mcp-extauthz/cursor-key
+      readOnly: true
+    {{- end }}
+    {{- if .signedDecisions.keySecret.name }}
+    - name: decision-key
+      mountPath: /etc/mcp-extauthz/decision-key
       readOnly: true
     {{- end }}
 {{- end }}
