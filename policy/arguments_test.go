@@ -108,13 +108,13 @@ func TestScopeHierarchy(t *testing.T) {
 		{nil, "x", false},
 		{[]string{"mcp:admin"}, "mcp:tools", true},
 		{[]string{"mcp:admin"}, "mcp:tools:call", true}, // transitive
-		{[]string{"mcp:tools"}, "mcp:admin", false},      // never upwards
-		{[]string{"files:admin"}, "files:write", true},   // actions order
+		{[]string{"mcp:tools"}, "mcp:admin", false},     // never upwards
+		{[]string{"files:admin"}, "files:write", true},  // actions order
 		{[]string{"files:admin"}, "files:read", true},
 		{[]string{"files:write"}, "files:read", true},
 		{[]string{"files:read"}, "files:write", false},
 		{[]string{"files:*"}, "files:admin", true},
-		{[]string{"files:*"}, "files:delete", false}, // not a listed action
+		{[]string{"files:*"}, "files:delete", false},   // not a listed action
 		{[]string{"files:admin"}, "files:audit", true}, // action, then implies
 		{[]string{"files:write"}, "repo:read", false},  // another resource
 		{[]string{"files"}, "files:read", false},       // a bare resource implies nothing
