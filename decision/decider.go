@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/argschema"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
@@ -66,10 +67,21 @@ type Config struct {
 	// Cursors, when set, refuses a list request whose params.cursor does not
 	// open for this caller (ReasonInvalidParams); nil passes cursors as sent.
 	Cursors CursorOpener
+	// Schemas gives the inputSchema of pinned tool definitions by
+	// fingerprint (toolpin.Observations), for argument validation
+	// (arguments.go); nil refuses a validated call whose definition is
+	// known (state_store_unavailable).
+	Schemas InputSchemas
+	// SchemaCacheSize bounds the compiled schemas kept by fingerprint
+	// (argschema.DefaultCacheSize when 0).
+	SchemaCacheSize int
 }
 
 // Decider decides Requests. It is safe for concurrent use.
-type Decider struct{ cfg Config }
+type Decider struct {
+	cfg     Config
+	schemas *argschema.Cache // compiled inputSchemas by fingerprint
+}
 
 // ToolDefinitions gives policy.Input.Definition for a tools/call of
 // server's tool under policy p (nil when p's pin_mode is off). Errors mean
@@ -110,7 +122,7 @@ func NewDecider(c Config) (*Decider, error) {
 			return nil, fmt.Errorf("decider: server by principal %q = %q: both must be set", p, s)
 		}
 	}
-	return &Decider{cfg: c}, nil
+	return &Decider{cfg: c, schemas: argschema.NewCache(c.SchemaCacheSize)}, nil
 }
 
 // Config returns the configuration d decides with (a copy: changing it
@@ -178,6 +190,7 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		return ReasonPolicyUnavailable
 	}
 	dec.PolicyVersion = lp.Version
+	dec.headers = r.Headers
 	sid, _ := r.Headers.Get("mcp-session-id")
 	dec.ProtocolVersion, _ = r.Headers.Get("mcp-protocol-version")
 	dec.session = toolpin.Session(sid, r.Path, dec.ProtocolVersion)
@@ -371,6 +384,11 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 		el.TaskID, _ = paramString(m.Params, "taskId")
 	}
 	reason := d.evaluate(lp, el, in)
+	if reason == ReasonAllowed || reason == ReasonAuthorizationRequired || reason == ReasonDefinitionChanged {
+		if r := d.arguments(ctx, lp, el, m); r != "" {
+			return r
+		}
+	}
 	if reason != ReasonAllowed && reason != ReasonAuthorizationRequired {
 		return reason
 	}

@@ -70,9 +70,17 @@ type Decision struct {
 	// it on routes where it does not see the request headers.
 	SessionHash string
 
-	parsed  bool   // the body went through mcpparse.Parse
-	session string // the request's Mcp-Session-Id, for pin_scope session
-	params  []byte // params of the deciding message, for _meta
+	// ArgumentsPointer and ArgumentsKeyword say why the arguments are
+	// invalid (ReasonArgumentsInvalid): the RFC 6901 pointer of the failing
+	// value in params.arguments and the JSON Schema keyword that refused
+	// it; both "" when no schema is known (arguments: require) or the
+	// schema is unusable. Never the value.
+	ArgumentsPointer, ArgumentsKeyword string
+
+	parsed  bool    // the body went through mcpparse.Parse
+	headers Headers // the request's headers, for Mcp-Param-*; nil for batch elements
+	session string  // the request's Mcp-Session-Id, for pin_scope session
+	params  []byte  // params of the deciding message, for _meta
 }
 
 // Allowed reports whether the request may reach the upstream.

@@ -248,5 +248,8 @@ func appendBindingFields(fields []zap.Field, d *decision.Decision) []zap.Field {
 	if len(d.RequiredScopes) > 0 {
 		fields = append(fields, zap.Strings("required_scopes", d.RequiredScopes))
 	}
+	if d.Reason == decision.ReasonArgumentsInvalid && d.ArgumentsKeyword != "" {
+		fields = append(fields, zap.String("arguments_pointer", d.ArgumentsPointer), zap.String("arguments_keyword", d.ArgumentsKeyword))
+	}
 	return fields
 }
