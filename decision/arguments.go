@@ -70,13 +70,9 @@ func (d *Decider) arguments(ctx context.Context, lp *LoadedPolicy, el *Decision,
 		}
 		return reason
 	}
-	var args any
-	if s != nil {
-		args = m.ExactArguments()
-	}
 	if checkHeaders && s != nil && len(s.Headers) > 0 {
 		expect := el.ProtocolVersion >= revisionParamHeaders
-		if h := s.CheckHeaders(el.headers, args, expect); h != "" {
+		if h := s.CheckHeaders(el.headers, m.ExactArguments(), expect); h != "" {
 			el.Detail = h + " disagrees with params.arguments (x-mcp-header)"
 			return ReasonHeaderMismatch
 		}
@@ -90,7 +86,7 @@ func (d *Decider) arguments(ctx context.Context, lp *LoadedPolicy, el *Decision,
 	case s == nil:
 		return ""
 	}
-	if f := s.Validate(args); f != nil {
+	if f := s.ValidateRaw(m.RawArguments); f != nil {
 		el.ArgumentsPointer, el.ArgumentsKeyword = f.Pointer, f.Keyword
 		el.Detail = f.Error()
 		return ReasonArgumentsInvalid

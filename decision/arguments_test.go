@@ -14,7 +14,7 @@ import (
 // tool and prompt of it, pins with tofu (new tools allowed, so a tool
 // never listed has no known definition) and says arguments: mode; the
 // tools in defs are listed.
-func argsDecider(t *testing.T, arguments string, defs ...string) *Decider {
+func argsDecider(t testing.TB, arguments string, defs ...string) *Decider {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "greet.json"), []byte(`{"type":"object","properties":{"name":{"type":"string","maxLength":8}},"required":["name"]}`), 0o600); err != nil {
@@ -78,7 +78,7 @@ func TestArgumentsModes(t *testing.T) {
 		{"prompt schema_file valid", "arguments: {servers: {payments: {prompts: {greet: {mode: require, schema_file: greet.json}}}}}\n", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"greet","arguments":{"name":"Ann"}}}`, ReasonAllowed, "", ""},
 		{"prompt schema_file too long", "arguments: {servers: {payments: {prompts: {greet: {mode: require, schema_file: greet.json}}}}}\n", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"greet","arguments":{"name":"Annabelle-Marie"}}}`, ReasonArgumentsInvalid, "/name", "maxLength"},
 		{"prompt require unknown", "arguments: {servers: {payments: {prompts: {other: require}}}}\n", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"other","arguments":{}}}`, ReasonArgumentsInvalid, "", ""},
-		{"tool schema_file over the pinned one", "arguments: {servers: {payments: {tools: {transfer: {schema_file: greet.json}}}}}\n", toolCall("transfer", `{"amount":5}`), ReasonArgumentsInvalid, "/name", "required"},
+		{"tool schema_file over the pinned one", "arguments: {servers: {payments: {tools: {transfer: {schema_file: greet.json}}}}}\n", toolCall("transfer", `{"amount":5,"name":"x"}`), ReasonArgumentsInvalid, "/amount", "unevaluatedProperties"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,7 +66,8 @@ const schemaURL = "urn:mcp-extauthz:input-schema"
 // Schema is one compiled inputSchema. It is immutable and safe for
 // concurrent use.
 type Schema struct {
-	s *jsonschema.Schema
+	s    *jsonschema.Schema
+	fast *fastNode // the fast path (fast.go); nil when the schema is outside it
 	// Headers are the x-mcp-header parameters the schema declares validly
 	// (headers.go); nil when none.
 	Headers []HeaderParam
@@ -114,6 +115,7 @@ func Compile(doc []byte) (*Schema, error) {
 		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
 	}
 	heads, herr := headerParams(v)
+	fast, _ := compileFast(v, true)
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
@@ -125,7 +127,7 @@ func Compile(doc []byte) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
 	}
-	out := &Schema{s: s}
+	out := &Schema{s: s, fast: fast}
 	if herr == nil {
 		out.Headers = heads
 	}
@@ -149,6 +151,26 @@ type refuseLoader struct{}
 func (refuseLoader) Load(url string) (any, error) {
 	return nil, errors.New("$ref outside the schema is not followed")
 }
+
+// ValidateRaw checks raw, a params.arguments value mcpparse.Parse
+// accepted (nil: absent, the empty object), against s: on the fast path
+// when the schema allows (fast.go), else decoded with numbers as
+// json.Number (mcpparse.DecodeExact) by the library. The result is
+// Validate's.
+func (s *Schema) ValidateRaw(raw []byte) *Failure {
+	if s.fast != nil {
+		if f, ok := validateFast(s.fast, raw); ok {
+			return f
+		}
+	}
+	if raw == nil {
+		return s.Validate(map[string]any{})
+	}
+	return s.Validate(mcpparse.DecodeExact(raw))
+}
+
+// Fast reports whether s validates on the fast path.
+func (s *Schema) Fast() bool { return s.fast != nil }
 
 // Validate checks args, decoded with numbers as json.Number
 // (mcpparse.Message.ExactArguments), against s. It returns nil when they

@@ -8,15 +8,22 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
-// check compiles schema and validates args (JSON text, decoded as the
-// decider does: numbers exact).
+// check compiles schema and validates args (JSON text) as the decider
+// does (ValidateRaw: the fast path when the schema allows), and requires
+// the library on the decoded arguments (numbers exact) to agree on
+// validity and, for one failure, on where and why.
 func check(t *testing.T, schema, args string) *Failure {
 	t.Helper()
 	s, err := Compile([]byte(schema))
 	if err != nil {
 		t.Fatalf("Compile(%s): %v", schema, err)
 	}
-	return s.Validate(mcpparse.DecodeExact([]byte(args)))
+	got := s.ValidateRaw([]byte(args))
+	lib := s.Validate(mcpparse.DecodeExact([]byte(args)))
+	if (got == nil) != (lib == nil) || got != nil && *got != *lib {
+		t.Errorf("fast path %v (fast %v), library %v", got, s.Fast(), lib)
+	}
+	return got
 }
 
 // TestKeywordFamilies: one table per family of JSON Schema keywords an
@@ -164,5 +171,33 @@ func TestCache(t *testing.T) {
 	}
 	if _, ok, err := c.Lookup("fp2"); !ok || err == nil {
 		t.Error("a compile error is not kept")
+	}
+}
+
+// TestFastPathSubset: schemas of the fast path's keywords take it; any
+// other keyword sends the schema to the library.
+func TestFastPathSubset(t *testing.T) {
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{`{"type":"object","properties":{"a":{"type":"string","maxLength":3,"pattern":"^a"},"n":{"type":["integer","null"],"minimum":0,"multipleOf":2},"e":{"enum":["x",1,null,true]},"o":{"type":"object","additionalProperties":{"type":"integer"}},"l":{"type":"array","items":{"const":"k"},"maxItems":2}},"required":["a"],"title":"t","x-vendor":1}`, true},
+		{`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"t":{"type":"string","format":"date-time"}}}`, true},
+		{`true`, true},
+		{`{"type":"object","properties":{"a":{"$ref":"#/$defs/a"}},"$defs":{"a":{}}}`, false},
+		{`{"type":"object","allOf":[{"properties":{"a":{}}}]}`, false},
+		{`{"type":"object","patternProperties":{"^x":{}}}`, false},
+		{`{"type":"object","properties":{"a":{"type":"array","prefixItems":[{}]}}}`, false},
+		{`{"type":"object","properties":{"e":{"enum":[{"a":1}]}}}`, false},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object"}`, false},
+	}
+	for _, tt := range tests {
+		s, err := Compile([]byte(tt.give))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Fast() != tt.want {
+			t.Errorf("%s: fast %v, want %v", tt.give, s.Fast(), tt.want)
+		}
 	}
 }
