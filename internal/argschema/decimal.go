@@ -26,6 +26,9 @@ func parseDecimal(lit []byte) (decimal, bool) {
 		x.neg = true
 		i++
 	}
+	if i+1 < len(lit) && lit[i] == '0' && lit[i+1] >= '0' && lit[i+1] <= '9' {
+		return x, false // a leading zero
+	}
 	intDigits := 0
 	sawDigit := false
 	lead := true // still in leading zeros
