@@ -522,9 +522,9 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input) Rea
 		// under default ask, since no approval can make it meaningful.
 		return ReasonUnknownMethod
 	case res.Decision == policy.Allow:
-		return stepUp(el, res.Scopes, ReasonAllowed)
+		return stepUp(lp.Policy, el, res.Scopes, ReasonAllowed)
 	case res.Decision == policy.Ask:
-		return stepUp(el, res.Scopes, ReasonAuthorizationRequired)
+		return stepUp(lp.Policy, el, res.Scopes, ReasonAuthorizationRequired)
 	case res.Cause == policy.CauseDefault:
 		return ReasonDefaultDeny
 	}
