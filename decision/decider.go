@@ -213,10 +213,11 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		return reason
 	}
 	dec.Principal = principal
+	dec.Client = policy.ClientOf(principal.Claims)
 	if op != policy.OpRequest {
 		dec.ArgsDigest = emptyArgsDigest
 		dec.RequestDigest = requestDigest(requestEnvelope{
-			Audience: principal.Audience, Server: dec.Server, Method: dec.Method,
+			Audience: principal.Audience, Client: dec.Client, Server: dec.Server, Method: dec.Method,
 			ArgsDigest: dec.ArgsDigest, Issuer: principal.Issuer, Subject: principal.Subject,
 		})
 		return d.evaluate(lp, dec, &policy.Input{Op: op, Server: dec.Server, Claims: principal.Claims})
@@ -325,6 +326,7 @@ func (d *Decider) decideBatch(ctx context.Context, lp *LoadedPolicy, dec *Decisi
 	for i := range body.Messages {
 		el := &els[i]
 		el.Server, el.Principal, el.PolicyVersion, el.BatchIndex, el.session = dec.Server, dec.Principal, dec.PolicyVersion, -1, dec.session
+		el.Client = dec.Client
 		el.ProtocolVersion = dec.ProtocolVersion
 		el.Reason = d.decideMessage(ctx, lp, el, &body.Messages[i])
 		dec.BatchDigests[i] = el.RequestDigest
@@ -376,7 +378,7 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 	}
 	el.ArgsDigest = m.ArgsDigest
 	el.RequestDigest = requestDigest(requestEnvelope{
-		Audience: el.Principal.Audience, Server: el.Server, Method: el.Method, Target: el.Target,
+		Audience: el.Principal.Audience, Client: el.Client, Server: el.Server, Method: el.Method, Target: el.Target,
 		ArgsDigest: el.ArgsDigest, Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
 	})
 	el.TaskRequested = m.Method == mcpmethod.ToolsCall && m.Task != nil // found by Parse's one pass

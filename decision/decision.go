@@ -21,7 +21,10 @@ type Decision struct {
 	ArgsDigest    string // sha256:<hex> of the JCS form of params.arguments ({} when absent)
 	RequestDigest string // see requestDigest
 	Principal     *bearer.Principal
-	RPCID         []byte // the request's JSON-RPC id, byte for byte; nil answers with id null
+	// Client is the agent the token was issued to (policy.ClientOf:
+	// client_id, else azp, else ""), which the request digest covers.
+	Client string
+	RPCID  []byte // the request's JSON-RPC id, byte for byte; nil answers with id null
 	// ProtocolVersion is the request's MCP-Protocol-Version header ("" when
 	// absent): the response seam adds 2026-07-28's cache members only then.
 	ProtocolVersion string

@@ -89,3 +89,29 @@ func TestTightenedSchemaRefusesApproval(t *testing.T) {
 		t.Errorf("a call the new schema accepts: %s, want definition_changed", got.reason)
 	}
 }
+
+// TestApprovalBindsClient: the request digest (v3) covers the token's
+// client, so an approval of a call made through one agent does not admit
+// the same call by the same principal through another.
+func TestApprovalBindsClient(t *testing.T) {
+	rig := newBindingRig(t, state.NewMemory(0, nil))
+	c := call{tool: "transfer_funds", args: `{"amountMinor":5000,"to":"bob"}`, client: "https://agent-a.example.com/client.json"}
+	got := rig.send(t, c)
+	if got.reason != string(decision.ReasonAuthorizationRequired) || got.digest != rig.digest(t, c) {
+		t.Fatalf("ask: %s digest %s, want authorization_required with README's digest %s", got.reason, got.digest, rig.digest(t, c))
+	}
+	other := c
+	other.client = "agent-b"
+	if rig.digest(t, other) == got.digest {
+		t.Fatal("two clients, one digest")
+	}
+	other.approval = rig.approve(t, c, nil)
+	if got := rig.send(t, other); got.reason != string(decision.ReasonApprovalDigestMismatch) {
+		t.Errorf("approval for agent A presented by agent B: %s, want approval_digest_mismatch", got.reason)
+	}
+	same := c
+	same.approval = rig.approve(t, c, nil)
+	if got := rig.send(t, same); got.reason != string(decision.ReasonAllowed) {
+		t.Errorf("approval for agent A presented by agent A: %s, want allowed", got.reason)
+	}
+}

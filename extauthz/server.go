@@ -182,6 +182,9 @@ func (s *Server) logDecision(d *decision.Decision, r *decision.Request, latency 
 	if d.Principal != nil {
 		fields = append(fields, zap.String("iss", d.Principal.Issuer), zap.String("sub", d.Principal.Subject))
 	}
+	if d.Client != "" {
+		fields = append(fields, zap.String("client", d.Client))
+	}
 	if d.BatchIndex >= 0 {
 		fields = append(fields, zap.Int("batch_index", d.BatchIndex))
 	}
