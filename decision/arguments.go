@@ -44,7 +44,7 @@ const revisionParamHeaders = "2026-07-28"
 // (argschema.ErrUnusable) refuses the call; no known schema refuses it
 // under require and lets it through under validate. It returns "" to go
 // on.
-func (d *Decider) arguments(ctx context.Context, lp *LoadedPolicy, el *Decision, m *mcpparse.Message) Reason {
+func (d *Decider) arguments(ctx context.Context, lp *LoadedPolicy, el *Decision, m *mcpparse.Message, h Headers) Reason {
 	if m.Kind != mcpparse.KindRequest {
 		return ""
 	}
@@ -59,8 +59,8 @@ func (d *Decider) arguments(ctx context.Context, lp *LoadedPolicy, el *Decision,
 		return ""
 	}
 	set := lp.Policy.Arguments(el.Server, prompt, name)
-	checkHeaders := !prompt && el.headers != nil
-	if set.Mode == policy.ArgumentsOff && !(checkHeaders && hasParamHeader(el.headers)) {
+	checkHeaders := !prompt && h != nil
+	if set.Mode == policy.ArgumentsOff && !(checkHeaders && hasParamHeader(h)) {
 		return ""
 	}
 	s, reason := d.schemaFor(ctx, lp, el, set, prompt)
@@ -72,8 +72,8 @@ func (d *Decider) arguments(ctx context.Context, lp *LoadedPolicy, el *Decision,
 	}
 	if checkHeaders && s != nil && len(s.Headers) > 0 {
 		expect := el.ProtocolVersion >= revisionParamHeaders
-		if h := s.CheckHeaders(el.headers, m.ExactArguments(), expect); h != "" {
-			el.Detail = h + " disagrees with params.arguments (x-mcp-header)"
+		if name := s.CheckHeaders(h, m.ExactArguments(), expect); name != "" {
+			el.Detail = name + " disagrees with params.arguments (x-mcp-header)"
 			return ReasonHeaderMismatch
 		}
 	}

@@ -190,7 +190,6 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		return ReasonPolicyUnavailable
 	}
 	dec.PolicyVersion = lp.Version
-	dec.headers = r.Headers
 	sid, _ := r.Headers.Get("mcp-session-id")
 	dec.ProtocolVersion, _ = r.Headers.Get("mcp-protocol-version")
 	dec.session = toolpin.Session(sid, r.Path, dec.ProtocolVersion)
@@ -228,7 +227,7 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 	}
 	if !body.Batch {
 		dec.RPCID = body.Messages[0].ID
-		return d.decideMessage(ctx, lp, dec, &body.Messages[0])
+		return d.decideMessage(ctx, lp, dec, &body.Messages[0], r.Headers)
 	}
 	return d.decideBatch(ctx, lp, dec, body)
 }
@@ -328,7 +327,7 @@ func (d *Decider) decideBatch(ctx context.Context, lp *LoadedPolicy, dec *Decisi
 		el.Server, el.Principal, el.PolicyVersion, el.BatchIndex, el.session = dec.Server, dec.Principal, dec.PolicyVersion, -1, dec.session
 		el.Client = dec.Client
 		el.ProtocolVersion = dec.ProtocolVersion
-		el.Reason = d.decideMessage(ctx, lp, el, &body.Messages[i])
+		el.Reason = d.decideMessage(ctx, lp, el, &body.Messages[i], nil) // no Mcp-Param-* for batch elements
 		dec.BatchDigests[i] = el.RequestDigest
 		if el.Reason != ReasonAllowed && refused < 0 {
 			refused = i
@@ -346,8 +345,9 @@ func (d *Decider) decideBatch(ctx context.Context, lp *LoadedPolicy, dec *Decisi
 	return ReasonAllowed
 }
 
-// decideMessage fills el for one JSON-RPC message and returns its reason.
-func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decision, m *mcpparse.Message) Reason {
+// decideMessage fills el for one JSON-RPC message and returns its reason;
+// h are the request's headers when m is its only message (nil in a batch).
+func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decision, m *mcpparse.Message, h Headers) Reason {
 	if ctx.Err() != nil {
 		return ReasonDeadlineExceeded
 	}
@@ -387,7 +387,7 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 	}
 	reason := d.evaluate(lp, el, in)
 	if reason == ReasonAllowed || reason == ReasonAuthorizationRequired || reason == ReasonDefinitionChanged {
-		if r := d.arguments(ctx, lp, el, m); r != "" {
+		if r := d.arguments(ctx, lp, el, m, h); r != "" {
 			return r
 		}
 	}

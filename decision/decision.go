@@ -80,10 +80,9 @@ type Decision struct {
 	// schema is unusable. Never the value.
 	ArgumentsPointer, ArgumentsKeyword string
 
-	parsed  bool    // the body went through mcpparse.Parse
-	headers Headers // the request's headers, for Mcp-Param-*; nil for batch elements
-	session string  // the request's Mcp-Session-Id, for pin_scope session
-	params  []byte  // params of the deciding message, for _meta
+	parsed  bool   // the body went through mcpparse.Parse
+	session string // the request's Mcp-Session-Id, for pin_scope session
+	params  []byte // params of the deciding message, for _meta
 }
 
 // Allowed reports whether the request may reach the upstream.
