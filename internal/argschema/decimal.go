@@ -21,86 +21,80 @@ type decimal struct {
 // has more than 40 significant digits or an exponent over 9 digits.
 func parseDecimal(lit []byte) (decimal, bool) {
 	var x decimal
-	i := 0
-	if i < len(lit) && lit[i] == '-' {
+	ok := x.parse(lit)
+	return x, ok
+}
+
+// parse is parseDecimal into x, which must be zero.
+func (x *decimal) parse(lit []byte) bool {
+	i, n := 0, len(lit)
+	if i < n && lit[i] == '-' {
 		x.neg = true
 		i++
 	}
-	if i+1 < len(lit) && lit[i] == '0' && lit[i+1] >= '0' && lit[i+1] <= '9' {
-		return x, false // a leading zero
+	if i+1 < n && lit[i] == '0' && lit[i+1] >= '0' && lit[i+1] <= '9' {
+		return false // a leading zero
 	}
-	intDigits := 0
-	sawDigit := false
+	start := i
 	lead := true // still in leading zeros
-	add := func(c byte, beforePoint bool) bool {
-		sawDigit = true
-		if lead && c == '0' {
-			if !beforePoint {
-				x.exp--
-			}
-			return true
+	for ; i < n && lit[i] >= '0' && lit[i] <= '9'; i++ {
+		if lead && lit[i] == '0' {
+			continue
 		}
 		lead = false
 		if x.n == len(x.d) {
 			return false
 		}
-		x.d[x.n] = c
+		x.d[x.n] = lit[i]
 		x.n++
-		if beforePoint {
-			intDigits++
-		}
-		return true
 	}
-	for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
-		if !add(lit[i], true) {
-			return x, false
-		}
+	if i == start {
+		return false
+	}
+	x.exp = x.n // digits before the point
+	if i < n && lit[i] == '.' {
 		i++
-	}
-	if !sawDigit {
-		return x, false
-	}
-	x.exp += intDigits
-	if i < len(lit) && lit[i] == '.' {
-		i++
-		frac := false
-		for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
-			if !add(lit[i], false) {
-				return x, false
+		f := i
+		for ; i < n && lit[i] >= '0' && lit[i] <= '9'; i++ {
+			if lead && lit[i] == '0' {
+				x.exp--
+				continue
 			}
-			frac = true
-			i++
+			lead = false
+			if x.n == len(x.d) {
+				return false
+			}
+			x.d[x.n] = lit[i]
+			x.n++
 		}
-		if !frac {
-			return x, false
+		if i == f {
+			return false
 		}
 	}
-	if i < len(lit) && (lit[i] == 'e' || lit[i] == 'E') {
+	if i < n && (lit[i] == 'e' || lit[i] == 'E') {
 		i++
 		eneg := false
-		if i < len(lit) && (lit[i] == '+' || lit[i] == '-') {
+		if i < n && (lit[i] == '+' || lit[i] == '-') {
 			eneg = lit[i] == '-'
 			i++
 		}
-		e, nd := 0, 0
-		for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
-			e = e*10 + int(lit[i]-'0')
-			nd++
-			i++
-			if nd > 9 {
-				return x, false
+		e, f := 0, i
+		for ; i < n && lit[i] >= '0' && lit[i] <= '9'; i++ {
+			if i-f >= 9 {
+				return false
 			}
+			e = e*10 + int(lit[i]-'0')
 		}
-		if nd == 0 {
-			return x, false
+		if i == f {
+			return false
 		}
 		if eneg {
 			e = -e
 		}
 		x.exp += e
 	}
-	if i != len(lit) {
-		return x, false
+	if i != n {
+		return false
 	}
 	for x.n > 0 && x.d[x.n-1] == '0' {
 		x.n--
@@ -108,7 +102,7 @@ func parseDecimal(lit []byte) (decimal, bool) {
 	if x.n == 0 {
 		x.neg, x.exp = false, 0
 	}
-	return x, true
+	return true
 }
 
 // isInteger reports whether x has no fractional part.

@@ -625,12 +625,22 @@ func (v *fastValidator) stringValue(n *fastNode, s string) bool {
 }
 
 func (v *fastValidator) number(n *fastNode, lit []byte) bool {
-	d, ok := parseDecimal(lit)
-	if !ok {
+	needInt := n.types != 0 && n.types&tNumber == 0
+	if needInt && n.types&tInteger == 0 {
+		return v.failAt("type", nil)
+	}
+	if !needInt && !n.hasNum && n.enum == nil {
+		return true // any number will do
+	}
+	if needInt && !n.hasNum && n.enum == nil && plainInteger(lit) {
+		return true
+	}
+	var d decimal
+	if !d.parse(lit) {
 		v.bail = true
 		return false
 	}
-	if n.types != 0 && n.types&tNumber == 0 && !(n.types&tInteger != 0 && d.isInteger()) {
+	if needInt && !d.isInteger() {
 		return v.failAt("type", nil)
 	}
 	if n.hasNum {
@@ -659,6 +669,17 @@ func (v *fastValidator) number(n *fastNode, lit []byte) bool {
 		return v.failAt(n.enumKeyword, nil)
 	}
 	return true
+}
+
+// plainInteger reports whether lit is digits with an optional sign: no
+// fraction, no exponent (an integer whatever its size).
+func plainInteger(lit []byte) bool {
+	for i, c := range lit {
+		if !(c >= '0' && c <= '9' || i == 0 && c == '-') {
+			return false
+		}
+	}
+	return len(lit) > 0
 }
 
 func (n *fastNode) inEnum(x scalar) bool {
