@@ -208,6 +208,8 @@ func (s *Schema) Validate(args any) *Failure {
 	default:
 		if kw := leaf.ErrorKind.KeywordPath(); len(kw) > 0 {
 			f.Keyword = kw[len(kw)-1]
+		} else {
+			f.Keyword = applyingKeyword(leaf.SchemaURL)
 		}
 	}
 	return f

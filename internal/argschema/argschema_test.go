@@ -107,6 +107,9 @@ func TestKeywordFamilies(t *testing.T) {
 		{"draft-07 $ref", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","definitions":{"o":{"type":"object","properties":{"k":{}}}},"properties":{"o":{"$ref":"#/definitions/o"}}}`, `{"o":{"k":1,"z":2}}`, "/o/z additionalProperties"},
 		{"draft-07 $ref", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","definitions":{"o":{"type":"object","properties":{"k":{}}}},"properties":{"o":{"$ref":"#/definitions/o"}}}`, `{"o":{"k":1}}`, ""},
 		{"boolean schema", `true`, `{"a":1}`, ""},
+		{"false items", `{"type":"object","properties":{"a":{"type":"array","items":false}}}`, `{"a":[1]}`, "/a/0 items"},
+		{"false property", `{"type":"object","properties":{"a":false}}`, `{"a":1}`, "/a properties"},
+		{"false additionalProperties schema", `{"type":"object","properties":{"a":{}},"additionalProperties":{"not":{}}}`, `{"b":1}`, "/b additionalProperties"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.family+" "+tt.give, func(t *testing.T) {

@@ -54,9 +54,10 @@ var typeBits = map[string]uint8{"null": tNull, "boolean": tBool, "integer": tInt
 
 // fastNode is one compiled schema of the fast path.
 type fastNode struct {
-	never bool  // the schema false
-	types uint8 // 0: any type
-	props map[string]*fastNode
+	never   bool   // the schema false
+	neverKw string // the keyword that applied it (items, properties, …)
+	types   uint8  // 0: any type
+	props   map[string]*fastNode
 	// propList is props in a slice, searched instead of the map when it
 	// holds at most 8 (cheaper than hashing each member name).
 	propList []namedNode
@@ -157,6 +158,7 @@ func compileFast(v any, root bool) (*fastNode, bool) {
 					if !ok {
 						return nil, false
 					}
+					c.neverKw = "properties"
 					n.props[name] = c
 				}
 				n.hasObj = true
@@ -184,6 +186,7 @@ func compileFast(v any, root bool) (*fastNode, bool) {
 					if !ok {
 						return nil, false
 					}
+					c.neverKw = "additionalProperties"
 					n.addl = c
 				default:
 					return nil, false
@@ -203,6 +206,7 @@ func compileFast(v any, root bool) (*fastNode, bool) {
 				if !ok {
 					return nil, false
 				}
+				c.neverKw = "items"
 				n.items, n.hasArr = c, true
 			case k == "minItems", k == "maxItems", k == "minProperties", k == "maxProperties", k == "minLength", k == "maxLength":
 				i, ok := count(x)
@@ -536,7 +540,10 @@ func (v *fastValidator) value(n *fastNode) bool {
 		return true
 	}
 	if n.never {
-		return v.failAt("false", nil)
+		if n.neverKw == "" {
+			return v.failAt("schema", nil)
+		}
+		return v.failAt(n.neverKw, nil)
 	}
 	if v.pos >= len(v.in) {
 		return v.failAt("type", nil)
