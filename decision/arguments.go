@@ -19,6 +19,13 @@ type InputSchemas interface {
 	InputSchema(ctx context.Context, fingerprint string) (schema []byte, found bool, err error)
 }
 
+// PromptSchemas gives the JSON Schema of a prompt's declared arguments as
+// the response seam last observed them in the request's pin scope
+// (toolpin.Observations.PromptArguments); found false when none.
+type PromptSchemas interface {
+	PromptArguments(ctx context.Context, p *policy.Policy, server, session, prompt string) (schema []byte, found bool, err error)
+}
+
 // revisionParamHeaders is the first MCP revision whose clients must mirror
 // x-mcp-header parameters into Mcp-Param-* headers (SEP-2243).
 const revisionParamHeaders = "2026-07-28"
@@ -108,8 +115,11 @@ func (d *Decider) schemaFor(ctx context.Context, lp *LoadedPolicy, el *Decision,
 		}
 		return s, ""
 	}
+	if prompt {
+		return d.promptSchema(ctx, lp, el)
+	}
 	fp := el.ToolFingerprint
-	if prompt || !toolpin.Valid(fp) { // not pinned, never listed, or ambiguous
+	if !toolpin.Valid(fp) { // not pinned, never listed, or ambiguous
 		return nil, ""
 	}
 	if s, ok, err := d.schemas.Lookup(fp); ok {
@@ -134,6 +144,30 @@ func (d *Decider) schemaFor(ctx context.Context, lp *LoadedPolicy, el *Decision,
 	s, err := d.schemas.Compile(fp, doc)
 	if err != nil {
 		el.Detail = "the pinned definition's inputSchema: " + err.Error()
+		return nil, ReasonArgumentsInvalid
+	}
+	return s, ""
+}
+
+// promptSchema is schemaFor of a prompts/get without a schema_file: the
+// declared arguments the seam observed (nil when none, or when no
+// observations are read here), compiled once per schema (by its
+// SHA-256).
+func (d *Decider) promptSchema(ctx context.Context, lp *LoadedPolicy, el *Decision) (*argschema.Schema, Reason) {
+	if d.cfg.Prompts == nil {
+		return nil, ""
+	}
+	doc, found, err := d.cfg.Prompts.PromptArguments(ctx, lp.Policy, el.Server, el.session, el.Target)
+	switch {
+	case err != nil:
+		el.Detail = "prompt definitions: " + err.Error()
+		return nil, ReasonStateStoreUnavailable
+	case !found:
+		return nil, ""
+	}
+	s, err := d.schemas.Compile("prompt:"+mcpparse.Digest(doc), doc)
+	if err != nil {
+		el.Detail = "the prompt's declared arguments: " + err.Error()
 		return nil, ReasonArgumentsInvalid
 	}
 	return s, ""

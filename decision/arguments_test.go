@@ -170,3 +170,49 @@ func TestParamHeaders(t *testing.T) {
 		t.Errorf("no definition, header: %s, want allowed", got.Reason)
 	}
 }
+
+// TestPromptArgumentsObserved: without a schema_file, prompts/get
+// arguments are validated against the prompt's declared arguments as the
+// seam observed them (strings, the required ones present, no other).
+func TestPromptArgumentsObserved(t *testing.T) {
+	src := "default: deny\npin_mode: tofu\nallow:\n  - {id: prompts, match: \"prompt:payments/*\"}\narguments: {mode: validate}\n"
+	lp, err := CompilePolicy("p.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := new(PolicyStore)
+	store.Store(lp)
+	obs := toolpin.Observations{Store: state.NewMemory(0, nil)}
+	name, schema, err := toolpin.PromptArgumentsSchema([]byte(`{"name":"greet","arguments":[{"name":"who","required":true},{"name":"lang"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := obs.ObservePromptArguments(context.Background(), "payments", name, schema); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDecider(Config{ServerID: "payments", Policies: store, Verifier: subjectVerifier{}, Definitions: obs, Prompts: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(prompt, args string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"` + prompt + `","arguments":` + args + `}}`
+	}
+	for _, tt := range []struct {
+		body        string
+		want        Reason
+		wantPointer string
+		wantKw      string
+	}{
+		{get("greet", `{"who":"Ann"}`), ReasonAllowed, "", ""},
+		{get("greet", `{"who":"Ann","lang":"fr"}`), ReasonAllowed, "", ""},
+		{get("greet", `{"lang":"fr"}`), ReasonArgumentsInvalid, "/who", "required"},
+		{get("greet", `{"who":"Ann","tone":"dry"}`), ReasonArgumentsInvalid, "/tone", "additionalProperties"},
+		{get("greet", `{"who":7}`), ReasonArgumentsInvalid, "/who", "type"},
+		{get("unlisted", `{"x":"y"}`), ReasonAllowed, "", ""}, // validate: none known
+	} {
+		got := d.Decide(context.Background(), post("alice", tt.body))
+		if got.Reason != tt.want || got.ArgumentsPointer != tt.wantPointer || got.ArgumentsKeyword != tt.wantKw {
+			t.Errorf("%s: %s %q %q (%s), want %s %q %q", tt.body, got.Reason, got.ArgumentsPointer, got.ArgumentsKeyword, got.Detail, tt.want, tt.wantPointer, tt.wantKw)
+		}
+	}
+}

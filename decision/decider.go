@@ -72,6 +72,10 @@ type Config struct {
 	// (arguments.go); nil refuses a validated call whose definition is
 	// known (state_store_unavailable).
 	Schemas InputSchemas
+	// Prompts gives the declared arguments of prompts the response seam
+	// observed (toolpin.Observations), for prompts/get validation without
+	// a schema_file; nil: none known.
+	Prompts PromptSchemas
 	// SchemaCacheSize bounds the compiled schemas kept by fingerprint
 	// (argschema.DefaultCacheSize when 0).
 	SchemaCacheSize int

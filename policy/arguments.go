@@ -29,8 +29,10 @@ import (
 // and lets a call with none through; require refuses a call with none;
 // off checks nothing. A schema_file is a JSON Schema file, relative to
 // the policy file's directory unless absolute; decision.CompilePolicy
-// reads it. For tools without a schema_file the definitions come from the
-// seam's pins, so validate and require need pin_mode tofu or strict.
+// reads it. Without a schema_file the schema comes from what the seam
+// observed (a tool's pinned inputSchema, a prompt's declared arguments),
+// which it observes only with pinning on, so validate and require need
+// pin_mode tofu or strict.
 
 // ArgumentsMode is an `arguments` mode.
 type ArgumentsMode int
@@ -133,7 +135,7 @@ func (p *Policy) ValidatesArguments() bool {
 	return false
 }
 
-const errArgumentsOff = "arguments validate and require read tool definitions the response seam pins: set pin_mode: tofu or strict, or name a schema_file for each tool"
+const errArgumentsOff = "arguments validate and require read the definitions the response seam observes with pinning on: set pin_mode: tofu or strict, or name a schema_file for each tool and prompt"
 
 var (
 	argumentsKeys       = []string{"mode", "servers"}
@@ -201,7 +203,7 @@ func (c *compiler) compileServerArguments(n *yaml.Node, where string, a *argumen
 				if set.SchemaFile != "" && !slices.Contains(a.files, set.SchemaFile) {
 					a.files = append(a.files, set.SchemaFile)
 				}
-				if f.key == "tools" && set.Mode != ArgumentsOff && set.SchemaFile == "" {
+				if set.Mode != ArgumentsOff && set.SchemaFile == "" {
 					c.usePinning(e.val, "", errArgumentsOff)
 				}
 				m[e.key] = set

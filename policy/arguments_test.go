@@ -69,6 +69,7 @@ func TestArgumentsErrors(t *testing.T) {
 		{"arguments:\n  servers:\n    s:\n      tools:\n        t: {mode: validate, file: x}\n", `unknown key "file"`},
 		{"arguments:\n  servers:\n    s:\n      tool: {}\n", `unknown key "tool"`},
 		{"arguments: validate\n", "arguments must be a mapping"},
+		{"arguments:\n  servers:\n    s:\n      prompts:\n        p: validate\n", "set pin_mode"},
 	}
 	for _, tt := range tests {
 		if _, err := Compile("p.yaml", []byte(tt.give)); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -79,7 +80,7 @@ func TestArgumentsErrors(t *testing.T) {
 	for _, ok := range []string{
 		"arguments:\n  servers:\n    s:\n      tools:\n        t: {mode: require, schema_file: t.json}\n",
 		"arguments:\n  mode: off\n",
-		"arguments:\n  servers:\n    s:\n      prompts:\n        p: validate\n",
+		"arguments:\n  servers:\n    s:\n      prompts:\n        p: {schema_file: p.json}\n",
 	} {
 		if _, err := Compile("p.yaml", []byte(ok)); err != nil {
 			t.Errorf("%q: %v", ok, err)
