@@ -2,7 +2,9 @@ package argschema
 
 import (
 	"errors"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
@@ -203,4 +205,36 @@ func TestFastPathSubset(t *testing.T) {
 			t.Errorf("%s: fast %v, want %v", tt.give, s.Fast(), tt.want)
 		}
 	}
+}
+
+// TestConcurrentValidate: one compiled schema (and the Cache) serves many
+// Checks at once, on both paths (run with -race).
+func TestConcurrentValidate(t *testing.T) {
+	c := NewCache(4)
+	schemas := []string{benchSchema, `{"type":"object","anyOf":[{"properties":{"a":{"type":"integer"}}},{"properties":{"b":{}}}]}`}
+	args := [][]byte{benchArgs(1), []byte(`{"a":1}`)}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				k := (g + i) % 2
+				s, err := c.Compile(strconv.Itoa(k), []byte(schemas[k]))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if f := s.ValidateRaw(args[k]); f != nil {
+					t.Error(f)
+					return
+				}
+				if f := s.ValidateRaw([]byte(`{"nope":1}`)); f == nil {
+					t.Error("an unknown member passed")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
