@@ -83,6 +83,10 @@ func TestKeywordFamilies(t *testing.T) {
 		{"array items", `{"type":"object","properties":{"a":{"type":"array","items":{"type":"string"}}}}`, `{"a":["x",1]}`, "/a/1 type"},
 		{"array of objects", `{"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{"k":{"type":"string"}}}}}}`, `{"a":[{"k":"x","z":1}]}`, "/a/0/z unevaluatedProperties"},
 		{"prefixItems", `{"type":"object","properties":{"a":{"type":"array","prefixItems":[{"type":"string"}],"items":false}}}`, `{"a":["x",1]}`, "/a/1 items"},
+		{"escapes", `{"type":"object","properties":{"s":{"type":"string","maxLength":20,"pattern":"^a+\"b+$"}}}`, `{"s":"aaaaaaaaaa\"bbbbbbbbb"}`, ""},
+		{"escapes", `{"type":"object","properties":{"s":{"type":"string","maxLength":19}}}`, `{"s":"aaaaaaaaaa\"bbbbbbbbb"}`, "/s maxLength"},
+		{"escaped name", `{"type":"object","properties":{"ab":{"type":"integer"}},"required":["ab"]}`, `{"\u0061b":"x"}`, "/ab type"},
+		{"escaped unknown name", `{"type":"object","properties":{"ab":{}}}`, `{"a\/b":1}`, "/a~1b unevaluatedProperties"},
 		{"pointer escaping", `{"type":"object","properties":{"a/b~c":{"type":"string"}}}`, `{"a/b~c":1}`, "/a~1b~0c type"},
 		// $ref inside the schema
 		{"$ref", `{"type":"object","$defs":{"pos":{"type":"integer","minimum":1}},"properties":{"n":{"$ref":"#/$defs/pos"}}}`, `{"n":0}`, "/n minimum"},

@@ -3,7 +3,9 @@ package argschema
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
@@ -43,11 +45,13 @@ func BenchmarkValidate(b *testing.B) {
 		b.Run(fmt.Sprintf("fast/%dKiB", kib), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(args)))
+			start := cpuTime(b)
 			for b.Loop() {
 				if f := s.ValidateRaw(args); f != nil {
 					b.Fatal(f)
 				}
 			}
+			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
 		})
 		b.Run(fmt.Sprintf("library/%dKiB", kib), func(b *testing.B) {
 			b.ReportAllocs()
@@ -59,4 +63,13 @@ func BenchmarkValidate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -61,7 +61,10 @@ type fastNode struct {
 	// propList is props in a slice, searched instead of the map when it
 	// holds at most 8 (cheaper than hashing each member name).
 	propList []namedNode
-	required []string
+	// reqOutside: some required name is not in properties (propList's
+	// bits do not cover it).
+	reqOutside bool
+	required   []string
 	// closedBy is the keyword that refuses members outside props when
 	// addl is nil ("additionalProperties" or "unevaluatedProperties"), ""
 	// when they are allowed.
@@ -85,20 +88,22 @@ type fastNode struct {
 type namedNode struct {
 	name string
 	node *fastNode
+	req  uint64 // its bit in required (the first 64), 0 when not required
 }
 
-// prop returns the properties schema of member name.
-func (n *fastNode) prop(name string) (*fastNode, bool) {
+// prop returns the properties schema of member name, and its required
+// bit when propList holds it (0 otherwise).
+func (n *fastNode) prop(name string) (*fastNode, uint64, bool) {
 	if n.propList != nil {
 		for i := range n.propList {
 			if p := &n.propList[i]; len(p.name) == len(name) && p.name == name {
-				return p.node, true
+				return p.node, p.req, true
 			}
 		}
-		return nil, false
+		return nil, 0, false
 	}
 	c, ok := n.props[name]
-	return c, ok
+	return c, 0, ok
 }
 
 // scalar is one enum or const value.
@@ -305,9 +310,21 @@ func compileFast(v any, root bool) (*fastNode, bool) {
 			}
 		}
 		_ = hasUP
-		if len(n.props) <= 8 {
+		if len(n.props) <= 8 && len(n.required) <= 64 {
 			for name, c := range n.props {
-				n.propList = append(n.propList, namedNode{name, c})
+				nn := namedNode{name: name, node: c}
+				for i, r := range n.required {
+					if r == name {
+						nn.req |= 1 << i
+					}
+				}
+				n.propList = append(n.propList, nn)
+			}
+			// Required names outside properties are matched one by one.
+			for _, r := range n.required {
+				if _, ok := n.props[r]; !ok {
+					n.reqOutside = true
+				}
 			}
 		}
 		return n, true
@@ -403,6 +420,9 @@ func validateFast(n *fastNode, raw []byte) (f *Failure, ok bool) {
 }
 
 func (v *fastValidator) ws() {
+	if v.pos < len(v.in) && v.in[v.pos] > ' ' { // the common case: no white space
+		return
+	}
 	for v.pos < len(v.in) {
 		switch v.in[v.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -461,6 +481,9 @@ func (v *fastValidator) str() (raw []byte, esc bool) {
 	start := v.pos
 	in := v.in
 	for i := start; i < len(in); i++ {
+		if !strSpecial[in[i]] {
+			continue
+		}
 		switch in[i] {
 		case '"':
 			if !esc {
@@ -477,6 +500,9 @@ func (v *fastValidator) str() (raw []byte, esc bool) {
 	v.pos = len(in)
 	return in[start:], esc
 }
+
+// strSpecial marks the bytes str stops at.
+var strSpecial = [256]bool{'"': true, '\\': true}
 
 // unquote decodes raw string content (escapes resolved).
 func unquote(raw []byte) string {
@@ -745,19 +771,22 @@ func (v *fastValidator) object(n *fastNode) bool {
 		v.pos++ // ':'
 		v.ws()
 		members++
-		for i, r := range n.required {
-			if len(r) == len(name) && r == name {
-				if i < 64 {
-					seen |= 1 << i
-				} else {
-					if seenMore == nil {
-						seenMore = map[string]bool{}
+		sub, bit, known := n.prop(name)
+		seen |= bit
+		if n.propList == nil || n.reqOutside || !known {
+			for i, r := range n.required {
+				if len(r) == len(name) && r == name {
+					if i < 64 {
+						seen |= 1 << i
+					} else {
+						if seenMore == nil {
+							seenMore = map[string]bool{}
+						}
+						seenMore[r] = true
 					}
-					seenMore[r] = true
 				}
 			}
 		}
-		sub, known := n.prop(name)
 		switch {
 		case known:
 		case n.addl != nil:
