@@ -9,9 +9,11 @@ const DefaultCacheSize = 1024
 
 // Cache keeps compiled schemas by the fingerprint of the definition they
 // came from (internal/toolpin: the fingerprint covers the whole
-// inputSchema, so one fingerprint names one schema), least recently used
-// evicted first: a warm call compiles nothing. A schema that failed to
-// compile is kept too, with its error. Safe for concurrent use.
+// inputSchema, so one fingerprint names one schema), the oldest evicted
+// first: a warm call compiles nothing and takes a read lock only (a hit
+// does not reorder the entries, so concurrent Checks do not serialize on
+// it). A schema that failed to compile is kept too, with its error. Safe
+// for concurrent use.
 type Cache struct{ c *lru.Cache[string, entry] }
 
 type entry struct {
@@ -31,17 +33,19 @@ func NewCache(size int) *Cache {
 // Lookup returns the compiled schema kept for key (or its compile error),
 // and whether one is kept.
 func (c *Cache) Lookup(key string) (s *Schema, ok bool, err error) {
-	e, ok := c.c.Get(key)
+	e, ok := c.c.Peek(key)
 	return e.s, ok, e.err
 }
 
 // Compile returns the schema kept for key, or compiles doc and keeps it
 // (or its error) under key.
 func (c *Cache) Compile(key string, doc []byte) (*Schema, error) {
-	if e, ok := c.c.Get(key); ok {
+	if e, ok := c.c.Peek(key); ok {
 		return e.s, e.err
 	}
 	s, err := Compile(doc)
-	c.c.Add(key, entry{s, err})
+	if prev, ok, _ := c.c.PeekOrAdd(key, entry{s, err}); ok { // compiled meanwhile
+		return prev.s, prev.err
+	}
 	return s, err
 }
