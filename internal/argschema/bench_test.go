@@ -56,11 +56,13 @@ func BenchmarkValidate(b *testing.B) {
 		b.Run(fmt.Sprintf("library/%dKiB", kib), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(args)))
+			start := cpuTime(b)
 			for b.Loop() {
 				if f := s.Validate(mcpparse.DecodeExact(args)); f != nil {
 					b.Fatal(f)
 				}
 			}
+			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
