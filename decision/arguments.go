@@ -38,9 +38,9 @@ const revisionParamHeaders = "2026-07-28"
 // For a tools/call whose schema is known (the policy's schema_file, else
 // the inputSchema of the pinned definition, ToolFingerprint), the
 // Mcp-Param-{Name} headers of the parameters it marks x-mcp-header must
-// agree with the body (argschema.CheckHeaders; header_mismatch); a
-// parameter present in the body needs its header when the request's
-// MCP-Protocol-Version is 2026-07-28 or later. Without a known schema no
+// agree with the body (argschema.CheckHeaders; header_mismatch); unless
+// the arguments mode is off, a parameter present in the body needs its
+// header when the request's MCP-Protocol-Version is 2026-07-28 or later. Without a known schema no
 // Mcp-Param-* header is compared: which parameters are marked is not
 // known. Headers are not compared in batches (2026-07-28 has none).
 //
@@ -78,7 +78,9 @@ func (d *Decider) arguments(ctx context.Context, lp *LoadedPolicy, el *Decision,
 		return reason
 	}
 	if checkHeaders && s != nil && len(s.Headers) > 0 {
-		expect := el.ProtocolVersion >= revisionParamHeaders
+		// A missing header is looked for only when arguments are
+		// validated here (with arguments off, only headers present are).
+		expect := set.Mode != policy.ArgumentsOff && el.ProtocolVersion >= revisionParamHeaders
 		if name := s.CheckHeaders(h, m.ExactArguments(), expect); name != "" {
 			el.Detail = name + " disagrees with params.arguments (x-mcp-header)"
 			return ReasonHeaderMismatch

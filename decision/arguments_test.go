@@ -163,6 +163,13 @@ func TestParamHeaders(t *testing.T) {
 	if got := d.Decide(context.Background(), r); got.Reason != ReasonHeaderMismatch {
 		t.Errorf("arguments off, disagreeing header: %s, want header_mismatch", got.Reason)
 	}
+	// With arguments off, a missing header is not looked for on 2026.
+	r = post("alice", toolCall("transfer", `{"amount":1,"to":"bob","urgent":true}`))
+	r.Headers["mcp-protocol-version"] = []string{"2026-07-28"}
+	r.Headers["mcp-param-to"] = []string{"bob"}
+	if got := d.Decide(context.Background(), r); got.Reason != ReasonAllowed {
+		t.Errorf("arguments off, one header missing on 2026: %s (%s), want allowed", got.Reason, got.Detail)
+	}
 	// No definition known: nothing to compare against.
 	r = post("alice", toolCall("unlisted", `{"to":"bob"}`))
 	r.Headers["mcp-param-to"] = []string{"eve"}
