@@ -115,7 +115,7 @@ func Compile(doc []byte) (*Schema, error) {
 		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
 	}
 	heads, herr := headerParams(v)
-	fast, _ := compileFast(v, true)
+	fast, _ := compileFast(v, true, !modern)
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()

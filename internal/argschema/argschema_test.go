@@ -109,6 +109,8 @@ func TestKeywordFamilies(t *testing.T) {
 		{"anyOf", `{"type":"object","anyOf":[{"properties":{"a":{"type":"string"}},"required":["a"]},{"properties":{"b":{"type":"string"}},"required":["b"]}]}`, `{"b":"x"}`, ""},
 		{"open member", `{"type":"object","properties":{"any":{}}}`, `{"any":{"x":1}}`, ""},
 		// draft-07 by $schema
+		{"draft-07 unevaluatedProperties ignored", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{}},"additionalProperties":true,"unevaluatedProperties":false}`, `{"b":1}`, ""},
+		{"draft-07 zod", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"city":{"type":"string","minLength":1}},"required":["city"],"additionalProperties":false}`, `{"city":""}`, "/city minLength"},
 		{"draft-07 closed", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"string"}}}`, `{"a":"x","b":1}`, "/b additionalProperties"},
 		{"draft-07 $ref", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","definitions":{"o":{"type":"object","properties":{"k":{}}}},"properties":{"o":{"$ref":"#/definitions/o"}}}`, `{"o":{"k":1,"z":2}}`, "/o/z additionalProperties"},
 		{"draft-07 $ref", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","definitions":{"o":{"type":"object","properties":{"k":{}}}},"properties":{"o":{"$ref":"#/definitions/o"}}}`, `{"o":{"k":1}}`, ""},
@@ -198,7 +200,10 @@ func TestFastPathSubset(t *testing.T) {
 		{`{"type":"object","patternProperties":{"^x":{}}}`, false},
 		{`{"type":"object","properties":{"a":{"type":"array","prefixItems":[{}]}}}`, false},
 		{`{"type":"object","properties":{"e":{"enum":[{"a":1}]}}}`, false},
-		{`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object"}`, false},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`, true},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","unevaluatedProperties":false}`, false},
+		{`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object"}`, false},
+		{`{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object"}`, true},
 	}
 	for _, tt := range tests {
 		s, err := Compile([]byte(tt.give))

@@ -29,7 +29,8 @@ import (
 //	booleans and null, format (the library's check of that one keyword),
 //	boolean schemas, and the annotations (title, description, default,
 //	examples, $comment, deprecated, readOnly, writeOnly, x-*), with $schema
-//	absent or 2020-12 at the root.
+//	absent, 2020-12, 2019-09 or draft-07 at the root (zod-to-json-schema,
+//	behind many TypeScript servers, writes draft-07).
 //
 // Any other keyword anywhere ($ref, allOf, anyOf, oneOf, if,
 // patternProperties, prefixItems, dependentRequired, …) sends the whole
@@ -117,9 +118,20 @@ type scalar struct {
 var fastAnnotations = map[string]bool{"title": true, "description": true, "default": true, "examples": true,
 	"$comment": true, "deprecated": true, "readOnly": true, "writeOnly": true}
 
+// fastDrafts are the $schema values the fast path takes: within its
+// keywords draft-07, 2019-09 and 2020-12 mean the same (but for
+// unevaluatedProperties, which draft-07 lacks).
+var fastDrafts = map[string]bool{
+	"https://json-schema.org/draft/2020-12/schema": true, "https://json-schema.org/draft/2020-12/schema#": true,
+	"https://json-schema.org/draft/2019-09/schema": true, "https://json-schema.org/draft/2019-09/schema#": true,
+	"http://json-schema.org/draft-07/schema": true, "http://json-schema.org/draft-07/schema#": true,
+	"https://json-schema.org/draft-07/schema": true, "https://json-schema.org/draft-07/schema#": true,
+}
+
 // compileFast builds the fast path of schema v (closeObjects done), or
-// reports false when v uses a keyword outside the subset.
-func compileFast(v any, root bool) (*fastNode, bool) {
+// reports false when v uses a keyword outside the subset. legacy: the
+// schema is draft-07.
+func compileFast(v any, root, legacy bool) (*fastNode, bool) {
 	switch v := v.(type) {
 	case bool:
 		return &fastNode{never: !v, minItems: -1, maxItems: -1, minProps: -1, maxProps: -1, minLen: -1, maxLen: -1}, true
@@ -131,7 +143,7 @@ func compileFast(v any, root bool) (*fastNode, bool) {
 			switch {
 			case fastAnnotations[k] || strings.HasPrefix(k, "x-"):
 			case k == "$schema":
-				if s, _ := x.(string); !root || s != "https://json-schema.org/draft/2020-12/schema" {
+				if s, _ := x.(string); !root || !fastDrafts[s] {
 					return nil, false
 				}
 			case k == "type":
@@ -159,7 +171,7 @@ func compileFast(v any, root bool) (*fastNode, bool) {
 				}
 				n.props = make(map[string]*fastNode, len(m))
 				for name, sub := range m {
-					c, ok := compileFast(sub, false)
+					c, ok := compileFast(sub, false, legacy)
 					if !ok {
 						return nil, false
 					}
@@ -187,7 +199,7 @@ func compileFast(v any, root bool) (*fastNode, bool) {
 						n.closedBy = "additionalProperties"
 					}
 				case map[string]any:
-					c, ok := compileFast(a, false)
+					c, ok := compileFast(a, false, legacy)
 					if !ok {
 						return nil, false
 					}
@@ -199,15 +211,15 @@ func compileFast(v any, root bool) (*fastNode, bool) {
 				n.hasObj = true
 			case k == "unevaluatedProperties":
 				b, ok := up.(bool)
-				if !ok {
-					return nil, false
+				if !ok || legacy {
+					return nil, false // draft-07 has no unevaluatedProperties: the library ignores it
 				}
 				if !b && !hasAP {
 					n.closedBy = "unevaluatedProperties"
 				}
 				n.hasObj = true
 			case k == "items":
-				c, ok := compileFast(x, false)
+				c, ok := compileFast(x, false, legacy)
 				if !ok {
 					return nil, false
 				}

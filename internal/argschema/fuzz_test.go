@@ -159,6 +159,14 @@ func FuzzValidate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		g := &gen{b: b}
 		schema, inst := g.schema(2), g.instance(3)
+		if draft := pick(g, "", "", "http://json-schema.org/draft-07/schema#"); draft != "" {
+			// The same schema under draft-07, which both validators read.
+			if schema == "{}" {
+				schema = `{"$schema":"` + draft + `"}`
+			} else {
+				schema = `{"$schema":"` + draft + `",` + schema[1:]
+			}
+		}
 		s, err := Compile([]byte(schema))
 		if err != nil {
 			t.Fatalf("Compile(%s): %v", schema, err)
