@@ -138,7 +138,7 @@ func compileFast(v any, root, legacy bool) (*fastNode, bool) {
 	case map[string]any:
 		n := &fastNode{minItems: -1, maxItems: -1, minProps: -1, maxProps: -1, minLen: -1, maxLen: -1}
 		ap, hasAP := v["additionalProperties"]
-		up, hasUP := v["unevaluatedProperties"]
+		up := v["unevaluatedProperties"]
 		for k, x := range v {
 			switch {
 			case fastAnnotations[k] || strings.HasPrefix(k, "x-"):
@@ -321,7 +321,6 @@ func compileFast(v any, root, legacy bool) (*fastNode, bool) {
 				return nil, false
 			}
 		}
-		_ = hasUP
 		if len(n.props) <= 8 && len(n.required) <= 64 {
 			for name, c := range n.props {
 				nn := namedNode{name: name, node: c}
@@ -592,7 +591,6 @@ func (v *fastValidator) value(n *fastNode) bool {
 	case c == '[':
 		return v.array(n)
 	case c == '"':
-		start := v.pos
 		raw, esc := v.str()
 		if n.types != 0 && n.types&tString == 0 {
 			return v.failAt("type", nil)
@@ -600,13 +598,10 @@ func (v *fastValidator) value(n *fastNode) bool {
 		if !n.hasStr && n.enum == nil {
 			return true
 		}
-		s := ""
+		s := unsafeString(raw)
 		if esc {
 			s = unquote(raw)
-		} else {
-			s = unsafeString(raw)
 		}
-		_ = start
 		return v.stringValue(n, s)
 	case c == 't' || c == 'f':
 		b := c == 't'
