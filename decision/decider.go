@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/argschema"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
@@ -66,10 +67,25 @@ type Config struct {
 	// Cursors, when set, refuses a list request whose params.cursor does not
 	// open for this caller (ReasonInvalidParams); nil passes cursors as sent.
 	Cursors CursorOpener
+	// Schemas gives the inputSchema of pinned tool definitions by
+	// fingerprint (toolpin.Observations), for argument validation
+	// (arguments.go); nil refuses a validated call whose definition is
+	// known (state_store_unavailable).
+	Schemas InputSchemas
+	// Prompts gives the declared arguments of prompts the response seam
+	// observed (toolpin.Observations), for prompts/get validation without
+	// a schema_file; nil: none known.
+	Prompts PromptSchemas
+	// SchemaCacheSize bounds the compiled schemas kept by fingerprint
+	// (argschema.DefaultCacheSize when 0).
+	SchemaCacheSize int
 }
 
 // Decider decides Requests. It is safe for concurrent use.
-type Decider struct{ cfg Config }
+type Decider struct {
+	cfg     Config
+	schemas *argschema.Cache // compiled inputSchemas by fingerprint
+}
 
 // ToolDefinitions gives policy.Input.Definition for a tools/call of
 // server's tool under policy p (nil when p's pin_mode is off). Errors mean
@@ -110,7 +126,7 @@ func NewDecider(c Config) (*Decider, error) {
 			return nil, fmt.Errorf("decider: server by principal %q = %q: both must be set", p, s)
 		}
 	}
-	return &Decider{cfg: c}, nil
+	return &Decider{cfg: c, schemas: argschema.NewCache(c.SchemaCacheSize)}, nil
 }
 
 // Config returns the configuration d decides with (a copy: changing it
@@ -200,10 +216,11 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 		return reason
 	}
 	dec.Principal = principal
+	dec.Client = policy.ClientOf(principal.Claims)
 	if op != policy.OpRequest {
 		dec.ArgsDigest = emptyArgsDigest
 		dec.RequestDigest = requestDigest(requestEnvelope{
-			Audience: principal.Audience, Server: dec.Server, Method: dec.Method,
+			Audience: principal.Audience, Client: dec.Client, Server: dec.Server, Method: dec.Method,
 			ArgsDigest: dec.ArgsDigest, Issuer: principal.Issuer, Subject: principal.Subject,
 		})
 		return d.evaluate(lp, dec, &policy.Input{Op: op, Server: dec.Server, Claims: principal.Claims})
@@ -214,7 +231,7 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 	}
 	if !body.Batch {
 		dec.RPCID = body.Messages[0].ID
-		return d.decideMessage(ctx, lp, dec, &body.Messages[0])
+		return d.decideMessage(ctx, lp, dec, &body.Messages[0], r.Headers)
 	}
 	return d.decideBatch(ctx, lp, dec, body)
 }
@@ -312,8 +329,9 @@ func (d *Decider) decideBatch(ctx context.Context, lp *LoadedPolicy, dec *Decisi
 	for i := range body.Messages {
 		el := &els[i]
 		el.Server, el.Principal, el.PolicyVersion, el.BatchIndex, el.session = dec.Server, dec.Principal, dec.PolicyVersion, -1, dec.session
+		el.Client = dec.Client
 		el.ProtocolVersion = dec.ProtocolVersion
-		el.Reason = d.decideMessage(ctx, lp, el, &body.Messages[i])
+		el.Reason = d.decideMessage(ctx, lp, el, &body.Messages[i], nil) // no Mcp-Param-* for batch elements
 		dec.BatchDigests[i] = el.RequestDigest
 		if el.Reason != ReasonAllowed && refused < 0 {
 			refused = i
@@ -335,8 +353,9 @@ func (d *Decider) decideBatch(ctx context.Context, lp *LoadedPolicy, dec *Decisi
 	return ReasonAllowed
 }
 
-// decideMessage fills el for one JSON-RPC message and returns its reason.
-func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decision, m *mcpparse.Message) Reason {
+// decideMessage fills el for one JSON-RPC message and returns its reason;
+// h are the request's headers when m is its only message (nil in a batch).
+func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decision, m *mcpparse.Message, h Headers) Reason {
 	if ctx.Err() != nil {
 		return ReasonDeadlineExceeded
 	}
@@ -367,7 +386,7 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 	}
 	el.ArgsDigest = m.ArgsDigest
 	el.RequestDigest = requestDigest(requestEnvelope{
-		Audience: el.Principal.Audience, Server: el.Server, Method: el.Method, Target: el.Target,
+		Audience: el.Principal.Audience, Client: el.Client, Server: el.Server, Method: el.Method, Target: el.Target,
 		ArgsDigest: el.ArgsDigest, Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
 	})
 	el.TaskRequested = m.Method == mcpmethod.ToolsCall && m.Task != nil // found by Parse's one pass
@@ -375,6 +394,11 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 		el.TaskID, _ = paramString(m.Params, "taskId")
 	}
 	reason := d.evaluate(lp, el, in)
+	if reason == ReasonAllowed || reason == ReasonAuthorizationRequired || reason == ReasonDefinitionChanged {
+		if r := d.arguments(ctx, lp, el, m, h); r != "" {
+			return r
+		}
+	}
 	if reason != ReasonAllowed && reason != ReasonAuthorizationRequired {
 		return reason
 	}
@@ -508,9 +532,9 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input) Rea
 		// under default ask, since no approval can make it meaningful.
 		return ReasonUnknownMethod
 	case res.Decision == policy.Allow:
-		return stepUp(el, res.Scopes, ReasonAllowed)
+		return stepUp(lp.Policy, el, res.Scopes, ReasonAllowed)
 	case res.Decision == policy.Ask:
-		return stepUp(el, res.Scopes, ReasonAuthorizationRequired)
+		return stepUp(lp.Policy, el, res.Scopes, ReasonAuthorizationRequired)
 	case res.Cause == policy.CauseDefault:
 		return ReasonDefaultDeny
 	}

@@ -21,7 +21,10 @@ type Decision struct {
 	ArgsDigest    string // sha256:<hex> of the JCS form of params.arguments ({} when absent)
 	RequestDigest string // see requestDigest
 	Principal     *bearer.Principal
-	RPCID         []byte // the request's JSON-RPC id, byte for byte; nil answers with id null
+	// Client is the agent the token was issued to (policy.ClientOf:
+	// client_id, else azp, else ""), which the request digest covers.
+	Client string
+	RPCID  []byte // the request's JSON-RPC id, byte for byte; nil answers with id null
 	// ProtocolVersion is the request's MCP-Protocol-Version header ("" when
 	// absent): the response seam adds 2026-07-28's cache members only then.
 	ProtocolVersion string
@@ -72,6 +75,13 @@ type Decision struct {
 	// session), "" otherwise: the response seam builds the pin scope from
 	// it on routes where it does not see the request headers.
 	SessionHash string
+
+	// ArgumentsPointer and ArgumentsKeyword say why the arguments are
+	// invalid (ReasonArgumentsInvalid): the RFC 6901 pointer of the failing
+	// value in params.arguments and the JSON Schema keyword that refused
+	// it; both "" when no schema is known (arguments: require) or the
+	// schema is unusable. Never the value.
+	ArgumentsPointer, ArgumentsKeyword string
 
 	parsed  bool   // the body went through mcpparse.Parse
 	session string // the request's Mcp-Session-Id, for pin_scope session

@@ -7,12 +7,15 @@ import (
 
 // requestDigestVersion is the "v" member of the request digest envelope.
 // v2 (issue 9) carries the arguments' digest where v1 carried the canonical
-// arguments themselves, so a body is hashed once.
-const requestDigestVersion = "mcp-extauthz/request/v2"
+// arguments themselves, so a body is hashed once; v3 (issue 30) adds the
+// token's client (policy.ClientOf), so an approval binds the principal and
+// the agent acting for it.
+const requestDigestVersion = "mcp-extauthz/request/v3"
 
 // requestEnvelope holds what a request digest covers.
 type requestEnvelope struct {
 	Audience   string // the token audience the decision used (RFC 8707 resource URI)
+	Client     string // the token's client (policy.ClientOf): client_id, else azp, else ""
 	Server     string // MCP server id
 	Method     string // JSON-RPC method, or GET / DELETE / response
 	Target     string // tool name, resource URI or prompt name; "" when none
@@ -27,21 +30,21 @@ var emptyArgsDigest = mcpparse.Digest([]byte("{}"))
 // requestDigest returns "sha256:" + lowercase hex of the SHA-256 of the
 // RFC 8785 serialization of this JSON object (members in canonical order):
 //
-//	{"args_digest":<ArgsDigest>,"aud":<Audience>,"iss":<Issuer>,
-//	 "method":<Method>,"server":<Server>,"sub":<Subject>,"target":<Target>,
-//	 "v":"mcp-extauthz/request/v2"}
+//	{"args_digest":<ArgsDigest>,"aud":<Audience>,"client":<Client>,
+//	 "iss":<Issuer>,"method":<Method>,"server":<Server>,"sub":<Subject>,
+//	 "target":<Target>,"v":"mcp-extauthz/request/v3"}
 //
 // every member a JSON string as RFC 8785 writes it (only '"', '\' and
 // U+0000..U+001F escaped), no whitespace. An upstream recomputes it with
-// any RFC 8785 implementation from the same eight values (README, Digests).
+// any RFC 8785 implementation from the same nine values (README, Digests).
 // Strings that are not valid UTF-8 have each invalid byte written as
 // U+FFFD and may collide; token claims and parsed names always are UTF-8.
 func requestDigest(e requestEnvelope) string {
 	if e.ArgsDigest == "" {
 		e.ArgsDigest = emptyArgsDigest
 	}
-	n := len(e.ArgsDigest) + len(e.Audience) + len(e.Issuer) + len(e.Method) + len(e.Server) +
-		len(e.Subject) + len(e.Target) + 128
+	n := len(e.ArgsDigest) + len(e.Audience) + len(e.Client) + len(e.Issuer) + len(e.Method) + len(e.Server) +
+		len(e.Subject) + len(e.Target) + 144
 	var buf [512]byte // the usual envelope fits: no allocation
 	b := buf[:0]
 	if n > len(buf) {
@@ -51,6 +54,8 @@ func requestDigest(e requestEnvelope) string {
 	b = appendJCS(b, e.ArgsDigest)
 	b = append(b, `,"aud":`...)
 	b = appendJCS(b, e.Audience)
+	b = append(b, `,"client":`...)
+	b = appendJCS(b, e.Client)
 	b = append(b, `,"iss":`...)
 	b = appendJCS(b, e.Issuer)
 	b = append(b, `,"method":`...)

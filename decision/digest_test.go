@@ -17,9 +17,11 @@ import (
 type requestDigestGolden struct {
 	Name     string `json:"name"`
 	Audience string `json:"aud"`
-	Server   string `json:"server"`
-	Method   string `json:"method"`
-	Target   string `json:"target"`
+	// Client is the token's client (client_id, else azp, else "").
+	Client string `json:"client"`
+	Server string `json:"server"`
+	Method string `json:"method"`
+	Target string `json:"target"`
 	// Arguments are the request's params.arguments; ArgsDigest their
 	// digest, recomputed by internal/jcsoracle.
 	Arguments  json.RawMessage `json:"args"`
@@ -35,11 +37,14 @@ func TestRequestDigestGolden(t *testing.T) {
 	envelopes := []requestDigestGolden{
 		{Name: "tools/call", Audience: "https://mcp.example.com/mcp", Server: "billing", Method: "tools/call",
 			Target: "issue_refund", Arguments: json.RawMessage(`{"orderId":"ord_Zürich_🚀_001","currency":"CHF","amountMinor":1250}`),
+			Issuer: "https://idp.example.com", Subject: "user-42", Client: "https://agent.example.com/client-metadata.json"},
+		{Name: "no client", Audience: "https://mcp.example.com/mcp", Server: "billing", Method: "tools/call",
+			Target: "issue_refund", Arguments: json.RawMessage(`{"orderId":"ord_Zürich_🚀_001","currency":"CHF","amountMinor":1250}`),
 			Issuer: "https://idp.example.com", Subject: "user-42"},
 		{Name: "no arguments", Audience: "https://mcp.example.com/mcp", Server: "files", Method: "resources/read",
-			Target: "file:///reports/index.md", Issuer: "https://idp.example.com", Subject: "user-42"},
+			Target: "file:///reports/index.md", Issuer: "https://idp.example.com", Subject: "user-42", Client: "reports-agent"},
 		{Name: "escapes", Audience: "aud", Server: "s", Method: "tools/call", Target: "a\"b\\c\n\u0001</>&",
-			Arguments: json.RawMessage(`{}`), Issuer: "iss", Subject: "sub\u2028é"},
+			Arguments: json.RawMessage(`{}`), Issuer: "iss", Subject: "sub\u2028é", Client: "c\"l\u0007"},
 	}
 	for i := range envelopes {
 		g := &envelopes[i]
@@ -54,8 +59,8 @@ func TestRequestDigestGolden(t *testing.T) {
 		if g.ArgsDigest, err = jcsoracle.Digest(args); err != nil {
 			t.Fatal(err)
 		}
-		obj, err := json.Marshal(map[string]any{"args_digest": g.ArgsDigest, "aud": g.Audience, "iss": g.Issuer,
-			"method": g.Method, "server": g.Server, "sub": g.Subject, "target": g.Target, "v": "mcp-extauthz/request/v2"})
+		obj, err := json.Marshal(map[string]any{"args_digest": g.ArgsDigest, "aud": g.Audience, "client": g.Client, "iss": g.Issuer,
+			"method": g.Method, "server": g.Server, "sub": g.Subject, "target": g.Target, "v": "mcp-extauthz/request/v3"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +77,7 @@ func TestRequestDigestGolden(t *testing.T) {
 		if err != nil || b.Messages[0].ArgsDigest != g.ArgsDigest {
 			t.Errorf("%s: Parse gives ArgsDigest %v (%v), the oracle %s", g.Name, b, err, g.ArgsDigest)
 		}
-		got := requestDigest(requestEnvelope{Audience: g.Audience, Server: g.Server, Method: g.Method, Target: g.Target,
+		got := requestDigest(requestEnvelope{Audience: g.Audience, Client: g.Client, Server: g.Server, Method: g.Method, Target: g.Target,
 			ArgsDigest: g.ArgsDigest, Issuer: g.Issuer, Subject: g.Subject})
 		if got != g.Digest {
 			t.Errorf("%s: requestDigest = %s, independent recomputation %s over %s", g.Name, got, g.Digest, canon)

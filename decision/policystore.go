@@ -2,8 +2,12 @@ package decision
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/argschema"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -11,9 +15,16 @@ import (
 // LoadedPolicy is a compiled policy and the identity of the file it came
 // from. It is never mutated after it is stored.
 type LoadedPolicy struct {
-	Policy  *policy.Policy
-	File    string
-	Version string // "sha256:" + lowercase hex SHA-256 of the file bytes
+	Policy *policy.Policy
+	File   string
+	// Version is "sha256:" + lowercase hex SHA-256 of the file bytes; of a
+	// policy naming schema files (arguments schema_file), of the file
+	// bytes followed, for each schema file in policy order, by a NUL, its
+	// name as written, a NUL and its bytes: editing a schema file and then
+	// the policy makes a new version.
+	Version string
+	// Schemas are the compiled schema_file schemas, by name as written.
+	Schemas map[string]*argschema.Schema
 }
 
 // PolicyStore holds the live policy; Load and Store are atomic, so a
@@ -26,14 +37,41 @@ func (s *PolicyStore) Load() *LoadedPolicy { return s.p.Load() }
 // Store publishes lp.
 func (s *PolicyStore) Store(lp *LoadedPolicy) { s.p.Store(lp) }
 
-// CompilePolicy compiles src (the bytes of file) into a LoadedPolicy.
-// Errors are *policy.CompileError.
+// CompilePolicy compiles src (the bytes of file) into a LoadedPolicy, and
+// reads and compiles the schema files it names (relative to file's
+// directory unless absolute). Errors are *policy.CompileError, or an
+// error naming the schema file that cannot be read or compiled
+// (argschema.ErrUnusable).
 func CompilePolicy(file string, src []byte) (*LoadedPolicy, error) {
 	p, err := policy.Compile(file, src)
 	if err != nil {
 		return nil, err
 	}
-	return &LoadedPolicy{Policy: p, File: file, Version: mcpparse.Digest(src)}, nil
+	lp := &LoadedPolicy{Policy: p, File: file, Version: mcpparse.Digest(src)}
+	files := p.SchemaFiles()
+	if len(files) == 0 {
+		return lp, nil
+	}
+	lp.Schemas = make(map[string]*argschema.Schema, len(files))
+	all := append([]byte(nil), src...)
+	for _, name := range files {
+		path := name
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(filepath.Dir(file), path)
+		}
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: arguments schema_file %q: %w", file, name, err)
+		}
+		s, err := argschema.Compile(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: arguments schema_file %q: %w", file, name, err)
+		}
+		lp.Schemas[name] = s
+		all = append(append(append(append(all, 0), name...), 0), doc...)
+	}
+	lp.Version = mcpparse.Digest(all)
+	return lp, nil
 }
 
 // Publish compiles src (the bytes of file) and makes it the live policy

@@ -61,6 +61,7 @@ const (
 	ReasonNonCanonicalNumber Reason = "non_canonical_number" // a number that changes value in RFC 8785 form
 	ReasonBatchNotSupported  Reason = "batch_not_supported"  // a JSON array body on MCP 2025-06-18 or later
 	ReasonReservedKey        Reason = "reserved_key"         // a member named __proto__ anywhere in params (JavaScript decoders drop it)
+	ReasonArgumentsInvalid   Reason = "arguments_invalid"    // tools/call or prompts/get arguments the declared schema refuses, or none known under arguments: require (issue 30)
 
 	// Authority bound to the exact request: scope step-up, approvals,
 	// idempotency keys (binding.go).
@@ -139,6 +140,7 @@ var reasons = []Reason{
 	ReasonNonCanonicalNumber,
 	ReasonBatchNotSupported,
 	ReasonReservedKey,
+	ReasonArgumentsInvalid,
 	ReasonInsufficientScope,
 	ReasonApprovalUntrusted,
 	ReasonApprovalExpired,

@@ -2,13 +2,18 @@ package decision
 
 import (
 	"strings"
+
+	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
 // stepUp returns reason when the token holds every scope the deciding rule
-// requires, else insufficient_scope with el.RequiredScopes set, so the
-// client can obtain a token with them (MCP authorization 2025-11-25, scope
-// step-up; RFC 6750 section 3.1).
-func stepUp(el *Decision, need []string, reason Reason) Reason {
+// requires (each itself or a scope that implies it under the policy's
+// scope_hierarchy: policy.Policy.ScopeSatisfied), else insufficient_scope
+// with el.RequiredScopes set to every scope the operation needs, as the
+// rules name them, missing or not: one challenge names them all (MCP
+// authorization 2025-11-25 scope step-up, SEP-2350: the client adds them
+// to what it holds; RFC 6750 section 3.1).
+func stepUp(p *policy.Policy, el *Decision, need []string, reason Reason) Reason {
 	if len(need) == 0 {
 		return reason
 	}
@@ -17,11 +22,7 @@ func stepUp(el *Decision, need []string, reason Reason) Reason {
 		have = tokenScopes(el.Principal.Claims)
 	}
 	for _, s := range need {
-		found := false
-		for _, h := range have {
-			found = found || h == s
-		}
-		if !found {
+		if !p.ScopeSatisfied(have, s) {
 			el.RequiredScopes = need
 			return ReasonInsufficientScope
 		}

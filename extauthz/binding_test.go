@@ -85,6 +85,7 @@ func warmVerifier(t *testing.T, issuer string, auds, types []string) *bearer.OID
 // call is one tools/call as a client sends it.
 type call struct {
 	sub      string   // token sub; "" means alice
+	client   string   // token client_id; "" for none
 	tokenAud []string // token aud; nil means testAudience
 	routeAud string   // the route's mcp_audience context extension
 	tool     string
@@ -130,8 +131,8 @@ func (c call) body() string {
 }
 
 // digest is the request digest of c, computed from README's specification
-// (v2: the envelope names the arguments by their digest; both are RFC 8785
-// forms, computed here with gowebpki/jcs).
+// (v3: the envelope names the arguments by their digest and the token's
+// client; both are RFC 8785 forms, computed here with gowebpki/jcs).
 func (rig *bindingRig) digest(t testing.TB, c call) string {
 	t.Helper()
 	sha := func(b []byte) string {
@@ -143,7 +144,7 @@ func (rig *bindingRig) digest(t testing.TB, c call) string {
 		return "sha256:" + hex.EncodeToString(sum[:])
 	}
 	env, err := json.Marshal(map[string]any{
-		"v": "mcp-extauthz/request/v2", "aud": c.audience(), "iss": rig.idp.Issuer(), "sub": c.subject(),
+		"v": "mcp-extauthz/request/v3", "aud": c.audience(), "client": c.client, "iss": rig.idp.Issuer(), "sub": c.subject(),
 		"server": testServerID, "method": "tools/call", "target": c.tool, "args_digest": sha([]byte(c.args)),
 	})
 	if err != nil {
@@ -155,6 +156,9 @@ func (rig *bindingRig) digest(t testing.TB, c call) string {
 func (rig *bindingRig) token(t testing.TB, c call) string {
 	claims := rig.idp.Claims()
 	claims["sub"] = c.subject()
+	if c.client != "" {
+		claims["client_id"] = c.client
+	}
 	if c.tokenAud != nil {
 		claims["aud"] = c.tokenAud
 	}

@@ -113,7 +113,7 @@ func independentRequestDigest(t testing.TB, aud, iss, server, method, target str
 		t.Fatal(err)
 	}
 	env, err := json.Marshal(map[string]any{
-		"v": "mcp-extauthz/request/v2", "aud": aud, "iss": iss, "sub": testSubject,
+		"v": "mcp-extauthz/request/v3", "aud": aud, "client": "", "iss": iss, "sub": testSubject,
 		"server": server, "method": method, "target": target, "args_digest": argsDigest,
 	})
 	if err != nil {

@@ -19,7 +19,9 @@ import (
 // "approval_url" on asks when --approval-url is set, "scope" (the
 // scopes needed, space-separated) on insufficient_scope, and
 // "tool_fingerprint" (what an approval's tooldef claim must name) on
-// definition_changed.
+// definition_changed, and "keyword" and "pointer" (the JSON Schema keyword
+// and the RFC 6901 pointer into params.arguments of the failing value,
+// never the value) on arguments_invalid.
 func errorBody(d *decision.Decision) []byte {
 	o := outcomeOf(d.Reason)
 	b := make([]byte, 0, 384+len(d.RPCID)+len(o.message)+len(d.RuleID)+len(d.ApprovalURL))
@@ -49,6 +51,12 @@ func errorBody(d *decision.Decision) []byte {
 	b = appendJSONString(b, d.Reason.Verdict().String())
 	b = append(b, `,"decision_id":`...)
 	b = appendJSONString(b, d.ID)
+	if d.Reason == decision.ReasonArgumentsInvalid {
+		b = append(b, `,"keyword":`...)
+		b = appendJSONString(b, d.ArgumentsKeyword)
+		b = append(b, `,"pointer":`...)
+		b = appendJSONString(b, d.ArgumentsPointer)
+	}
 	b = append(b, `,"policy_version":`...)
 	b = appendJSONString(b, d.PolicyVersion)
 	b = append(b, `,"reason":`...)

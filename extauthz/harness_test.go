@@ -144,6 +144,9 @@ type denial struct {
 			// ToolFingerprint: on definition_changed, what an approval's
 			// tooldef claim must name.
 			ToolFingerprint string `json:"tool_fingerprint"`
+			// Pointer and Keyword: on arguments_invalid, where and why.
+			Pointer string `json:"pointer"`
+			Keyword string `json:"keyword"`
 		} `json:"data"`
 	} `json:"error"`
 }

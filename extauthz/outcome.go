@@ -132,6 +132,7 @@ var outcomes = map[decision.Reason]outcome{
 	decision.ReasonNonCanonicalNumber: {grpc: codes.InvalidArgument, class: classRequest, http: http.StatusBadRequest, code: CodeInvalidParams, message: "Invalid params: number loses precision"},
 	decision.ReasonBatchNotSupported:  {grpc: codes.InvalidArgument, class: classRequest, http: http.StatusBadRequest, code: CodeInvalidRequest, message: "Invalid Request: batches are not supported"},
 	decision.ReasonReservedKey:        {grpc: codes.InvalidArgument, class: classRequest, http: http.StatusBadRequest, code: CodeInvalidParams, message: "Invalid params: reserved member name"},
+	decision.ReasonArgumentsInvalid:   {grpc: codes.InvalidArgument, class: classRequest, http: http.StatusBadRequest, code: CodeInvalidParams, message: "Invalid params: arguments do not match the declared schema"},
 
 	decision.ReasonDeadlineExceeded:  {grpc: codes.Unavailable, class: classUnavailable, http: http.StatusServiceUnavailable, code: CodeUnavailable, message: "Authorization timed out", retryAfter: 1},
 	decision.ReasonPolicyUnavailable: {grpc: codes.Unavailable, class: classUnavailable, http: http.StatusServiceUnavailable, code: CodeUnavailable, message: "Policy unavailable"},

@@ -97,6 +97,7 @@ var wantOutcomes = map[string]wantOutcome{
 	"non_canonical_number": {"deny", codes.InvalidArgument, 400, -32602},
 	"batch_not_supported":  {"deny", codes.InvalidArgument, 400, -32600},
 	"reserved_key":         {"deny", codes.InvalidArgument, 400, -32602},
+	"arguments_invalid":    {"deny", codes.InvalidArgument, 400, -32602},
 
 	"deadline_exceeded":  wantUnavailable,
 	"policy_unavailable": wantUnavailable,

@@ -192,6 +192,9 @@ func (s *Server) logDecision(d *decision.Decision, r *decision.Request, latency 
 	if d.Principal != nil {
 		fields = append(fields, zap.String("iss", d.Principal.Issuer), zap.String("sub", d.Principal.Subject))
 	}
+	if d.Client != "" {
+		fields = append(fields, zap.String("client", d.Client))
+	}
 	if d.BatchIndex >= 0 {
 		fields = append(fields, zap.Int("batch_index", d.BatchIndex))
 	}
@@ -257,6 +260,9 @@ func appendBindingFields(fields []zap.Field, d *decision.Decision) []zap.Field {
 	}
 	if len(d.RequiredScopes) > 0 {
 		fields = append(fields, zap.Strings("required_scopes", d.RequiredScopes))
+	}
+	if d.Reason == decision.ReasonArgumentsInvalid && d.ArgumentsKeyword != "" {
+		fields = append(fields, zap.String("arguments_pointer", d.ArgumentsPointer), zap.String("arguments_keyword", d.ArgumentsKeyword))
 	}
 	return fields
 }

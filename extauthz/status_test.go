@@ -24,7 +24,7 @@ var httpErrorStatus = map[decision.Reason]int{
 	decision.ReasonMethodNotAllowed: 405, decision.ReasonHeaderMismatch: 400,
 	decision.ReasonParseError: 400, decision.ReasonInvalidUTF8: 400, decision.ReasonDuplicateKey: 400, decision.ReasonCaseVariantKey: 400,
 	decision.ReasonTrailingData: 400, decision.ReasonLimitExceeded: 400, decision.ReasonInvalidRequest: 400, decision.ReasonInvalidParams: 400,
-	decision.ReasonNonCanonicalNumber: 400, decision.ReasonBatchNotSupported: 400, decision.ReasonReservedKey: 400,
+	decision.ReasonNonCanonicalNumber: 400, decision.ReasonBatchNotSupported: 400, decision.ReasonReservedKey: 400, decision.ReasonArgumentsInvalid: 400,
 	decision.ReasonInternalError:     500,
 	decision.ReasonInsufficientScope: 403, decision.ReasonApprovalUntrusted: 403, decision.ReasonApprovalExpired: 403,
 	decision.ReasonApprovalAudienceMismatch: 403, decision.ReasonApprovalPrincipalMismatch: 403, decision.ReasonApprovalDigestMismatch: 403,

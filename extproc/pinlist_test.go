@@ -194,3 +194,30 @@ func TestLegacyEndpointSession(t *testing.T) {
 		t.Errorf("search recorded outside the session: %+v %v", def, err)
 	}
 }
+
+// TestPromptsListRecordsArguments: with pinning on, a prompts/list answer
+// through the seam records each prompt's declared arguments as a JSON
+// Schema, which Check validates prompts/get arguments against; a prompt
+// listed again with other arguments replaces them.
+func TestPromptsListRecordsArguments(t *testing.T) {
+	obs := &toolpin.Observations{Store: state.NewMemory(0, nil)}
+	const pol = "default: deny\npin_mode: tofu\nallow:\n  - {id: all, match: \"prompt:payments/*\"}\n"
+	f := newFixtureWith(t, []byte(pol), obs)
+	p, err := policy.Compile("p.yaml", []byte(pol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ list, want string }{
+		{`{"name":"greet","arguments":[{"name":"who","required":true}]}`, `{"additionalProperties":false,"properties":{"who":{"type":"string"}},"required":["who"],"type":"object"}`},
+		{`{"name":"greet","arguments":[{"name":"who"},{"name":"lang"}]}`, `{"additionalProperties":false,"properties":{"lang":{"type":"string"},"who":{"type":"string"}},"type":"object"}`},
+	} {
+		got := f.envoy.do(t, listRoute, jsonAnswer(f.listRequest("alice", "prompts/list", "1", ""), `{"jsonrpc":"2.0","id":1,"result":{"prompts":[`+tt.list+`]}}`))
+		if got.status != 200 || !strings.Contains(got.body, `"greet"`) {
+			t.Fatalf("%d %s", got.status, got.body)
+		}
+		schema, found, err := obs.PromptArguments(context.Background(), p, "payments", "", "greet")
+		if err != nil || !found || string(schema) != tt.want {
+			t.Errorf("recorded %s %v %v, want %s", schema, found, err, tt.want)
+		}
+	}
+}

@@ -647,6 +647,14 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 			}
 		}
 		opt.Observe = func(k listfilter.Kind, key string, item []byte) error {
+			if k == listfilter.Prompts && st.s.cfg.Definitions != nil {
+				// The prompt's declared arguments, for Check's argument
+				// validation; a prompt that does not parse records none.
+				if name, schema, err := toolpin.PromptArgumentsSchema(item); err == nil && name == key {
+					return st.s.cfg.Definitions.ObservePromptArguments(ctx, scope, name, schema)
+				}
+				return nil
+			}
 			if k != listfilter.Tools {
 				return nil
 			}

@@ -49,6 +49,7 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.Variable("uri", cel.StringType),
 		cel.Variable("prompt", cel.StringType),
 		cel.Variable("annotations", cel.MapType(cel.StringType, cel.BoolType)),
+		cel.Variable("client", cel.StringType),
 		cel.Function("inside",
 			cel.Overload("inside_string_string",
 				[]*cel.Type{cel.StringType, cel.StringType}, cel.BoolType,
@@ -161,8 +162,27 @@ func (a activation) ResolveName(name string) (any, bool) {
 		return in.Prompt, true
 	case "annotations":
 		return a.r.annotationMap(), true
+	case "client":
+		return ClientOf(in.Claims), true
 	}
 	return nil, false
+}
+
+// ClientOf is the agent a token was issued to, as policy (CEL `client`),
+// the decision log and the request digest name it: the token's client_id
+// claim (RFC 9068 section 2.2, RFC 8693 section 4.3) when it is a
+// non-empty string, else azp (OpenID Connect Core 1.0 section 2); "" when
+// neither. A client identified by a Client ID Metadata Document has the
+// document's HTTPS URL as its client_id (MCP 2025-11-25 authorization),
+// returned as it is: no document is fetched here.
+func ClientOf(claims map[string]any) string {
+	if s, ok := claims["client_id"].(string); ok && s != "" {
+		return s
+	}
+	if s, ok := claims["azp"].(string); ok {
+		return s
+	}
+	return ""
 }
 
 func (activation) Parent() interpreter.Activation { return nil }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -230,6 +231,9 @@ type Policy struct {
 	allowNewTools bool
 	trusted       map[string]bool // trusted_servers
 
+	args *argumentsPolicy // `arguments` (arguments.go); nil: off everywhere
+	hier *scopeHierarchy  // `scope_hierarchy` (scopehier.go); nil: none
+
 	visCache *visibleCache // Visible's answers (visiblecache.go); nil: none
 	readsAnn bool          // some tool rule tests annotations (ReadsAnnotations)
 }
@@ -332,15 +336,24 @@ func (p *Policy) evaluateListen(in *Input) Result {
 	shadow := res.Shadow
 	sub := m
 	sub.Method = methodResSub
+	scopes := res.Scopes
 	for _, u := range in.URIs {
 		sub.URI = u
 		r := p.evaluate(&sub)
 		shadow = append(shadow, r.Shadow...)
+		for _, s := range r.Scopes {
+			if !slices.Contains(scopes, s) {
+				scopes = append(slices.Clip(scopes), s)
+			}
+		}
 		if r.Decision < res.Decision {
 			res = r
 		}
 	}
 	res.Shadow = shadow
+	// Every URI must be allowed, so the token needs every scope their
+	// deciding rules name: one challenge names them all (SEP-2350).
+	res.Scopes = scopes
 	return res
 }
 

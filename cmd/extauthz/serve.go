@@ -382,15 +382,20 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 		return nil, err
 	}
 	var definitions decision.ToolDefinitions
+	var schemas decision.InputSchemas
+	var prompts decision.PromptSchemas
 	var pinStore state.Reader
 	if rd, ok := binding.Store.(state.Reader); ok { // Memory and Redis are
 		pinStore = definitionStore(cfg.StateStore, rd)
 		definitions = toolpin.Observations{Store: pinStore}
+		schemas = toolpin.Observations{Store: pinStore}
+		prompts = toolpin.Observations{Store: pinStore}
 		binding.Results = &state.Results{Store: rd, MaxBytes: cfg.IdempotencyResultMaxBytes}
 	}
 	dc := decision.Config{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal,
 		Verifier: verifier, Policies: store, Limits: lim, Binding: binding, Definitions: definitions,
 		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), CaseSensitiveKeys: setOf(cfg.CaseSensitiveKeys)}
+	dc.Schemas, dc.Prompts = schemas, prompts
 	proc, err := newProcessor(cfg, store, verifier, binding.Store, pinStore, log, decisionLog, metrics, &dc)
 	if err != nil {
 		binding.Store.Close()

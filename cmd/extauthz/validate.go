@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
@@ -64,9 +64,10 @@ func validatePolicy(name string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := policy.Compile(name, src); err != nil {
+	lp, err := decision.CompilePolicy(name, src) // the schema files it names too
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "ok %s policy_version %s\n", name, mcpparse.Digest(src))
+	fmt.Fprintf(stdout, "ok %s policy_version %s\n", name, lp.Version)
 	return nil
 }

@@ -83,3 +83,35 @@ func runOut(t *testing.T, args ...string) (int, string, string) {
 	}
 	return exitCode(err), out.String(), errb.String()
 }
+
+// TestValidateSchemaFiles: validate reads and compiles the schema files a
+// policy's arguments name: a missing or unusable one fails.
+func TestValidateSchemaFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("ok.json", `{"type":"object","properties":{"q":{"type":"string"}}}`)
+	write("remote.json", `{"type":"object","properties":{"q":{"$ref":"https://example.com/q.json"}}}`)
+	pol := func(file string) string {
+		return write("p-"+file+".yaml", "default: deny\narguments:\n  servers:\n    s:\n      tools:\n        t: {mode: require, schema_file: "+file+"}\n")
+	}
+	for _, tt := range []struct {
+		file     string
+		wantCode int
+		want     string
+	}{
+		{"ok.json", 0, "ok "},
+		{"remote.json", 2, "schema unusable"},
+		{"missing.json", 2, "no such file"},
+	} {
+		code, out, errs := runOut(t, "validate", pol(tt.file))
+		if code != tt.wantCode || !strings.Contains(out+errs, tt.want) {
+			t.Errorf("%s: exit %d (want %d), stdout %s stderr %s; want %q", tt.file, code, tt.wantCode, out, errs, tt.want)
+		}
+	}
+}

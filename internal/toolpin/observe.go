@@ -349,6 +349,10 @@ type Definition struct {
 	// Raw: Fingerprint is RawFingerprint's (the definition is not strict
 	// JSON; no hints). Parse never sets it; its caller does, falling back.
 	Raw bool
+	// InputSchema is the RFC 8785 form of the Tool's inputSchema (nil when
+	// absent or Raw): Observe keeps it under the fingerprint
+	// (SchemaKey), for Check's argument validation.
+	InputSchema string
 }
 
 // Parse fingerprints def (the bytes of one Tool object) and reads its
@@ -374,11 +378,11 @@ func Parse(def []byte, c *Cache) (Definition, error) {
 
 // parse is Parse without a cache.
 func parse(def []byte) (Definition, error) {
-	fp, name, err := Fingerprint(def)
+	fp, name, schema, err := fingerprint(def)
 	if err != nil {
 		return Definition{}, err
 	}
-	d := Definition{Name: name, Fingerprint: fp}
+	d := Definition{Name: name, Fingerprint: fp, InputSchema: string(schema)}
 	var tool struct {
 		Annotations map[string]json.RawMessage `json:"annotations"`
 	}
@@ -473,6 +477,13 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) (
 			}
 		}
 	}
+	if len(d.InputSchema) > 0 {
+		// Content-addressed: the fingerprint covers the inputSchema, so
+		// every claim of this key holds the same bytes.
+		if _, _, err := o.Store.Claim(ctx, SchemaKey(d.Fingerprint), d.InputSchema, o.ttl()); err != nil {
+			return err
+		}
+	}
 	t := now()
 	baseTTL := o.baselineTTL()
 	if strings.Contains(scope, sessionScope) && o.ttl() < baseTTL {
@@ -494,6 +505,28 @@ func (o Observations) Observe(ctx context.Context, scope string, d Definition) (
 	}
 	_, _, err = o.Store.Claim(ctx, toolKey(kindBaseline, server, d.Name), base, baseTTL)
 	return err
+}
+
+// SchemaKey is the state store key of the inputSchema of the definition
+// whose fingerprint is fp (Observe writes it, InputSchema reads it).
+func SchemaKey(fp string) string { return "tooldef-schema:" + fp }
+
+// InputSchema returns the inputSchema (RFC 8785 form) of the definition
+// whose fingerprint is fp, as Observe recorded it within TTL; found is
+// false when none is recorded (never listed lately, listed without an
+// inputSchema, or not strict JSON). Errors wrap state.ErrUnavailable.
+func (o Observations) InputSchema(ctx context.Context, fp string) (schema []byte, found bool, err error) {
+	vals, ok, err := o.Store.GetMany(ctx, SchemaKey(fp))
+	if err != nil {
+		return nil, false, err
+	}
+	if len(vals) != 1 || len(ok) != 1 {
+		return nil, false, fmt.Errorf("%w: toolpin: %d answers for 1 key", state.ErrUnavailable, len(vals))
+	}
+	if !ok[0] {
+		return nil, false, nil
+	}
+	return []byte(vals[0]), true, nil
 }
 
 // AmbiguousFingerprint is Lookup's Fingerprint for a tool listed with more

@@ -66,19 +66,26 @@ var ErrNotATool = errors.New("toolpin: not a tool definition (a JSON object with
 // that loses precision, a limit), or not a Tool (ErrNotATool). A caller
 // must treat a definition it cannot fingerprint as changed.
 func Fingerprint(def []byte) (fp, name string, err error) {
+	fp, name, _, err = fingerprint(def)
+	return fp, name, err
+}
+
+// fingerprint is Fingerprint, and the RFC 8785 form of the Tool's
+// inputSchema (nil when it has none).
+func fingerprint(def []byte) (fp, name string, inputSchema []byte, err error) {
 	canon, err := mcpparse.Canonicalize(def, mcpparse.Limits{})
 	if err != nil {
-		return "", "", fmt.Errorf("toolpin: %w", err)
+		return "", "", nil, fmt.Errorf("toolpin: %w", err)
 	}
 	if len(canon) == 0 || canon[0] != '{' {
-		return "", "", ErrNotATool
+		return "", "", nil, ErrNotATool
 	}
 	var members map[string]json.RawMessage // canonical: no duplicates, values already in RFC 8785 form
 	if err := json.Unmarshal(canon, &members); err != nil {
-		return "", "", fmt.Errorf("toolpin: %w", err)
+		return "", "", nil, fmt.Errorf("toolpin: %w", err)
 	}
 	if err := json.Unmarshal(members["name"], &name); err != nil || name == "" {
-		return "", "", ErrNotATool
+		return "", "", nil, ErrNotATool
 	}
 	b := make([]byte, 0, len(canon))
 	b = append(b, '{')
@@ -97,7 +104,8 @@ func Fingerprint(def []byte) (fp, name string, err error) {
 	}
 	b = append(b, '}')
 	sum := sha256.Sum256(b)
-	return Version + ":sha256:" + hex.EncodeToString(sum[:]), name, nil
+	inputSchema = members["inputSchema"] // a fresh copy: json.Unmarshal copies RawMessage
+	return Version + ":sha256:" + hex.EncodeToString(sum[:]), name, inputSchema, nil
 }
 
 // appendMeta appends `"_meta":{…}` with the members of meta (the canonical

@@ -1,0 +1,249 @@
+package argschema
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+)
+
+// check compiles schema and validates args (JSON text) as the decider
+// does (ValidateRaw: the fast path when the schema allows), and requires
+// the library on the decoded arguments (numbers exact) to agree on
+// validity and, for one failure, on where and why.
+func check(t *testing.T, schema, args string) *Failure {
+	t.Helper()
+	s, err := Compile([]byte(schema))
+	if err != nil {
+		t.Fatalf("Compile(%s): %v", schema, err)
+	}
+	got := s.ValidateRaw([]byte(args))
+	lib := s.Validate(mcpparse.DecodeExact([]byte(args)))
+	if (got == nil) != (lib == nil) || got != nil && *got != *lib {
+		t.Errorf("fast path %v (fast %v), library %v", got, s.Fast(), lib)
+	}
+	return got
+}
+
+// TestKeywordFamilies: one table per family of JSON Schema keywords an
+// inputSchema uses; want "" is valid, else "pointer keyword".
+func TestKeywordFamilies(t *testing.T) {
+	tests := []struct {
+		family, schema, give, want string
+	}{
+		// types
+		{"type", `{"type":"object","properties":{"n":{"type":"integer"}}}`, `{"n":3}`, ""},
+		{"type", `{"type":"object","properties":{"n":{"type":"integer"}}}`, `{"n":"3"}`, "/n type"},
+		{"type", `{"type":"object","properties":{"n":{"type":"integer"}}}`, `{"n":3.5}`, "/n type"},
+		{"type", `{"type":"object","properties":{"n":{"type":"integer"}}}`, `{"n":3.0}`, ""},
+		{"type", `{"type":"object","properties":{"n":{"type":"number"}}}`, `{"n":true}`, "/n type"},
+		{"type", `{"type":"object","properties":{"s":{"type":"string"}}}`, `{"s":null}`, "/s type"},
+		{"type", `{"type":"object","properties":{"s":{"type":["string","null"]}}}`, `{"s":null}`, ""},
+		{"type", `{"type":"object","properties":{"b":{"type":"boolean"}}}`, `{"b":"true"}`, "/b type"},
+		{"type", `{"type":"object"}`, `[]`, " type"},
+		// required
+		{"required", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`, `{}`, "/a required"},
+		{"required", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`, `{"a":"x"}`, ""},
+		// enum, const
+		{"enum", `{"type":"object","properties":{"c":{"enum":["red","green"]}}}`, `{"c":"blue"}`, "/c enum"},
+		{"enum", `{"type":"object","properties":{"c":{"enum":["red","green"]}}}`, `{"c":"red"}`, ""},
+		{"enum", `{"type":"object","properties":{"c":{"enum":[1,2]}}}`, `{"c":1.0}`, ""},
+		{"const", `{"type":"object","properties":{"v":{"const":"x"}}}`, `{"v":"y"}`, "/v const"},
+		{"const", `{"type":"object","properties":{"v":{"const":{"a":1}}}}`, `{"v":{"a":1}}`, ""},
+		// min/max, exact decimals
+		{"minimum", `{"type":"object","properties":{"n":{"minimum":1}}}`, `{"n":0}`, "/n minimum"},
+		{"maximum", `{"type":"object","properties":{"n":{"maximum":100}}}`, `{"n":100}`, ""},
+		{"exclusiveMaximum", `{"type":"object","properties":{"n":{"exclusiveMaximum":100}}}`, `{"n":100}`, "/n exclusiveMaximum"},
+		{"maximum exact", `{"type":"object","properties":{"n":{"maximum":9007199254740992}}}`, `{"n":9007199254740992}`, ""},
+		{"maximum exact decimal", `{"type":"object","properties":{"n":{"maximum":0.3}}}`, `{"n":0.30000000000000004}`, "/n maximum"},
+		{"multipleOf exact", `{"type":"object","properties":{"n":{"multipleOf":0.01}}}`, `{"n":0.07}`, ""},
+		{"multipleOf exact", `{"type":"object","properties":{"n":{"multipleOf":0.01}}}`, `{"n":0.075}`, "/n multipleOf"},
+		{"minLength", `{"type":"object","properties":{"s":{"minLength":2}}}`, `{"s":"é"}`, "/s minLength"},
+		{"maxLength", `{"type":"object","properties":{"s":{"maxLength":1}}}`, `{"s":"é"}`, ""},
+		{"maxItems", `{"type":"object","properties":{"a":{"maxItems":1}}}`, `{"a":[1,2]}`, "/a maxItems"},
+		{"maxProperties", `{"type":"object","maxProperties":1,"additionalProperties":true}`, `{"a":1,"b":2}`, " maxProperties"},
+		// pattern
+		{"pattern", `{"type":"object","properties":{"s":{"pattern":"^[a-z]+$"}}}`, `{"s":"abc"}`, ""},
+		{"pattern", `{"type":"object","properties":{"s":{"pattern":"^[a-z]+$"}}}`, `{"s":"ab1"}`, "/s pattern"},
+		// formats the validator asserts
+		{"format date-time", `{"type":"object","properties":{"t":{"type":"string","format":"date-time"}}}`, `{"t":"2026-07-28T10:00:00Z"}`, ""},
+		{"format date-time", `{"type":"object","properties":{"t":{"type":"string","format":"date-time"}}}`, `{"t":"yesterday"}`, "/t format"},
+		{"format email", `{"type":"object","properties":{"e":{"type":"string","format":"email"}}}`, `{"e":"not an email"}`, "/e format"},
+		{"format uuid", `{"type":"object","properties":{"u":{"type":"string","format":"uuid"}}}`, `{"u":"123"}`, "/u format"},
+		{"format ipv4", `{"type":"object","properties":{"i":{"type":"string","format":"ipv4"}}}`, `{"i":"10.0.0.256"}`, "/i format"},
+		{"format uri", `{"type":"object","properties":{"u":{"type":"string","format":"uri"}}}`, `{"u":"https://example.com/a"}`, ""},
+		{"format unknown", `{"type":"object","properties":{"u":{"type":"string","format":"x-custom"}}}`, `{"u":"anything"}`, ""},
+		// nested objects and arrays
+		{"nested", `{"type":"object","properties":{"o":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}}}`, `{"o":{}}`, "/o/n required"},
+		{"nested", `{"type":"object","properties":{"o":{"type":"object","properties":{"n":{"type":"integer"}}}}}`, `{"o":{"n":"x"}}`, "/o/n type"},
+		{"nested unknown", `{"type":"object","properties":{"o":{"type":"object","properties":{"n":{"type":"integer"}}}}}`, `{"o":{"n":1,"m":2}}`, "/o/m unevaluatedProperties"},
+		{"array items", `{"type":"object","properties":{"a":{"type":"array","items":{"type":"string"}}}}`, `{"a":["x",1]}`, "/a/1 type"},
+		{"array of objects", `{"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{"k":{"type":"string"}}}}}}`, `{"a":[{"k":"x","z":1}]}`, "/a/0/z unevaluatedProperties"},
+		{"prefixItems", `{"type":"object","properties":{"a":{"type":"array","prefixItems":[{"type":"string"}],"items":false}}}`, `{"a":["x",1]}`, "/a/1 items"},
+		{"escapes", `{"type":"object","properties":{"s":{"type":"string","maxLength":20,"pattern":"^a+\"b+$"}}}`, `{"s":"aaaaaaaaaa\"bbbbbbbbb"}`, ""},
+		{"escapes", `{"type":"object","properties":{"s":{"type":"string","maxLength":19}}}`, `{"s":"aaaaaaaaaa\"bbbbbbbbb"}`, "/s maxLength"},
+		{"escaped name", `{"type":"object","properties":{"ab":{"type":"integer"}},"required":["ab"]}`, `{"\u0061b":"x"}`, "/ab type"},
+		{"escaped unknown name", `{"type":"object","properties":{"ab":{}}}`, `{"a\/b":1}`, "/a~1b unevaluatedProperties"},
+		{"pointer escaping", `{"type":"object","properties":{"a/b~c":{"type":"string"}}}`, `{"a/b~c":1}`, "/a~1b~0c type"},
+		// $ref inside the schema
+		{"$ref", `{"type":"object","$defs":{"pos":{"type":"integer","minimum":1}},"properties":{"n":{"$ref":"#/$defs/pos"}}}`, `{"n":0}`, "/n minimum"},
+		{"$ref", `{"type":"object","$defs":{"pos":{"type":"integer","minimum":1}},"properties":{"n":{"$ref":"#/$defs/pos"}}}`, `{"n":2}`, ""},
+		{"$ref object closed", `{"type":"object","$defs":{"o":{"type":"object","properties":{"a":{}}}},"properties":{"o":{"$ref":"#/$defs/o"}}}`, `{"o":{"a":1,"b":2}}`, "/o/b unevaluatedProperties"},
+		{"$ref object", `{"type":"object","$defs":{"o":{"type":"object","properties":{"a":{}}}},"properties":{"o":{"$ref":"#/$defs/o"}}}`, `{"o":{"a":1}}`, ""},
+		// additionalProperties forms
+		{"unknown refused", `{"type":"object","properties":{"a":{"type":"string"}}}`, `{"a":"x","b":1}`, "/b unevaluatedProperties"},
+		{"empty object schema", `{"type":"object"}`, `{"b":1}`, "/b unevaluatedProperties"},
+		{"empty object schema", `{"type":"object"}`, `{}`, ""},
+		{"additionalProperties true", `{"type":"object","properties":{"a":{}},"additionalProperties":true}`, `{"b":1}`, ""},
+		{"additionalProperties false", `{"type":"object","properties":{"a":{}},"additionalProperties":false}`, `{"b":1}`, "/b additionalProperties"},
+		{"additionalProperties schema", `{"type":"object","additionalProperties":{"type":"integer"}}`, `{"b":1}`, ""},
+		{"additionalProperties schema", `{"type":"object","additionalProperties":{"type":"integer"}}`, `{"b":"x"}`, "/b type"},
+		{"unevaluatedProperties true", `{"type":"object","unevaluatedProperties":true}`, `{"b":1}`, ""},
+		{"patternProperties", `{"type":"object","patternProperties":{"^x-":{"type":"string"}}}`, `{"x-a":"s"}`, ""},
+		{"patternProperties", `{"type":"object","patternProperties":{"^x-":{"type":"string"}}}`, `{"y":"s"}`, "/y unevaluatedProperties"},
+		{"allOf sees both", `{"type":"object","allOf":[{"properties":{"a":{}}},{"properties":{"b":{}}}]}`, `{"a":1,"b":2}`, ""},
+		{"allOf unknown", `{"type":"object","allOf":[{"properties":{"a":{}}},{"properties":{"b":{}}}]}`, `{"a":1,"c":2}`, "/c unevaluatedProperties"},
+		{"anyOf", `{"type":"object","anyOf":[{"properties":{"a":{"type":"string"}},"required":["a"]},{"properties":{"b":{"type":"string"}},"required":["b"]}]}`, `{"b":"x"}`, ""},
+		{"open member", `{"type":"object","properties":{"any":{}}}`, `{"any":{"x":1}}`, ""},
+		// draft-07 by $schema
+		{"draft-07 unevaluatedProperties ignored", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{}},"additionalProperties":true,"unevaluatedProperties":false}`, `{"b":1}`, ""},
+		{"draft-07 zod", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"city":{"type":"string","minLength":1}},"required":["city"],"additionalProperties":false}`, `{"city":""}`, "/city minLength"},
+		{"draft-07 closed", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"string"}}}`, `{"a":"x","b":1}`, "/b additionalProperties"},
+		{"draft-07 $ref", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","definitions":{"o":{"type":"object","properties":{"k":{}}}},"properties":{"o":{"$ref":"#/definitions/o"}}}`, `{"o":{"k":1,"z":2}}`, "/o/z additionalProperties"},
+		{"draft-07 $ref", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","definitions":{"o":{"type":"object","properties":{"k":{}}}},"properties":{"o":{"$ref":"#/definitions/o"}}}`, `{"o":{"k":1}}`, ""},
+		{"boolean schema", `true`, `{"a":1}`, ""},
+		{"false items", `{"type":"object","properties":{"a":{"type":"array","items":false}}}`, `{"a":[1]}`, "/a/0 items"},
+		{"false property", `{"type":"object","properties":{"a":false}}`, `{"a":1}`, "/a properties"},
+		{"false additionalProperties schema", `{"type":"object","properties":{"a":{}},"additionalProperties":{"not":{}}}`, `{"b":1}`, "/b additionalProperties"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.family+" "+tt.give, func(t *testing.T) {
+			f := check(t, tt.schema, tt.give)
+			got := ""
+			if f != nil {
+				got = f.Pointer + " " + f.Keyword
+			}
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCompileRefuses: schemas that cannot decide are unusable.
+func TestCompileRefuses(t *testing.T) {
+	deep := strings.Repeat(`{"properties":{"a":`, MaxSchemaDepth) + `{}` + strings.Repeat(`}}`, MaxSchemaDepth)
+	tests := []struct{ name, give string }{
+		{"external $ref", `{"type":"object","properties":{"a":{"$ref":"https://example.com/s.json"}}}`},
+		{"file $ref", `{"type":"object","properties":{"a":{"$ref":"file:///etc/passwd"}}}`},
+		{"relative $ref against $id", `{"$id":"https://example.com/root.json","type":"object","properties":{"a":{"$ref":"other.json"}}}`},
+		{"dangling $ref", `{"type":"object","properties":{"a":{"$ref":"#/$defs/none"}}}`},
+		{"unknown $schema", `{"$schema":"https://example.com/my-meta","type":"object"}`},
+		{"not a schema", `{"type":"objekt"}`},
+		{"duplicate member", `{"type":"object","type":"string"}`},
+		{"lossy number", `{"type":"object","properties":{"n":{"maximum":9007199254740993}}}`},
+		{"too deep", deep},
+		{"too large", `{"description":"` + strings.Repeat("x", MaxSchemaBytes) + `"}`},
+		{"draft-07 composition", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","allOf":[{"properties":{"a":{}}}]}`},
+		{"not JSON", `{type: object}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Compile([]byte(tt.give)); !errors.Is(err, ErrUnusable) {
+				t.Errorf("Compile: %v, want ErrUnusable", err)
+			}
+		})
+	}
+}
+
+// TestFailureNeverHoldsValue: the failure names where and which keyword,
+// never the value.
+func TestFailureNeverHoldsValue(t *testing.T) {
+	f := check(t, `{"type":"object","properties":{"pw":{"type":"string","maxLength":3}}}`, `{"pw":"hunter2-secret"}`)
+	if f == nil || strings.Contains(f.Error(), "hunter2") || f.Pointer != "/pw" || f.Keyword != "maxLength" {
+		t.Fatalf("failure %+v", f)
+	}
+}
+
+func TestCache(t *testing.T) {
+	c := NewCache(2)
+	s1, err := c.Compile("fp1", []byte(`{"type":"object"}`))
+	if err != nil || s1 == nil {
+		t.Fatal(err)
+	}
+	if s, _ := c.Compile("fp1", []byte(`{"type":"string"}`)); s != s1 {
+		t.Error("a cached fingerprint compiled again")
+	}
+	if _, err := c.Compile("fp2", []byte(`{"$ref":"https://x"}`)); err == nil {
+		t.Error("unusable schema compiled")
+	}
+	if _, ok, err := c.Lookup("fp2"); !ok || err == nil {
+		t.Error("a compile error is not kept")
+	}
+}
+
+// TestFastPathSubset: schemas of the fast path's keywords take it; any
+// other keyword sends the schema to the library.
+func TestFastPathSubset(t *testing.T) {
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{`{"type":"object","properties":{"a":{"type":"string","maxLength":3,"pattern":"^a"},"n":{"type":["integer","null"],"minimum":0,"multipleOf":2},"e":{"enum":["x",1,null,true]},"o":{"type":"object","additionalProperties":{"type":"integer"}},"l":{"type":"array","items":{"const":"k"},"maxItems":2}},"required":["a"],"title":"t","x-vendor":1}`, true},
+		{`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"t":{"type":"string","format":"date-time"}}}`, true},
+		{`true`, true},
+		{`{"type":"object","properties":{"a":{"$ref":"#/$defs/a"}},"$defs":{"a":{}}}`, false},
+		{`{"type":"object","allOf":[{"properties":{"a":{}}}]}`, false},
+		{`{"type":"object","patternProperties":{"^x":{}}}`, false},
+		{`{"type":"object","properties":{"a":{"type":"array","prefixItems":[{}]}}}`, false},
+		{`{"type":"object","properties":{"e":{"enum":[{"a":1}]}}}`, false},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`, true},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","unevaluatedProperties":false}`, false},
+		{`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object"}`, false},
+		{`{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object"}`, true},
+	}
+	for _, tt := range tests {
+		s, err := Compile([]byte(tt.give))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Fast() != tt.want {
+			t.Errorf("%s: fast %v, want %v", tt.give, s.Fast(), tt.want)
+		}
+	}
+}
+
+// TestConcurrentValidate: one compiled schema (and the Cache) serves many
+// Checks at once, on both paths (run with -race).
+func TestConcurrentValidate(t *testing.T) {
+	c := NewCache(4)
+	schemas := []string{benchSchema, `{"type":"object","anyOf":[{"properties":{"a":{"type":"integer"}}},{"properties":{"b":{}}}]}`}
+	args := [][]byte{benchArgs(1), []byte(`{"a":1}`)}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				k := (g + i) % 2
+				s, err := c.Compile(strconv.Itoa(k), []byte(schemas[k]))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if f := s.ValidateRaw(args[k]); f != nil {
+					t.Error(f)
+					return
+				}
+				if f := s.ValidateRaw([]byte(`{"nope":1}`)); f == nil {
+					t.Error("an unknown member passed")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

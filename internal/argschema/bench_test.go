@@ -1,0 +1,77 @@
+package argschema
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+)
+
+// benchSchema and benchArgs: records {id, name, tags, amount} under items,
+// about kib KiB of them (decision's BenchmarkArgumentsValidation uses the
+// same shape through the whole Check).
+const benchSchema = `{"type":"object","properties":{` +
+	`"account":{"type":"string","pattern":"^[a-z0-9-]+$"},"dryRun":{"type":"boolean"},` +
+	`"items":{"type":"array","maxItems":10000,"items":{"type":"object","properties":{` +
+	`"id":{"type":"integer","minimum":0},"name":{"type":"string","maxLength":64},` +
+	`"tags":{"type":"array","items":{"enum":["a","b","c"]}},"amount":{"type":"number","multipleOf":0.01}},` +
+	`"required":["id","name"]}}},"required":["account","items"]}`
+
+func benchArgs(kib int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"account":"acct-42","dryRun":false,"items":[`)
+	for i := 0; b.Len() < kib<<10; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"record number %d","tags":["a","c"],"amount":%d.25}`, i, i, i)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// BenchmarkValidate: the fast path and the library (decoding included) on
+// the same schema and arguments; ns/op per KiB is what a Check pays.
+func BenchmarkValidate(b *testing.B) {
+	s, err := Compile([]byte(benchSchema))
+	if err != nil || !s.Fast() {
+		b.Fatal(err, s.Fast())
+	}
+	for _, kib := range []int{1, 8} {
+		args := benchArgs(kib)
+		b.Run(fmt.Sprintf("fast/%dKiB", kib), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(args)))
+			start := cpuTime(b)
+			for b.Loop() {
+				if f := s.ValidateRaw(args); f != nil {
+					b.Fatal(f)
+				}
+			}
+			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+		})
+		b.Run(fmt.Sprintf("library/%dKiB", kib), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(args)))
+			start := cpuTime(b)
+			for b.Loop() {
+				if f := s.Validate(mcpparse.DecodeExact(args)); f != nil {
+					b.Fatal(f)
+				}
+			}
+			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
