@@ -55,7 +55,7 @@ type compiler struct {
 // Keys a policy file may hold. To add a key, list it here and read it where
 // the list is used (compile, compileRule); everything else is refused.
 var (
-	policyKeys  = []string{"default", "refusal", "deny", "ask", "allow", "methods", "scopes", "pin_mode", "pin_scope", "pins", "allow_new_tools", "trusted_servers"}
+	policyKeys  = []string{"default", "refusal", "deny", "ask", "allow", "methods", "scopes", "pin_mode", "pin_scope", "pins", "allow_new_tools", "trusted_servers", "quotas"}
 	methodsKeys = []string{"deny", "ask", "allow"}
 	// toolRuleKeys are the keys of a rule in deny, ask and allow.
 	toolRuleKeys = []string{"id", "match", "when", "shadow", "scopes", "refusal", "annotations", "recover_results"}
@@ -124,6 +124,8 @@ func (c *compiler) compile() *Policy {
 		case "trusted_servers":
 			c.compileTrusted(f.val)
 			c.usePinning(f.val, "", errTrustedOff)
+		case "quotas":
+			c.compileQuotas(f.val)
 		case "default":
 			c.compileDefault(f.val)
 		case "refusal":

@@ -62,7 +62,7 @@ func (m *Metrics) unixNow() float64 {
 var Sinks = []string{"stdout", "file", "otlp"}
 
 // StateStoreOps are the values of the state store's op label.
-var StateStoreOps = []string{"claim", "release", "ping", "get"}
+var StateStoreOps = []string{"claim", "release", "ping", "get", "quota"}
 
 // ReceiptOutcomes are the values of receipts_total's outcome label.
 var ReceiptOutcomes = []string{"success", "tool_error", "rpc_error", "task_created", "input_required", "http_error", "outcome_unknown"}
