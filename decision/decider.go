@@ -66,6 +66,13 @@ type Config struct {
 	// Cursors, when set, refuses a list request whose params.cursor does not
 	// open for this caller (ReasonInvalidParams); nil passes cursors as sent.
 	Cursors CursorOpener
+	// Quotas keeps the buckets of the policy's quotas (quota.go); nil
+	// refuses every request a quota applies to (state_store_unavailable,
+	// or admits it when the quota says on_store_error: allow).
+	Quotas QuotaBuckets
+	// QuotaObserver, when set, is told each quota charged and its outcome
+	// (QuotaOutcomes), for metrics by quota id.
+	QuotaObserver func(quotaID, outcome string)
 }
 
 // Decider decides Requests. It is safe for concurrent use.
@@ -206,7 +213,7 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 			Audience: principal.Audience, Server: dec.Server, Method: dec.Method,
 			ArgsDigest: dec.ArgsDigest, Issuer: principal.Issuer, Subject: principal.Subject,
 		})
-		return d.evaluate(lp, dec, &policy.Input{Op: op, Server: dec.Server, Claims: principal.Claims})
+		return d.evaluateCharged(ctx, lp, dec, &policy.Input{Op: op, Server: dec.Server, Claims: principal.Claims})
 	}
 	body, reason := d.parse(r, dec)
 	if reason != "" {
@@ -370,7 +377,7 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 	if m.Kind == mcpparse.KindRequest && taskMethods[m.Method] {
 		el.TaskID, _ = paramString(m.Params, "taskId")
 	}
-	reason := d.evaluate(lp, el, in)
+	reason := d.evaluateCharged(ctx, lp, el, in)
 	if reason != ReasonAllowed && reason != ReasonAuthorizationRequired {
 		return reason
 	}
@@ -475,6 +482,23 @@ func (d *Decider) definition(ctx context.Context, lp *LoadedPolicy, el *Decision
 	return ""
 }
 
+// evaluateCharged is evaluate, then the quotas the policy charged the
+// request to (charge): a deny rule decides before the quotas, an empty
+// bucket before ask, allow and the default.
+func (d *Decider) evaluateCharged(ctx context.Context, lp *LoadedPolicy, el *Decision, in *policy.Input) Reason {
+	reason := d.evaluate(lp, el, in)
+	if len(el.quotas) == 0 {
+		return reason
+	}
+	ruleID := el.RuleID
+	if r := d.charge(ctx, el); r != "" {
+		el.RequiredScopes = nil
+		return r
+	}
+	el.RuleID = ruleID
+	return reason
+}
+
 // evaluate runs the policy on in and maps its result to a reason.
 func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input) Reason {
 	var res policy.Result
@@ -485,6 +509,7 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input) Rea
 		res = lp.Policy.Evaluate(in)
 	}
 	el.RuleID, el.Shadow, el.WhenErrors = res.RuleID, res.Shadow, res.WhenErrors
+	el.quotas = res.Quotas
 	el.RecoverResults = res.RecoverResults
 	el.Conceal = res.Refusal == policy.RefusalConceal
 	switch {

@@ -102,6 +102,7 @@ var ourCodes = map[string]int{
 	"CodeForbidden": CodeForbidden, "CodeAuthorizationRequired": CodeAuthorizationRequired,
 	"CodeUnauthenticated": CodeUnauthenticated, "CodeRequestRejected": CodeRequestRejected,
 	"CodeUnavailable": CodeUnavailable, "CodeInternal": CodeInternal,
+	"CodeRateLimited": CodeRateLimited,
 }
 
 // TestJSONRPCCodesUnclaimed: the service's own codes are distinct, sit in

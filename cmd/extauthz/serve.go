@@ -360,6 +360,11 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	dc := decision.Config{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal,
 		Verifier: verifier, Policies: store, Limits: lim, Binding: binding, Definitions: definitions,
 		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), CaseSensitiveKeys: setOf(cfg.CaseSensitiveKeys)}
+	// Policy quotas keep their buckets in the same store (memory: this
+	// replica's; Redis: shared), observed as op "quota".
+	if l, ok := state.Observe(binding.Store, metrics.StateStoreCall).(state.Limiter); ok {
+		dc.Quotas, dc.QuotaObserver = l, metrics.QuotaCharged
+	}
 	proc, err := newProcessor(cfg, store, verifier, binding.Store, pinStore, log, decisionLog, metrics, &dc)
 	if err != nil {
 		binding.Store.Close()

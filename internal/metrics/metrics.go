@@ -40,6 +40,7 @@ type Metrics struct {
 	DecisionLogSampled  prometheus.Counter       // decision_log_sampled_out_total
 	CELEvaluationErrors *prometheus.CounterVec   // cel_evaluation_errors_total{rule_id}
 	RuleDecisions       *prometheus.CounterVec   // rule_decisions_total{rule_id,decision}
+	QuotaDecisions      *prometheus.CounterVec   // quota_decisions_total{rule_id,outcome}
 	SideStreams         *prometheus.CounterVec   // ext_proc_streams_total{route,outcome}
 	ListsFiltered       *prometheus.CounterVec   // lists_filtered_total{kind,result}
 	ListItemsRemoved    *prometheus.CounterVec   // list_items_removed_total{kind}
@@ -143,6 +144,8 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 			Help: "`when` expressions that failed at run time (a missing args member, a wrong type, the cost limit), by rule id; deny and ask rules then match, allow rules do not."}, []string{"rule_id"}),
 		RuleDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rule_decisions_total",
 			Help: "Checks decided by a rule, by its id (from the policy file) and decision (allow, deny, ask): which rules deny most."}, []string{"rule_id", "decision"}),
+		QuotaDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "quota_decisions_total",
+			Help: "Requests charged to a policy quota, by its id (from the policy file) and outcome (admitted, limited: rate_limited, store_refused: the bucket store failed and the quota fails closed, store_admitted: it failed and the quota says on_store_error: allow)."}, []string{"rule_id", "outcome"}),
 		SideStreams: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "ext_proc_streams_total",
 			Help: "ext_proc side streams (one per processed HTTP stream), by route (list, get, task, call, other) and outcome (ok: ended by Envoy; error: aborted by the processor; refused: answered with a local reply)."}, []string{"route", "outcome"}),
 		ListsFiltered: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "lists_filtered_total",
@@ -157,7 +160,7 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 		m.KeySetRefreshes, m.OIDCDiscovery, m.PolicyReloads, m.PolicyReloadError, m.PolicyInfo, m.Ready,
 		m.BuildInfo, m.DryRun, m.PolicyReloadOK, m.PolicyReloadTime, m.KeySetRefreshTime, m.StateStoreRequests,
 		m.StateStoreDuration, m.DecisionLogErrors, m.DecisionLogDropped, m.DecisionLogBlocked, m.DecisionLogSampled,
-		m.CELEvaluationErrors, m.RuleDecisions, m.SideStreams, m.ListsFiltered, m.ListItemsRemoved, m.Receipts)
+		m.CELEvaluationErrors, m.RuleDecisions, m.QuotaDecisions, m.SideStreams, m.ListsFiltered, m.ListItemsRemoved, m.Receipts)
 	for _, o := range ReceiptOutcomes {
 		m.Receipts.WithLabelValues(o)
 	}
@@ -382,6 +385,15 @@ func (m *Metrics) DecisionLogSampledOut() {
 func (m *Metrics) RuleDecided(ruleID, decision string) {
 	if m != nil {
 		m.RuleDecisions.WithLabelValues(ruleID, decision).Inc()
+	}
+}
+
+// QuotaCharged counts a request charged to quota ruleID with its outcome
+// (decision.QuotaOutcomes). Quota ids come from the policy file: the
+// label set is bounded by the policies loaded.
+func (m *Metrics) QuotaCharged(ruleID, outcome string) {
+	if m != nil {
+		m.QuotaDecisions.WithLabelValues(ruleID, outcome).Inc()
 	}
 }
 
