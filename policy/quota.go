@@ -56,7 +56,8 @@ type Quota struct {
 	one  []*Quota // {this quota}: Result.Quotas of a request only it matches, without allocating
 }
 
-// Interval is the time one token takes to come back: Window / Limit.
+// Interval is the time one token takes to come back: Window / Limit, at
+// least a microsecond (Limit <= MaxQuotaLimit, Window >= 1s).
 func (q *Quota) Interval() time.Duration { return q.Window / time.Duration(q.Limit) }
 
 // Bounds of a quota rule.
@@ -197,10 +198,6 @@ func (c *compiler) compileQuota(item *yaml.Node, pos string) {
 		}
 	}
 	if !ok {
-		return
-	}
-	if q.Window/time.Duration(q.Limit) < time.Millisecond {
-		c.addf(f["limit"], id, "limit %d per %s is more than one request per millisecond: use a shorter window", q.Limit, q.Window)
 		return
 	}
 	if float64(q.Burst)*float64(q.Interval()) > float64(MaxQuotaWindow) {
