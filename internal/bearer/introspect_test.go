@@ -154,16 +154,24 @@ func TestIntrospection(t *testing.T) {
 		{"wrong audience", func(iss string) func(http.ResponseWriter, string) {
 			return activeAnswer(iss, map[string]any{"aud": "https://evil.example.com/mcp"})
 		}, bearer.KindWrongAudience},
-		{"no audience", func(iss string) func(http.ResponseWriter, string) { return activeAnswer(iss, map[string]any{"aud": nil}) }, bearer.KindWrongAudience},
+		{"no audience", func(iss string) func(http.ResponseWriter, string) {
+			return activeAnswer(iss, map[string]any{"aud": nil})
+		}, bearer.KindWrongAudience},
 		{"wrong issuer", func(string) func(http.ResponseWriter, string) {
 			return activeAnswer("https://evil.example.com", nil)
 		}, bearer.KindWrongIssuer},
-		{"no issuer", func(iss string) func(http.ResponseWriter, string) { return activeAnswer(iss, map[string]any{"iss": nil}) }, bearer.KindWrongIssuer},
+		{"no issuer", func(iss string) func(http.ResponseWriter, string) {
+			return activeAnswer(iss, map[string]any{"iss": nil})
+		}, bearer.KindWrongIssuer},
 		{"expired", func(iss string) func(http.ResponseWriter, string) {
 			return activeAnswer(iss, map[string]any{"exp": time.Now().Add(-time.Minute).Unix()})
 		}, bearer.KindExpired},
-		{"no exp", func(iss string) func(http.ResponseWriter, string) { return activeAnswer(iss, map[string]any{"exp": nil}) }, bearer.KindInvalid},
-		{"no sub", func(iss string) func(http.ResponseWriter, string) { return activeAnswer(iss, map[string]any{"sub": nil}) }, bearer.KindInvalid},
+		{"no exp", func(iss string) func(http.ResponseWriter, string) {
+			return activeAnswer(iss, map[string]any{"exp": nil})
+		}, bearer.KindInvalid},
+		{"no sub", func(iss string) func(http.ResponseWriter, string) {
+			return activeAnswer(iss, map[string]any{"sub": nil})
+		}, bearer.KindInvalid},
 		{"sub not a string", func(iss string) func(http.ResponseWriter, string) { return activeAnswer(iss, map[string]any{"sub": 7}) }, bearer.KindMalformed},
 		{"nbf ahead", func(iss string) func(http.ResponseWriter, string) {
 			return activeAnswer(iss, map[string]any{"nbf": time.Now().Add(time.Hour).Unix()})
@@ -173,11 +181,15 @@ func TestIntrospection(t *testing.T) {
 		}, bearer.KindInvalid},
 		{"garbage: not JSON", func(string) func(http.ResponseWriter, string) { return raw("application/json", `<html>`, 200) }, bearer.KindUnavailable},
 		{"garbage: no active", func(string) func(http.ResponseWriter, string) { return raw("application/json", `{"sub":"alice"}`, 200) }, bearer.KindUnavailable},
-		{"garbage: active a string", func(string) func(http.ResponseWriter, string) { return raw("application/json", `{"active":"true"}`, 200) }, bearer.KindUnavailable},
+		{"garbage: active a string", func(string) func(http.ResponseWriter, string) {
+			return raw("application/json", `{"active":"true"}`, 200)
+		}, bearer.KindUnavailable},
 		{"garbage: active twice", func(string) func(http.ResponseWriter, string) {
 			return raw("application/json", `{"active":false,"active":true}`, 200)
 		}, bearer.KindUnavailable},
-		{"garbage: trailing data", func(string) func(http.ResponseWriter, string) { return raw("application/json", `{"active":false} x`, 200) }, bearer.KindUnavailable},
+		{"garbage: trailing data", func(string) func(http.ResponseWriter, string) {
+			return raw("application/json", `{"active":false} x`, 200)
+		}, bearer.KindUnavailable},
 		{"garbage: text/html", func(string) func(http.ResponseWriter, string) { return raw("text/html", `{"active":false}`, 200) }, bearer.KindUnavailable},
 		{"garbage: too large", func(string) func(http.ResponseWriter, string) {
 			return raw("application/json", `{"active":false,"x":"`+strings.Repeat("a", 70<<10)+`"}`, 200)
