@@ -90,6 +90,9 @@ type Config struct {
 	CaseSensitiveKeys []string
 	// Telemetry is the observability flags (telemetry.go).
 	Telemetry telemetryConfig
+	// Introspection is --token-mode and the --introspection-* flags
+	// (introspection.go): opaque tokens by RFC 7662.
+	Introspection introspectionConfig
 	// AllowTestKeys lets --jwks-file, --approver-jwks-file and
 	// --cursor-key-file hold the published test keys
 	// (examples/TEST-ONLY-*.jwk.json, examples/TEST-ONLY-cursor-key): demos
@@ -358,6 +361,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.TLS.key, "tls-key-file", "", "gRPC port: private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.TLS.clientCA, "client-ca-file", "", "gRPC port: CA bundle (PEM) that callers' client certificates must chain to")
 	c.Telemetry.register(fs)
+	c.Introspection.register(fs)
 	fs.Usage = func() { printServeUsage(fs.Output(), fs) }
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
@@ -446,6 +450,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return nil, err
 	}
 	if err := c.Telemetry.check(); err != nil {
+		return nil, err
+	}
+	if err := c.Introspection.check(); err != nil {
 		return nil, err
 	}
 	switch {

@@ -20,6 +20,7 @@ type Metrics struct {
 	InFlight          prometheus.Gauge         // checks_in_flight
 	TokenFailures     *prometheus.CounterVec   // token_verification_failures_total{reason}
 	TokenCache        *prometheus.CounterVec   // token_cache_total{result="hit|miss|expired|stale"}
+	Introspections    *prometheus.CounterVec   // introspection_total{result="hit|active|refused|error|open"}
 	KeySetRefreshes   *prometheus.CounterVec   // keyset_refreshes_total{result="ok|error"}
 	OIDCDiscovery     *prometheus.CounterVec   // oidc_discovery_total{result="ok|error"}
 	PolicyReloads     prometheus.Counter       // policy_reloads_total
@@ -144,6 +145,8 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 			Help: "`when` expressions that failed at run time (a missing args member, a wrong type, the cost limit), by rule id; deny and ask rules then match, allow rules do not."}, []string{"rule_id"}),
 		RuleDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rule_decisions_total",
 			Help: "Checks decided by a rule, by its id (from the policy file) and decision (allow, deny, ask): which rules deny most."}, []string{"rule_id", "decision"}),
+		Introspections: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "introspection_total",
+			Help: "Opaque tokens verified by RFC 7662 introspection, by result: hit (answered from the cache), active (the endpoint's answer verified), refused (inactive, or a claim check failed), error (the endpoint failed: idp_unavailable), open (the circuit breaker is open: refused without a call)."}, []string{"result"}),
 		QuotaDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "quota_decisions_total",
 			Help: "Requests charged to a policy quota, by its id (from the policy file) and outcome (admitted, limited: rate_limited, store_refused: the bucket store failed and the quota fails closed, store_admitted: it failed and the quota says on_store_error: allow)."}, []string{"rule_id", "outcome"}),
 		SideStreams: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "ext_proc_streams_total",
@@ -160,7 +163,7 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 		m.KeySetRefreshes, m.OIDCDiscovery, m.PolicyReloads, m.PolicyReloadError, m.PolicyInfo, m.Ready,
 		m.BuildInfo, m.DryRun, m.PolicyReloadOK, m.PolicyReloadTime, m.KeySetRefreshTime, m.StateStoreRequests,
 		m.StateStoreDuration, m.DecisionLogErrors, m.DecisionLogDropped, m.DecisionLogBlocked, m.DecisionLogSampled,
-		m.CELEvaluationErrors, m.RuleDecisions, m.QuotaDecisions, m.SideStreams, m.ListsFiltered, m.ListItemsRemoved, m.Receipts)
+		m.CELEvaluationErrors, m.RuleDecisions, m.QuotaDecisions, m.Introspections, m.SideStreams, m.ListsFiltered, m.ListItemsRemoved, m.Receipts)
 	for _, o := range ReceiptOutcomes {
 		m.Receipts.WithLabelValues(o)
 	}
@@ -385,6 +388,14 @@ func (m *Metrics) DecisionLogSampledOut() {
 func (m *Metrics) RuleDecided(ruleID, decision string) {
 	if m != nil {
 		m.RuleDecisions.WithLabelValues(ruleID, decision).Inc()
+	}
+}
+
+// IntrospectionResult counts one introspection outcome (see
+// Introspections).
+func (m *Metrics) IntrospectionResult(result string) {
+	if m != nil {
+		m.Introspections.WithLabelValues(result).Inc()
 	}
 }
 
