@@ -3,6 +3,7 @@ package state_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -221,5 +222,62 @@ func TestTakeRedisDown(t *testing.T) {
 	o := state.Observe(state.NewMemory(0, nil), func(string, time.Duration, error) {})
 	if ok, _, err := o.(state.Limiter).Take(context.Background(), "k", time.Second, 1); !ok || err != nil {
 		t.Errorf("observed memory Take = %v, %v", ok, err)
+	}
+}
+
+// TestTakeRedisCluster: buckets on a three-primary Redis Cluster, each on
+// the primary of its slot (keys span all three): a burst of one each. With
+// WaitReplicas 1, a bucket on the primary that has a replica is taken and
+// acknowledged; one on a primary without a replica is ErrNotReplicated.
+func TestTakeRedisCluster(t *testing.T) {
+	c := startCluster(t)
+	prefix := statetest.Prefix()
+	r, err := state.OpenRedis("redis-cluster://"+c.seed, state.RedisOptions{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	seed := admin(t, c.seed)
+	slots := map[bool]string{} // slot on the first primary (0..5460, the one with a replica) → a key
+	for i := range 30 {
+		k := "bucket-" + string(rune('a'+i%26)) + string(rune('0'+i/26))
+		slot, err := seed.ClusterKeySlot(ctx, prefix+k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots[slot <= 5460] = k
+		if ok, _, err := r.Take(ctx, k, time.Hour, 1); !ok || err != nil {
+			t.Fatalf("first take of %s (slot %d) = %v, %v", k, slot, ok, err)
+		}
+		if ok, retry, err := r.Take(ctx, k, time.Hour, 1); ok || err != nil || retry <= 0 {
+			t.Fatalf("second take of %s = %v, %v, %v; want refused", k, ok, retry, err)
+		}
+	}
+	if len(slots) != 2 {
+		t.Fatalf("keys on %d sides, want both", len(slots))
+	}
+	// The same keys under a new prefix land elsewhere: find one on each
+	// side again.
+	wprefix := statetest.Prefix()
+	sides := map[bool]string{}
+	for i := 0; len(sides) < 2 && i < 100; i++ {
+		k := "w-" + strconv.Itoa(i)
+		slot, err := seed.ClusterKeySlot(ctx, wprefix+k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sides[slot <= 5460] = k
+	}
+	w, err := state.OpenRedis("redis-cluster://"+c.seed, state.RedisOptions{Prefix: wprefix, WaitReplicas: 1, WaitTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if ok, _, err := w.Take(ctx, sides[true], time.Hour, 1); !ok || err != nil {
+		t.Errorf("replicated primary: %v, %v", ok, err)
+	}
+	if _, _, err := w.Take(ctx, sides[false], time.Hour, 1); !errors.Is(err, state.ErrNotReplicated) {
+		t.Errorf("primary without replica: err = %v, want ErrNotReplicated", err)
 	}
 }
