@@ -3,7 +3,11 @@ package extauthz
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +15,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
@@ -34,7 +41,7 @@ ask:
 allow:
   - "payments/*"
 methods:
-  allow: [tools/list, initialize]
+  allow: [tools/list, initialize, notifications/initialized, ping, GET, DELETE]
 quotas:
   - id: search-per-user
     match: payments/search
@@ -381,4 +388,79 @@ quotas:
 		b.Cleanup(func() { r.Close() })
 		run(b, server(r), "search", decision.ReasonAllowed)
 	})
+}
+
+// TestRateLimitedWithGoSDK: the official Go SDK (v1.8.0) as client and
+// server behind the service, the policy's quota of 2 searches a minute:
+// the third call reaches the caller under --denial-status auto as a
+// *jsonrpc.Error (-32016, data.reason rate_limited, data.retry_after 30),
+// under http-error as the SDK's transient 429 error (its "rejected by
+// transport", -32005, with "Too Many Requests"; the body unread); never as a closed connection, and the session goes on
+// (a call no quota limits succeeds in the same session).
+func TestRateLimitedWithGoSDK(t *testing.T) {
+	for _, mode := range []DenialStatus{DenialStatusAuto, DenialStatusHTTPError} {
+		t.Run(mode.String(), func(t *testing.T) {
+			server := mcp.NewServer(&mcp.Implementation{Name: "payments", Version: "1"}, nil)
+			var ran atomic.Int64
+			for _, name := range []string{"search", "other"} {
+				mcp.AddTool(server, &mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+					func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
+						ran.Add(1)
+						return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + name}}}, nil, nil
+					})
+			}
+			srv := quotaServer(t, state.NewMemory(0, nil), nil)
+			srv.Decider = mustDecider(func() decision.Config {
+				c := srv.Decider.Config()
+				c.Verifier = principalsByToken{"test-token": quotaCallers["alice"]}
+				return c
+			}())
+			srv.Responder.DenialStatus = mode
+			front := httptest.NewServer(envoyFront(srv, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+			defer front.Close()
+			tr := &http.Transport{}
+			defer tr.CloseIdleConnections()
+			client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+			ctx := t.Context()
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: front.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{tr}}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			for i := range 2 {
+				if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{}}); err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+			}
+			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{}})
+			if err == nil || errors.Is(err, mcp.ErrConnectionClosed) {
+				t.Fatalf("third call: %v, want refused, not a closed connection", err)
+			}
+			var je *jsonrpc.Error
+			switch mode {
+			case DenialStatusAuto:
+				var data struct {
+					Reason     string `json:"reason"`
+					RuleID     string `json:"rule_id"`
+					RetryAfter int    `json:"retry_after"`
+				}
+				if !errors.As(err, &je) || je.Code != CodeRateLimited || json.Unmarshal(je.Data, &data) != nil ||
+					data.Reason != "rate_limited" || data.RuleID != "search-per-user" || data.RetryAfter != 30 {
+					t.Errorf("auto: %T %v, want *jsonrpc.Error -32016 rate_limited search-per-user retry_after 30", err, err)
+				}
+			default:
+				// jsonrpc2.ErrRejected, -32005 "rejected by transport",
+				// with the status text: the service's body is not read.
+				if !errors.As(err, &je) || je.Code == CodeRateLimited || !strings.Contains(err.Error(), "Too Many Requests") {
+					t.Errorf("http-error: %T %v, want the SDK's transient 429 error", err, err)
+				}
+			}
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "other", Arguments: map[string]any{}}); err != nil {
+				t.Fatalf("the session did not survive: %v", err)
+			}
+			if ran.Load() != 3 {
+				t.Errorf("the server ran %d calls, want 3 (the refused one never reached it)", ran.Load())
+			}
+		})
+	}
 }
