@@ -579,17 +579,19 @@ func LooksLikeJWT(tok string) bool {
 	if !ok || h == "" || strings.Count(rest, ".") != 1 {
 		return false
 	}
-	n := base64.RawURLEncoding.DecodedLen(len(h))
-	if n > 4096 {
-		return false
+	// The first 3 bytes of a JSON object's header hold its '{' unless it
+	// starts with whitespace: decode 4 characters at a time until a byte
+	// that is not whitespace, at most 64 characters.
+	var buf [3]byte
+	for i := 0; i+4 <= len(h) && i < 64; i += 4 {
+		if _, err := base64.RawURLEncoding.Decode(buf[:], []byte(h[i:i+4])); err != nil {
+			return false
+		}
+		if b := bytes.TrimLeft(buf[:], " \t\r\n"); len(b) > 0 {
+			return b[0] == '{'
+		}
 	}
-	buf := make([]byte, n)
-	m, err := base64.RawURLEncoding.Decode(buf, []byte(h))
-	if err != nil {
-		return false
-	}
-	b := bytes.TrimLeft(buf[:m], " \t\r\n")
-	return len(b) > 0 && b[0] == '{'
+	return false
 }
 
 // DualVerifier verifies a token of JWT shape (LooksLikeJWT) with JWT and

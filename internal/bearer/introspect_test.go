@@ -40,7 +40,7 @@ type introspectionServer struct {
 	tokens sync.Map         // tokens seen, for the never-logged check
 }
 
-func newIntrospectionServer(t *testing.T, answer func(w http.ResponseWriter, token string)) *introspectionServer {
+func newIntrospectionServer(t testing.TB, answer func(w http.ResponseWriter, token string)) *introspectionServer {
 	t.Helper()
 	s := &introspectionServer{answer: answer}
 	mux := http.NewServeMux()
@@ -458,4 +458,49 @@ func TestLooksLikeJWT(t *testing.T) {
 			t.Errorf("LooksLikeJWT(%q) = %v, want %v", tt.give, got, tt.want)
 		}
 	}
+}
+
+// BenchmarkIntrospectionHit is Verify of an opaque token answered from the
+// cache (the steady state) next to the JWT verifier's cache hit
+// (CachingVerifier, the baseline); "dual" adds DualVerifier's shape test.
+func BenchmarkIntrospectionHit(b *testing.B) {
+	var s *introspectionServer
+	s = newIntrospectionServer(b, func(w http.ResponseWriter, tok string) { activeAnswer(s.URL, nil)(w, tok) })
+	v, err := bearer.NewIntrospectionVerifier(bearer.IntrospectionConfig{Issuer: s.URL, Audiences: []string{introAudience},
+		ClientID: introClient, ClientSecret: introSecret})
+	if err != nil {
+		b.Fatal(err)
+	}
+	jwt, err := bearer.NewCachingVerifier(fixedVerifier{}, 16, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	const jwtTok = "eyJhbGciOiJSUzI1NiIsInR5cCI6ImF0K2p3dCJ9.eyJzdWIiOiJhIn0.c2ln"
+	for name, run := range map[string]func() error{
+		"baseline-jwt-cache": func() error { _, err := jwt.Verify(ctx, jwtTok); return err },
+		"introspection":      func() error { _, err := v.Verify(ctx, opaqueToken); return err },
+		"dual-introspection": func() error { _, err := bearer.DualVerifier{JWT: jwt, Opaque: v}.Verify(ctx, opaqueToken); return err },
+	} {
+		b.Run(name, func(b *testing.B) {
+			if err := run(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = run()
+			}
+		})
+	}
+	if s.calls.Load() != 1 {
+		b.Errorf("%d introspection calls, want 1", s.calls.Load())
+	}
+}
+
+// fixedVerifier verifies every token as alice's, for an hour.
+type fixedVerifier struct{}
+
+func (fixedVerifier) Audiences() []string { return []string{introAudience} }
+func (fixedVerifier) Verify(context.Context, string) (*bearer.Principal, error) {
+	return &bearer.Principal{Issuer: "https://idp.example.com", Subject: "alice", Audience: introAudience, Expiry: time.Now().Add(time.Hour)}, nil
 }
