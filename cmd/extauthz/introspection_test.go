@@ -146,6 +146,14 @@ func TestServeOpaqueTokensAndQuotas(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	_, statusz := testkit.Get(t, "http://"+httpAddr+"/statusz")
+	if want := `"introspection": {
+    "token_mode": "introspection",
+    "endpoint": "` + issuer + `/introspect",
+    "circuit_breaker": "closed"
+  }`; !strings.Contains(statusz, want) {
+		t.Errorf("/statusz lacks %s:\n%s", want, statusz)
+	}
 	if strings.Contains(stderr.String(), "opaque-alice") {
 		t.Error("serve's log holds a token")
 	}

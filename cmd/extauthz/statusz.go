@@ -86,6 +86,17 @@ type Status struct {
 		Overflow      string   `json:"overflow"`
 		SampleAllowed float64  `json:"sample_allowed"`
 	} `json:"decision_log"`
+
+	// Introspection is the opaque-token verifier (--token-mode
+	// introspection or both); absent in jwt mode.
+	Introspection *IntrospectionStatus `json:"introspection,omitempty"`
+}
+
+// IntrospectionStatus is /statusz's view of RFC 7662 introspection.
+type IntrospectionStatus struct {
+	Mode     string `json:"token_mode"`
+	Endpoint string `json:"endpoint,omitempty"` // "" until discovered
+	Breaker  string `json:"circuit_breaker"`    // closed, half-open, open
 }
 
 // statusHandler serves /statusz: Status as JSON, the state store pinged
@@ -160,5 +171,8 @@ func status(ctx context.Context, cfg *Config, svc *service) *Status {
 	st.DecisionLog.Sinks = tc.DecisionLog.v
 	st.DecisionLog.Overflow = tc.DecisionLogOverflow
 	st.DecisionLog.SampleAllowed = tc.SampleAllowed
+	if iv := svc.intro; iv != nil {
+		st.Introspection = &IntrospectionStatus{Mode: cfg.Introspection.Mode, Endpoint: iv.Endpoint(), Breaker: iv.BreakerState()}
+	}
 	return st
 }

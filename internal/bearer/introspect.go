@@ -201,6 +201,13 @@ func (v *IntrospectionVerifier) Ready() bool {
 	return v.endpoint != ""
 }
 
+// Endpoint returns the introspection endpoint, "" until discovered.
+func (v *IntrospectionVerifier) Endpoint() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.endpoint
+}
+
 // Close implements Service; the verifier holds no background work.
 func (v *IntrospectionVerifier) Close() {}
 
