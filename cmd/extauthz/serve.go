@@ -308,6 +308,10 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	reporter.log = log // from now on a bad reload is logged, not fatal
+	if lp := store.Load(); lp != nil && len(lp.Policy.Quotas()) > 0 && state.IsMemory(cfg.StateStore) && !cfg.StateStoreMemoryPerReplicaOK {
+		log.Warn("the policy's quotas count on this replica only (--state-store memory): behind N replicas up to N times each limit is admitted. " +
+			"Use a Redis every replica shares, or say this is the only replica with --state-store-memory-per-replica-ok")
+	}
 
 	var jwks *bearer.KeySet
 	oc := bearer.OIDCConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences, OnKeySetRefresh: func(err error) {
