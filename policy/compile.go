@@ -271,6 +271,27 @@ func ruleName(item *yaml.Node, pos string) string {
 	return pos
 }
 
+// ruleID checks a rule's `id` member (idNode; nil when absent) and
+// records id, the rule's name, reporting one used before; false when the
+// id member is not a usable id.
+func (c *compiler) ruleID(idNode, item *yaml.Node, id string) bool {
+	ok := true
+	if idNode != nil {
+		if s, sok := c.str(idNode, id, "id"); !sok {
+			ok = false
+		} else if !validID(s) {
+			c.addf(idNode, id, "id must be non-empty and printable")
+			ok = false
+		}
+	}
+	if line, dup := c.ids[id]; dup {
+		c.addf(orNode(idNode, item), id, "duplicate rule id (first at line %d)", line)
+	} else {
+		c.ids[id] = orNode(idNode, item).Line
+	}
+	return ok
+}
+
 func validID(s string) bool { return s != "" && strings.IndexFunc(s, isControl) < 0 }
 
 // compileRule compiles one rule item, a string or a mapping; pos is its
@@ -296,21 +317,7 @@ func (c *compiler) compileRule(item *yaml.Node, pos string, d Decision, methods 
 		c.addf(item, id, "a rule must be a string or a mapping with %s", patKey)
 		return
 	}
-	ok := true
-	idNode := f["id"]
-	if idNode != nil {
-		if s, sok := c.str(idNode, id, "id"); !sok {
-			ok = false
-		} else if !validID(s) {
-			c.addf(idNode, id, "id must be non-empty and printable")
-			ok = false
-		}
-	}
-	if line, dup := c.ids[id]; dup {
-		c.addf(orNode(idNode, item), id, "duplicate rule id (first at line %d)", line)
-	} else {
-		c.ids[id] = orNode(idNode, item).Line
-	}
+	ok := c.ruleID(f["id"], item, id)
 
 	ru := &rule{id: id, decision: d, loose: d != Allow, line: item.Line, col: item.Column}
 	if n := f["shadow"]; n != nil {

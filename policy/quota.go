@@ -98,21 +98,7 @@ func (c *compiler) compileQuota(item *yaml.Node, pos string) {
 	for _, kv := range c.fields(item, id, quotaKeys) {
 		f[kv.key] = kv.val
 	}
-	ok := true
-	idNode := f["id"]
-	if idNode != nil {
-		if s, sok := c.str(idNode, id, "id"); !sok {
-			ok = false
-		} else if !validID(s) {
-			c.addf(idNode, id, "id must be non-empty and printable")
-			ok = false
-		}
-	}
-	if line, dup := c.ids[id]; dup {
-		c.addf(orNode(idNode, item), id, "duplicate rule id (first at line %d)", line)
-	} else {
-		c.ids[id] = orNode(idNode, item).Line
-	}
+	ok := c.ruleID(f["id"], item, id)
 	// Quotas match loosely, as deny rules do: a spelling variant of a
 	// limited tool is counted too. A failing `when` counts as matching.
 	ru := &rule{id: id, decision: Deny, loose: true, line: item.Line, col: item.Column}
