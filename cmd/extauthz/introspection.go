@@ -37,7 +37,7 @@ func (c *introspectionConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Mode, "token-mode", tokenModeJWT, "access tokens: jwt (JWTs, verified by signature), introspection (opaque tokens, asked of the issuer's RFC 7662 introspection endpoint) or both (a token of JWT shape as a JWT, any other by introspection)")
 	fs.StringVar(&c.Endpoint, "introspection-endpoint", "", "RFC 7662 introspection endpoint; empty: introspection_endpoint of the issuer's RFC 8414 metadata (else its OpenID configuration)")
 	fs.StringVar(&c.ClientID, "introspection-client-id", "", "client id this service authenticates to the introspection endpoint with")
-	fs.StringVar(&c.ClientSecretFile, "introspection-client-secret-file", "", "file with the client secret (client_secret_basic), read at start")
+	fs.StringVar(&c.ClientSecretFile, "introspection-client-secret-file", "", "file with the client secret (client_secret_basic), read at every call (a rotated Secret applies without a restart)")
 	fs.StringVar(&c.ClientKeyFile, "introspection-client-key-file", "", "private JWK of the client (private_key_jwt, RFC 7523), read at start")
 	fs.DurationVar(&c.CacheTTL, "introspection-cache-ttl", bearer.DefaultIntrospectionCacheTTL, "longest an introspection answer is reused (an active token's at most until its exp); negative: never")
 	fs.DurationVar(&c.Timeout, "introspection-timeout", bearer.DefaultIntrospectionTimeout, "longest wait for the introspection endpoint; slower is idp_unavailable")
@@ -75,13 +75,17 @@ func introspectionVerifier(cfg *Config, m *metrics.Metrics) (*bearer.Introspecti
 	}
 	ic := bearer.IntrospectionConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences, Endpoint: c.Endpoint, ClientID: c.ClientID,
 		Timeout: c.Timeout, CacheTTL: c.CacheTTL, OnResult: m.IntrospectionResult}
-	var err error
 	if c.ClientSecretFile != "" {
-		if ic.ClientSecret, err = bearer.ReadClientSecretFile(c.ClientSecretFile); err != nil {
-			return nil, fmt.Errorf("--introspection-client-secret-file: %w", err)
+		ic.ClientSecretFile = c.ClientSecretFile // read at every call: rotation without a restart
+	} else {
+		var err error
+		if ic.ClientKey, err = bearer.ReadClientKeyFile(c.ClientKeyFile); err != nil {
+			return nil, fmt.Errorf("--introspection-client-key-file: %w", err)
 		}
-	} else if ic.ClientKey, err = bearer.ReadClientKeyFile(c.ClientKeyFile); err != nil {
-		return nil, fmt.Errorf("--introspection-client-key-file: %w", err)
 	}
-	return bearer.NewIntrospectionVerifier(ic)
+	v, err := bearer.NewIntrospectionVerifier(ic)
+	if err != nil {
+		return nil, fmt.Errorf("--token-mode %s: %w", c.Mode, err)
+	}
+	return v, nil
 }

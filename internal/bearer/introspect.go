@@ -64,7 +64,13 @@ type IntrospectionConfig struct {
 	ClientID     string
 	ClientSecret string
 	ClientKey    *jose.JSONWebKey // a private key: RSA, ECDSA or Ed25519
-	HTTPClient   *http.Client     // nil: http.DefaultClient
+	// ClientSecretFile, instead of ClientSecret, names a file holding it
+	// (surrounding whitespace trimmed), read at every call, so a rotated
+	// Kubernetes Secret applies without a restart.
+	ClientSecretFile string
+	// HTTPClient makes the calls; nil: a client with Go's defaults. Its
+	// redirects are never followed (a redirect is an endpoint failure).
+	HTTPClient *http.Client
 	// Timeout bounds one call (discovery or introspection); zero means
 	// DefaultIntrospectionTimeout. A call the caller's context ends first
 	// is KindDeadline.
@@ -133,13 +139,18 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 		return nil, errors.New("introspection: at least one audience is required")
 	case cfg.ClientID == "":
 		return nil, errors.New("introspection: a client id is required (RFC 7662 section 2.1: the endpoint authenticates its callers)")
-	case (cfg.ClientSecret == "") == (cfg.ClientKey == nil):
-		return nil, errors.New("introspection: give a client secret (client_secret_basic) or a client key (private_key_jwt), one of them")
+	case btoi(cfg.ClientSecret != "")+btoi(cfg.ClientSecretFile != "")+btoi(cfg.ClientKey != nil) != 1:
+		return nil, errors.New("introspection: give a client secret or its file (client_secret_basic) or a client key (private_key_jwt), one of them")
 	case cfg.ClientKey != nil && (cfg.ClientKey.IsPublic() || !cfg.ClientKey.Valid()):
 		return nil, errors.New("introspection: the client key must be a private JWK")
 	}
 	if cfg.Endpoint != "" {
 		if err := checkEndpoint(cfg.Endpoint); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.ClientSecretFile != "" {
+		if _, err := ReadClientSecretFile(cfg.ClientSecretFile); err != nil {
 			return nil, err
 		}
 	}
@@ -158,9 +169,14 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 	if cfg.BreakerOpen == 0 {
 		cfg.BreakerOpen = BreakerOpen
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = http.DefaultClient
+	// Never follow a redirect: a 307 would send the token, and the
+	// client's credentials, wherever the answer points.
+	hc := http.Client{}
+	if cfg.HTTPClient != nil {
+		hc = *cfg.HTTPClient
 	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	cfg.HTTPClient = &hc
 	c, err := lru.New[[sha256.Size]byte, introspected](cfg.CacheSize)
 	if err != nil {
 		return nil, err
@@ -173,6 +189,13 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= BreakerFailures },
 	})
 	return v, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // checkEndpoint requires an absolute https URL (http only on a loopback
@@ -337,8 +360,14 @@ func (v *IntrospectionVerifier) call(ctx context.Context, endpoint, tok string) 
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	if v.cfg.ClientSecret != "" {
-		req.SetBasicAuth(url.QueryEscape(v.cfg.ClientID), url.QueryEscape(v.cfg.ClientSecret)) // RFC 6749 section 2.3.1
+	if secret := v.cfg.ClientSecret; secret != "" || v.cfg.ClientSecretFile != "" {
+		if v.cfg.ClientSecretFile != "" {
+			var err error
+			if secret, err = ReadClientSecretFile(v.cfg.ClientSecretFile); err != nil {
+				return nil, err
+			}
+		}
+		req.SetBasicAuth(url.QueryEscape(v.cfg.ClientID), url.QueryEscape(secret)) // RFC 6749 section 2.3.1
 	}
 	resp, err := v.cfg.HTTPClient.Do(req)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -503,4 +505,62 @@ type fixedVerifier struct{}
 func (fixedVerifier) Audiences() []string { return []string{introAudience} }
 func (fixedVerifier) Verify(context.Context, string) (*bearer.Principal, error) {
 	return &bearer.Principal{Issuer: "https://idp.example.com", Subject: "alice", Audience: introAudience, Expiry: time.Now().Add(time.Hour)}, nil
+}
+
+// TestIntrospectionNoRedirect: a redirect from the endpoint is a failure
+// (idp_unavailable), never followed: the token and the client's
+// credentials go nowhere else.
+func TestIntrospectionNoRedirect(t *testing.T) {
+	var followed atomic.Int64
+	var s *introspectionServer
+	s = newIntrospectionServer(t, func(w http.ResponseWriter, _ string) {
+		w.Header().Set("Location", s.URL+"/elsewhere")
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	})
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { followed.Add(1) }))
+	defer elsewhere.Close()
+	v := newIntrospector(t, s, nil)
+	if _, err := v.Verify(context.Background(), opaqueToken); introKind(err) != bearer.KindUnavailable || followed.Load() != 0 {
+		t.Errorf("redirect: %v, followed %d times; want idp_unavailable, never followed", err, followed.Load())
+	}
+}
+
+// TestIntrospectionSecretFileRotation: the client secret file is read at
+// every call: a rotated secret applies without a new verifier.
+func TestIntrospectionSecretFileRotation(t *testing.T) {
+	var want atomic.Value
+	want.Store("old-secret")
+	var iss string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, secret, ok := r.BasicAuth(); !ok || secret != want.Load().(string) {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		activeAnswer(iss, nil)(w, "")
+	}))
+	defer ts.Close()
+	iss = ts.URL
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte("old-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v, err := bearer.NewIntrospectionVerifier(bearer.IntrospectionConfig{Issuer: iss, Audiences: []string{introAudience}, Endpoint: ts.URL,
+		ClientID: introClient, ClientSecretFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(context.Background(), "token-1"); err != nil {
+		t.Fatalf("old secret: %v", err)
+	}
+	want.Store("new-secret")
+	if err := os.WriteFile(file, []byte("new-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(context.Background(), "token-2"); err != nil {
+		t.Fatalf("after rotation: %v", err)
+	}
+	if _, err := bearer.NewIntrospectionVerifier(bearer.IntrospectionConfig{Issuer: iss, Audiences: []string{introAudience}, Endpoint: ts.URL,
+		ClientID: introClient, ClientSecretFile: filepath.Join(t.TempDir(), "absent")}); err == nil {
+		t.Error("a missing secret file accepted at start")
+	}
 }
