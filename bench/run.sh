@@ -2,7 +2,7 @@
 # mcp-extauthz against a do-nothing ext_authz server (bench null), on this
 # machine, in one run:
 #
-#   bash bench/run.sh [cpu|latency|seam|all]   (from anywhere; needs Go, taskset, jq; 2+ CPUs)
+#   bash bench/run.sh [cpu|latency|seam|sign|all]   (from anywhere; needs Go, taskset, jq; 2+ CPUs)
 #
 # cpu (the default): CPU per Check. The server under test runs pinned to
 # CPU 0 and the load generator, ghz (installed here with `go install`),
@@ -40,6 +40,12 @@
 # SSE) (target: ours <= 1.3x the pair). The message shapes are printed
 # first, and the service is probed once: each list must come back filtered.
 #
+# sign: the cost of signed decisions (issue 28). A second instance of ours
+# with --decision-key-file (the published test Ed25519 key; the quick-start
+# config allows it) on BENCH_PORT+2, and ours without, take the small
+# allowed tools/call in turn (ghz as in cpu), BENCH_ROUNDS rounds: µs of
+# server CPU per request of each, and the difference (target: <= 10 µs).
+#
 # Both servers get byte-identical CheckRequests (the same files; bench load
 # sends their bytes as they are); their shape is printed first.
 #
@@ -54,8 +60,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MODE=${1:-cpu}
-case $MODE in cpu | latency | seam | all) ;; *)
-  echo "usage: bash bench/run.sh [cpu|latency|seam|all]" >&2
+case $MODE in cpu | latency | seam | sign | all) ;; *)
+  echo "usage: bash bench/run.sh [cpu|latency|seam|sign|all]" >&2
   exit 2
   ;;
 esac
@@ -88,7 +94,7 @@ mkdir -p "$bin"
 go build -o "$bin/extauthz" ./cmd/extauthz
 ours_bin=${BENCH_EXTAUTHZ:-$bin/extauthz} # another build of the service, e.g. a baseline
 go build -o "$bin/bench" ./bench
-if [ "$MODE" = cpu ] || [ "$MODE" = all ]; then
+if [ "$MODE" = cpu ] || [ "$MODE" = sign ] || [ "$MODE" = all ]; then
   if ! GOBIN=$bin go install "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION" 2>"$work/ghz-install.log"; then
     echo "bench: ghz $GHZ_VERSION did not install (see below); trying @latest" >&2
     cat "$work/ghz-install.log" >&2
@@ -108,6 +114,18 @@ null_addr=127.0.0.1:$((PORT + 1))
 taskset -c "$SERVER_CPU" "$ours_bin" serve --config examples/config.yaml \
   --grpc-addr "$ours_addr" --http-addr "" ${BENCH_SERVE_FLAGS:-} >"$work/decisions.log" 2>"$work/ours.err" &
 pids+=($!); ours_pid=$!
+signed_addr=127.0.0.1:$((PORT + 2))
+if [ "$MODE" = sign ] || [ "$MODE" = all ]; then
+  # shellcheck disable=SC2086 # BENCH_SERVE_FLAGS: several flags
+  taskset -c "$SERVER_CPU" "$ours_bin" serve --config examples/config.yaml \
+    --grpc-addr "$signed_addr" --http-addr "" --decision-key-file examples/TEST-ONLY-decision-key.jwk.json ${BENCH_SERVE_FLAGS:-} \
+    >/dev/null 2>"$work/signed.err" &
+  pids+=($!); signed_pid=$!
+  for _ in $(seq 50); do
+    "$bin/bench" probe --addr "$signed_addr" --dir "$work" >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+fi
 taskset -c "$SERVER_CPU" "$bin/bench" null --addr "$null_addr" 2>"$work/null.err" &
 pids+=($!); null_pid=$!
 for _ in $(seq 50); do
@@ -286,6 +304,38 @@ seam_mode() {
     }' "$results"
 }
 
+sign_mode() {
+  echo "== warm-up (signing)" >&2
+  ghz_run "$ours_addr" small 2s >/dev/null
+  ghz_run "$signed_addr" small 2s >/dev/null
+  local results=$work/sign-results
+  : >"$results"
+  for round in $(seq "$ROUNDS"); do
+    for server in off on; do
+      if [ "$server" = off ]; then pid=$ours_pid addr=$ours_addr; else pid=$signed_pid addr=$signed_addr; fi
+      t0=$(ticks "$pid")
+      n=$(ghz_run "$addr" small "$DURATION")
+      t1=$(ticks "$pid")
+      echo "$round $server $n $((t1 - t0))" >>"$results"
+      printf 'round %s signing %-3s %8d requests %6d ticks\n' "$round" "$server" "$n" "$((t1 - t0))" >&2
+    done
+  done
+  echo
+  machine
+  echo "load: ghz closed loop, $STREAMS streams on 1 connection, $ROUNDS rounds x $DURATION per server; a small allowed tools/call"
+  echo
+  awk -v hz="$hz" '
+    { req[$2] += $3; tick[$2] += $4 }
+    END {
+      off = tick["off"] / hz / req["off"] * 1e6
+      on = tick["on"] / hz / req["on"] * 1e6
+      printf "| request | signing off µs CPU/req | signing on (Ed25519) µs CPU/req | added µs | on / off | target |\n"
+      printf "|---|---:|---:|---:|---:|---|\n"
+      printf "| small allowed tools/call | %.1f | %.1f | %.1f | %.2fx | <= 10 µs added |\n", off, on, on - off, on / off
+    }' "$results"
+}
+
 if [ "$MODE" = cpu ] || [ "$MODE" = all ]; then cpu_mode; fi
+if [ "$MODE" = sign ] || [ "$MODE" = all ]; then sign_mode; fi
 if [ "$MODE" = seam ] || [ "$MODE" = all ]; then seam_mode; fi
 if [ "$MODE" = latency ] || [ "$MODE" = all ]; then latency_mode; fi

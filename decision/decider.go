@@ -334,6 +334,10 @@ func (d *Decider) decideBatch(ctx context.Context, lp *LoadedPolicy, dec *Decisi
 	}
 	dec.Method = mcpmethod.Batch
 	dec.RequestDigest = mcpparse.Digest([]byte(strings.Join(dec.BatchDigests, ",")))
+	dec.BatchElements = make([]BatchElement, len(els))
+	for i := range els {
+		dec.BatchElements[i] = BatchElement{Method: els[i].Method, Target: els[i].Target, ArgsDigest: els[i].ArgsDigest, RequestDigest: els[i].RequestDigest}
+	}
 	dec.RuleID, dec.Shadow, dec.WhenErrors, dec.Trace = els[0].RuleID, els[0].Shadow, els[0].WhenErrors, els[0].Trace
 	return ReasonAllowed
 }

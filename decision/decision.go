@@ -32,6 +32,9 @@ type Decision struct {
 	TaskRequested bool
 	BatchIndex    int // index of the deciding batch element; -1 outside batches
 	BatchDigests  []string
+	// BatchElements are the elements of an allowed batch, in order, for
+	// the signed decision (mcpdecision.Element); nil otherwise.
+	BatchElements []BatchElement
 	Detail        string               // internal detail for the log (a parse error's message); never argument values
 	PolicyVersion string               // sha256:<hex> of the policy file
 	Shadow        []policy.ShadowMatch // shadow rules that matched; they never decide
@@ -80,6 +83,14 @@ type Decision struct {
 	parsed  bool            // the body went through mcpparse.Parse
 	session string          // the request's Mcp-Session-Id, for pin_scope session
 	params  []byte          // params of the deciding message, for _meta
+}
+
+// BatchElement is what was decided of one element of an allowed batch.
+type BatchElement struct {
+	Method        string // JSON-RPC method, or "response"
+	Target        string // as Decision.Target
+	ArgsDigest    string // as Decision.ArgsDigest
+	RequestDigest string // as Decision.RequestDigest
 }
 
 // Allowed reports whether the request may reach the upstream.

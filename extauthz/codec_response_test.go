@@ -163,7 +163,7 @@ func FuzzMarshalCheckResponse(f *testing.F) {
 func TestOkResponseHeaderOrder(t *testing.T) {
 	d := &decision.Decision{ID: "0123", Reason: decision.ReasonAllowed, Method: "tools/call", Tool: "t",
 		ArgsDigest: "sha256:a", RequestDigest: "sha256:r", Retry: true, Principal: &bearer.Principal{Subject: "s"}}
-	ok := (&Responder{}).fillOkResponse(new(headerBlock), d, decision.Headers{"x_mcp_tool": {"x"}, HeaderTool: {"y"}}, true)
+	ok := (&Responder{}).fillOkResponse(new(headerBlock), d, decision.Headers{"x_mcp_tool": {"x"}, HeaderTool: {"y"}}, true, "")
 	var names []string
 	for _, h := range ok.GetHeaders() {
 		names = append(names, h.GetHeader().GetKey())

@@ -7,11 +7,13 @@ import (
 
 // fill sets mb to d as a flat struct of strings, Envoy's dynamic metadata
 // of the CheckResponse (namespace envoy.filters.http.ext_authz), with
-// dry_run "true" when dryRun, and returns its Struct. The members are
+// dry_run "true" when dryRun, seam_class when seamClass is not empty (the
+// decision must meet the response seam's processor: internal/seamcover),
+// and returns its Struct. The members are
 // gathered first so the map is made for exactly their number: its
 // allocations, besides the block's.
-func (mb *metadataBlock) fill(d *decision.Decision, dryRun bool) *structpb.Struct {
-	var ms [19]member // every member fill can set
+func (mb *metadataBlock) fill(d *decision.Decision, dryRun bool, seamClass string) *structpb.Struct {
+	var ms [20]member // every member fill can set
 	n := 0
 	add := func(k, v string) {
 		ms[n] = member{k, v}
@@ -57,6 +59,9 @@ func (mb *metadataBlock) fill(d *decision.Decision, dryRun bool) *structpb.Struc
 	if dryRun {
 		add("dry_run", "true")
 	}
+	if seamClass != "" {
+		add("seam_class", seamClass)
+	}
 	mb.s.Fields = make(map[string]*structpb.Value, n)
 	for _, m := range ms[:n] {
 		mb.set(m.k, m.v)
@@ -68,12 +73,12 @@ func (mb *metadataBlock) fill(d *decision.Decision, dryRun bool) *structpb.Struc
 type member struct{ k, v string }
 
 // metadataBlock holds the dynamic metadata Struct of one response and room
-// for the string Values fill sets: 15, one more than an allowed tools/call
-// gets (their most is 19: past 15 they are allocated one by one).
+// for the string Values fill sets: 16, what an allowed tools/call gets with
+// seam_class (their most is 20: past 16 they are allocated one by one).
 type metadataBlock struct {
 	s    structpb.Struct
-	vals [15]structpb.Value
-	strs [15]structpb.Value_StringValue
+	vals [16]structpb.Value
+	strs [16]structpb.Value_StringValue
 	n    int
 }
 

@@ -9,7 +9,8 @@ import (
 )
 
 // cancelled). TestJSONRPCCodesUnclaimed lists every constant checked and its
-// source. -32017 and -32018 are free for new denial kinds.
+// source. -32016 is mcpdecision.CodeRefused (the MCP server's decision
+// verifier sends it); -32018 is free for new denial kinds.
 const (
 	CodeParseError     = -32700 // JSON-RPC 2.0: invalid JSON
 	CodeInvalidRequest = -32600 // JSON-RPC 2.0: not a valid request object
@@ -23,7 +24,7 @@ const (
 	CodeRequestRejected       = -32013 // ours: the HTTP request cannot be decided as sent
 	CodeUnavailable           = -32014 // ours: a dependency (identity provider, policy, time) is unavailable; retry
 	CodeInternal              = -32015 // ours: the service failed; the request is denied
-	CodeRateLimited           = -32016 // ours: a policy quota is used up; data.retry_after (and Retry-After) says when to retry
+	CodeRateLimited           = -32017 // ours: a policy quota is used up; data.retry_after (and Retry-After) says when to retry
 )
 
 // class groups reasons by how their denial is answered over HTTP; the HTTP

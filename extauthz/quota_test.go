@@ -194,7 +194,7 @@ func TestQuotaCheck(t *testing.T) {
 				}
 				_ = json.Unmarshal(errorData(t, resp.GetDeniedResponse().GetBody()), &data)
 				if status != 200 || d.Error.Code != CodeRateLimited || d.Error.Data.Decision != "deny" || fmt.Sprint(data.RetryAfter) != s.wantRetry {
-					t.Errorf("step %d: HTTP %d, code %d, decision %s, retry_after %d; want 200 (auto, Streamable HTTP), -32016, deny, %s",
+					t.Errorf("step %d: HTTP %d, code %d, decision %s, retry_after %d; want 200 (auto, Streamable HTTP), -32017, deny, %s",
 						i, status, d.Error.Code, d.Error.Data.Decision, data.RetryAfter, s.wantRetry)
 				}
 				if got := responseHeader(resp.GetDeniedResponse().GetHeaders(), "retry-after"); got != s.wantRetry {
@@ -393,7 +393,7 @@ quotas:
 // TestRateLimitedWithGoSDK: the official Go SDK (v1.8.0) as client and
 // server behind the service, the policy's quota of 2 searches a minute:
 // the third call reaches the caller under --denial-status auto as a
-// *jsonrpc.Error (-32016, data.reason rate_limited, data.retry_after 30),
+// *jsonrpc.Error (-32017, data.reason rate_limited, data.retry_after 30),
 // under http-error as the SDK's transient 429 error (its "rejected by
 // transport", -32005, with "Too Many Requests"; the body unread); never as a closed connection, and the session goes on
 // (a call no quota limits succeeds in the same session).
@@ -446,7 +446,7 @@ func TestRateLimitedWithGoSDK(t *testing.T) {
 				}
 				if !errors.As(err, &je) || je.Code != CodeRateLimited || json.Unmarshal(je.Data, &data) != nil ||
 					data.Reason != "rate_limited" || data.RuleID != "search-per-user" || data.RetryAfter != 30 {
-					t.Errorf("auto: %T %v, want *jsonrpc.Error -32016 rate_limited search-per-user retry_after 30", err, err)
+					t.Errorf("auto: %T %v, want *jsonrpc.Error -32017 rate_limited search-per-user retry_after 30", err, err)
 				}
 			default:
 				// jsonrpc2.ErrRejected, -32005 "rejected by transport",

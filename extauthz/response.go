@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	"github.com/mcp-extauthz/mcp-extauthz/mcpdecision"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
@@ -15,6 +16,7 @@ import (
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/seamcover"
 )
 
 // Responder turns Decisions into CheckResponses.
@@ -41,6 +43,28 @@ type Responder struct {
 	// spellings that fold onto one of them are removed like those of the
 	// built-in ones (see foldsOntoOurs).
 	DecidedHeaders []string
+	// Decisions, when set, signs every allowed decision into the
+	// x-mcp-decision header (package mcpdecision; never on a denial, nor
+	// on a dry run's would-be denial); nil sends none, and a client-sent
+	// x-mcp-decision is removed like every x-mcp-* header.
+	Decisions *mcpdecision.Signer
+	// Now is the clock of the signed decision's iat; nil means time.Now.
+	Now func() time.Time
+	// MarkSeam says Envoy runs the response seam (--response-seam): every
+	// OK response (dry run too) marks its decision with seam_class, the
+	// seamcover class of its method, for the processor to name it met
+	// (internal/seamcover). Denials never reach the MCP server, nor the
+	// processor, and are not marked.
+	MarkSeam bool
+}
+
+// seamClass is d's seam_class member of an OK response: "" unless
+// MarkSeam.
+func (rs *Responder) seamClass(d *decision.Decision) string {
+	if !rs.MarkSeam {
+		return ""
+	}
+	return seamcover.ClassOf(d.Method)
 }
 
 // Response builds the CheckResponse for d, a request with headers
@@ -72,7 +96,14 @@ func (rs *Responder) ResponseFor(d *decision.Decision, r *decision.Request) *aut
 
 func (rs *Responder) respond(d *decision.Decision, reqHeaders decision.Headers, resourceMetadata string) *authv3.CheckResponse {
 	if d.Allowed() {
-		return rs.okCheckResponse(d, reqHeaders, false)
+		signed, err := rs.signDecision(d)
+		if err == nil {
+			return rs.okCheckResponse(d, reqHeaders, false, signed)
+		}
+		// No statement, no admission: fail closed.
+		e := *d
+		e.Reason, e.Detail = decision.ReasonInternalError, "signing the decision: "+err.Error()
+		d = &e
 	}
 	if d.Reason == decision.ReasonResultRecovered && len(d.Recovered) == 0 {
 		// No result to answer with: a fault, never an empty answer.
@@ -120,7 +151,7 @@ func (rs *Responder) respond(d *decision.Decision, reqHeaders decision.Headers, 
 	b.hs.Code = typev3.StatusCode(status)
 	b.dr.Status, b.dr.Headers, b.dr.Body = &b.hs, b.ptrs[:b.n:b.n], string(body)
 	b.hr.DeniedResponse = &b.dr
-	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, b.mb.fill(d, false), &b.hr
+	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, b.mb.fill(d, false, ""), &b.hr
 	return &b.r
 }
 
@@ -156,8 +187,11 @@ func (b *deniedBlock) add(k, v string) {
 // DryRunResponse admits the request whatever d decided, passing the decision
 // upstream in x-mcp-dry-run-decision and x-mcp-dry-run-reason. Dynamic
 // metadata carries the real decision and dry_run "true".
+// A would-be allowed decision carries its signed decision when rs signs;
+// a signing error leaves it out (the upstream's verifier then refuses).
 func (rs *Responder) DryRunResponse(d *decision.Decision, reqHeaders decision.Headers) *authv3.CheckResponse {
-	return rs.okCheckResponse(d, reqHeaders, true)
+	signed, _ := rs.signDecision(d)
+	return rs.okCheckResponse(d, reqHeaders, true, signed)
 }
 
 // okBlock is an OK CheckResponse and everything it points to, allocated
@@ -171,23 +205,25 @@ type okBlock struct {
 }
 
 // okCheckResponse is the OK CheckResponse for d: the x-mcp-* headers
-// (fillOkResponse) and d as dynamic metadata, with dry_run "true" when dryRun.
-func (rs *Responder) okCheckResponse(d *decision.Decision, reqHeaders decision.Headers, dryRun bool) *authv3.CheckResponse {
+// (fillOkResponse) and d as dynamic metadata, with dry_run "true" when
+// dryRun; signed is the x-mcp-decision value ("" sends none).
+func (rs *Responder) okCheckResponse(d *decision.Decision, reqHeaders decision.Headers, dryRun bool, signed string) *authv3.CheckResponse {
 	b := new(okBlock)
-	md := b.mb.fill(d, dryRun)
-	b.hr.OkResponse = rs.fillOkResponse(&b.hb, d, reqHeaders, dryRun)
+	md := b.mb.fill(d, dryRun, rs.seamClass(d))
+	b.hr.OkResponse = rs.fillOkResponse(&b.hb, d, reqHeaders, dryRun, signed)
 	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, md, &b.hr
 	return &b.r
 }
 
 // fillOkResponse builds in hb the OkHttpResponse of an allowed (or dry-run)
 // d: the x-mcp-* headers set, in name order, and every client-sent header
-// that folds onto one of them removed.
-func (rs *Responder) fillOkResponse(hb *headerBlock, d *decision.Decision, reqHeaders decision.Headers, dryRun bool) *authv3.OkHttpResponse {
+// that folds onto one of them removed. signed is the x-mcp-decision value
+// ("" sends none).
+func (rs *Responder) fillOkResponse(hb *headerBlock, d *decision.Decision, reqHeaders decision.Headers, dryRun bool, signed string) *authv3.OkHttpResponse {
 	// The headers we set, in name order (TestOkResponseHeaderOrder); an
 	// empty value is not sent (e.g. no digest for a body that did not
 	// parse).
-	var set [9]headerKV
+	var set [10]headerKV
 	n := 0
 	add := func(k, v string) {
 		if v != "" {
@@ -212,6 +248,7 @@ func (rs *Responder) fillOkResponse(hb *headerBlock, d *decision.Decision, reqHe
 		retry = "true"
 	}
 	add(HeaderArgsDigest, d.ArgsDigest)
+	add(HeaderDecision, signed)
 	add(HeaderDecisionID, d.ID)
 	add(HeaderDryRunDecision, dryDecision)
 	add(HeaderDryRunReason, dryReason)

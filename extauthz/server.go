@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/seamcover"
 )
 
 // Server implements envoy.service.auth.v3.Authorization. Check never returns
@@ -41,6 +42,10 @@ type Server struct {
 	// LogSampling keeps a fraction of the allowed decisions' log lines
 	// (SampleAllowed); the zero value keeps all.
 	LogSampling LogSampling
+	// Seam holds every decision an OK response marked with seam_class
+	// (Responder.MarkSeam) until the response seam's processor names it,
+	// and counts it unmet past its route's deadline; nil holds nothing.
+	Seam *seamcover.Table
 }
 
 var _ authv3.AuthorizationServer = (*Server)(nil)
@@ -84,6 +89,11 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 		resp = s.Responder.DryRunResponse(d, r.Headers)
 	} else {
 		resp = s.Responder.ResponseFor(d, r)
+	}
+	if s.Seam != nil {
+		if c := resp.GetDynamicMetadata().GetFields()["seam_class"].GetStringValue(); c != "" {
+			s.Seam.Expect(d.ID, c)
+		}
 	}
 	if span != nil {
 		s.Tracing.end(span, d, r, resp, s.DryRun)

@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/seamcover"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
@@ -95,6 +96,10 @@ type Config struct {
 	// answers its retry from it. Nil: nothing is recorded.
 	Results   *state.Results
 	ResultTTL time.Duration
+	// Seam is told of every side stream whose Check metadata carries
+	// seam_class (Check marked the decision: internal/seamcover), once, at
+	// its first message; nil: nothing is told.
+	Seam *seamcover.Table
 }
 
 // Server is the ExternalProcessor.
@@ -118,6 +123,9 @@ func New(cfg Config) *Server {
 	}
 	return &Server{cfg: cfg}
 }
+
+// Seam is the coverage table the Server tells (Config.Seam).
+func (s *Server) Seam() *seamcover.Table { return s.cfg.Seam }
 
 // respMode is how the response body is handled.
 type respMode int
@@ -298,6 +306,9 @@ func (st *stream) readMeta(req *extprocv3.ProcessingRequest) {
 	st.recoverKey = str("recover_key")
 	st.sessionHash = str("session")
 	st.startReceipt(str("request_digest"))
+	if c := str("seam_class"); c != "" {
+		st.s.cfg.Seam.Met(st.decision, c)
+	}
 }
 
 // header returns the value of header k (lower case) in hm.

@@ -83,10 +83,9 @@ func valueSets(t *testing.T) map[string]map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The defaults (two replicas) need a shared state store: the chart
-	// refuses them alone (TestChartStateStore), so they are rendered with
-	// the one value every multi-replica release must add.
-	sets := map[string]map[string]any{"default": {"stateStore": map[string]any{"url": storeURL}}}
+	// The defaults render alone (one replica on the memory store:
+	// TestChartDefaultRender).
+	sets := map[string]map[string]any{"default": {}}
 	for _, f := range files {
 		v, err := chartutil.ReadValuesFile(f)
 		if err != nil {
@@ -729,7 +728,7 @@ func TestChartRejectsWrongValues(t *testing.T) {
 		{"no audience", "auth: {audiences: []}", "'/auth/audiences'"},
 		{"empty policy", "policy: ''", "'/policy'"},
 		{"typo at top level", "replicas: 3", "'replicas' not allowed"},
-		{"sidecar without an MCP server image", "mode: sidecar", "'/sidecar/mcpServer/image/repository'"},
+		{"sidecar without an MCP server image", "mode: sidecar", "sidecar.mcpServer.image.repository: your MCP server's image"},
 		{"writable root filesystem", "securityContext: {readOnlyRootFilesystem: false}", "'/securityContext/readOnlyRootFilesystem'"},
 		{"root allowed", "podSecurityContext: {runAsNonRoot: false}", "'/podSecurityContext/runAsNonRoot'"},
 		{"no limits", "resources: {limits: null}", "missing property 'limits'"},
@@ -744,9 +743,9 @@ func TestChartRejectsWrongValues(t *testing.T) {
 		{"grace period within the drain", "terminationGracePeriodSeconds: 15", "terminationGracePeriodSeconds must exceed"},
 		{"grace period shorter than a longer drain", "shutdown: {drainPeriodSeconds: 40, timeoutSeconds: 10}", "terminationGracePeriodSeconds must exceed"},
 		{"grace period within the Envoy drain", sidecarBase + "shutdown: {drainPeriodSeconds: 5, timeoutSeconds: 10, envoyDrainSeconds: 30}", "+ shutdown.envoyDrainSeconds"},
-		{"sidecar without serverId", "mode: sidecar\nsidecar: {mcpServer: {image: {repository: x, tag: '1'}}}", "mode=sidecar needs serverId"},
+		{"sidecar without serverId", "mode: sidecar\nsidecar: {mcpServer: {image: {repository: x, tag: '1'}}}", "serverId: the Pod serves one MCP server"},
 		{"sidecar MCP server on latest", "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x, tag: latest}}}", "'/sidecar/mcpServer/image/tag'"},
-		{"sidecar MCP server without a tag", "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x}}}", "'/sidecar/mcpServer/image/tag'"},
+		{"sidecar MCP server without a tag", "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x}}}", "sidecar.mcpServer.image.tag: its tag"},
 		{"TLS in sidecar mode", sidecarBase + "tls: {secretName: t}", "tls.secretName is for mode=standalone"},
 		{"Envoy memory limit not in Mi or Gi", storeBase + "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x, tag: '1'}}, envoy: {resources: {requests: {cpu: 1, memory: 1Mi}, limits: {cpu: 1, memory: 1G}}}}", "give it in Mi or Gi"},
 		{"zero shutdown timeout", "shutdown: {drainPeriodSeconds: 5, timeoutSeconds: 0}", "'/shutdown/timeoutSeconds'"},

@@ -92,6 +92,12 @@ func TestIstioInPodLayout(t *testing.T) {
 	if id, _ := env(ex, "EXTAUTHZ_SERVER_ID"); id == "" {
 		t.Error("Istio sets no context extension: EXTAUTHZ_SERVER_ID must name the server")
 	}
+	if v, _ := env(ex, "EXTAUTHZ_RESPONSE_SEAM"); v != "true" {
+		t.Error("EXTAUTHZ_RESPONSE_SEAM is not true: envoyfilter-extproc-local.yaml sends every answer to this Pod's processor, so each would fail closed")
+	}
+	if v, _ := env(ex, "EXTAUTHZ_STATE_STORE_MEMORY_PER_REPLICA_OK"); v == "true" && (d.Spec.Replicas == nil || *d.Spec.Replicas != 1) {
+		t.Error("a memory state store in each of several Pods: approvals and task bindings would hold per Pod")
+	}
 	checkExtauthzProbes(t, "in-pod", ex)
 	checkGracePeriod(t, "in-pod", d, ex)
 	if port := d.Spec.Template.Annotations["prometheus.io/port"]; port != strconv.Itoa(int(containerPort(ex, "metrics"))) {

@@ -84,9 +84,9 @@ func TestChartStateStoreRefuses(t *testing.T) {
 		give string
 		want string
 	}{
-		{"the defaults: two replicas, memory", "", "replicaCount is 2 and stateStore.url is empty"},
+		{"two replicas, memory", "replicaCount: 2", "replicaCount is 2 and stateStore.url is empty"},
 		{"three replicas, memory", "replicaCount: 3", "replicaCount is 3"},
-		{"sidecar, two replicas, memory", "mode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x, tag: '1'}}}", "stateStore.url is empty"},
+		{"sidecar, two replicas, memory", "replicaCount: 2\nmode: sidecar\nserverId: p\nsidecar: {mcpServer: {image: {repository: x, tag: '1'}}}", "stateStore.url is empty"},
 		{"acknowledgment with a Redis", storeBase + "stateStore: {url: 'redis://r:6379', memoryPerReplicaAcknowledged: true}", "is for the memory store"},
 		{"password Secret without a URL", "replicaCount: 1\nstateStore: {passwordSecret: {name: p, key: password}}", "set stateStore.url"},
 		{"wait without a URL", "replicaCount: 1\nstateStore: {waitReplicas: 1}", "set stateStore.url"},

@@ -81,6 +81,11 @@ type Config struct {
 	CursorKeyFile string
 	ListCacheTTL  time.Duration
 
+	// SeamDeadline is how long a decision Check marked for the response
+	// seam may wait for the processor before it counts as unmet
+	// (internal/seamcover; list and GET routes: at most 10s).
+	SeamDeadline time.Duration
+
 	TLS tlsFiles // all empty: plaintext gRPC
 	// ServersByPrincipal maps destination principals (SPIFFE ids) to MCP
 	// server ids (--server-id-by-principal).
@@ -98,6 +103,12 @@ type Config struct {
 	// (examples/TEST-ONLY-*.jwk.json, examples/TEST-ONLY-cursor-key): demos
 	// and tests.
 	AllowTestKeys bool
+	// DecisionKeyFile is the private JWK (or JWK Set, the signing key
+	// first) that signs every allowed decision (x-mcp-decision, issue 28);
+	// empty signs none. DecisionJWKSOut is the file the public key set is
+	// written to, at start and on every rotation; empty writes none.
+	DecisionKeyFile string
+	DecisionJWKSOut string
 }
 
 // listFlag is a repeatable string flag; the environment form is comma-separated.
@@ -146,7 +157,7 @@ func (p principalFlag) Set(v string) error {
 var pathFlags = map[string]bool{"policy": true, "jwks-file": true, "approver-jwks-file": true, "tls-cert-file": true, "tls-key-file": true, "client-ca-file": true,
 	"state-store-password-file": true, "state-store-sentinel-password-file": true,
 	"state-store-tls-ca-file": true, "state-store-tls-cert-file": true, "state-store-tls-key-file": true,
-	"cursor-key-file": true}
+	"cursor-key-file": true, "decision-key-file": true, "decision-jwks-out": true}
 
 // Environment variables that are no flag's: secrets, which a command
 // line would show to every user of the host (ps, /proc).
@@ -360,8 +371,11 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.TLS.cert, "tls-cert-file", "", "gRPC port: server certificate chain (PEM); with --tls-key-file and --client-ca-file, mTLS, reloaded on change")
 	fs.StringVar(&c.TLS.key, "tls-key-file", "", "gRPC port: private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.TLS.clientCA, "client-ca-file", "", "gRPC port: CA bundle (PEM) that callers' client certificates must chain to")
+	fs.StringVar(&c.DecisionKeyFile, "decision-key-file", "", "private JWK (Ed25519 or P-256), or a JWK Set whose first key signs and whose others stay published while they rotate out: every allowed request gets a signed decision in x-mcp-decision for the MCP server's verifier; reloaded on change; empty signs none")
+	fs.StringVar(&c.DecisionJWKSOut, "decision-jwks-out", "", "file to write the public key set of --decision-key-file to, at start and on every rotation, for MCP servers that read a file (it is also served at /decision-jwks.json on --http-addr)")
 	c.Telemetry.register(fs)
 	c.Introspection.register(fs)
+	fs.DurationVar(&c.SeamDeadline, "seam-deadline", time.Minute, "with --response-seam: how long an admitted tools/call, task method or other request may wait for its answer to reach the ext_proc processor (the MCP server's time to answer) before mcp_extauthz_seam_unmet_total counts it; lists and GET streams meet the processor with their request headers and wait at most 10s")
 	fs.Usage = func() { printServeUsage(fs.Output(), fs) }
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
@@ -470,9 +484,14 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return nil, errors.New("--token-cache-size and --jwks-refresh-interval must not be negative")
 	case c.DrainPeriod < 0 || c.ShutdownTimeout < 0:
 		return nil, errors.New("--drain-period and --shutdown-timeout must not be negative")
+	case c.SeamDeadline <= 0:
+		return nil, errors.New("--seam-deadline must be positive")
 	}
 	if err := checkMemoryStore(c); err != nil {
 		return nil, err
+	}
+	if c.DecisionJWKSOut != "" && c.DecisionKeyFile == "" {
+		return nil, errors.New("--decision-jwks-out needs --decision-key-file (the keys whose public halves it writes)")
 	}
 	if err := checkAudiences(c.Audiences); err != nil {
 		return nil, err

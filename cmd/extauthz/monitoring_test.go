@@ -237,6 +237,13 @@ var dashboardPanels = []panel{
 		{"write errors {{sink}}", `sum by (sink) (increase(mcp_extauthz_decision_log_write_errors_total{` + sel + `}[$__rate_interval]))`},
 		{"sampled out", `sum(increase(mcp_extauthz_decision_log_sampled_out_total{` + sel + `}[$__rate_interval]))`},
 		{"DPoP replay cache {{pod}}", `max by (pod) (mcp_extauthz_dpop_replay_cache_entries{` + sel + `})`}}},
+
+	{title: "Response seam", row: true},
+	{title: "Admitted requests that met no processor", kind: "timeseries", unit: "short", width: 12, queries: [][2]string{
+		{"fleet {{class}}", `sum by (class) (increase(mcp_extauthz_seam_expected_total{` + sel + `}[$__rate_interval])) - sum by (class) (increase(mcp_extauthz_seam_met_total{` + sel + `}[$__rate_interval]))`},
+		{"unmet {{pod}} {{class}}", `sum by (pod, class) (increase(mcp_extauthz_seam_unmet_total{` + sel + `}[$__rate_interval]))`}}},
+	{title: "ext_proc side streams", kind: "timeseries", unit: "reqps", width: 12, queries: [][2]string{
+		{"{{route}} {{outcome}}", `sum by (route, outcome) (rate(mcp_extauthz_ext_proc_streams_total{` + sel + `}[$__rate_interval]))`}}},
 }
 
 // buildDashboard renders dashboardPanels as a Grafana dashboard (schema

@@ -38,8 +38,10 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/reload"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/seamcover"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
+	"github.com/mcp-extauthz/mcp-extauthz/mcpdecision"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -57,6 +59,10 @@ const (
 	// keepaliveMinTime accepts Envoy's HTTP/2 keepalive pings down to this
 	// interval instead of closing the connection with ENHANCE_YOUR_CALM.
 	keepaliveMinTime = 10 * time.Second
+	// seamSweepInterval is how often the response seam's coverage table
+	// counts the decisions past their deadline: an unmet one shows within
+	// its deadline plus this.
+	seamSweepInterval = time.Second
 )
 
 // runServe runs the service until ctx ends. Everything it writes to stderr
@@ -162,6 +168,22 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			}
 		}()
 	}
+	if dk := svc.decisions; dk != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := filewatch.WatchAll(ctx, []string{dk.file}, watchOptions(log), func() {
+				if err := dk.reload(); err != nil {
+					log.Error("--decision-key-file reload refused; keeping the last good keys", zap.Error(err))
+					return
+				}
+				log.Info("--decision-key-file reloaded", zap.String("signing_kid", dk.signer.Keys()[0].KeyID))
+			})
+			if err != nil {
+				log.Error("--decision-key-file watch stopped; the loaded keys stay in use", zap.Error(err))
+			}
+		}()
+	}
 	if svc.jwks != nil {
 		wg.Add(1)
 		go func() {
@@ -184,6 +206,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}()
 	go func() { defer wg.Done(); reloadOnSIGHUP(ctx, svc.loader, log) }()
+	if svc.seam != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); svc.seam.Run(ctx, seamSweepInterval) }()
+	}
 	if svc.approvals != nil && cfg.ApproverJWKSFile == "" {
 		wg.Add(1)
 		go func() { defer wg.Done(); svc.warmApprovers(ctx) }()
@@ -246,6 +272,9 @@ func httpHandler(cfg *Config, svc *service, reg prometheus.Gatherer) http.Handle
 	mux.Handle(resourcemeta.WellKnownPath, prm)
 	mux.Handle(resourcemeta.WellKnownPath+"/", prm)
 	mux.Handle("GET /statusz", statusHandler(cfg, svc))
+	if svc.decisions != nil {
+		mux.Handle("GET "+decisionJWKSPath, svc.decisions)
+	}
 	mux.Handle("/", lifecycle.HTTPHandler(svc.readiness, reg))
 	return mux
 }
@@ -262,7 +291,9 @@ type service struct {
 	approvals *bearer.OIDCVerifier // nil without --approver-issuer
 	store     state.Store
 	log       *zap.Logger
-	reload    *policyReload // the policy loads, for /statusz
+	reload    *policyReload    // the policy loads, for /statusz
+	seam      *seamcover.Table // the response seam's coverage; nil without --response-seam
+	decisions *decisionKeys    // nil without --decision-key-file
 
 	intro     *bearer.IntrospectionVerifier // --token-mode introspection or both; nil otherwise
 	tokenMode string                        // --token-mode
@@ -393,7 +424,19 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	if err != nil {
 		return nil, err
 	}
+	dk, err := newDecisionKeys(cfg, log)
+	if err != nil {
+		binding.Store.Close()
+		return nil, err
+	}
+	var signer *mcpdecision.Signer
+	if dk != nil {
+		signer = dk.signer
+	}
+	seam := proc.Seam()
 	return &service{
+		seam:      seam,
+		decisions: dk,
 		proc:      proc,
 		approvals: approvals,
 		store:     binding.Store,
@@ -401,10 +444,12 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 			Decider: decider,
 			Responder: &extauthz.Responder{ResourceMetadataURL: rm, DenialStatus: cfg.DenialStatus, ConcealAs: extauthz.ConcealStyle(cfg.ConcealAs),
 				ConcealJSONResponse: cfg.ConcealJSONResponse,
-				DecidedHeaders:      []string{strings.ToLower(cfg.IdempotencyHeader)}},
+				DecidedHeaders:      []string{strings.ToLower(cfg.IdempotencyHeader)}, Decisions: signer,
+				MarkSeam: cfg.ResponseSeam},
 			Log:     decisionLog,
 			Metrics: metrics,
 			DryRun:  cfg.DryRun,
+			Seam:    seam,
 		},
 		loader:    loader,
 		readiness: &lifecycle.Readiness{Checks: []func() error{store.Ready, tokensReady(cfg.Introspection.Mode, ov, iv)}, OnReady: metrics.SetReady},
@@ -738,5 +783,30 @@ func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.Toke
 		}
 		pc.Cursors, dc.Cursors = sealer, sealer
 	}
+	pc.Seam = newSeamTable(cfg, log, m)
 	return extproc.New(pc), nil
+}
+
+// newSeamTable is the response seam's coverage table (--response-seam;
+// nil without): its counts go to the seam_* metrics, and each sweep that
+// finds decisions no processor met logs one warning with their number by
+// class and one of their decision ids (the Envoy access log's decision_id).
+func newSeamTable(cfg *Config, log *zap.Logger, m *metrics.Metrics) *seamcover.Table {
+	if !cfg.ResponseSeam {
+		return nil
+	}
+	return seamcover.New(seamcover.Config{
+		Deadline: cfg.SeamDeadline,
+		OnExpect: m.SeamExpect, OnMet: m.SeamMeet, OnUntracked: m.SeamUntrack,
+		OnUnmet: func(n [5]uint64, example string) {
+			fields := []zap.Field{zap.String("kind", "seam_unmet"), zap.String("example_decision_id", example)}
+			for i, c := range seamcover.Classes {
+				m.SeamUnmetBy(c, n[i])
+				if n[i] > 0 {
+					fields = append(fields, zap.Uint64(c, n[i]))
+				}
+			}
+			log.Warn("admitted requests met no response-seam processor in time: a route or config runs without ext_proc, or its side stream went to another replica (README, MCPExtAuthzSeamBypassed)", fields...)
+		},
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/seamcover"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/tracing"
 )
 
@@ -87,9 +88,46 @@ type Status struct {
 		SampleAllowed float64  `json:"sample_allowed"`
 	} `json:"decision_log"`
 
+	// ResponseSeam is the seam's coverage (--response-seam; absent
+	// without): decisions Check marked, those a processor of this replica
+	// saw, and those none saw within their deadline, by class.
+	ResponseSeam *SeamStatus `json:"response_seam,omitempty"`
+
 	// Introspection is the opaque-token verifier (--token-mode
 	// introspection or both); absent in jwt mode.
 	Introspection *IntrospectionStatus `json:"introspection,omitempty"`
+}
+
+// SeamStatus is /statusz's response_seam: counts since start by class
+// (list, get, task, call, other), the ids held now, and the deadlines.
+type SeamStatus struct {
+	Expected  map[string]uint64 `json:"expected"`
+	Met       map[string]uint64 `json:"met"`
+	Unmet     map[string]uint64 `json:"unmet"`
+	Untracked map[string]uint64 `json:"untracked"`
+	// UnmetTotal is the sum of Unmet: non-zero means answers reached
+	// clients without the processor (or, with several replicas, that side
+	// streams went to another replica: compare Expected and Met summed
+	// over all of them).
+	UnmetTotal      uint64 `json:"unmet_total"`
+	Held            int    `json:"held"`
+	DeadlineRequest string `json:"deadline_list_get"`
+	DeadlineAnswer  string `json:"deadline_other"`
+}
+
+// seamStatus is t's SeamStatus; nil for a nil t.
+func seamStatus(t *seamcover.Table) *SeamStatus {
+	if t == nil {
+		return nil
+	}
+	s := t.Stats()
+	st := &SeamStatus{Expected: map[string]uint64{}, Met: map[string]uint64{}, Unmet: map[string]uint64{}, Untracked: map[string]uint64{},
+		Held: s.Held, DeadlineRequest: t.DeadlineOf(seamcover.List).String(), DeadlineAnswer: t.DeadlineOf(seamcover.Call).String()}
+	for i, c := range seamcover.Classes {
+		st.Expected[c], st.Met[c], st.Unmet[c], st.Untracked[c] = s.Expected[i], s.Met[i], s.Unmet[i], s.Untracked[i]
+		st.UnmetTotal += s.Unmet[i]
+	}
+	return st
 }
 
 // IntrospectionStatus is /statusz's view of RFC 7662 introspection.
@@ -174,5 +212,6 @@ func status(ctx context.Context, cfg *Config, svc *service) *Status {
 	if iv := svc.intro; iv != nil {
 		st.Introspection = &IntrospectionStatus{Mode: cfg.Introspection.Mode, Endpoint: iv.Endpoint(), Breaker: iv.BreakerState()}
 	}
+	st.ResponseSeam = seamStatus(svc.seam)
 	return st
 }

@@ -62,7 +62,7 @@ func serveFlagGroup(name string) string {
 	case "issuer", "audience", "resource-metadata-url", "resource-documentation", "allow-test-keys":
 		return "tokens"
 	case "policy", "server-id", "server-id-by-principal", "denial-status", "dry-run", "conceal-as", "conceal-json-response", "case-sensitive-keys",
-		"response-seam", "cursor-key-file", "list-cache-ttl":
+		"response-seam", "cursor-key-file", "list-cache-ttl", "seam-deadline", "decision-key-file", "decision-jwks-out":
 		return "policy"
 	case "approval-url":
 		return "approvals"

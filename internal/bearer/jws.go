@@ -187,14 +187,15 @@ var (
 	// (RFC 7519 section 5.1) and "at+jwt" (RFC 9068 section 2.1).
 	AccessTokenTypes = []string{"", "JWT", "at+jwt"}
 	// OtherJWTTypes are the typ values of JWT kinds that are never access
-	// tokens: approvals (mcp-approval+jwt), DPoP proofs (RFC 9449), logout
+	// tokens: approvals (mcp-approval+jwt), signed decisions
+	// (mcp-decision+jwt, package mcpdecision), DPoP proofs (RFC 9449), logout
 	// tokens (OpenID Connect Back-Channel Logout 1.0 section 2.4),
 	// security event tokens (RFC 8417), JWT introspection responses (RFC
 	// 9701), request objects (RFC 9101), SD-JWT key-binding JWTs, OpenID
 	// Federation entity statements and OAuth client attestations. An
 	// OIDCConfig for access tokens must not list them.
 	OtherJWTTypes = []string{
-		"mcp-approval+jwt", "dpop+jwt", "logout+jwt", "secevent+jwt",
+		"mcp-approval+jwt", "mcp-decision+jwt", "dpop+jwt", "logout+jwt", "secevent+jwt",
 		"token-introspection+jwt", "oauth-authz-req+jwt", "kb+jwt",
 		"entity-statement+jwt", "oauth-client-attestation+jwt", "oauth-client-attestation-pop+jwt",
 	}

@@ -46,6 +46,10 @@ type Metrics struct {
 	ListsFiltered       *prometheus.CounterVec   // lists_filtered_total{kind,result}
 	ListItemsRemoved    *prometheus.CounterVec   // list_items_removed_total{kind}
 	Receipts            *prometheus.CounterVec   // receipts_total{outcome}
+	SeamExpected        *prometheus.CounterVec   // seam_expected_total{class}
+	SeamMet             *prometheus.CounterVec   // seam_met_total{class}
+	SeamUnmet           *prometheus.CounterVec   // seam_unmet_total{class}
+	SeamUntracked       *prometheus.CounterVec   // seam_untracked_total{class}
 
 	reg prometheus.Registerer
 	now func() time.Time // nil means time.Now
@@ -157,13 +161,22 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 			Help: "Items removed from list answers, by kind."}, []string{"kind"}),
 		Receipts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "receipts_total",
 			Help: "Receipts of allowed tools/call, by outcome (success, tool_error, rpc_error, task_created, input_required, http_error, outcome_unknown: the upstream may have run the call; nobody saw the answer)."}, []string{"outcome"}),
+		SeamExpected: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "seam_expected_total",
+			Help: "Decisions Check admitted that must meet the response seam's processor (--response-seam), by class (list, get, task, call, other)."}, []string{"class"}),
+		SeamMet: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "seam_met_total",
+			Help: "Decisions the response seam's processor saw, by the class Check marked them with; summed over replicas it matches seam_expected_total when every route runs the processor."}, []string{"class"}),
+		SeamUnmet: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "seam_unmet_total",
+			Help: "Decisions this replica admitted that no processor of this replica saw within their route's deadline (--seam-deadline), by class: exact when Check and ext_proc reach the same process (sidecar, one replica)."}, []string{"class"}),
+		SeamUntracked: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "seam_untracked_total",
+			Help: "Decisions not held for seam_unmet_total because its table was full, by class."}, []string{"class"}),
 		reg: reg,
 	}
 	reg.MustRegister(m.Decisions, m.ShadowMatches, m.CheckDuration, m.InFlight, m.TokenFailures, m.TokenCache,
 		m.KeySetRefreshes, m.OIDCDiscovery, m.PolicyReloads, m.PolicyReloadError, m.PolicyInfo, m.Ready,
 		m.BuildInfo, m.DryRun, m.PolicyReloadOK, m.PolicyReloadTime, m.KeySetRefreshTime, m.StateStoreRequests,
 		m.StateStoreDuration, m.DecisionLogErrors, m.DecisionLogDropped, m.DecisionLogBlocked, m.DecisionLogSampled,
-		m.CELEvaluationErrors, m.RuleDecisions, m.QuotaDecisions, m.Introspections, m.SideStreams, m.ListsFiltered, m.ListItemsRemoved, m.Receipts)
+		m.CELEvaluationErrors, m.RuleDecisions, m.QuotaDecisions, m.Introspections, m.SideStreams, m.ListsFiltered, m.ListItemsRemoved, m.Receipts,
+		m.SeamExpected, m.SeamMet, m.SeamUnmet, m.SeamUntracked)
 	for _, o := range ReceiptOutcomes {
 		m.Receipts.WithLabelValues(o)
 	}
@@ -171,6 +184,12 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 		for _, o := range []string{"ok", "error", "refused"} {
 			m.SideStreams.WithLabelValues(r, o)
 		}
+	}
+	for _, c := range SideStreamRoutes {
+		m.SeamExpected.WithLabelValues(c)
+		m.SeamMet.WithLabelValues(c)
+		m.SeamUnmet.WithLabelValues(c)
+		m.SeamUntracked.WithLabelValues(c)
 	}
 	for _, k := range ListKinds {
 		m.ListItemsRemoved.WithLabelValues(k)
@@ -455,4 +474,35 @@ func (m *Metrics) Receipt(outcome string) {
 		return
 	}
 	m.Receipts.WithLabelValues(outcome).Inc()
+}
+
+// SeamExpect counts one decision Check marked for the response seam, of
+// class (a value of SideStreamRoutes); SeamMeet one the processor saw;
+// SeamUntrack one the coverage table could not hold.
+func (m *Metrics) SeamExpect(class string) {
+	if m != nil {
+		m.SeamExpected.WithLabelValues(class).Inc()
+	}
+}
+
+// SeamMeet: see SeamExpect.
+func (m *Metrics) SeamMeet(class string) {
+	if m != nil {
+		m.SeamMet.WithLabelValues(class).Inc()
+	}
+}
+
+// SeamUntrack: see SeamExpect.
+func (m *Metrics) SeamUntrack(class string) {
+	if m != nil {
+		m.SeamUntracked.WithLabelValues(class).Inc()
+	}
+}
+
+// SeamUnmetBy counts n decisions of class that met no processor in time.
+func (m *Metrics) SeamUnmetBy(class string, n uint64) {
+	if m == nil || n == 0 {
+		return
+	}
+	m.SeamUnmet.WithLabelValues(class).Add(float64(n))
 }

@@ -5,7 +5,7 @@
 {{- $envoyDrain := int $.Values.shutdown.envoyDrainSeconds }}
 {{- with $.Values.sidecar.envoy -}}
 - name: envoy
-  image: {{ ternary (printf "%s@%s" .image.repository .image.digest) (printf "%s:%s" .image.repository .image.tag) (not (empty .image.digest)) | quote }}
+  image: {{ ternary (printf "%s@%s" .image.repository .image.digest) (printf "%s:%s" .image.repository (include "mcp-extauthz.tag" .image.tag)) (not (empty .image.digest)) | quote }}
   imagePullPolicy: {{ .image.pullPolicy }}
   {{- if $native }}
   restartPolicy: Always

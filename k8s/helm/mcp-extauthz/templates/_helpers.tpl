@@ -38,8 +38,39 @@ app.kubernetes.io/component: {{ .Values.mode }}
 {{- end }}
 {{- end }}
 
+{{/* An image tag as a string: `--set image.tag=1` gives an integer. */}}
+{{- define "mcp-extauthz.tag" -}}
+{{- if kindIs "float64" . }}{{ int64 . }}{{ else }}{{ toString . }}{{ end }}
+{{- end }}
+
 {{- define "mcp-extauthz.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- printf "%s:%s" .Values.image.repository (include "mcp-extauthz.tag" (default .Chart.AppVersion .Values.image.tag)) }}
+{{- end }}
+
+{{/* Fails the render naming every value the release still needs, at once,
+each with why. Returns nothing. */}}
+{{- define "mcp-extauthz.missingValues" -}}
+{{- $missing := list }}
+{{- if eq .Values.mode "sidecar" }}
+{{- if not .Values.serverId }}
+{{- $missing = append $missing "serverId: the Pod serves one MCP server and Envoy's route names none (context extension mcp_server), so without --server-id every request is denied (unknown_server); set it to the server's id in your policy" }}
+{{- end }}
+{{- with .Values.sidecar.mcpServer.image }}
+{{- if not .repository }}
+{{- $missing = append $missing "sidecar.mcpServer.image.repository: your MCP server's image" }}
+{{- end }}
+{{- if not (include "mcp-extauthz.tag" .tag) }}
+{{- $missing = append $missing "sidecar.mcpServer.image.tag: its tag (latest is refused)" }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $replicas := int .Values.replicaCount }}
+{{- if and (gt $replicas 1) (not .Values.stateStore.url) (not .Values.stateStore.memoryPerReplicaAcknowledged) }}
+{{- $missing = append $missing (printf "stateStore.url: replicaCount is %d and stateStore.url is empty, so each Pod would keep its own memory store: an approval would be single use per Pod, an idempotency key (Idempotency-Key, on by default) bound to one request per Pod, a task bound on one Pod unknown to the others (task_not_owned), and a restart forgets them all. Set stateStore.url to a Redis every Pod shares, or replicaCount=1, or stateStore.memoryPerReplicaAcknowledged=true to accept per-Pod state" $replicas) }}
+{{- end }}
+{{- if $missing }}
+{{- fail (printf "missing values (%d):\n  - %s" (len $missing) (join "\n  - " $missing)) }}
+{{- end }}
 {{- end }}
 
 {{/* The JWKS Secret's name, or "" for OIDC discovery. */}}
@@ -61,6 +92,7 @@ internal/testkeys/published.txt, the one serve refuses.
 {{- define "mcp-extauthz.publishedTestKeys" -}}
 846e7334b02cd9470b9c460074edba977ab91c24c0ce79d31f0d4bed708582fe examples/TEST-ONLY-signing-key.jwk.json
 5d0305197278ccab1672c07e143fffaea9713f6e47e5a55f72dd1a4d866cdbec examples/TEST-ONLY-approver-key.jwk.json
+f45245c86304c7dad8e1f3cde34707ea9099a678a69c5ab8189c8c64a6089bc0 examples/TEST-ONLY-decision-key.jwk.json
 {{- end }}
 
 {{/*
@@ -105,11 +137,8 @@ that serve refuses. Returns nothing. */}}
 {{- define "mcp-extauthz.stateStoreChecks" -}}
 {{- $s := .Values.stateStore }}
 {{- $url := $s.url | default "" }}
-{{- $replicas := int .Values.replicaCount }}
 {{- if not $url }}
-{{- if and (gt $replicas 1) (not $s.memoryPerReplicaAcknowledged) }}
-{{- fail (printf "stateStore: replicaCount is %d and stateStore.url is empty, so each Pod would keep its own memory store: an approval would be single use per Pod, an idempotency key (Idempotency-Key, on by default) bound to one request per Pod, and a restart forgets both. Set stateStore.url to a Redis every Pod shares, or replicaCount=1, or stateStore.memoryPerReplicaAcknowledged=true to accept per-Pod single use." $replicas) }}
-{{- end }}
+{{- /* several replicas on the memory store: mcp-extauthz.missingValues */}}
 {{- if or $s.passwordSecret.name $s.sentinelPasswordSecret.name $s.tls.caSecret.name $s.tls.clientCertSecret $s.tls.serverName (gt (int $s.waitReplicas) 0) }}
 {{- fail "stateStore: passwordSecret, sentinelPasswordSecret, tls and waitReplicas are Redis settings: set stateStore.url" }}
 {{- end }}
