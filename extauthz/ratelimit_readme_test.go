@@ -1,6 +1,7 @@
 package extauthz
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +9,9 @@ import (
 	"testing"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3" // the snippet's router
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
 )
@@ -16,10 +20,12 @@ import (
 // metadata: the ext_authz filter's name.
 const extAuthzNamespace = "envoy.filters.http.ext_authz"
 
-// TestReadmeEnvoyRateLimits: README's Envoy rate_limits snippet (section
-// Quotas) is a valid envoy.config.route.v3.RateLimit list whose metadata
-// actions read, from ext_authz's namespace, only members a Check sets in
-// its dynamic metadata, allowed or denied.
+// TestReadmeEnvoyRateLimits: README's Envoy snippet (section Quotas) is
+// valid Envoy configuration (the rate-limit and router filters, a route
+// with rate_limits, each checked by Envoy's protos and their validation
+// rules), and the route's metadata actions read, from ext_authz's
+// namespace, only members a Check sets in its dynamic metadata, allowed or
+// denied.
 func TestReadmeEnvoyRateLimits(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
@@ -34,28 +40,42 @@ func TestReadmeEnvoyRateLimits(t *testing.T) {
 	if block == nil {
 		t.Fatal("no Envoy snippet in README's Quotas section")
 	}
-	j := strings.Index(block[1], "      rate_limits:\n")
-	if j < 0 {
-		t.Fatal("the snippet has no route rate_limits")
+	var snippet struct {
+		HTTPFilters []json.RawMessage `json:"http_filters"`
+		Routes      []json.RawMessage `json:"routes"`
 	}
-	var lines []string
-	for _, l := range strings.Split(block[1][j:], "\n")[1:] {
-		if strings.TrimSpace(l) == "" || len(l)-len(strings.TrimLeft(l, " ")) <= 6 {
-			break
-		}
-		lines = append(lines, l)
-	}
-	js, err := yaml.YAMLToJSON([]byte(strings.Join(lines, "\n")))
+	js, err := yaml.YAMLToJSON([]byte(block[1]))
 	if err != nil {
-		t.Fatalf("rate_limits: %v", err)
+		t.Fatalf("the snippet is not YAML: %v", err)
 	}
-	var route routev3.RouteAction
-	if err := protojson.Unmarshal([]byte(`{"cluster":"mcp_server","rate_limits":`+string(js)+`}`), &route); err != nil {
-		t.Fatalf("rate_limits is not Envoy's RateLimit: %v", err)
+	if err := json.Unmarshal(js, &snippet); err != nil || len(snippet.HTTPFilters) != 2 || len(snippet.Routes) != 1 {
+		t.Fatalf("snippet: %v; want two http_filters and one route", err)
 	}
-	if err := route.ValidateAll(); err != nil {
-		t.Fatalf("rate_limits: %v", err)
+	// The rate-limit filter, then the router: Envoy's protos, validated.
+	for i, raw := range snippet.HTTPFilters {
+		var f hcmv3.HttpFilter
+		if err := protojson.Unmarshal(raw, &f); err != nil {
+			t.Fatalf("http_filters[%d]: %v", i, err)
+		}
+		if err := f.ValidateAll(); err != nil {
+			t.Fatalf("http_filters[%d]: %v", i, err)
+		}
+		if i == 0 {
+			var rl ratelimitv3.RateLimit
+			if f.GetName() != "envoy.filters.http.ratelimit" || f.GetTypedConfig().UnmarshalTo(&rl) != nil || rl.ValidateAll() != nil ||
+				!rl.GetFailureModeDeny() || rl.GetDomain() != "mcp" {
+				t.Errorf("http_filters[0] = %s: want the rate-limit filter, domain mcp, failing closed", f.GetName())
+			}
+		}
 	}
+	var r routev3.Route
+	if err := protojson.Unmarshal(snippet.Routes[0], &r); err != nil {
+		t.Fatalf("routes[0] is not Envoy's Route: %v", err)
+	}
+	if err := r.ValidateAll(); err != nil {
+		t.Fatalf("routes[0]: %v", err)
+	}
+	route := r.GetRoute()
 	srv := quotaServer(t, nil, nil)
 	allowed, _ := srv.Check(t.Context(), quotaCall("alice", toolCallBody("other")).CheckRequest(true))
 	denied, _ := srv.Check(t.Context(), quotaCall("alice", toolCallBody("delete_x")).CheckRequest(true))
