@@ -30,7 +30,10 @@ import (
 
 // Defaults of an IntrospectionVerifier.
 const (
-	DefaultIntrospectionTimeout  = 2 * time.Second
+	// DefaultIntrospectionTimeout stays below the 1s ext_authz timeout of
+	// the shipped Envoy configs, so a slow endpoint is answered as such
+	// (idp_unavailable) before Envoy gives up on the Check.
+	DefaultIntrospectionTimeout  = 500 * time.Millisecond
 	DefaultIntrospectionCacheTTL = time.Minute
 	DefaultIntrospectionCache    = 10_000
 	// BreakerFailures consecutive failures of the endpoint (unreachable,
