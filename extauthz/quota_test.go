@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -416,23 +414,14 @@ func TestRateLimitedWithGoSDK(t *testing.T) {
 				return c
 			}())
 			srv.Responder.DenialStatus = mode
-			front := httptest.NewServer(envoyFront(srv, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
-			defer front.Close()
-			tr := &http.Transport{}
-			defer tr.CloseIdleConnections()
-			client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+			cs := connectSDK(t, srv, server)
 			ctx := t.Context()
-			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: front.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{tr}}}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
 			for i := range 2 {
 				if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{}}); err != nil {
 					t.Fatalf("call %d: %v", i, err)
 				}
 			}
-			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{}})
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{}})
 			if err == nil || errors.Is(err, mcp.ErrConnectionClosed) {
 				t.Fatalf("third call: %v, want refused, not a closed connection", err)
 			}
