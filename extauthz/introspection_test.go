@@ -145,3 +145,49 @@ func TestCheckOpaqueTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckOpaqueTokenScopes: a rule's scopes are checked against the
+// introspection answer's scope as against a JWT's: present, allowed;
+// missing, insufficient_scope with its challenge.
+func TestCheckOpaqueTokenScopes(t *testing.T) {
+	var issuer string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"active": true, "iss": issuer, "sub": "alice", "aud": testAudience,
+			"exp": time.Now().Add(time.Hour).Unix(), "scope": "mcp:tools"})
+	}))
+	defer ts.Close()
+	issuer = ts.URL
+	iv, err := bearer.NewIntrospectionVerifier(bearer.IntrospectionConfig{Issuer: issuer, Audiences: []string{testAudience},
+		Endpoint: ts.URL, ClientID: "mcp-extauthz", ClientSecret: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp, err := decision.CompilePolicy("scopes.yaml", []byte(`default: deny
+allow:
+  - {match: payments/search, scopes: [mcp:tools]}
+  - {match: payments/issue_refund, scopes: [refunds:write]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &decision.PolicyStore{}
+	store.Store(lp)
+	srv := newTestServer(store, iv, nil)
+	for _, tt := range []struct {
+		tool string
+		want decision.Reason
+	}{{"search", decision.ReasonAllowed}, {"issue_refund", decision.ReasonInsufficientScope}} {
+		c := postReq(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tt.tool + `","arguments":{}}}`)
+		c.Headers["authorization"] = "Bearer opaque-scoped-token"
+		resp, _ := srv.Check(t.Context(), c.CheckRequest(true))
+		if got := resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue(); got != string(tt.want) {
+			t.Errorf("%s: %s, want %s", tt.tool, got, tt.want)
+		}
+		if tt.want == decision.ReasonInsufficientScope {
+			if www := responseHeader(resp.GetDeniedResponse().GetHeaders(), "www-authenticate"); !strings.Contains(www, `scope="refunds:write"`) {
+				t.Errorf("challenge %q, want the scope needed", www)
+			}
+		}
+	}
+}
