@@ -54,13 +54,13 @@ func TestTokenModeFlags(t *testing.T) {
 	}
 }
 
-// TestServeOpaqueTokensAndQuotas: serve with --token-mode introspection
-// against a loopback authorization server (RFC 8414 metadata, RFC 7662
-// introspection with client_secret_basic) and a policy with a quota:
-// ready once the endpoint is discovered, an active opaque token allowed,
-// a revoked one refused, the second search of the hour rate_limited, each
-// counted in /metrics.
-func TestServeOpaqueTokensAndQuotas(t *testing.T) {
+// startAS is a loopback authorization server until the test ends: RFC
+// 8414 metadata and RFC 7662 introspection (client mcp-extauthz, secret
+// s3cret, client_secret_basic) where opaque-alice is alice's active token
+// for https://mcp.example.com/mcp and every other token is inactive. It
+// returns its issuer.
+func startAS(t *testing.T) string {
+	t.Helper()
 	var issuer string
 	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -82,8 +82,19 @@ func TestServeOpaqueTokensAndQuotas(t *testing.T) {
 			w.WriteHeader(http.StatusNotFound)
 		}
 	}))
-	defer as.Close()
+	t.Cleanup(as.Close)
 	issuer = as.URL
+	return issuer
+}
+
+// TestServeOpaqueTokensAndQuotas: serve with --token-mode introspection
+// against a loopback authorization server (RFC 8414 metadata, RFC 7662
+// introspection with client_secret_basic) and a policy with a quota:
+// ready once the endpoint is discovered, an active opaque token allowed,
+// a revoked one refused, the second search of the hour rate_limited, each
+// counted in /metrics.
+func TestServeOpaqueTokensAndQuotas(t *testing.T) {
+	issuer := startAS(t)
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
 	pol, err := os.ReadFile("examples/policy.yaml")
@@ -156,5 +167,67 @@ func TestServeOpaqueTokensAndQuotas(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "opaque-alice") {
 		t.Error("serve's log holds a token")
+	}
+}
+
+// TestServeTokenModeBoth: serve with --token-mode both: a JWT (the quick
+// start's test key, --jwks-file) and an opaque token of one issuer are each
+// verified their way; a JWT that fails is refused as a JWT, never asked of
+// the introspection endpoint.
+func TestServeTokenModeBoth(t *testing.T) {
+	issuer := startAS(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	grpcAddr, httpAddr, stderr := startServe(t, "--policy", "examples/policy.yaml", "--issuer", issuer,
+		"--audience", "https://mcp.example.com/mcp", "--server-id", "payments", "--token-mode", "both",
+		"--jwks-file", "examples/jwks.json", "--allow-test-keys",
+		"--introspection-client-id", "mcp-extauthz", "--introspection-client-secret-file", secret,
+		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--drain-period", "0s", "--state-store-memory-per-replica-ok")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if got, _ := testkit.Get(t, "http://"+httpAddr+"/readyz"); got == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready: %s", stderr.String())
+		}
+	}
+	var jwt, expired strings.Builder
+	if err := run(t.Context(), []string{"token", "--issuer", issuer, "--audience", "https://mcp.example.com/mcp"}, &jwt, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t.Context(), []string{"token", "--issuer", issuer, "--audience", "https://mcp.example.com/mcp", "--ttl", "-1h"}, &expired, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile("examples/requests/search-allowed.json")
+	c, err := capture.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := authv3.NewAuthorizationClient(conn)
+	for _, tt := range []struct{ name, tok, want string }{
+		{"JWT", strings.TrimSpace(jwt.String()), "allowed"},
+		{"opaque", "opaque-alice", "allowed"},
+		{"expired JWT", strings.TrimSpace(expired.String()), "token_expired"},
+		{"unknown opaque", "opaque-bob", "token_invalid"},
+	} {
+		c.Headers["authorization"] = "Bearer " + tt.tok
+		resp, err := client.Check(t.Context(), c.CheckRequest(true))
+		if err != nil {
+			t.Fatalf("%s: RPC error %v", tt.name, err)
+		}
+		if got := resp.GetDynamicMetadata().GetFields()["reason"].GetStringValue(); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+	if m := scrape(t, httpAddr); !strings.Contains(m, `mcp_extauthz_introspection_total{result="active"} 1`) ||
+		!strings.Contains(m, `mcp_extauthz_introspection_total{result="refused"} 1`) {
+		t.Error("introspection_total: want one active and one refused (the JWTs never asked)")
 	}
 }
