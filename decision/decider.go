@@ -79,6 +79,13 @@ type Config struct {
 	// SchemaCacheSize bounds the compiled schemas kept by fingerprint
 	// (argschema.DefaultCacheSize when 0).
 	SchemaCacheSize int
+	// Quotas keeps the buckets of the policy's quotas (quota.go); nil
+	// refuses every request a quota applies to (state_store_unavailable,
+	// or admits it when the quota says on_store_error: allow).
+	Quotas QuotaBuckets
+	// QuotaObserver, when set, is told each quota charged and its outcome
+	// (QuotaOutcomes), for metrics by quota id.
+	QuotaObserver func(quotaID, outcome string)
 }
 
 // Decider decides Requests. It is safe for concurrent use.
@@ -223,7 +230,7 @@ func (d *Decider) decide(ctx context.Context, r *Request, dec *Decision) Reason 
 			Audience: principal.Audience, Client: dec.Client, Server: dec.Server, Method: dec.Method,
 			ArgsDigest: dec.ArgsDigest, Issuer: principal.Issuer, Subject: principal.Subject,
 		})
-		return d.evaluate(lp, dec, &policy.Input{Op: op, Server: dec.Server, Claims: principal.Claims})
+		return d.evaluateCharged(ctx, lp, dec, &policy.Input{Op: op, Server: dec.Server, Claims: principal.Claims})
 	}
 	body, reason := d.parse(r, dec)
 	if reason != "" {
@@ -395,10 +402,13 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 	}
 	reason := d.evaluate(lp, el, in)
 	if reason == ReasonAllowed || reason == ReasonAuthorizationRequired || reason == ReasonDefinitionChanged {
+		// Arguments before quotas: a call the tool would reject takes no
+		// token.
 		if r := d.arguments(ctx, lp, el, m, h); r != "" {
 			return r
 		}
 	}
+	reason = d.chargeQuotas(ctx, el, reason)
 	if reason != ReasonAllowed && reason != ReasonAuthorizationRequired {
 		return reason
 	}
@@ -503,6 +513,28 @@ func (d *Decider) definition(ctx context.Context, lp *LoadedPolicy, el *Decision
 	return ""
 }
 
+// evaluateCharged is evaluate, then the quotas the policy charged the
+// request to (charge): a deny rule decides before the quotas, an empty
+// bucket before ask, allow and the default.
+func (d *Decider) evaluateCharged(ctx context.Context, lp *LoadedPolicy, el *Decision, in *policy.Input) Reason {
+	return d.chargeQuotas(ctx, el, d.evaluate(lp, el, in))
+}
+
+// chargeQuotas charges el to the quotas its evaluation named and returns
+// rate_limited (or the store's reason) when one refuses, reason otherwise.
+func (d *Decider) chargeQuotas(ctx context.Context, el *Decision, reason Reason) Reason {
+	if len(el.quotas) == 0 {
+		return reason
+	}
+	ruleID := el.RuleID
+	if r := d.charge(ctx, el); r != "" {
+		el.RequiredScopes = nil
+		return r
+	}
+	el.RuleID = ruleID
+	return reason
+}
+
 // evaluate runs the policy on in and maps its result to a reason.
 func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input) Reason {
 	var res policy.Result
@@ -513,6 +545,7 @@ func (d *Decider) evaluate(lp *LoadedPolicy, el *Decision, in *policy.Input) Rea
 		res = lp.Policy.Evaluate(in)
 	}
 	el.RuleID, el.Shadow, el.WhenErrors = res.RuleID, res.Shadow, res.WhenErrors
+	el.quotas = res.Quotas
 	el.RecoverResults = res.RecoverResults
 	el.Conceal = res.Refusal == policy.RefusalConceal
 	switch {

@@ -1,6 +1,8 @@
 package decision
 
 import (
+	"time"
+
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -83,9 +85,14 @@ type Decision struct {
 	// schema is unusable. Never the value.
 	ArgumentsPointer, ArgumentsKeyword string
 
-	parsed  bool   // the body went through mcpparse.Parse
-	session string // the request's Mcp-Session-Id, for pin_scope session
-	params  []byte // params of the deciding message, for _meta
+	// RetryAfter is how long until the quota that refused a rate_limited
+	// request has a token again (0 otherwise): the answer's Retry-After.
+	RetryAfter time.Duration
+
+	quotas  []*policy.Quota // the quotas the policy charged the request to
+	parsed  bool            // the body went through mcpparse.Parse
+	session string          // the request's Mcp-Session-Id, for pin_scope session
+	params  []byte          // params of the deciding message, for _meta
 }
 
 // BatchElement is what was decided of one element of an allowed batch.

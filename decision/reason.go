@@ -77,6 +77,9 @@ const (
 	ReasonStateStoreUnavailable     Reason = "state_store_unavailable"     // the approval / idempotency store cannot be reached
 	ReasonTaskNotOwned              Reason = "task_not_owned"              // tasks/get|result|cancel|update naming a task id not bound to this principal and server (MCP 2025-11-25 "Tasks", "Security")
 
+	// Quotas (policy `quotas`, quota.go).
+	ReasonRateLimited Reason = "rate_limited" // a quota's bucket is empty for this principal, client or everyone on this server
+
 	// Tool definitions pinned (pin_mode tofu or strict; issue 18).
 	ReasonDefinitionChanged Reason = "definition_changed" // the tool's listed definition is not its approved baseline, or two were listed; an approval of this request under this definition lifts it
 	ReasonToolNotListed     Reason = "tool_not_listed"    // no tools/list showed the tool, and no allow rule names its server and tool literally
@@ -154,6 +157,7 @@ var reasons = []Reason{
 	ReasonDefinitionChanged,
 	ReasonToolNotListed,
 	ReasonTaskNotOwned,
+	ReasonRateLimited,
 	ReasonDeadlineExceeded,
 	ReasonPolicyUnavailable,
 	ReasonInternalError,

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	"github.com/mcp-extauthz/mcp-extauthz/mcpdecision"
 )
 
 // claimedCode is a JSON-RPC error code that a specification or an official
@@ -102,6 +103,18 @@ var ourCodes = map[string]int{
 	"CodeForbidden": CodeForbidden, "CodeAuthorizationRequired": CodeAuthorizationRequired,
 	"CodeUnauthenticated": CodeUnauthenticated, "CodeRequestRejected": CodeRequestRejected,
 	"CodeUnavailable": CodeUnavailable, "CodeInternal": CodeInternal,
+	"CodeRateLimited": CodeRateLimited,
+}
+
+// TestCodesApartFromVerifier: no code Check sends is the one the MCP
+// server's decision verifier sends (mcpdecision.CodeRefused), so a caller
+// tells the two apart.
+func TestCodesApartFromVerifier(t *testing.T) {
+	for name, code := range ourCodes {
+		if code == mcpdecision.CodeRefused {
+			t.Errorf("%s = %d is mcpdecision.CodeRefused", name, code)
+		}
+	}
 }
 
 // TestJSONRPCCodesUnclaimed: the service's own codes are distinct, sit in

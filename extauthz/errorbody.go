@@ -19,9 +19,10 @@ import (
 // "approval_url" on asks when --approval-url is set, "scope" (the
 // scopes needed, space-separated) on insufficient_scope, and
 // "tool_fingerprint" (what an approval's tooldef claim must name) on
-// definition_changed, and "keyword" and "pointer" (the JSON Schema keyword
+// definition_changed, "keyword" and "pointer" (the JSON Schema keyword
 // and the RFC 6901 pointer into params.arguments of the failing value,
-// never the value) on arguments_invalid.
+// never the value) on arguments_invalid, and "retry_after" (whole
+// seconds, as the Retry-After header) on rate_limited.
 func errorBody(d *decision.Decision) []byte {
 	o := outcomeOf(d.Reason)
 	b := make([]byte, 0, 384+len(d.RPCID)+len(o.message)+len(d.RuleID)+len(d.ApprovalURL))
@@ -63,6 +64,10 @@ func errorBody(d *decision.Decision) []byte {
 	b = appendJSONString(b, string(d.Reason))
 	b = append(b, `,"request_digest":`...)
 	b = appendJSONString(b, d.RequestDigest)
+	if d.Reason == decision.ReasonRateLimited {
+		b = append(b, `,"retry_after":`...) // seconds, as Retry-After
+		b = strconv.AppendInt(b, int64(retryAfterSeconds(d.RetryAfter)), 10)
+	}
 	b = append(b, `,"rule_id":`...)
 	b = appendJSONString(b, d.RuleID)
 	if d.Reason == decision.ReasonInsufficientScope {

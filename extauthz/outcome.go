@@ -9,7 +9,8 @@ import (
 )
 
 // cancelled). TestJSONRPCCodesUnclaimed lists every constant checked and its
-// source. -32016..-32018 are free for new denial kinds.
+// source. -32016 is mcpdecision.CodeRefused (the MCP server's decision
+// verifier sends it); -32018 is free for new denial kinds.
 const (
 	CodeParseError     = -32700 // JSON-RPC 2.0: invalid JSON
 	CodeInvalidRequest = -32600 // JSON-RPC 2.0: not a valid request object
@@ -23,6 +24,7 @@ const (
 	CodeRequestRejected       = -32013 // ours: the HTTP request cannot be decided as sent
 	CodeUnavailable           = -32014 // ours: a dependency (identity provider, policy, time) is unavailable; retry
 	CodeInternal              = -32015 // ours: the service failed; the request is denied
+	CodeRateLimited           = -32017 // ours: a policy quota is used up; data.retry_after (and Retry-After) says when to retry
 )
 
 // class groups reasons by how their denial is answered over HTTP; the HTTP
@@ -40,6 +42,7 @@ const (
 	classUnavailable       // a dependency is down or too slow: 503 + Retry-After
 	classInternal          // the service failed: 500
 	classRecovered         // a retry answered from its recorded result: 200 + the JSON-RPC response, by Envoy
+	classRateLimited       // a quota is used up: 429 + Retry-After (200 + JSON-RPC error on Streamable HTTP under auto, as classPolicy)
 )
 
 // outcome is everything a reason implies for its answer: the gRPC status
@@ -119,6 +122,7 @@ var outcomes = map[decision.Reason]outcome{
 	decision.ReasonDefinitionChanged:         {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeAuthorizationRequired, message: "Tool definition changed: approval required"},
 	decision.ReasonToolNotListed:             {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeForbidden, message: "Tool not listed", concealable: true},
 	decision.ReasonTaskNotOwned:              {grpc: codes.PermissionDenied, class: classPolicy, http: http.StatusForbidden, code: CodeForbidden, message: "Task not found for this principal", concealable: true},
+	decision.ReasonRateLimited:               {grpc: codes.ResourceExhausted, class: classRateLimited, http: http.StatusTooManyRequests, code: CodeRateLimited, message: "Rate limited"},
 	decision.ReasonStateStoreUnavailable:     {grpc: codes.Unavailable, class: classUnavailable, http: http.StatusServiceUnavailable, code: CodeUnavailable, message: "State store unavailable", retryAfter: 1},
 
 	decision.ReasonParseError:         {grpc: codes.InvalidArgument, class: classRequest, http: http.StatusBadRequest, code: CodeParseError, message: "Parse error"},

@@ -78,6 +78,7 @@ var wantOutcomes = map[string]wantOutcome{
 	"definition_changed":          wantApprovalRefused,
 	"tool_not_listed":             wantForbidden,
 	"task_not_owned":              {"deny", codes.PermissionDenied, 403, -32010},
+	"rate_limited":                {"deny", codes.ResourceExhausted, 429, -32017},
 
 	"body_truncated":         {"deny", codes.InvalidArgument, 413, -32013},
 	"body_missing":           {"deny", codes.InvalidArgument, 400, -32600},

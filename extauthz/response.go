@@ -144,6 +144,8 @@ func (rs *Responder) respond(d *decision.Decision, reqHeaders decision.Headers, 
 	}
 	if o.retryAfter > 0 {
 		b.add("retry-after", strconv.Itoa(o.retryAfter))
+	} else if d.Reason == decision.ReasonRateLimited {
+		b.add("retry-after", strconv.Itoa(retryAfterSeconds(d.RetryAfter)))
 	}
 	b.st = rpcstatus.Status{Code: int32(o.grpc), Message: string(d.Reason)}
 	b.hs.Code = typev3.StatusCode(status)
@@ -151,6 +153,12 @@ func (rs *Responder) respond(d *decision.Decision, reqHeaders decision.Headers, 
 	b.hr.DeniedResponse = &b.dr
 	b.r.Status, b.r.DynamicMetadata, b.r.HttpResponse = &b.st, b.mb.fill(d, false, ""), &b.hr
 	return &b.r
+}
+
+// retryAfterSeconds is d as Retry-After's delay-seconds (RFC 9110 section
+// 10.2.3): whole seconds, rounded up, at least 1.
+func retryAfterSeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
 }
 
 // deniedBlock is a denying CheckResponse and everything it points to but

@@ -63,6 +63,24 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.rt.RoundTrip(r)
 }
 
+// connectSDK serves server behind srv (envoyFront) until the test ends and
+// returns a Go SDK client session to it over Streamable HTTP, every
+// request with a bearer token.
+func connectSDK(t *testing.T, srv *Server, server *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	front := httptest.NewServer(envoyFront(srv, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	t.Cleanup(front.Close)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: front.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{tr}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
 // TestDeniedCallKeepsSession: with the official Go SDK as client and
 // server (Streamable HTTP) behind the service, a denied and an asked call
 // reach the caller as *jsonrpc.Error with the service's code and
@@ -88,18 +106,8 @@ func testDeniedCallKeepsSession(t *testing.T, mode DenialStatus) {
 	}
 	srv := staticRig(t, nil)
 	srv.Responder.DenialStatus = mode
-	front := httptest.NewServer(envoyFront(srv, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
-	defer front.Close()
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-
-	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+	cs := connectSDK(t, srv, server)
 	ctx := t.Context()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: front.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{tr}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
 	session := cs.ID()
 
 	denied := []struct {

@@ -45,13 +45,14 @@ func (s DenialStatus) String() string {
 
 // Status returns the HTTP status of the answer to d, a request with headers
 // h. Allowed: 200. Token denials: 401. Request faults: 400, 405, 413, 415.
-// Unavailable: 503; internal: 500. Policy denials (deny, ask): 200 under
+// Unavailable: 503; internal: 500. Rate limited: 429. Policy denials
+// (deny, ask) and rate limited: 200 under
 // DenialStatusAuto when the request is a JSON-RPC request (it has an id and
 // is not a batch or a response) on Streamable HTTP, else 403. The
 // CheckResponse's gRPC status names the real decision either way.
 func (rs *Responder) Status(d *decision.Decision, h decision.Headers) int {
 	o := outcomeOf(d.Reason)
-	if o.class == classPolicy && rs.DenialStatus == DenialStatusAuto && streamableRequest(d, h) {
+	if (o.class == classPolicy || o.class == classRateLimited) && rs.DenialStatus == DenialStatusAuto && streamableRequest(d, h) {
 		return http.StatusOK
 	}
 	return o.http

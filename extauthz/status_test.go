@@ -30,7 +30,7 @@ var httpErrorStatus = map[decision.Reason]int{
 	decision.ReasonApprovalAudienceMismatch: 403, decision.ReasonApprovalPrincipalMismatch: 403, decision.ReasonApprovalDigestMismatch: 403,
 	decision.ReasonApprovalReplayed: 403, decision.ReasonReplaySubstitution: 422, decision.ReasonStateStoreUnavailable: 503,
 	decision.ReasonResultRecovered: 200, decision.ReasonDefinitionChanged: 403, decision.ReasonToolNotListed: 403,
-	decision.ReasonTaskNotOwned: 403,
+	decision.ReasonTaskNotOwned: 403, decision.ReasonRateLimited: 429,
 }
 
 // policyReasons are the policy outcomes: the only reasons answered HTTP 200
@@ -42,10 +42,14 @@ var policyReasons = map[decision.Reason]bool{
 	decision.ReasonApprovalPrincipalMismatch: true, decision.ReasonApprovalDigestMismatch: true, decision.ReasonApprovalReplayed: true,
 	decision.ReasonDefinitionChanged: true, decision.ReasonToolNotListed: true,
 	decision.ReasonReplaySubstitution: true, decision.ReasonTaskNotOwned: true,
+	decision.ReasonRateLimited: true, // 429 + Retry-After otherwise
 }
 
 // retryAfter: the reasons a client should retry, and after how long.
-var retryAfter = map[decision.Reason]string{decision.ReasonIdPUnavailable: "5", decision.ReasonDeadlineExceeded: "1", decision.ReasonStateStoreUnavailable: "1"}
+// rate_limited's is its quota's wait, rounded up, at least 1 (the table's
+// Decision has none).
+var retryAfter = map[decision.Reason]string{decision.ReasonIdPUnavailable: "5", decision.ReasonDeadlineExceeded: "1", decision.ReasonStateStoreUnavailable: "1",
+	decision.ReasonRateLimited: "1"}
 
 // transport is one way a request arrives.
 type transport struct {

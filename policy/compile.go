@@ -55,7 +55,7 @@ type compiler struct {
 // Keys a policy file may hold. To add a key, list it here and read it where
 // the list is used (compile, compileRule); everything else is refused.
 var (
-	policyKeys  = []string{"default", "refusal", "deny", "ask", "allow", "methods", "scopes", "pin_mode", "pin_scope", "pins", "allow_new_tools", "trusted_servers", "arguments", "scope_hierarchy"}
+	policyKeys  = []string{"default", "refusal", "deny", "ask", "allow", "methods", "scopes", "pin_mode", "pin_scope", "pins", "allow_new_tools", "trusted_servers", "arguments", "scope_hierarchy", "quotas"}
 	methodsKeys = []string{"deny", "ask", "allow"}
 	// toolRuleKeys are the keys of a rule in deny, ask and allow.
 	toolRuleKeys = []string{"id", "match", "when", "shadow", "scopes", "refusal", "annotations", "recover_results"}
@@ -128,6 +128,8 @@ func (c *compiler) compile() *Policy {
 			c.compileArguments(f.val)
 		case "scope_hierarchy":
 			c.compileScopeHierarchy(f.val)
+		case "quotas":
+			c.compileQuotas(f.val)
 		case "default":
 			c.compileDefault(f.val)
 		case "refusal":
@@ -273,6 +275,27 @@ func ruleName(item *yaml.Node, pos string) string {
 	return pos
 }
 
+// ruleID checks a rule's `id` member (idNode; nil when absent) and
+// records id, the rule's name, reporting one used before; false when the
+// id member is not a usable id.
+func (c *compiler) ruleID(idNode, item *yaml.Node, id string) bool {
+	ok := true
+	if idNode != nil {
+		if s, sok := c.str(idNode, id, "id"); !sok {
+			ok = false
+		} else if !validID(s) {
+			c.addf(idNode, id, "id must be non-empty and printable")
+			ok = false
+		}
+	}
+	if line, dup := c.ids[id]; dup {
+		c.addf(orNode(idNode, item), id, "duplicate rule id (first at line %d)", line)
+	} else {
+		c.ids[id] = orNode(idNode, item).Line
+	}
+	return ok
+}
+
 func validID(s string) bool { return s != "" && strings.IndexFunc(s, isControl) < 0 }
 
 // compileRule compiles one rule item, a string or a mapping; pos is its
@@ -298,21 +321,7 @@ func (c *compiler) compileRule(item *yaml.Node, pos string, d Decision, methods 
 		c.addf(item, id, "a rule must be a string or a mapping with %s", patKey)
 		return
 	}
-	ok := true
-	idNode := f["id"]
-	if idNode != nil {
-		if s, sok := c.str(idNode, id, "id"); !sok {
-			ok = false
-		} else if !validID(s) {
-			c.addf(idNode, id, "id must be non-empty and printable")
-			ok = false
-		}
-	}
-	if line, dup := c.ids[id]; dup {
-		c.addf(orNode(idNode, item), id, "duplicate rule id (first at line %d)", line)
-	} else {
-		c.ids[id] = orNode(idNode, item).Line
-	}
+	ok := c.ruleID(f["id"], item, id)
 
 	ru := &rule{id: id, decision: d, loose: d != Allow, line: item.Line, col: item.Column}
 	if n := f["shadow"]; n != nil {

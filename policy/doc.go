@@ -200,6 +200,27 @@
 // (task_not_owned above all) as the server answers an unknown task.
 // Result.Refusal reports it. Other operations are always explained.
 //
+// # Quotas
+//
+// `quotas` lists rules that bound how often a request may be made (quota.go):
+//
+//	quotas:
+//	  - id: search-per-user        # optional; otherwise "quotas[<index>]"
+//	    match: "*/search"          # a tool, resource or prompt pattern; or method: tools/list
+//	    per: principal             # principal (default) | client | everyone
+//	    limit: 10                  # requests per window, 1..1000000
+//	    window: 1m                 # a Go duration from 1s to 744h
+//	    burst: 10                  # optional bucket size, 1..1000000; default limit
+//	    when: claims.tier != "gold"  # optional CEL condition
+//	    on_store_error: deny       # deny (default) | allow
+//
+// Evaluate decides nothing by a quota: it reports in Result.Quotas those an
+// operation is charged to, matched loosely as deny rules are (a failing
+// `when` matches), after the deny rules and before the pins, ask and allow
+// rules: an operation a deny rule (or a refusal before any rule) denies is
+// charged to none. The caller keeps the token buckets and refuses an
+// operation whose bucket is empty.
+//
 // # Conditions
 //
 // `when` is a CEL expression (https://cel.dev) over

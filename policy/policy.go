@@ -168,6 +168,13 @@ type Result struct {
 	// digest may be answered from the result recorded for the first one,
 	// instead of running again. The caller does the recording and answering.
 	RecoverResults bool
+	// Quotas are the quota rules (`quotas`) the operation is charged to,
+	// in file order; nil when none matched or a deny rule (or a refusal
+	// before any rule) decided: quotas are decided after the deny rules
+	// and before everything else. Evaluate keeps no buckets: the caller
+	// charges each and refuses the operation when one is empty. The caller
+	// must not modify the slice.
+	Quotas []*Quota
 	// WhenErrors are the `when` expressions evaluated for this decision
 	// that failed at run time (a missing args member, a wrong type, the
 	// cost limit), shadow rules' included, in evaluation order; nil when
@@ -231,8 +238,9 @@ type Policy struct {
 	allowNewTools bool
 	trusted       map[string]bool // trusted_servers
 
-	args *argumentsPolicy // `arguments` (arguments.go); nil: off everywhere
-	hier *scopeHierarchy  // `scope_hierarchy` (scopehier.go); nil: none
+	args   *argumentsPolicy // `arguments` (arguments.go); nil: off everywhere
+	hier   *scopeHierarchy  // `scope_hierarchy` (scopehier.go); nil: none
+	quotas []*Quota         // `quotas`, in file order (quota.go)
 
 	visCache *visibleCache // Visible's answers (visiblecache.go); nil: none
 	readsAnn bool          // some tool rule tests annotations (ReadsAnnotations)
@@ -334,6 +342,7 @@ func (p *Policy) evaluateListen(in *Input) Result {
 	m.URIs = nil
 	res := p.evaluate(&m)
 	shadow := res.Shadow
+	quotas := res.Quotas
 	sub := m
 	sub.Method = methodResSub
 	scopes := res.Scopes
@@ -346,6 +355,11 @@ func (p *Policy) evaluateListen(in *Input) Result {
 				scopes = append(slices.Clip(scopes), s)
 			}
 		}
+		for _, q := range r.Quotas {
+			if !slices.Contains(quotas, q) {
+				quotas = append(slices.Clip(quotas), q)
+			}
+		}
 		if r.Decision < res.Decision {
 			res = r
 		}
@@ -354,6 +368,10 @@ func (p *Policy) evaluateListen(in *Input) Result {
 	// Every URI must be allowed, so the token needs every scope their
 	// deciding rules name: one challenge names them all (SEP-2350).
 	res.Scopes = scopes
+	if res.Cause == CauseRule && res.Decision == Deny || res.Cause == CauseUnsafeURI || res.Cause == CauseInvalidInput {
+		quotas = nil // a deny decides before the quotas
+	}
+	res.Quotas = quotas
 	return res
 }
 
@@ -365,8 +383,10 @@ func (p *Policy) evaluate(in *Input) Result {
 	}
 	var res Result
 	var by *rule
+	var quotas []*Quota
 	switch {
 	case r.first(p.rules[Deny][r.kind], &res, Deny, &by):
+	case p.quotas != nil && p.chargeQuotas(r, &quotas):
 	case p.pinStep(r, &res, &by):
 	case r.first(p.rules[Ask][r.kind], &res, Ask, &by):
 	case r.first(p.rules[Allow][r.kind], &res, Allow, &by):
@@ -388,8 +408,16 @@ func (p *Policy) evaluate(in *Input) Result {
 			res.Shadow = append(res.Shadow, ShadowMatch{RuleID: ru.id, Decision: ru.decision})
 		}
 	}
+	res.Quotas = quotas
 	res.WhenErrors = r.whenErrs
 	return res
+}
+
+// chargeQuotas sets *quotas to the quotas r is charged to; it never
+// decides (false), so evaluation goes on to the pins, ask and allow.
+func (p *Policy) chargeQuotas(r *request, quotas *[]*Quota) bool {
+	*quotas = p.matchQuotas(r)
+	return false
 }
 
 // newRequest is the package's newRequest with what r needs of p.

@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/policytest"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -263,7 +264,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	store.Store(lp)
 	req := extauthz.RequestFromCheck(capt.CheckRequest(true))
 	dc := decision.Config{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: *explain, Definitions: policytest.Listed{},
-		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{})}
+		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), Quotas: state.NewMemory(0, nil)} // the request is its quotas' first
 	responder := &extauthz.Responder{ResourceMetadataURL: resourcemeta.URL(aud[0])}
 	if cfg != nil { // as serve decides and answers
 		dc.ServersByPrincipal, dc.CaseSensitiveKeys = cfg.ServersByPrincipal, setOf(cfg.CaseSensitiveKeys)

@@ -95,6 +95,9 @@ type Config struct {
 	CaseSensitiveKeys []string
 	// Telemetry is the observability flags (telemetry.go).
 	Telemetry telemetryConfig
+	// Introspection is --token-mode and the --introspection-* flags
+	// (introspection.go): opaque tokens by RFC 7662.
+	Introspection introspectionConfig
 	// AllowTestKeys lets --jwks-file, --approver-jwks-file and
 	// --cursor-key-file hold the published test keys
 	// (examples/TEST-ONLY-*.jwk.json, examples/TEST-ONLY-cursor-key): demos
@@ -371,6 +374,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.DecisionKeyFile, "decision-key-file", "", "private JWK (Ed25519 or P-256), or a JWK Set whose first key signs and whose others stay published while they rotate out: every allowed request gets a signed decision in x-mcp-decision for the MCP server's verifier; reloaded on change; empty signs none")
 	fs.StringVar(&c.DecisionJWKSOut, "decision-jwks-out", "", "file to write the public key set of --decision-key-file to, at start and on every rotation, for MCP servers that read a file (it is also served at /decision-jwks.json on --http-addr)")
 	c.Telemetry.register(fs)
+	c.Introspection.register(fs)
 	fs.DurationVar(&c.SeamDeadline, "seam-deadline", time.Minute, "with --response-seam: how long an admitted tools/call, task method or other request may wait for its answer to reach the ext_proc processor (the MCP server's time to answer) before mcp_extauthz_seam_unmet_total counts it; lists and GET streams meet the processor with their request headers and wait at most 10s")
 	fs.Usage = func() { printServeUsage(fs.Output(), fs) }
 	if err := parseFlags(fs, args); err != nil {
@@ -460,6 +464,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return nil, err
 	}
 	if err := c.Telemetry.check(); err != nil {
+		return nil, err
+	}
+	if err := c.Introspection.check(); err != nil {
 		return nil, err
 	}
 	switch {

@@ -294,6 +294,9 @@ type service struct {
 	reload    *policyReload    // the policy loads, for /statusz
 	seam      *seamcover.Table // the response seam's coverage; nil without --response-seam
 	decisions *decisionKeys    // nil without --decision-key-file
+
+	intro     *bearer.IntrospectionVerifier // --token-mode introspection or both; nil otherwise
+	tokenMode string                        // --token-mode
 }
 
 // scopes returns the live policy's scopes list (RFC 9728 scopes_supported).
@@ -336,6 +339,10 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	reporter.log = log // from now on a bad reload is logged, not fatal
+	if lp := store.Load(); lp != nil && len(lp.Policy.Quotas()) > 0 && state.IsMemory(cfg.StateStore) && !cfg.StateStoreMemoryPerReplicaOK {
+		log.Warn("the policy's quotas count on this replica only (--state-store memory): behind N replicas up to N times each limit is admitted. " +
+			"Use a Redis every replica shares, or say this is the only replica with --state-store-memory-per-replica-ok")
+	}
 
 	var jwks *bearer.KeySet
 	oc := bearer.OIDCConfig{Issuer: cfg.Issuer, Audiences: cfg.Audiences, OnKeySetRefresh: func(err error) {
@@ -369,6 +376,18 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 			return nil, err
 		}
 	}
+	// Opaque tokens (--token-mode): the introspection verifier keeps its
+	// own cache, bounded by --introspection-cache-ttl.
+	iv, err := introspectionVerifier(cfg, metrics)
+	if err != nil {
+		return nil, err
+	}
+	switch cfg.Introspection.Mode {
+	case tokenModeIntrospection:
+		verifier = iv
+	case tokenModeBoth:
+		verifier = bearer.DualVerifier{JWT: verifier, Opaque: iv}
+	}
 	lim := mcpparse.Limits{
 		MaxBytes: cfg.MaxBodyBytes, MaxDepth: cfg.MaxJSONDepth, MaxKeys: cfg.MaxJSONKeys,
 		MaxElements: cfg.MaxJSONElements, MaxStringLen: cfg.MaxStringBytes,
@@ -396,6 +415,11 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 		Verifier: verifier, Policies: store, Limits: lim, Binding: binding, Definitions: definitions,
 		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), CaseSensitiveKeys: setOf(cfg.CaseSensitiveKeys)}
 	dc.Schemas, dc.Prompts = schemas, prompts
+	// Policy quotas keep their buckets in the same store (memory: this
+	// replica's; Redis: shared), observed as op "quota".
+	if l, ok := state.Observe(binding.Store, metrics.StateStoreCall).(state.Limiter); ok {
+		dc.Quotas, dc.QuotaObserver = l, metrics.QuotaCharged
+	}
 	proc, err := newProcessor(cfg, store, verifier, binding.Store, pinStore, log, decisionLog, metrics, &dc)
 	if err != nil {
 		binding.Store.Close()
@@ -433,13 +457,31 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 			Seam:    seam,
 		},
 		loader:    loader,
-		readiness: &lifecycle.Readiness{Checks: []func() error{store.Ready, keysReady(ov)}, OnReady: metrics.SetReady},
+		readiness: &lifecycle.Readiness{Checks: []func() error{store.Ready, tokensReady(cfg.Introspection.Mode, ov, iv)}, OnReady: metrics.SetReady},
 		policies:  store,
 		reload:    reporter,
 		oidc:      ov,
+		intro:     iv,
+		tokenMode: cfg.Introspection.Mode,
 		jwks:      jwks,
 		log:       log,
 	}, nil
+}
+
+// tokensReady is the readiness check of the token verifiers of mode:
+// signing keys (jwt), the introspection endpoint known (introspection),
+// or both.
+func tokensReady(mode string, ov *bearer.OIDCVerifier, iv *bearer.IntrospectionVerifier) func() error {
+	keys := keysReady(ov)
+	return func() error {
+		if iv != nil && !iv.Ready() {
+			return errors.New("introspection endpoint not known: the issuer's metadata not fetched yet")
+		}
+		if mode == tokenModeIntrospection {
+			return nil
+		}
+		return keys()
+	}
 }
 
 // keysReady is the readiness check of a token verifier: nil once signing
@@ -572,6 +614,22 @@ func newBinding(cfg *Config, tokenKeys *bearer.KeySet, log *zap.Logger) (*decisi
 // returns when ctx ends.
 func (s *service) keepKeysFresh(ctx context.Context, interval time.Duration, ready func()) {
 	backoff := time.Second
+	for s.intro != nil && !s.intro.Ready() {
+		if err := s.intro.Warm(ctx); err != nil {
+			s.log.Warn("introspection endpoint not found; opaque tokens are denied (idp_unavailable)", zap.Error(err), zap.Duration("retry_in", backoff))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
+		}
+	}
+	if s.tokenMode == tokenModeIntrospection { // no JWTs: no signing keys to fetch
+		ready()
+		return
+	}
+	backoff = time.Second
 	for !s.oidc.Ready() {
 		if err := s.oidc.Warm(ctx); err != nil {
 			s.log.Warn("identity provider not ready; Checks are denied (idp_unavailable)", zap.Error(err), zap.Duration("retry_in", backoff))

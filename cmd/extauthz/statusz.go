@@ -92,6 +92,10 @@ type Status struct {
 	// without): decisions Check marked, those a processor of this replica
 	// saw, and those none saw within their deadline, by class.
 	ResponseSeam *SeamStatus `json:"response_seam,omitempty"`
+
+	// Introspection is the opaque-token verifier (--token-mode
+	// introspection or both); absent in jwt mode.
+	Introspection *IntrospectionStatus `json:"introspection,omitempty"`
 }
 
 // SeamStatus is /statusz's response_seam: counts since start by class
@@ -124,6 +128,13 @@ func seamStatus(t *seamcover.Table) *SeamStatus {
 		st.UnmetTotal += s.Unmet[i]
 	}
 	return st
+}
+
+// IntrospectionStatus is /statusz's view of RFC 7662 introspection.
+type IntrospectionStatus struct {
+	Mode     string `json:"token_mode"`
+	Endpoint string `json:"endpoint,omitempty"` // "" until discovered
+	Breaker  string `json:"circuit_breaker"`    // closed, half-open, open
 }
 
 // statusHandler serves /statusz: Status as JSON, the state store pinged
@@ -198,6 +209,9 @@ func status(ctx context.Context, cfg *Config, svc *service) *Status {
 	st.DecisionLog.Sinks = tc.DecisionLog.v
 	st.DecisionLog.Overflow = tc.DecisionLogOverflow
 	st.DecisionLog.SampleAllowed = tc.SampleAllowed
+	if iv := svc.intro; iv != nil {
+		st.Introspection = &IntrospectionStatus{Mode: cfg.Introspection.Mode, Endpoint: iv.Endpoint(), Breaker: iv.BreakerState()}
+	}
 	st.ResponseSeam = seamStatus(svc.seam)
 	return st
 }

@@ -71,7 +71,7 @@ func serveFlagGroup(name string) string {
 	}
 	for _, p := range []struct{ prefix, group string }{
 		{"tls-", "listen"}, {"max-json-", "listen"}, {"grpc-", "listen"}, {"http-", "listen"},
-		{"token-", "tokens"}, {"jwks-", "tokens"}, {"dpop-", "tokens"}, {"oidc-", "tokens"}, {"issuer-", "tokens"}, {"audience-", "tokens"},
+		{"token-", "tokens"}, {"introspection-", "tokens"}, {"jwks-", "tokens"}, {"dpop-", "tokens"}, {"oidc-", "tokens"}, {"issuer-", "tokens"}, {"audience-", "tokens"},
 		{"policy-", "policy"},
 		{"approver-", "approvals"}, {"approval-", "approvals"}, {"idempotency-", "approvals"},
 		{"state-", "state"}, {"redis-", "state"},

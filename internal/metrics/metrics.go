@@ -20,6 +20,7 @@ type Metrics struct {
 	InFlight          prometheus.Gauge         // checks_in_flight
 	TokenFailures     *prometheus.CounterVec   // token_verification_failures_total{reason}
 	TokenCache        *prometheus.CounterVec   // token_cache_total{result="hit|miss|expired|stale"}
+	Introspections    *prometheus.CounterVec   // introspection_total{result="hit|active|refused|error|open"}
 	KeySetRefreshes   *prometheus.CounterVec   // keyset_refreshes_total{result="ok|error"}
 	OIDCDiscovery     *prometheus.CounterVec   // oidc_discovery_total{result="ok|error"}
 	PolicyReloads     prometheus.Counter       // policy_reloads_total
@@ -40,6 +41,7 @@ type Metrics struct {
 	DecisionLogSampled  prometheus.Counter       // decision_log_sampled_out_total
 	CELEvaluationErrors *prometheus.CounterVec   // cel_evaluation_errors_total{rule_id}
 	RuleDecisions       *prometheus.CounterVec   // rule_decisions_total{rule_id,decision}
+	QuotaDecisions      *prometheus.CounterVec   // quota_decisions_total{rule_id,outcome}
 	SideStreams         *prometheus.CounterVec   // ext_proc_streams_total{route,outcome}
 	ListsFiltered       *prometheus.CounterVec   // lists_filtered_total{kind,result}
 	ListItemsRemoved    *prometheus.CounterVec   // list_items_removed_total{kind}
@@ -66,7 +68,7 @@ func (m *Metrics) unixNow() float64 {
 var Sinks = []string{"stdout", "file", "otlp"}
 
 // StateStoreOps are the values of the state store's op label.
-var StateStoreOps = []string{"claim", "release", "ping", "get"}
+var StateStoreOps = []string{"claim", "release", "ping", "get", "quota"}
 
 // ReceiptOutcomes are the values of receipts_total's outcome label.
 var ReceiptOutcomes = []string{"success", "tool_error", "rpc_error", "task_created", "input_required", "http_error", "outcome_unknown"}
@@ -147,6 +149,10 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 			Help: "`when` expressions that failed at run time (a missing args member, a wrong type, the cost limit), by rule id; deny and ask rules then match, allow rules do not."}, []string{"rule_id"}),
 		RuleDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rule_decisions_total",
 			Help: "Checks decided by a rule, by its id (from the policy file) and decision (allow, deny, ask): which rules deny most."}, []string{"rule_id", "decision"}),
+		Introspections: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "introspection_total",
+			Help: "Opaque tokens verified by RFC 7662 introspection, by result: hit (answered from the cache), active (the endpoint's answer verified), refused (inactive, or a claim check failed), error (the endpoint failed: idp_unavailable), open (the circuit breaker is open: refused without a call)."}, []string{"result"}),
+		QuotaDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "quota_decisions_total",
+			Help: "Requests charged to a policy quota, by its id (from the policy file) and outcome (admitted, limited: rate_limited, store_refused: the bucket store failed and the quota fails closed, store_admitted: it failed and the quota says on_store_error: allow)."}, []string{"rule_id", "outcome"}),
 		SideStreams: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "ext_proc_streams_total",
 			Help: "ext_proc side streams (one per processed HTTP stream), by route (list, get, task, call, other) and outcome (ok: ended by Envoy; error: aborted by the processor; refused: answered with a local reply)."}, []string{"route", "outcome"}),
 		ListsFiltered: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "lists_filtered_total",
@@ -169,7 +175,7 @@ func New(reg prometheus.Registerer, reasons []Reason) *Metrics {
 		m.KeySetRefreshes, m.OIDCDiscovery, m.PolicyReloads, m.PolicyReloadError, m.PolicyInfo, m.Ready,
 		m.BuildInfo, m.DryRun, m.PolicyReloadOK, m.PolicyReloadTime, m.KeySetRefreshTime, m.StateStoreRequests,
 		m.StateStoreDuration, m.DecisionLogErrors, m.DecisionLogDropped, m.DecisionLogBlocked, m.DecisionLogSampled,
-		m.CELEvaluationErrors, m.RuleDecisions, m.SideStreams, m.ListsFiltered, m.ListItemsRemoved, m.Receipts,
+		m.CELEvaluationErrors, m.RuleDecisions, m.QuotaDecisions, m.Introspections, m.SideStreams, m.ListsFiltered, m.ListItemsRemoved, m.Receipts,
 		m.SeamExpected, m.SeamMet, m.SeamUnmet, m.SeamUntracked)
 	for _, o := range ReceiptOutcomes {
 		m.Receipts.WithLabelValues(o)
@@ -401,6 +407,23 @@ func (m *Metrics) DecisionLogSampledOut() {
 func (m *Metrics) RuleDecided(ruleID, decision string) {
 	if m != nil {
 		m.RuleDecisions.WithLabelValues(ruleID, decision).Inc()
+	}
+}
+
+// IntrospectionResult counts one introspection outcome (see
+// Introspections).
+func (m *Metrics) IntrospectionResult(result string) {
+	if m != nil {
+		m.Introspections.WithLabelValues(result).Inc()
+	}
+}
+
+// QuotaCharged counts a request charged to quota ruleID with its outcome
+// (decision.QuotaOutcomes). Quota ids come from the policy file: the
+// label set is bounded by the policies loaded.
+func (m *Metrics) QuotaCharged(ruleID, outcome string) {
+	if m != nil {
+		m.QuotaDecisions.WithLabelValues(ruleID, outcome).Inc()
 	}
 }
 

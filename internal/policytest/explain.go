@@ -116,6 +116,11 @@ func WriteTrace(w io.Writer, d *decision.Decision, policyFile string) {
 		order = "deny > pin > ask > allow > default"
 	}
 	fmt.Fprintf(w, "precedence (%s): %s\n", order, stepText(tr))
+	for _, q := range tr.Result.Quotas {
+		// Charged after the deny rules, before the rest; offline
+		// every request is its buckets' first.
+		fmt.Fprintf(w, "quota %q: %s: charged after the deny rules (offline, always within it)\n", q.ID, q)
+	}
 	if d.Reason != decision.ReasonAllowed && d.Reason != decision.ReasonPolicyDenied &&
 		d.Reason != decision.ReasonDefaultDeny && d.Reason != decision.ReasonAuthorizationRequired {
 		fmt.Fprintf(w, "answered as: %s\n", d.Reason)

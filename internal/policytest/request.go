@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -114,7 +115,7 @@ func Decide(ctx context.Context, lp *decision.LoadedPolicy, server string, p Pri
 	store := &decision.PolicyStore{}
 	store.Store(lp)
 	d, err := decision.NewDecider(decision.Config{ServerID: server, Verifier: Verifier{P: p}, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: true,
-		Definitions: Listed{}})
+		Definitions: Listed{}, Quotas: state.NewMemory(0, nil)}) // each case is its quotas' first request
 	if err != nil {
 		return decision.Internal(err.Error())
 	}

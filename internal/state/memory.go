@@ -23,6 +23,10 @@ type Memory struct {
 	expiries expiryHeap
 	capacity int
 	now      func() time.Time
+
+	// Quota buckets (quota.go): key → TAT, and one expiry per bucket.
+	buckets        map[string]time.Time
+	bucketExpiries expiryHeap
 }
 
 type memEntry struct {
