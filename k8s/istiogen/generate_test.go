@@ -112,6 +112,25 @@ func read(t *testing.T, path string) []byte {
 	return b
 }
 
+// service decodes one Service of f, with the namespace and port protocol
+// the API server and kustomize would give it.
+func service(t *testing.T, f kubeFile, doc []byte) *corev1.Service {
+	t.Helper()
+	s := &corev1.Service{}
+	if err := yaml.UnmarshalStrict(doc, s); err != nil {
+		t.Fatalf("%s: %v", f.path, err)
+	}
+	if s.Namespace == "" {
+		s.Namespace = f.namespace
+	}
+	for i := range s.Spec.Ports {
+		if s.Spec.Ports[i].Protocol == "" {
+			s.Spec.Ports[i].Protocol = corev1.ProtocolTCP // the API server's default
+		}
+	}
+	return s
+}
+
 // kubeObjects decodes l's Kubernetes objects; each Deployment becomes one
 // ready Pod at podIP (its template, as the ReplicaSet would create it).
 func kubeObjects(t *testing.T, l layout) (objs []runtime.Object, pod *corev1.Pod) {
@@ -124,19 +143,7 @@ func kubeObjects(t *testing.T, l layout) (objs []runtime.Object, pod *corev1.Pod
 			}
 			switch meta.Kind {
 			case "Service":
-				s := &corev1.Service{}
-				if err := yaml.UnmarshalStrict(doc, s); err != nil {
-					t.Fatalf("%s: %v", f.path, err)
-				}
-				if s.Namespace == "" {
-					s.Namespace = f.namespace
-				}
-				for i := range s.Spec.Ports {
-					if s.Spec.Ports[i].Protocol == "" {
-						s.Spec.Ports[i].Protocol = corev1.ProtocolTCP // the API server's default
-					}
-				}
-				objs = append(objs, s)
+				objs = append(objs, service(t, f, doc))
 			case "Deployment":
 				d := &appsv1.Deployment{}
 				if err := yaml.UnmarshalStrict(doc, d); err != nil {
