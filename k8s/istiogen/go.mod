@@ -8,6 +8,7 @@ require (
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
 	github.com/mcp-extauthz/mcp-extauthz v0.0.0-00010101000000-000000000000
 	google.golang.org/protobuf v1.36.12
+	istio.io/api v1.31.0-rc.0.0.20260824154656-b943409680a7
 	istio.io/istio v0.0.0-20260827124520-eed52ebb66ad
 	k8s.io/api v0.36.1
 	k8s.io/apimachinery v0.36.1
@@ -138,7 +139,6 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	istio.io/api v1.31.0-rc.0.0.20260824154656-b943409680a7 // indirect
 	istio.io/client-go v1.31.0-rc.0.0.20260824155257-512e1cfc6c15 // indirect
 	k8s.io/apiextensions-apiserver v0.36.1 // indirect
 	k8s.io/apiserver v0.36.1 // indirect

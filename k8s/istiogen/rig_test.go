@@ -274,26 +274,26 @@ func bootstrapYAML(t *testing.T, b *bootstrapv3.Bootstrap, adapted []string) []b
 	return append([]byte(head.String()), y...)
 }
 
-// TestRigBootstrap: the in-pod layout's generated sidecar, as a static
-// bootstrap, loads (envoy.ValidateBootstrapYAML), keeps
-// envoy.CheckInvariants (every route to the MCP server checked and seen by
-// the processor, failing closed), and is what rigBootstrap holds (-update
-// writes it).
+// TestRigBootstrap: each layout's generated sidecar, as a static bootstrap,
+// loads (envoy.ValidateBootstrapYAML) and keeps envoy.CheckInvariants
+// (every route to the MCP server checked and seen by the processor,
+// failing closed; a route picked on headers forwards as its fallback); the
+// in-pod one is what rigBootstrap holds (-update writes it).
 func TestRigBootstrap(t *testing.T) {
-	var l layout
-	for _, x := range layouts {
-		if x.name == rigLayout {
-			l = x
-		}
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			b, adapted := rigBootstrapFrom(t, l, generate(t, l, nil))
+			y := bootstrapYAML(t, b, adapted)
+			loaded, err := envoy.ValidateBootstrapYAML(y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := envoy.CheckInvariants(loaded); err != nil {
+				t.Error(err)
+			}
+			if l.name == rigLayout {
+				writeOrCompare(t, rigBootstrap, y)
+			}
+		})
 	}
-	b, adapted := rigBootstrapFrom(t, l, generate(t, l, nil))
-	y := bootstrapYAML(t, b, adapted)
-	loaded, err := envoy.ValidateBootstrapYAML(y)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := envoy.CheckInvariants(loaded); err != nil {
-		t.Error(err)
-	}
-	writeOrCompare(t, rigBootstrap, y)
 }
