@@ -9,6 +9,7 @@ import (
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -38,6 +39,9 @@ type istioSeam struct {
 	vhost    *routev3.VirtualHost         // merged into the inbound virtual hosts
 	inserted []*routev3.Route             // inserted before Istio's inbound route "default"
 	merged   []*routev3.Route             // merged into "default"
+	// clearRouteCache: a patch MERGEs clear_route_cache true into Istio's
+	// ext_authz filter.
+	clearRouteCache bool
 }
 
 // readIstioSeam decodes the EnvoyFilter file, its patches held to the
@@ -55,6 +59,22 @@ func readIstioSeam(t *testing.T, file string, port int) (istioSeam, EnvoyFilter)
 		}
 		switch p.ApplyTo {
 		case "HTTP_FILTER":
+			if p.Patch.Operation == "MERGE" && p.Match.Listener.FilterChain.Filter.SubFilter.Name == envoy.ExtAuthzFilter {
+				// Istio drops the provider's clearRouteCache
+				// (istio/istio#61558): the patch writes it and nothing else
+				// into Istio's ext_authz (k8s/istiogen shows the result).
+				hf := &hcmv3.HttpFilter{}
+				patchValue(t, p.Patch.Value, hf)
+				ea := &extauthzv3.ExtAuthz{}
+				if err := hf.GetTypedConfig().UnmarshalTo(ea); err != nil {
+					t.Fatalf("patch %d: %v", i, err)
+				}
+				if hf.GetName() != "" || !proto.Equal(ea, &extauthzv3.ExtAuthz{ClearRouteCache: true}) {
+					t.Errorf("patch %d merges %v into ext_authz, want clear_route_cache true alone", i, hf)
+				}
+				s.clearRouteCache = true
+				continue
+			}
 			if p.Patch.Operation != "INSERT_BEFORE" || p.Match.Listener.FilterChain.Filter.SubFilter.Name != envoy.RouterFilter {
 				t.Errorf("patch %d: %s before %q, want INSERT_BEFORE %s", i, p.Patch.Operation, p.Match.Listener.FilterChain.Filter.SubFilter.Name, envoy.RouterFilter)
 			}
@@ -98,8 +118,8 @@ func readIstioSeam(t *testing.T, file string, port int) (istioSeam, EnvoyFilter)
 			t.Errorf("patch %d: unexpected applyTo %s", i, p.ApplyTo)
 		}
 	}
-	if s.filter == nil || s.vhost == nil || len(s.inserted) == 0 {
-		t.Fatalf("%s: filter %v, virtual host %v, %d routes inserted: want all patched", file, s.filter, s.vhost, len(s.inserted))
+	if s.filter == nil || s.vhost == nil || len(s.inserted) == 0 || !s.clearRouteCache {
+		t.Fatalf("%s: filter %v, virtual host %v, %d routes inserted, clear_route_cache merged %v: want all patched", file, s.filter, s.vhost, len(s.inserted), s.clearRouteCache)
 	}
 	return s, ef
 }
@@ -110,11 +130,22 @@ func readIstioSeam(t *testing.T, file string, port int) (istioSeam, EnvoyFilter)
 // routes (to mcp_server) and Istio's inbound route "default" (prefix "/" to
 // the same upstream, no per-filter config of its own) with s.merged merged
 // into it, after the sidecar's metadata route. The ext_authz filter is the
-// sidecar's, as the CUSTOM provider's is.
+// sidecar's, as the CUSTOM provider's is, but for clear_route_cache: false
+// (as Istio generates it) unless s merges it in.
 func (s istioSeam) bootstrap(t *testing.T) *bootstrapv3.Bootstrap {
 	t.Helper()
 	b := loadSidecarBootstrap(t)
 	h := sidecarHCM(t, b)
+	ea, ai, err := envoy.ExtAuthz(h)
+	if err != nil || ea == nil {
+		t.Fatalf("sidecar.yaml ext_authz: %v %v", ea, err)
+	}
+	ea.ClearRouteCache = s.clearRouteCache
+	eaAny, err := anypb.New(ea)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.GetHttpFilters()[ai].ConfigType = &hcmv3.HttpFilter_TypedConfig{TypedConfig: eaAny}
 	f := proto.Clone(s.filter).(*extprocv3.ExternalProcessor)
 	f.GetGrpcService().GetEnvoyGrpc().ClusterName = envoy.ExtProcCluster
 	a, err := anypb.New(f)
