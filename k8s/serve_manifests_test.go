@@ -22,27 +22,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// extauthzBinary builds cmd/extauthz once per test binary.
-var extauthzBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "extauthz-k8s-bin")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "extauthz")
+// buildExtauthz builds cmd/extauthz into a temporary folder of t's.
+func buildExtauthz(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "extauthz")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/extauthz")
 	cmd.Dir = ".."
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", &buildError{out: string(out), err: err}
+		t.Fatalf("go build ./cmd/extauthz: %v\n%s", err, out)
 	}
-	return bin, nil
-})
-
-type buildError struct {
-	out string
-	err error
+	return bin
 }
-
-func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
 // manifestServe is one shipped extauthz container as a Pod would run it.
 type manifestServe struct {
@@ -61,10 +51,7 @@ type manifestServe struct {
 // behind replicas, a missing flag) never starts in a cluster either; the
 // other tests read manifests, this one runs them.
 func TestShippedManifestsStart(t *testing.T) {
-	bin, err := extauthzBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := buildExtauthz(t)
 	var cases []manifestServe
 	add := func(name string, o *Objects) {
 		cms := map[string]map[string]string{}
