@@ -306,7 +306,7 @@ func offlineNotes(cfg *Config, p *policy.Policy, verified bool) []string {
 		if cfg.JWKSFile == "" {
 			keys = "the key set discovered at " + cfg.Issuer
 		}
-		note("tokens are not verified (%s is not consulted): the principal is --sub with --claim; --jwks-file FILE verifies the request's token", keys)
+		note("tokens are not verified (%s is not consulted): the principal is the one given (check --sub and --claim, a test's principal); check --jwks-file FILE verifies the request's token", keys)
 	}
 	if p != nil && p.PinMode() != policy.PinOff {
 		note("pin_mode %s: the tool definitions the response seam observed are not consulted; every tool counts as listed with its first pinned definition", p.PinMode())

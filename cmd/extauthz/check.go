@@ -233,28 +233,18 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	c := *cfg
 	c.PolicyFile, c.ServerID, c.Issuer, c.Audiences, c.TokenTypes = *policyFile, *serverID, *issuer, aud, tokenTyps
-	lp, err := compilePolicyFile(c.PolicyFile)
-	if err != nil {
-		return bad(err)
-	}
 	principalClaims, err := policytest.JSONClaims(claims)
 	if err != nil {
 		return bad(err)
 	}
-	verifier, err := offlineVerifier(&c, *jwks, policytest.Principal{Issuer: c.Issuer, Subject: *sub, Audience: aud[0], Claims: principalClaims})
+	off, err := decideOffline(ctx, &c, *jwks, policytest.Principal{Issuer: c.Issuer, Subject: *sub, Audience: aud[0], Claims: principalClaims}, capt, *explain)
 	if err != nil {
 		return bad(err)
 	}
-	asm, err := assembleOffline(&c, lp, verifier, *jwks != "", *explain)
-	if err != nil {
-		return bad(err)
-	}
-	for _, n := range asm.Offline {
+	for _, n := range off.asm.Offline {
 		fmt.Fprintln(stderr, n)
 	}
-	req := extauthz.RequestFromCheck(capt.CheckRequest(true))
-	d := asm.Decider.Decide(ctx, req)
-	resp := asm.respond(d, req)
+	asm, lp, d, resp := off.asm, off.lp, off.d, off.resp
 	names := policytest.Fields
 	if *explain {
 		names = append([]string{"decision_id"}, names...)
@@ -280,6 +270,36 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &exitError{code: 1}
 	}
 	return nil
+}
+
+// offlineDecision is one request decided offline: the assembly, policy,
+// decision and the CheckResponse serve would send.
+type offlineDecision struct {
+	asm  *assembly
+	lp   *decision.LoadedPolicy
+	d    *decision.Decision
+	resp *authv3.CheckResponse
+}
+
+// decideOffline decides capt as serve with c would (assembleOffline): the
+// policy c.PolicyFile, the token verified against jwksFile when set, else
+// principal p without a token.
+func decideOffline(ctx context.Context, c *Config, jwksFile string, p policytest.Principal, capt *capture.Request, explain bool) (*offlineDecision, error) {
+	lp, err := compilePolicyFile(c.PolicyFile)
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := offlineVerifier(c, jwksFile, p)
+	if err != nil {
+		return nil, err
+	}
+	asm, err := assembleOffline(c, lp, verifier, jwksFile != "", explain)
+	if err != nil {
+		return nil, err
+	}
+	req := extauthz.RequestFromCheck(capt.CheckRequest(true))
+	d := asm.Decider.Decide(ctx, req)
+	return &offlineDecision{asm: asm, lp: lp, d: d, resp: asm.respond(d, req)}, nil
 }
 
 // checkRemote sends capt to a running service as Envoy would (raw_body) and
