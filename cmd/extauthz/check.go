@@ -237,7 +237,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return bad(err)
 	}
-	off, err := decideOffline(ctx, &c, *jwks, policytest.Principal{Issuer: c.Issuer, Subject: *sub, Audience: aud[0], Claims: principalClaims}, capt, *explain)
+	off, err := decideOffline(ctx, &c, *jwks, policytest.Principal{Issuer: c.Issuer, Subject: *sub, Audience: aud[0], Claims: principalClaims}, capt.CheckRequest(true), *explain)
 	if err != nil {
 		return bad(err)
 	}
@@ -282,9 +282,9 @@ type offlineDecision struct {
 }
 
 // decideOffline decides capt as serve with c would (assembleOffline): the
-// policy c.PolicyFile, the token verified against jwksFile when set, else
+// policy c.PolicyFile, cr as Envoy sends it, the token verified against jwksFile when set, else
 // principal p without a token.
-func decideOffline(ctx context.Context, c *Config, jwksFile string, p policytest.Principal, capt *capture.Request, explain bool) (*offlineDecision, error) {
+func decideOffline(ctx context.Context, c *Config, jwksFile string, p policytest.Principal, cr *authv3.CheckRequest, explain bool) (*offlineDecision, error) {
 	lp, err := compilePolicyFile(c.PolicyFile)
 	if err != nil {
 		return nil, err
@@ -297,7 +297,7 @@ func decideOffline(ctx context.Context, c *Config, jwksFile string, p policytest
 	if err != nil {
 		return nil, err
 	}
-	req := extauthz.RequestFromCheck(capt.CheckRequest(true))
+	req := extauthz.RequestFromCheck(cr)
 	d := asm.Decider.Decide(ctx, req)
 	return &offlineDecision{asm: asm, lp: lp, d: d, resp: asm.respond(d, req)}, nil
 }
