@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -450,4 +451,74 @@ func withToken(c *capture.Request, token string) *capture.Request {
 		out.Headers[k] = v
 	}
 	return &out
+}
+
+// TestCheckExplainDetail: check --explain prints the decision's detail
+// (which limit, where) alike offline and from a running service
+// (--addr: the dynamic metadata's detail); without --explain neither does.
+func TestCheckExplainDetail(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config.yaml")
+	abs, _ := filepath.Abs("examples/config.yaml")
+	src, err := os.ReadFile(abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The quick start with max-json-depth 2, its files where they are.
+	body := strings.NewReplacer("policy: policy.yaml", "policy: "+filepath.Join(filepath.Dir(abs), "policy.yaml"),
+		"jwks-file: jwks.json", "jwks-file: "+filepath.Join(filepath.Dir(abs), "jwks.json"),
+		"approver-jwks-file: approver-jwks.json", "approver-jwks-file: "+filepath.Join(filepath.Dir(abs), "approver-jwks.json"),
+		"cursor-key-file: TEST-ONLY-cursor-key", "cursor-key-file: "+filepath.Join(filepath.Dir(abs), "TEST-ONLY-cursor-key"),
+	).Replace(string(src)) + "max-json-depth: 2\n"
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	req := filepath.Join(dir, "deep.json")
+	if err := os.WriteFile(req, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"x","filters":{"a":1}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := startServeGRPC(t, "--config", conf, "--grpc-addr", "127.0.0.1:0", "--http-addr", "", "--drain-period", "0s")
+	_, tok, _ := runOut(t, "token", "--config", conf, "--sub", "alice")
+	const want = "detail:         mcpparse: too_deep at offset 84: nested deeper than 2"
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"offline", []string{"check", "--config", conf, "--explain", req}},
+		{"served", []string{"check", "--addr", addr, "--token", tok, "--explain", req}},
+	} {
+		code, out, errs := runOut(t, tt.args...)
+		if code != 1 || !strings.Contains(out, "reason:         limit_exceeded\n") || !strings.Contains(out, want+"\n") {
+			t.Errorf("%s: exit %d, want 1 and %q:\n%s%s", tt.name, code, want, out, errs)
+		}
+		code, out, _ = runOut(t, slices.DeleteFunc(tt.args, func(a string) bool { return a == "--explain" })...)
+		if code != 1 || strings.Contains(out, "detail:") {
+			t.Errorf("%s without --explain: exit %d, want 1 and no detail:\n%s", tt.name, code, out)
+		}
+	}
+}
+
+// TestTestCommandConfig: extauthz test --config decides the example
+// policy's tests with the config's settings: the quick start's pass; with
+// max-json-depth 2 the deep requests fail limit_exceeded, and the offline
+// lines are on stderr.
+func TestTestCommandConfig(t *testing.T) {
+	code, out, errs := runOut(t, "test", "--config", "examples/config.yaml", "examples/")
+	if code != 0 || !strings.Contains(out, "PASS: ") || !strings.Contains(errs, "offline: --state-store memory") {
+		t.Fatalf("test --config examples/config.yaml: exit %d\n%s%s", code, out, errs)
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config.yaml")
+	policy, _ := filepath.Abs("examples/policy.yaml")
+	if err := os.WriteFile(conf, []byte("policy: "+policy+"\nissuer: https://idp.example.com\naudience: [https://mcp.example.com/mcp]\nmax-json-depth: 2\nstate-store-memory-per-replica-ok: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runOut(t, "test", "--config", conf, "examples/")
+	if code != 1 || !strings.Contains(out, "reason limit_exceeded, want ") || !strings.Contains(out, "FAIL: ") {
+		t.Errorf("test --config with max-json-depth 2: exit %d, want 1 with limit_exceeded failures\n%s", code, out)
+	}
+	code, out, _ = runOut(t, "test", "examples/")
+	if code != 0 {
+		t.Errorf("test without --config: exit %d\n%s", code, out)
+	}
 }
