@@ -479,7 +479,7 @@ func TestCheckExplainDetail(t *testing.T) {
 	}
 	addr := startServeGRPC(t, "--config", conf, "--grpc-addr", "127.0.0.1:0", "--http-addr", "", "--drain-period", "0s")
 	_, tok, _ := runOut(t, "token", "--config", conf, "--sub", "alice")
-	const want = "detail:         mcpparse: too_deep at offset 84: nested deeper than 2"
+	const want = "detail:         mcpparse: too_deep at offset 84: nested deeper than 2 (at /params/arguments)"
 	for _, tt := range []struct {
 		name string
 		args []string
