@@ -522,3 +522,50 @@ func TestTestCommandConfig(t *testing.T) {
 		t.Errorf("test without --config: exit %d\n%s", code, out)
 	}
 }
+
+// TestValidateConfig: validate --config compiles the config's policy and
+// builds its decision service as serve would, refusing what serve refuses
+// at start (here a published cursor key without allow-test-keys).
+func TestValidateConfig(t *testing.T) {
+	code, out, errs := runOut(t, "validate", "--config", "examples/config.yaml")
+	if code != 0 || !strings.Contains(out, "ok examples/policy.yaml policy_version sha256:") || !strings.Contains(out, "ok examples/config.yaml\n") {
+		t.Errorf("validate --config examples/config.yaml: exit %d\n%s%s", code, out, errs)
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config.yaml")
+	policy, _ := filepath.Abs("examples/policy.yaml")
+	key, _ := filepath.Abs("examples/TEST-ONLY-cursor-key")
+	if err := os.WriteFile(conf, []byte("policy: "+policy+"\nissuer: https://idp.example.com\naudience: [https://mcp.example.com/mcp]\ncursor-key-file: "+key+"\nstate-store-memory-per-replica-ok: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runOut(t, "validate", "--config", conf)
+	if code != 1 || !strings.Contains(out, "FAIL "+conf+": --cursor-key-file") || !strings.Contains(out, "published test key") {
+		t.Errorf("validate --config with a published cursor key: exit %d, want 1\n%s%s", code, out, errs)
+	}
+}
+
+// TestApproveDigestWithConfigLimits: approve decides a captured request's
+// digest with the config's parse limits, as serve would: a request serve
+// refuses limit_exceeded has no digest to approve.
+func TestApproveDigestWithConfigLimits(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config.yaml")
+	policy, _ := filepath.Abs("examples/policy.yaml")
+	write := func(depth string) {
+		if err := os.WriteFile(conf, []byte("policy: "+policy+"\nissuer: https://idp.example.com\naudience: [https://mcp.example.com/mcp]\nserver-id: payments\n"+
+			"approver-issuer: https://approvals.example.com\nstate-store-memory-per-replica-ok: true\n"+depth), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key, _ := filepath.Abs("examples/TEST-ONLY-approver-key.jwk.json")
+	write("")
+	code, out, errs := runOut(t, "approve", "--config", conf, "--key", key, "--sub", "alice", "examples/requests/big-refund-ask.json")
+	if code != 0 || strings.Count(strings.TrimSpace(out), ".") != 2 {
+		t.Fatalf("approve of a captured request: exit %d\n%s%s", code, out, errs)
+	}
+	write("max-json-depth: 2\n")
+	code, _, errs = runOut(t, "approve", "--config", conf, "--key", key, "--sub", "alice", "examples/requests/big-refund-ask.json")
+	if code != 2 || !strings.Contains(errs, "no single request digest (limit_exceeded)") {
+		t.Errorf("approve with max-json-depth 2: exit %d, want 2 and limit_exceeded\n%s", code, errs)
+	}
+}
