@@ -88,6 +88,9 @@ func PointerAt(in []byte, off int) string {
 	return p
 }
 
+// pointerEscaper escapes a reference token (RFC 6901 section 3).
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
 // stringEnd returns the offset just past the string starting at in[i]
 // (a quote), or len(in) when it does not end.
 func stringEnd(in []byte, i int) int {
@@ -108,7 +111,7 @@ func stringEnd(in []byte, i int) int {
 func appendSegment(b *strings.Builder, raw []byte) {
 	name := string(raw)
 	var s string
-	if json.Unmarshal([]byte(`"`+name+`"`), &s) == nil {
+	if strings.IndexByte(name, '\\') >= 0 && json.Unmarshal([]byte(`"`+name+`"`), &s) == nil {
 		name = s
 	}
 	const maxName = 32
@@ -121,7 +124,7 @@ func appendSegment(b *strings.Builder, raw []byte) {
 		name, cut = name[:n], true
 	}
 	b.WriteByte('/')
-	b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(name))
+	b.WriteString(pointerEscaper.Replace(name))
 	if cut {
 		b.WriteString("…")
 	}

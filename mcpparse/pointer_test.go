@@ -145,3 +145,37 @@ func (g *pointerGen) value(ptr string, depth int) {
 		g.out.WriteByte('}')
 	}
 }
+
+// BenchmarkPointerAt: the pointer of a fault at the end of a 1 MiB body,
+// against Parse of the same body (what the refused request cost already).
+func BenchmarkPointerAt(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s","arguments":{"rows":[`)
+	for i := 0; sb.Len() < 1<<20-64; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`{"k":"value","n":12345}`)
+	}
+	sb.WriteString(`]}}}`)
+	body := []byte(sb.String())
+	off := len(body) - 5
+	b.Run("Parse", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := Parse(body, ParseOptions{Limits: Limits{MaxKeys: 1 << 20, MaxElements: 1 << 20}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("PointerAt", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if PointerAt(body, off) == "" {
+				b.Fatal("no pointer")
+			}
+		}
+	})
+}

@@ -226,6 +226,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	// serve's Config (the --config file's, else serve's defaults), with
 	// check's flags over it: one assembly decides, as serve's does.
+	fromConfig := cfg != nil
 	if cfg == nil {
 		if cfg, err = offlineConfig(*policyFile, policytest.DefaultIssuer, []string{policytest.DefaultAudience}); err != nil {
 			return bad(err)
@@ -241,8 +242,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return bad(err)
 	}
-	for _, n := range off.asm.Offline {
-		fmt.Fprintln(stderr, n)
+	if fromConfig { // without one there is no service to differ from
+		for _, n := range off.asm.Offline {
+			fmt.Fprintln(stderr, n)
+		}
 	}
 	asm, lp, d, resp := off.asm, off.lp, off.d, off.resp
 	names := policytest.Fields
