@@ -187,7 +187,8 @@ func post(name, body string, headers ...string) agreementRequest {
 }
 
 // sharedRequests are the requests every scenario decides: examples/requests,
-// every request of the real-SDK corpus, and requests near the limits,
+// every request of the real-SDK corpus, the adversarial cases
+// (testdata/shared/cases), and requests near the limits,
 // the concealment, the idempotency key and the cursor.
 func sharedRequests(t *testing.T) []agreementRequest {
 	t.Helper()
@@ -212,6 +213,22 @@ func sharedRequests(t *testing.T) []agreementRequest {
 		if c.Method == "POST" || c.Method == "GET" || c.Method == "DELETE" {
 			out = append(out, agreementRequest{name: fmt.Sprintf("%s:%d", l.File, l.N), capt: c})
 		}
+	}
+	// The adversarial cases (strict parsing, framing, headers), each with
+	// alice's token wherever it names one.
+	for _, l := range testkit.JSONLines(t, "testdata/shared/cases/*.jsonl") {
+		var v struct {
+			Request json.RawMessage `json:"request"`
+		}
+		l.Decode(t, &v)
+		if v.Request == nil {
+			continue
+		}
+		c, err := capture.Parse([]byte(`{"request":` + string(v.Request) + `}`))
+		if err != nil {
+			t.Fatalf("%s:%d: %v", l.File, l.N, err)
+		}
+		out = append(out, agreementRequest{name: fmt.Sprintf("%s:%d", l.File, l.N), capt: c})
 	}
 	deep := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"x","filters":{"a":{"b":{"c":1}}}}}}`
 	out = append(out,
@@ -371,6 +388,9 @@ func TestOfflineAgreesWithServe(t *testing.T) {
 // the payments workload (Istio's SPIFFE id).
 const workloadRequest = "to the payments workload"
 
+// tokenPlaceholderRE matches {{TOKEN}} and the cases' {{TOKEN_…}}.
+var tokenPlaceholderRE = regexp.MustCompile(`\{\{TOKEN[A-Z_]*\}\}`)
+
 var grpcAddrRE = regexp.MustCompile(`"grpc_addr":"([^"]+)"`)
 
 // answerOf is resp as one comparable string: the gRPC status code, the
@@ -443,7 +463,7 @@ func withToken(c *capture.Request, token string) *capture.Request {
 	out.Headers = map[string]string{}
 	for k, v := range c.Headers {
 		if k == "authorization" {
-			v = strings.NewReplacer("{{TOKEN}}", token, "PLACEHOLDER_TOKEN", token).Replace(v)
+			v = tokenPlaceholderRE.ReplaceAllLiteralString(strings.ReplaceAll(v, "PLACEHOLDER_TOKEN", token), token)
 			if v == "" {
 				continue
 			}
