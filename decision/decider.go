@@ -307,7 +307,7 @@ func (d *Decider) parse(r *Request, dec *Decision) (*mcpparse.Body, Reason) {
 	if err != nil {
 		var pe *mcpparse.ParseError
 		if errors.As(err, &pe) {
-			dec.Detail = pe.Error()
+			dec.Detail = parseDetail(pe, r.Body)
 			return nil, parseReason(pe.Kind)
 		}
 		return nil, ReasonInternalError

@@ -7,13 +7,14 @@ import (
 
 // fill sets mb to d as a flat struct of strings, Envoy's dynamic metadata
 // of the CheckResponse (namespace envoy.filters.http.ext_authz), with
-// dry_run "true" when dryRun, seam_class when seamClass is not empty (the
+// detail when the decision has one (DecisionDetail: which limit, which
+// member; never a value), dry_run "true" when dryRun, seam_class when seamClass is not empty (the
 // decision must meet the response seam's processor: internal/seamcover),
 // and returns its Struct. The members are
 // gathered first so the map is made for exactly their number: its
 // allocations, besides the block's.
 func (mb *metadataBlock) fill(d *decision.Decision, dryRun bool, seamClass string) *structpb.Struct {
-	var ms [20]member // every member fill can set
+	var ms [21]member // every member fill can set
 	n := 0
 	add := func(k, v string) {
 		ms[n] = member{k, v}
@@ -56,6 +57,9 @@ func (mb *metadataBlock) fill(d *decision.Decision, dryRun bool, seamClass strin
 	if d.RecoverResults && d.IdempotencyKeyID != "" && d.Allowed() && !d.Retry {
 		add("recover_key", d.IdempotencyKeyID)
 	}
+	if d.Detail != "" || len(d.WhenErrors) > 0 {
+		add("detail", detail(d)) // for the access log and check --addr --explain
+	}
 	if dryRun {
 		add("dry_run", "true")
 	}
@@ -74,7 +78,7 @@ type member struct{ k, v string }
 
 // metadataBlock holds the dynamic metadata Struct of one response and room
 // for the string Values fill sets: 16, what an allowed tools/call gets with
-// seam_class (their most is 20: past 16 they are allocated one by one).
+// seam_class (their most is 21: past 16 they are allocated one by one).
 type metadataBlock struct {
 	s    structpb.Struct
 	vals [16]structpb.Value

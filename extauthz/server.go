@@ -218,8 +218,13 @@ func (s *Server) logDecision(d *decision.Decision, r *decision.Request, latency 
 	ce.Write(append([]zap.Field(nil), fields...)...)
 }
 
-// detail is the decision line's detail: d.Detail, then every failed `when`
-// expression (rule "id": when: error), "; "-separated.
+// DecisionDetail is the decision line's detail, also in the dynamic
+// metadata's detail member: d.Detail (a parse error's kind, offset and
+// limit or member name, never a value), then every failed `when`
+// expression (rule "id": when: error), "; "-separated; "" when none.
+func DecisionDetail(d *decision.Decision) string { return detail(d) }
+
+// detail is DecisionDetail.
 func detail(d *decision.Decision) string {
 	if len(d.WhenErrors) == 0 {
 		return d.Detail

@@ -22,7 +22,6 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/policytest"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
-	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
 // runApprove prints an approval (a compact JWS of type mcp-approval+jwt) of
@@ -113,7 +112,7 @@ func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return bad(err)
 		}
 		var fp string
-		if *digest, fp, err = digestOf(ctx, bytes.TrimSpace(in), *tokenIssuer, *sub, *aud, *serverID); err != nil {
+		if *digest, fp, err = digestOf(ctx, cfg, bytes.TrimSpace(in), *tokenIssuer, *sub, *aud, *serverID); err != nil {
 			return bad(err)
 		}
 		switch {
@@ -173,8 +172,10 @@ type denialFields struct {
 // error.data.request_digest and error.data.tool_fingerprint, or a
 // top-level request_digest (check --json) with the denial in http_body
 // (check --addr --json), or else in as a captured request decided offline
-// for the principal (iss, sub, aud) on serverID.
-func digestOf(ctx context.Context, in []byte, iss, sub, aud, serverID string) (digest, tooldef string, err error) {
+// for the principal (iss, sub, aud) on serverID, parsed as serve with cfg
+// would (its limits and case-sensitive keys: assembleOffline; serve's
+// defaults when cfg is nil).
+func digestOf(ctx context.Context, cfg *Config, in []byte, iss, sub, aud, serverID string) (digest, tooldef string, err error) {
 	var v struct {
 		denialFields
 		RequestDigest string `json:"request_digest"`
@@ -206,17 +207,23 @@ func digestOf(ctx context.Context, in []byte, iss, sub, aud, serverID string) (d
 		return "", "", fmt.Errorf("approve: input is neither a denial with request_digest nor a captured request: %w", err)
 	}
 	capt.Headers["authorization"] = "Bearer " + policytest.PlaceholderToken
+	if cfg == nil {
+		if cfg, err = offlineConfig("-", policytest.DefaultIssuer, []string{policytest.DefaultAudience}); err != nil {
+			return "", "", err
+		}
+	}
+	c := *cfg
+	c.Issuer, c.Audiences, c.ServerID = iss, []string{aud}, serverID
+	// The digest is the policy's input, whatever the policy decides.
 	lp, err := decision.CompilePolicy("approve", []byte("default: deny"))
 	if err != nil {
 		return "", "", err
 	}
-	store := &decision.PolicyStore{}
-	store.Store(lp)
-	decider, err := decision.NewDecider(decision.Config{ServerID: serverID, Policies: store, Limits: mcpparse.DefaultLimits(),
-		Verifier: policytest.Verifier{P: policytest.Principal{Issuer: iss, Subject: sub, Audience: aud}}})
+	asm, err := assembleOffline(&c, lp, policytest.Verifier{P: policytest.Principal{Issuer: iss, Subject: sub, Audience: aud}}, false, false)
 	if err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("approve: %w", err)
 	}
+	decider := asm.Decider
 	d := decider.Decide(ctx, extauthz.RequestFromCheck(capt.CheckRequest(true)))
 	if d.RequestDigest == "" || len(d.BatchDigests) > 0 {
 		return "", "", fmt.Errorf("approve: the request has no single request digest (%s)", d.Reason)

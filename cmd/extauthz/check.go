@@ -21,13 +21,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/capture"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/policytest"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
-	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
-	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
 // headerFlag is a repeatable -H "Name: value" flag.
@@ -102,7 +97,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "Offline by default: the --config policy (or --policy), no token needed (the principal is --sub and --claim) unless --jwks-file; with --addr the running service decides.")
 		fs.PrintDefaults()
 	}
-	configFile := fs.String("config", "", configFlagUsage+" (offline: its policy, server-id, issuer, audience, token-typ, server-id-by-principal, case-sensitive-keys, denial-status, conceal-as; not its jwks-file)")
+	configFile := fs.String("config", "", configFlagUsage+" (offline: every setting serve decides by, as serve assembles it; what a file cannot tell, such as the state store's contents, is named on stderr; not its jwks-file)")
 	policyFile := fs.String("policy", "", "policy YAML file (offline; default: the --config policy)")
 	serverID := fs.String("server-id", "", "MCP server id (offline; default: the --config server-id)")
 	addr := fs.String("addr", "", "send the request to the ext_authz service at this gRPC address instead of deciding offline")
@@ -119,7 +114,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sub := fs.String("sub", "offline-check", "principal sub when tokens are not verified")
 	claims := claimFlag{}
 	fs.Var(claims, "claim", `principal claim NAME=VALUE when tokens are not verified (repeatable; VALUE is JSON when it parses: groups=["a","b"], n=3, admin=true)`)
-	explain := fs.Bool("explain", false, "also print the response as Envoy sends it and, offline, every rule considered, each when's value and the precedence step")
+	explain := fs.Bool("explain", false, "also print the decision's detail (which limit, which member), the response as Envoy sends it and, offline, every rule considered, each when's value and the precedence step")
 	asJSON := fs.Bool("json", false, "print the decision as one JSON object")
 	approval := fs.String("approval", "", "approval (from `extauthz approve`) to send in x-mcp-approval; needs --addr")
 	listResponse := fs.Bool("list-response", false, "FILE is a captured list answer (tools/list, prompts/list, resources/list, resources/templates/list; JSON or SSE): print what --sub with --claim would see through the response seam and why each item is removed (offline; --explain: why each is kept too)")
@@ -229,70 +224,48 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return checkRemote(ctx, *addr, capt, stdout, *asJSON, *explain)
 	}
 
-	src, err := os.ReadFile(*policyFile)
-	if err != nil {
-		return bad(err)
-	}
-	lp, err := decision.CompilePolicy(*policyFile, src)
-	if err != nil {
-		var ce *policy.CompileError
-		if errors.As(err, &ce) {
-			return bad(fmt.Errorf("%s", strings.TrimSpace(ce.Error())))
+	// serve's Config (the --config file's, else serve's defaults), with
+	// check's flags over it: one assembly decides, as serve's does.
+	fromConfig := cfg != nil
+	if cfg == nil {
+		if cfg, err = offlineConfig(*policyFile, policytest.DefaultIssuer, []string{policytest.DefaultAudience}); err != nil {
+			return bad(err)
 		}
-		return bad(err)
 	}
+	c := *cfg
+	c.PolicyFile, c.ServerID, c.Issuer, c.Audiences, c.TokenTypes = *policyFile, *serverID, *issuer, aud, tokenTyps
 	principalClaims, err := policytest.JSONClaims(claims)
 	if err != nil {
 		return bad(err)
 	}
-	var verifier bearer.TokenVerifier = policytest.Verifier{P: policytest.Principal{
-		Issuer: *issuer, Subject: *sub, Audience: aud[0], Claims: principalClaims,
-	}}
-	if *jwks != "" {
-		ks, err := bearer.LoadJWKS(*jwks)
-		if err != nil {
-			return bad(err)
-		}
-		if err := checkTokenTypes(tokenTyps); err != nil {
-			return bad(err)
-		}
-		if verifier, err = bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: *issuer, Audiences: aud, KeySet: ks, Types: tokenTypes(tokenTyps)}); err != nil {
-			return bad(err)
-		}
-	}
-	store := &decision.PolicyStore{}
-	store.Store(lp)
-	req := extauthz.RequestFromCheck(capt.CheckRequest(true))
-	dc := decision.Config{ServerID: *serverID, Verifier: verifier, Policies: store, Limits: mcpparse.DefaultLimits(), Explain: *explain, Definitions: policytest.Listed{},
-		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), Quotas: state.NewMemory(0, nil)} // the request is its quotas' first
-	responder := &extauthz.Responder{ResourceMetadataURL: resourcemeta.URL(aud[0])}
-	if cfg != nil { // as serve decides and answers
-		dc.ServersByPrincipal, dc.CaseSensitiveKeys = cfg.ServersByPrincipal, setOf(cfg.CaseSensitiveKeys)
-		responder.DenialStatus, responder.ConcealAs = cfg.DenialStatus, extauthz.ConcealStyle(cfg.ConcealAs)
-		if cfg.ResourceMetadataURL != "" {
-			responder.ResourceMetadataURL = cfg.ResourceMetadataURL
-		}
-	}
-	decider, err := decision.NewDecider(dc)
+	off, err := decideOffline(ctx, &c, *jwks, policytest.Principal{Issuer: c.Issuer, Subject: *sub, Audience: aud[0], Claims: principalClaims}, capt.CheckRequest(true), *explain)
 	if err != nil {
 		return bad(err)
 	}
-	d := decider.Decide(ctx, req)
+	if fromConfig { // without one there is no service to differ from
+		for _, n := range off.asm.Offline {
+			fmt.Fprintln(stderr, n)
+		}
+	}
+	asm, lp, d, resp := off.asm, off.lp, off.d, off.resp
 	names := policytest.Fields
 	if *explain {
 		names = append([]string{"decision_id"}, names...)
 	}
 	fields := policytest.FieldsOf(d)
 	fields["decision_id"] = d.ID
+	if asm.DryRun {
+		names, fields["dry_run"] = append(names, "dry_run"), "true"
+	}
+	if dt := extauthz.DecisionDetail(d); dt != "" && *explain {
+		names, fields["detail"] = append(names, "detail"), dt
+	}
 	if err := policytest.WriteFields(stdout, names, fields, *asJSON); err != nil {
 		return err
 	}
 	if *explain && !*asJSON {
-		if d.Detail != "" {
-			fmt.Fprintf(stdout, "%-15s %s\n", "detail:", d.Detail)
-		}
 		fmt.Fprintln(stdout, "\n# response, as Envoy would send it")
-		policytest.WriteResponse(stdout, responder.Response(d, req.Headers))
+		policytest.WriteResponse(stdout, resp)
 		fmt.Fprintln(stdout, "\n# policy")
 		policytest.WriteTrace(stdout, d, lp.File)
 	}
@@ -300,6 +273,36 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &exitError{code: 1}
 	}
 	return nil
+}
+
+// offlineDecision is one request decided offline: the assembly, policy,
+// decision and the CheckResponse serve would send.
+type offlineDecision struct {
+	asm  *assembly
+	lp   *decision.LoadedPolicy
+	d    *decision.Decision
+	resp *authv3.CheckResponse
+}
+
+// decideOffline decides capt as serve with c would (assembleOffline): the
+// policy c.PolicyFile, cr as Envoy sends it, the token verified against jwksFile when set, else
+// principal p without a token.
+func decideOffline(ctx context.Context, c *Config, jwksFile string, p policytest.Principal, cr *authv3.CheckRequest, explain bool) (*offlineDecision, error) {
+	lp, err := compilePolicyFile(c.PolicyFile)
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := offlineVerifier(c, jwksFile, p)
+	if err != nil {
+		return nil, err
+	}
+	asm, err := assembleOffline(c, lp, verifier, jwksFile != "", explain)
+	if err != nil {
+		return nil, err
+	}
+	req := extauthz.RequestFromCheck(cr)
+	d := asm.Decider.Decide(ctx, req)
+	return &offlineDecision{asm: asm, lp: lp, d: d, resp: asm.respond(d, req)}, nil
 }
 
 // checkRemote sends capt to a running service as Envoy would (raw_body) and
@@ -323,13 +326,17 @@ func checkRemote(ctx context.Context, addr string, capt *capture.Request, stdout
 	md := resp.GetDynamicMetadata().GetFields()
 	// The decision id first, as the service logged it: the key to its
 	// decision log line and to an approval request.
-	names := slices.Concat([]string{"decision_id"}, policytest.Fields, []string{"dry_run"})
+	names := slices.Concat([]string{"decision_id"}, policytest.Fields)
 	fields := map[string]string{}
 	for _, k := range names {
 		fields[k] = md[k].GetStringValue()
 	}
-	if fields["dry_run"] == "" {
-		names = names[:len(names)-1]
+	// dry_run when the service admitted a would-be decision; detail (which
+	// limit, which member) with --explain.
+	for _, k := range []string{"dry_run", "detail"} {
+		if v := md[k].GetStringValue(); v != "" && (k != "detail" || explain) {
+			names, fields[k] = append(names, k), v
+		}
 	}
 	// A denial as the client receives it through Envoy: status and body.
 	if dr := resp.GetDeniedResponse(); dr != nil {

@@ -32,7 +32,6 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/extproc"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/filewatch"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/lifecycle"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
@@ -41,8 +40,6 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/seamcover"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
-	"github.com/mcp-extauthz/mcp-extauthz/mcpdecision"
-	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
@@ -388,56 +385,36 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 	case tokenModeBoth:
 		verifier = bearer.DualVerifier{JWT: verifier, Opaque: iv}
 	}
-	lim := mcpparse.Limits{
-		MaxBytes: cfg.MaxBodyBytes, MaxDepth: cfg.MaxJSONDepth, MaxKeys: cfg.MaxJSONKeys,
-		MaxElements: cfg.MaxJSONElements, MaxStringLen: cfg.MaxStringBytes,
-	}
-	rm := cfg.ResourceMetadataURL
-	if rm == "" {
-		rm = resourcemeta.URL(cfg.Audiences[0])
-	}
 	binding, approvals, err := newBinding(cfg, jwks, log)
 	if err != nil {
 		return nil, err
 	}
-	var definitions decision.ToolDefinitions
-	var schemas decision.InputSchemas
-	var prompts decision.PromptSchemas
+	parts := assembleParts{Policies: store, Verifier: verifier, Binding: binding, Log: log}
 	var pinStore state.Reader
 	if rd, ok := binding.Store.(state.Reader); ok { // Memory and Redis are
 		pinStore = definitionStore(cfg.StateStore, rd)
-		definitions = toolpin.Observations{Store: pinStore}
-		schemas = toolpin.Observations{Store: pinStore}
-		prompts = toolpin.Observations{Store: pinStore}
+		parts.Definitions = toolpin.Observations{Store: pinStore}
+		parts.Schemas = toolpin.Observations{Store: pinStore}
+		parts.Prompts = toolpin.Observations{Store: pinStore}
+		parts.Tasks = &state.Tasks{Store: rd}
 		binding.Results = &state.Results{Store: rd, MaxBytes: cfg.IdempotencyResultMaxBytes}
 	}
-	dc := decision.Config{ServerID: cfg.ServerID, ServersByPrincipal: cfg.ServersByPrincipal,
-		Verifier: verifier, Policies: store, Limits: lim, Binding: binding, Definitions: definitions,
-		DPoP: bearer.NewDPoPVerifier(bearer.DPoPConfig{}), CaseSensitiveKeys: setOf(cfg.CaseSensitiveKeys)}
-	dc.Schemas, dc.Prompts = schemas, prompts
 	// Policy quotas keep their buckets in the same store (memory: this
 	// replica's; Redis: shared), observed as op "quota".
 	if l, ok := state.Observe(binding.Store, metrics.StateStoreCall).(state.Limiter); ok {
-		dc.Quotas, dc.QuotaObserver = l, metrics.QuotaCharged
+		parts.Quotas, parts.QuotaObserver = l, metrics.QuotaCharged
 	}
-	proc, err := newProcessor(cfg, store, verifier, binding.Store, pinStore, log, decisionLog, metrics, &dc)
+	asm, err := assemble(cfg, parts)
 	if err != nil {
 		binding.Store.Close()
 		return nil, err
 	}
-	decider, err := decision.NewDecider(dc)
-	if err != nil {
-		return nil, err
-	}
-	dk, err := newDecisionKeys(cfg, log)
+	proc, err := newProcessor(cfg, asm, store, verifier, binding.Store, pinStore, log, decisionLog, metrics)
 	if err != nil {
 		binding.Store.Close()
 		return nil, err
 	}
-	var signer *mcpdecision.Signer
-	if dk != nil {
-		signer = dk.signer
-	}
+	dk := asm.DecisionKeys
 	seam := proc.Seam()
 	return &service{
 		seam:      seam,
@@ -446,15 +423,12 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 		approvals: approvals,
 		store:     binding.Store,
 		server: &extauthz.Server{
-			Decider: decider,
-			Responder: &extauthz.Responder{ResourceMetadataURL: rm, DenialStatus: cfg.DenialStatus, ConcealAs: extauthz.ConcealStyle(cfg.ConcealAs),
-				ConcealJSONResponse: cfg.ConcealJSONResponse,
-				DecidedHeaders:      []string{strings.ToLower(cfg.IdempotencyHeader)}, Decisions: signer,
-				MarkSeam: cfg.ResponseSeam},
-			Log:     decisionLog,
-			Metrics: metrics,
-			DryRun:  cfg.DryRun,
-			Seam:    seam,
+			Decider:   asm.Decider,
+			Responder: asm.Responder,
+			Log:       decisionLog,
+			Metrics:   metrics,
+			DryRun:    asm.DryRun,
+			Seam:      seam,
 		},
 		loader:    loader,
 		readiness: &lifecycle.Readiness{Checks: []func() error{store.Ready, tokensReady(cfg.Introspection.Mode, ov, iv)}, OnReady: metrics.SetReady},
@@ -552,14 +526,7 @@ func newBinding(cfg *Config, tokenKeys *bearer.KeySet, log *zap.Logger) (*decisi
 	if err != nil {
 		return nil, nil, err
 	}
-	b := &decision.Binding{
-		Store:               st,
-		IdempotencyHeader:   strings.ToLower(cfg.IdempotencyHeader),
-		IdempotencyMeta:     cfg.IdempotencyMeta,
-		IdempotencyTTL:      cfg.IdempotencyTTL,
-		ApprovalMaxLifetime: cfg.ApprovalMaxLifetime,
-		ApprovalURL:         cfg.ApprovalURL,
-	}
+	b := &decision.Binding{Store: st} // its settings from cfg: assemble
 	if cfg.ApproverIssuer == "" {
 		return b, nil, nil
 	}
@@ -728,11 +695,6 @@ func setOf(list []string) map[string]bool {
 	return out
 }
 
-// newProcessor builds the response seam (extproc) on the Check service's
-// policy store, token verifier, state store, decision log and metrics, and
-// sets the Decider's task and cursor checks in dc: tasks with
-// --response-seam, cursors with --cursor-key-file (refused if it holds a
-// published test key, unless --allow-test-keys; log gets the warning).
 // definitionStore is where tool definition observations live: st itself
 // when it is Redis (shared by every replica, as they must be), else a
 // memory store of their own, so that a flood of observations (pin_scope
@@ -745,8 +707,12 @@ func definitionStore(spec string, st state.Reader) state.Reader {
 	return st
 }
 
-func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.TokenVerifier, st state.Store, pinStore state.Reader,
-	log, decisionLog *zap.Logger, m *metrics.Metrics, dc *decision.Config) (*extproc.Server, error) {
+// newProcessor builds the response seam (extproc) on the Check service's
+// policy store, token verifier, state store, decision log and metrics,
+// with the list inputs of its assembly (asm: the cursor sealer of
+// --cursor-key-file, --list-cache-ttl).
+func newProcessor(cfg *Config, asm *assembly, store *decision.PolicyStore, verifier bearer.TokenVerifier, st state.Store, pinStore state.Reader,
+	log, decisionLog *zap.Logger, m *metrics.Metrics) (*extproc.Server, error) {
 	pc := extproc.Config{
 		Policy: func() (*policy.Policy, string) {
 			if lp := store.Load(); lp != nil {
@@ -755,7 +721,7 @@ func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.Toke
 			return nil, ""
 		},
 		Verifier: verifier, Log: decisionLog, Metrics: m,
-		CacheTTLms: cfg.ListCacheTTL.Milliseconds(),
+		CacheTTLms: asm.ListCacheTTL.Milliseconds(),
 	}
 	if r, ok := st.(state.Reader); ok {
 		pc.Tasks = &state.Tasks{Store: r}
@@ -764,29 +730,8 @@ func newProcessor(cfg *Config, store *decision.PolicyStore, verifier bearer.Toke
 		}
 		pc.Results, pc.ResultTTL = &state.Results{Store: r, MaxBytes: cfg.IdempotencyResultMaxBytes}, cfg.IdempotencyTTL
 	}
-	if cfg.ResponseSeam {
-		if pc.Tasks == nil {
-			return nil, errors.New("--response-seam: the state store cannot read task bindings")
-		}
-		dc.Tasks = pc.Tasks
-	}
-	if cfg.CursorKeyFile != "" {
-		b, err := os.ReadFile(cfg.CursorKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("--cursor-key-file: %w", err)
-		}
-		keys, err := cursor.ReadKeyFile(b)
-		if err != nil {
-			return nil, fmt.Errorf("--cursor-key-file %s: %w", cfg.CursorKeyFile, err)
-		}
-		if err := publishedCursorKeysRefusal(keys, cfg.AllowTestKeys, log); err != nil {
-			return nil, fmt.Errorf("--cursor-key-file %s: %w", cfg.CursorKeyFile, err)
-		}
-		sealer, err := cursor.New(keys...)
-		if err != nil {
-			return nil, fmt.Errorf("--cursor-key-file %s: %w", cfg.CursorKeyFile, err)
-		}
-		pc.Cursors, dc.Cursors = sealer, sealer
+	if asm.Cursors != nil {
+		pc.Cursors = asm.Cursors
 	}
 	pc.Seam = newSeamTable(cfg, log, m)
 	return extproc.New(pc), nil

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/policytest"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -29,12 +30,17 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	verbose := fs.Bool("v", false, "print every test, and the policy trace of a failing one")
 	junit := fs.String("junit", "", "also write a JUnit XML report to this file")
 	run := fs.String("run", "", "run only the tests whose name matches this regular expression")
+	configFile := fs.String("config", "", configFlagUsage+": every test decides with its settings as serve assembles them (limits, body limit, case-sensitive keys, cursor keys, …; its issuer and first audience are the default principal's); each test file still names its policy; what a file cannot tell is named on stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	cfg, _, err := toolConfig(*configFile, os.Getenv)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("test: %w", err)}
+	}
+	newDecider := testDecider(cfg, stderr)
 	var filter *regexp.Regexp
 	if *run != "" {
-		var err error
 		if filter, err = regexp.Compile(*run); err != nil {
 			return &exitError{code: 2, err: fmt.Errorf("test: -run: %w", err)}
 		}
@@ -73,7 +79,7 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 			f.Tests = kept
 		}
-		lp, results, err := policytest.Run(ctx, f)
+		lp, results, err := policytest.RunWith(ctx, f, newDecider)
 		if err != nil {
 			var ce *policy.CompileError
 			if errors.As(err, &ce) {
@@ -120,6 +126,39 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "PASS: %s in %s\n", plural(total, "test"), plural(len(files), "file"))
 	return nil
+}
+
+// testDecider builds each test's Decider from serve's Config cfg, as
+// check --config does (assembleOffline): the test's server id and
+// principal (cfg's issuer and first audience when the test names none)
+// over cfg. It writes each offline note once to stderr. Nil cfg: nil,
+// the defaults of policytest.Decide.
+func testDecider(cfg *Config, stderr io.Writer) policytest.NewDecider {
+	if cfg == nil {
+		return nil
+	}
+	noted := map[string]bool{}
+	return func(lp *decision.LoadedPolicy, server string, p policytest.Principal) (*decision.Decider, error) {
+		c := *cfg
+		c.PolicyFile, c.ServerID = lp.File, server
+		if p.Issuer == "" {
+			p.Issuer = cfg.Issuer
+		}
+		if p.Audience == "" {
+			p.Audience = cfg.Audiences[0]
+		}
+		asm, err := assembleOffline(&c, lp, policytest.Verifier{P: p}, false, true)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range asm.Offline {
+			if !noted[n] {
+				noted[n] = true
+				fmt.Fprintln(stderr, n)
+			}
+		}
+		return asm.Decider, nil
+	}
 }
 
 func writeJUnitFile(path string, suites []policytest.Suite) error {

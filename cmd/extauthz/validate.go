@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/policytest"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
@@ -21,11 +22,24 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: extauthz validate POLICY.yaml...   (compile policies as serve would, without running their tests)")
+		fmt.Fprintln(stderr, "usage: extauthz validate [--config FILE] POLICY.yaml...   (compile policies as serve would, without running their tests)")
 		fs.PrintDefaults()
 	}
+	configFile := fs.String("config", "", "serve's config file: also build its decision service as serve assembles it (reading its cursor and decision key files), without starting it; its policy when no POLICY.yaml is given")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	var cfg *Config
+	if *configFile != "" {
+		var err error
+		if cfg, _, err = toolConfig(*configFile, func(string) string { return "" }); err != nil {
+			fmt.Fprintln(stderr, "validate:", err)
+			return &exitError{code: 1}
+		}
+		if fs.NArg() == 0 {
+			fs.SetOutput(io.Discard)
+			_ = fs.Parse([]string{cfg.PolicyFile})
+		}
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
@@ -44,6 +58,14 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 			broken = true
 		}
 	}
+	if cfg != nil && !failed && !broken {
+		if err := validateAssembly(cfg); err != nil {
+			fmt.Fprintf(stdout, "FAIL %s: %v\n", *configFile, err)
+			failed = true
+		} else {
+			fmt.Fprintf(stdout, "ok %s\n", *configFile)
+		}
+	}
 	switch {
 	case failed:
 		return &exitError{code: 1}
@@ -51,6 +73,18 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: 2}
 	}
 	return nil
+}
+
+// validateAssembly builds cfg's decision service offline, as check and
+// serve assemble it: its policy, cursor key file and decision key file
+// read and vetted (published test keys refused without --allow-test-keys).
+func validateAssembly(cfg *Config) error {
+	lp, err := compilePolicyFile(cfg.PolicyFile)
+	if err != nil {
+		return err
+	}
+	_, err = assembleOffline(cfg, lp, policytest.Verifier{}, false, false)
+	return err
 }
 
 // validatePolicy compiles the policy in name and prints its ok line; a

@@ -365,9 +365,22 @@ func (r *Result) Passed() bool { return len(r.Failures) == 0 }
 // Pos is the test's file:line.
 func (r *Result) Pos() string { return r.File.Path + ":" + strconv.Itoa(r.Test.Line) }
 
+// NewDecider builds the Decider of one test: the compiled policy lp, the
+// test's MCP server id and principal. RunWith takes it so that `extauthz
+// test --config` decides with serve's settings (limits, case-sensitive
+// keys, cursor keys, …); Run decides with the defaults (Decide).
+type NewDecider func(lp *decision.LoadedPolicy, server string, p Principal) (*decision.Decider, error)
+
 // Run compiles f's policy and runs its tests. A policy that cannot be read
 // or compiled is an error (a *policy.CompileError for a bad one).
 func Run(ctx context.Context, f *File) (*decision.LoadedPolicy, []Result, error) {
+	return RunWith(ctx, f, nil)
+}
+
+// RunWith is Run deciding each test with the Decider nd builds; nil is
+// Decide's. A Decider nd cannot build fails its test (internal_error with
+// the error in Detail).
+func RunWith(ctx context.Context, f *File, nd NewDecider) (*decision.LoadedPolicy, []Result, error) {
 	src, err := os.ReadFile(f.PolicyPath)
 	if err != nil {
 		return nil, nil, err
@@ -379,7 +392,14 @@ func Run(ctx context.Context, f *File) (*decision.LoadedPolicy, []Result, error)
 	out := make([]Result, len(f.Tests))
 	for i := range f.Tests {
 		t := &f.Tests[i]
-		d := Decide(ctx, lp, t.Request.Server, t.Principal, t.Request.Captured())
+		var d *decision.Decision
+		if nd == nil {
+			d = Decide(ctx, lp, t.Request.Server, t.Principal, t.Request.Captured())
+		} else if dec, err := nd(lp, t.Request.Server, t.Principal); err != nil {
+			d = decision.Internal(err.Error())
+		} else {
+			d = dec.Decide(ctx, requestOf(t.Request.Captured()))
+		}
 		out[i] = Result{File: f, Test: t, Decision: d, Failures: compare(t.Want, d)}
 	}
 	return lp, out, nil
