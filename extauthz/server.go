@@ -91,7 +91,7 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 		resp = s.Responder.ResponseFor(d, r)
 	}
 	if s.Seam != nil {
-		if c := resp.GetDynamicMetadata().GetFields()["seam_class"].GetStringValue(); c != "" {
+		if c := resp.GetDynamicMetadata().GetFields()[decision.MetaSeamClass].GetStringValue(); c != "" {
 			s.Seam.Expect(d.ID, c)
 		}
 	}

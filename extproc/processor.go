@@ -17,7 +17,9 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
@@ -33,7 +35,7 @@ import (
 
 // AuthzNamespace is the dynamic-metadata namespace ext_authz writes Check's
 // metadata under (Envoy ext_authz.cc Filter::onComplete).
-const AuthzNamespace = "envoy.filters.http.ext_authz"
+const AuthzNamespace = decision.MetadataNamespace
 
 // DefaultMaxBody bounds a buffered JSON answer the processor filters (4 MiB).
 const DefaultMaxBody = 4 << 20
@@ -284,30 +286,41 @@ func (st *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) 
 	return nil, fmt.Errorf("unexpected message %T", req.GetRequest())
 }
 
-// readMeta reads Check's metadata from req's metadata_context.
+// readMeta reads Check's metadata from req's metadata_context
+// (decision.ParseMetadata; a bool member reads as "true" or "false"). A
+// block that does not parse is no metadata: the stream refuses with
+// ReasonNoMetadata.
 func (st *stream) readMeta(req *extprocv3.ProcessingRequest) {
-	ns := req.GetMetadataContext().GetFilterMetadata()[AuthzNamespace]
-	f := ns.GetFields()
-	str := func(k string) string { return f[k].GetStringValue() }
-	if str("decision_id") == "" {
+	f := req.GetMetadataContext().GetFilterMetadata()[AuthzNamespace].GetFields()
+	md, err := decision.ParseMetadata(func(k string) (string, bool) {
+		v, ok := f[k]
+		if b, isBool := v.GetKind().(*structpb.Value_BoolValue); isBool {
+			return strconv.FormatBool(b.BoolValue), ok
+		}
+		return v.GetStringValue(), ok
+	})
+	if err != nil {
+		if !errors.Is(err, decision.ErrNoMetadata) {
+			st.s.cfg.Log.Warn("authorization metadata refused", zap.String("kind", "ext_proc"), zap.Error(err))
+		}
 		return
 	}
 	st.haveMeta = true
-	st.decision = str("decision_id")
-	st.method, st.server, st.principal = str("method"), str("server"), str("principal")
-	st.issuer = str("issuer")
+	st.decision = md.DecisionID
+	st.method, st.server, st.principal = md.Method, md.Server, md.Principal
+	st.issuer = md.Issuer
 	st.owner = state.TaskOwner(st.issuer, st.principal)
-	st.policyVersion, st.protocol = str("policy_version"), str("protocol_version")
-	if id := str("rpc_id"); id != "" {
-		st.rpcID = []byte(id)
+	st.policyVersion, st.protocol = md.PolicyVersion, md.ProtocolVersion
+	if md.RPCID != "" {
+		st.rpcID = []byte(md.RPCID)
 	}
-	st.taskRequested = str("task_requested") == "true" || f["task_requested"].GetBoolValue()
+	st.taskRequested = md.TaskRequested
 	st.isList = isListMethod(st.method)
-	st.recoverKey = str("recover_key")
-	st.sessionHash = str("session")
-	st.startReceipt(str("request_digest"))
-	if c := str("seam_class"); c != "" {
-		st.s.cfg.Seam.Met(st.decision, c)
+	st.recoverKey = md.RecoverKey
+	st.sessionHash = md.Session
+	st.startReceipt(md.RequestDigest)
+	if md.SeamClass != "" {
+		st.s.cfg.Seam.Met(st.decision, md.SeamClass)
 	}
 }
 
