@@ -339,7 +339,7 @@ func header(hm *corev3.HeaderMap, k string) (string, bool) {
 
 func (st *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) (*extprocv3.ProcessingResponse, error) {
 	if !st.haveMeta {
-		return st.immediate(503, ReasonNoMetadata, "no authorization decision for this request"), nil
+		return st.immediate(ReasonNoMetadata, "no authorization decision for this request"), nil
 	}
 	st.httpMethod, _ = header(h.GetHeaders(), ":method")
 	sid, _ := header(h.GetHeaders(), "mcp-session-id")
@@ -353,18 +353,18 @@ func (st *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		if auth, ok := header(h.GetHeaders(), "authorization"); ok {
 			_, tok, ok := bearer.ParseAuthorization(auth)
 			if !ok {
-				return st.immediate(503, ReasonToken, "the bearer token cannot be read"), nil
+				return st.immediate(ReasonToken, "the bearer token cannot be read"), nil
 			}
 			p, err := v.Verify(ctx, tok)
 			if err != nil {
-				return st.immediate(503, ReasonToken, "the bearer token no longer verifies"), nil
+				return st.immediate(ReasonToken, "the bearer token no longer verifies"), nil
 			}
 			if p.Subject != st.principal || st.issuer != "" && p.Issuer != st.issuer {
-				return st.immediate(503, ReasonPrincipal, "the bearer token is not the decided principal's"), nil
+				return st.immediate(ReasonPrincipal, "the bearer token is not the decided principal's"), nil
 			}
 			st.claims = p.Claims
 		} else if st.principal != "" {
-			return st.immediate(503, ReasonPrincipal, "no bearer token for the decided principal"), nil
+			return st.immediate(ReasonPrincipal, "no bearer token for the decided principal"), nil
 		}
 	}
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}}, nil
@@ -387,7 +387,7 @@ func (st *stream) requestBody(b *extprocv3.HttpBody) (*extprocv3.ProcessingRespo
 		if errors.As(err, &fe) && fe.Kind == "parse" {
 			return pass, nil // Check decided this body; it is not a list request we can read
 		}
-		return st.rpcError(400, -32602, ReasonInvalidCursor, "Invalid cursor"), nil
+		return st.immediate(ReasonInvalidCursor, "Invalid cursor"), nil
 	}
 	if !changed {
 		return pass, nil
@@ -500,7 +500,7 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 	noBody := h.GetEndOfStream() || code == 204 || code == 304 || st.httpMethod == "HEAD"
 	if !st.haveMeta {
 		if readable && !noBody {
-			return st.immediate(503, ReasonNoMetadata, "no authorization decision for this response"), nil
+			return st.immediate(ReasonNoMetadata, "no authorization decision for this response"), nil
 		}
 		return pass, nil // a local reply or an answer nobody asked the processor about
 	}
@@ -509,23 +509,23 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 		// httpx): a 301, 302 or 303 as a GET, whose answer they read as
 		// this POST's while the seam reads it as a GET stream; a 307 or
 		// 308 anywhere, another origin included, where no seam looks.
-		return st.immediate(502, ReasonRedirect, "a redirect the MCP clients would follow"), nil
+		return st.immediate(ReasonRedirect, "a redirect the MCP clients would follow"), nil
 	}
 	if noBody {
 		st.endReceipt()
 		return st.withReceipt(pass), nil
 	}
 	if !codingsIdentity(headerValues(hm, "content-encoding")) {
-		return st.immediate(502, ReasonCompressed, "a compressed response cannot be filtered"), nil
+		return st.immediate(ReasonCompressed, "a compressed response cannot be filtered"), nil
 	}
 	st.responses = st.responseRule()
 	ctypes := headerValues(hm, "content-type")
 	kind, agree, charsetOK := contentReading(ctypes)
 	switch {
 	case readable && (!st.isGET() || len(ctypes) > 1) && !agree:
-		return st.immediate(502, ReasonContentType, "the MCP clients read this content type differently"), nil
+		return st.immediate(ReasonContentType, "the MCP clients read this content type differently"), nil
 	case readable && !charsetOK:
-		return st.immediate(502, ReasonCharset, "a response in a charset other than UTF-8 cannot be filtered"), nil
+		return st.immediate(ReasonCharset, "a response in a charset other than UTF-8 cannot be filtered"), nil
 	}
 	var hdrs []*corev3.HeaderValueOption
 	body := procfv3.ProcessingMode_BUFFERED
@@ -843,7 +843,7 @@ func (st *stream) heldChunk(ctx context.Context, b *extprocv3.HttpBody) *extproc
 		st.held, st.broken = nil, true
 		st.refusedList(ReasonTooLarge, nil)
 		st.endReceipt() // outcome_unknown: the client gets the error
-		return bodyResponse(errorBody(st.rpcID, -32603, ReasonTooLarge, "the response is too large to filter"), nil)
+		return bodyResponse(errorBody(st.rpcID, ReasonTooLarge, "the response is too large to filter"), nil)
 	}
 	if !b.GetEndOfStream() {
 		return bodyResponse([]byte{}, nil) // held
@@ -901,7 +901,7 @@ func (st *stream) jsonBody(ctx context.Context, body []byte) (*extprocv3.Process
 
 // replaceJSON is a body answer replacing the JSON body by a JSON-RPC error.
 func (st *stream) replaceJSON(reason, msg string) *extprocv3.ProcessingResponse {
-	eb := errorBody(st.rpcID, -32603, reason, msg)
+	eb := errorBody(st.rpcID, reason, msg)
 	return bodyResponse(eb, []*corev3.HeaderValueOption{
 		setHeader("content-type", "application/json"),
 		setHeader("content-length", strconv.Itoa(len(eb))),
@@ -921,7 +921,7 @@ func (st *stream) decideJSON(ctx context.Context, body []byte) (out []byte, refu
 	if len(body) > st.s.cfg.MaxBody {
 		st.refusedList(ReasonTooLarge, nil)
 		st.endReceipt()
-		return errorBody(st.rpcID, -32603, ReasonTooLarge, "the response is too large to filter"), true
+		return errorBody(st.rpcID, ReasonTooLarge, "the response is too large to filter"), true
 	}
 	res, err := st.filter(ctx, body)
 	if err != nil && lossyOnly(err) {
@@ -933,7 +933,7 @@ func (st *stream) decideJSON(ctx context.Context, body []byte) (out []byte, refu
 		reason, msg := refusalOf(err)
 		st.refusedList(reason, err)
 		st.endReceipt()
-		return errorBody(st.rpcID, -32603, reason, msg), true
+		return errorBody(st.rpcID, reason, msg), true
 	}
 	st.logFiltered()
 	if !res.Changed {
@@ -982,8 +982,10 @@ func carriesResult(body []byte, lim mcpparse.Limits) bool {
 	return found
 }
 
-// errorBody is a JSON-RPC error response with id (raw JSON; null when nil).
-func errorBody(id []byte, code int, reason, msg string) []byte {
+// errorBody is a JSON-RPC error response with id (raw JSON; null when nil)
+// refusing with reason: its code from the refusals table.
+func errorBody(id []byte, reason, msg string) []byte {
+	code := refusalOfReason(reason).code
 	if len(id) == 0 {
 		id = []byte("null")
 	}
@@ -998,13 +1000,13 @@ func errorBody(id []byte, code int, reason, msg string) []byte {
 	return append(b, "}}}"...)
 }
 
-// immediate is a local reply with a JSON-RPC error (code -32603 unless
-// rpcError is used).
-func (st *stream) immediate(httpStatus int, reason, msg string) *extprocv3.ProcessingResponse {
-	return st.rpcError(httpStatus, -32603, reason, msg)
-}
-
-func (st *stream) rpcError(httpStatus, code int, reason, msg string) *extprocv3.ProcessingResponse {
+// immediate is a local reply refusing with reason: a JSON-RPC error with
+// the HTTP status and code of the refusals table.
+func (st *stream) immediate(reason, msg string) *extprocv3.ProcessingResponse {
+	httpStatus := refusalOfReason(reason).status
+	if httpStatus == 0 { // a reason that replaces bodies: no local reply of its own
+		httpStatus = 502
+	}
 	st.refused = true
 	st.endReceipt() // outcome_unknown (http_error): the client gets this error
 	st.s.cfg.Log.Info("response seam refused",
@@ -1016,7 +1018,7 @@ func (st *stream) rpcError(httpStatus, code int, reason, msg string) *extprocv3.
 			setHeader("content-type", "application/json"),
 			setHeader("cache-control", "no-store"),
 		}},
-		Body:    errorBody(st.rpcID, code, reason, msg),
+		Body:    errorBody(st.rpcID, reason, msg),
 		Details: "mcp_extauthz_" + reason,
 	}}}
 }
@@ -1061,7 +1063,7 @@ func (st *stream) sseChunk(ctx context.Context, b *extprocv3.HttpBody) (*extproc
 
 // errorEvent is an unnamed SSE event carrying a JSON-RPC error.
 func (st *stream) errorEvent(reason, msg string) []byte {
-	return sse.AppendData(nil, nil, errorBody(st.rpcID, -32603, reason, msg))
+	return sse.AppendData(nil, nil, errorBody(st.rpcID, reason, msg))
 }
 
 // refuseEvent ends the stream's reading: an error event goes out in place
