@@ -2,7 +2,11 @@ package decision
 
 import (
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -178,4 +182,51 @@ func FuzzMetadataRoundTrip(f *testing.F) {
 			t.Fatalf("ParseMetadata(Write(m)) = %+v, want %+v", got, m)
 		}
 	})
+}
+
+// TestShippedConfigsReadWrittenMembers: every member of Check's metadata
+// that a shipped Envoy config (envoy/, k8s/: access logs'
+// %DYNAMIC_METADATA(ns:key)%, rate limits' metadata_key) or the
+// documentation reads is one Write writes.
+func TestShippedConfigsReadWrittenMembers(t *testing.T) {
+	written, _ := write(t, &full)
+	ns := regexp.QuoteMeta(MetadataNamespace)
+	refs := []*regexp.Regexp{
+		regexp.MustCompile(ns + `:([A-Za-z0-9_]+)\)?%`),
+		regexp.MustCompile(`key: *"?` + ns + `"?, *path: *\[ *\{ *key: *"?([A-Za-z0-9_]+)`),
+	}
+	n := 0
+	err := filepath.WalkDir("..", func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() {
+			if name := e.Name(); strings.HasPrefix(name, ".") && p != ".." || name == "testdata" || name == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" && ext != ".md" && ext != ".json" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, re := range refs {
+			for _, m := range re.FindAllSubmatch(b, -1) {
+				n++
+				if _, ok := written[string(m[1])]; !ok {
+					t.Errorf("%s reads member %q of %s, which Check does not write", p, m[1], MetadataNamespace)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 40 {
+		t.Fatalf("%d references found: the walk is broken", n)
+	}
 }
