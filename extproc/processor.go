@@ -149,6 +149,7 @@ const (
 type stream struct {
 	s                                                  *Server
 	haveMeta                                           bool
+	metaRefused                                        bool   // Check's metadata did not parse: warned once
 	decision                                           string // decision_id
 	method, server, principal, policyVersion, protocol string
 	rpcID                                              []byte
@@ -300,7 +301,8 @@ func (st *stream) readMeta(req *extprocv3.ProcessingRequest) {
 		return v.GetStringValue(), ok
 	})
 	if err != nil {
-		if !errors.Is(err, decision.ErrNoMetadata) {
+		if !errors.Is(err, decision.ErrNoMetadata) && !st.metaRefused {
+			st.metaRefused = true
 			st.s.cfg.Log.Warn("authorization metadata refused", zap.String("kind", "ext_proc"), zap.Error(err))
 		}
 		return

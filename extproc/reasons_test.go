@@ -164,3 +164,24 @@ func TestRefusalTable(t *testing.T) {
 		}
 	}
 }
+
+// TestMetadataRefusedLogged: Check metadata that does not parse
+// (decision.ParseMetadata) is refused as no metadata, with one warning
+// naming the member; absent metadata is refused without one.
+func TestMetadataRefusedLogged(t *testing.T) {
+	f := newFixture(t)
+	x := jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`)
+	x.meta["dry_run"] = "false"
+	if got := f.envoy.do(t, listRoute, x); got.status != 503 {
+		t.Fatalf("status %d, want 503 (%s)", got.status, got.body)
+	}
+	warned := f.logs.FilterMessage("authorization metadata refused").All()
+	if len(warned) != 1 || !strings.Contains(warned[0].ContextMap()["error"].(string), "dry_run") {
+		t.Errorf("warnings %v, want one naming dry_run", warned)
+	}
+	x.meta = nil
+	f.envoy.do(t, listRoute, x)
+	if n := f.logs.FilterMessage("authorization metadata refused").Len(); n != 1 {
+		t.Errorf("%d warnings after a stream without metadata, want still 1", n)
+	}
+}
