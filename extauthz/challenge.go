@@ -7,22 +7,23 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 )
 
-// wwwAuthenticate builds the challenge of a 401 with the RFC 9728
-// section 5.1 resource_metadata parameter (omitted when resourceMetadata is
-// empty): RFC 6750 section 3's Bearer challenge, or
-// RFC 9449 section 7.1's DPoP challenge (with the accepted algs) when the
-// request used the DPoP scheme or the reason is about a DPoP proof. The
-// error is invalid_dpop_proof for a proof that failed, invalid_token for
-// any other token fault, and absent when no token was sent.
-func wwwAuthenticate(r decision.Reason, reqHeaders decision.Headers, resourceMetadata string) string {
+// wwwAuthenticate builds the challenge c of a 401 (the outcome table's
+// challenge column) with the RFC 9728 section 5.1 resource_metadata
+// parameter (omitted when resourceMetadata is empty): RFC 6750 section 3's
+// Bearer challenge, or RFC 9449 section 7.1's DPoP challenge (with the
+// accepted algs) when the request used the DPoP scheme or c is about a
+// DPoP proof (challengeDPoPRequired, challengeDPoPProof). The error is
+// invalid_dpop_proof for challengeDPoPProof, absent for challengeNoToken,
+// and invalid_token otherwise. challengeScope is insufficientScopeChallenge's.
+func wwwAuthenticate(c challenge, reqHeaders decision.Headers, resourceMetadata string) string {
 	auth, _ := reqHeaders.Get("authorization")
 	scheme, _, _ := strings.Cut(auth, " ")
-	dpop := strings.EqualFold(scheme, "DPoP") || strings.HasPrefix(string(r), "dpop_")
+	dpop := strings.EqualFold(scheme, "DPoP") || c == challengeDPoPRequired || c == challengeDPoPProof
 	var b strings.Builder
 	var params []string
-	switch {
-	case r == decision.ReasonTokenMissing:
-	case dpop && r != decision.ReasonDPoPProofMissing && strings.HasPrefix(string(r), "dpop_"):
+	switch c {
+	case challengeNoToken:
+	case challengeDPoPProof:
 		params = append(params, `error="invalid_dpop_proof"`)
 	default:
 		params = append(params, `error="invalid_token"`)

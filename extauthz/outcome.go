@@ -49,7 +49,7 @@ const (
 // code of the CheckResponse (never an RPC error), its class, the HTTP status
 // of DeniedHttpResponse as an HTTP error, the JSON-RPC error code and message
 // of its body, the Retry-After seconds (0: none), the WWW-Authenticate
-// challenge, whether `refusal: conceal` may hide it (concealable) and whether
+// challenge (the one source of it: wwwAuthenticate, insufficientScopeChallenge), whether `refusal: conceal` may hide it (concealable) and whether
 // it counts as a token verification failure (the metric
 // token_verification_failures_total). The decision label (allow, deny, ask)
 // is decision.Reason.Verdict.

@@ -130,12 +130,12 @@ func (rs *Responder) respond(d *decision.Decision, reqHeaders decision.Headers, 
 			b.add(h.k, h.v)
 		}
 		status, body = a.status, a.body
-	case o.class == classToken:
-		b.add("content-type", "application/json")
-		b.add("www-authenticate", wwwAuthenticate(d.Reason, reqHeaders, resourceMetadata))
-	case d.Reason == decision.ReasonInsufficientScope:
+	case o.challenge == challengeScope:
 		b.add("content-type", "application/json")
 		b.add("www-authenticate", insufficientScopeChallenge(d.RequiredScopes, resourceMetadata))
+	case o.challenge != challengeNone:
+		b.add("content-type", "application/json")
+		b.add("www-authenticate", wwwAuthenticate(o.challenge, reqHeaders, resourceMetadata))
 	default:
 		b.add("content-type", "application/json")
 	}

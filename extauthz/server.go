@@ -3,7 +3,6 @@ package extauthz
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
@@ -91,7 +90,7 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 		resp = s.Responder.ResponseFor(d, r)
 	}
 	if s.Seam != nil {
-		if c := resp.GetDynamicMetadata().GetFields()["seam_class"].GetStringValue(); c != "" {
+		if c := resp.GetDynamicMetadata().GetFields()[decision.MetaSeamClass].GetStringValue(); c != "" {
 			s.Seam.Expect(d.ID, c)
 		}
 	}
@@ -222,22 +221,10 @@ func (s *Server) logDecision(d *decision.Decision, r *decision.Request, latency 
 // metadata's detail member: d.Detail (a parse error's kind, offset and
 // limit or member name, never a value), then every failed `when`
 // expression (rule "id": when: error), "; "-separated; "" when none.
-func DecisionDetail(d *decision.Decision) string { return detail(d) }
+func DecisionDetail(d *decision.Decision) string { return d.DetailText() }
 
 // detail is DecisionDetail.
-func detail(d *decision.Decision) string {
-	if len(d.WhenErrors) == 0 {
-		return d.Detail
-	}
-	parts := make([]string, 0, len(d.WhenErrors)+1)
-	if d.Detail != "" {
-		parts = append(parts, d.Detail)
-	}
-	for _, we := range d.WhenErrors {
-		parts = append(parts, we.Error())
-	}
-	return strings.Join(parts, "; ")
-}
+func detail(d *decision.Decision) string { return d.DetailText() }
 
 // answerBeforeDeadline shortens ctx's deadline by a tenth of the time left
 // (at most 50ms), so a Check that runs out of time still returns its

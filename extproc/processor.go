@@ -17,7 +17,9 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
@@ -33,7 +35,7 @@ import (
 
 // AuthzNamespace is the dynamic-metadata namespace ext_authz writes Check's
 // metadata under (Envoy ext_authz.cc Filter::onComplete).
-const AuthzNamespace = "envoy.filters.http.ext_authz"
+const AuthzNamespace = decision.MetadataNamespace
 
 // DefaultMaxBody bounds a buffered JSON answer the processor filters (4 MiB).
 const DefaultMaxBody = 4 << 20
@@ -147,6 +149,7 @@ const (
 type stream struct {
 	s                                                  *Server
 	haveMeta                                           bool
+	metaRefused                                        bool   // Check's metadata did not parse: warned once
 	decision                                           string // decision_id
 	method, server, principal, policyVersion, protocol string
 	rpcID                                              []byte
@@ -284,30 +287,42 @@ func (st *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) 
 	return nil, fmt.Errorf("unexpected message %T", req.GetRequest())
 }
 
-// readMeta reads Check's metadata from req's metadata_context.
+// readMeta reads Check's metadata from req's metadata_context
+// (decision.ParseMetadata; a bool member reads as "true" or "false"). A
+// block that does not parse is no metadata: the stream refuses with
+// ReasonNoMetadata.
 func (st *stream) readMeta(req *extprocv3.ProcessingRequest) {
-	ns := req.GetMetadataContext().GetFilterMetadata()[AuthzNamespace]
-	f := ns.GetFields()
-	str := func(k string) string { return f[k].GetStringValue() }
-	if str("decision_id") == "" {
+	f := req.GetMetadataContext().GetFilterMetadata()[AuthzNamespace].GetFields()
+	md, err := decision.ParseMetadata(func(k string) (string, bool) {
+		v, ok := f[k]
+		if b, isBool := v.GetKind().(*structpb.Value_BoolValue); isBool {
+			return strconv.FormatBool(b.BoolValue), ok
+		}
+		return v.GetStringValue(), ok
+	})
+	if err != nil {
+		if !errors.Is(err, decision.ErrNoMetadata) && !st.metaRefused {
+			st.metaRefused = true
+			st.s.cfg.Log.Warn("authorization metadata refused", zap.String("kind", "ext_proc"), zap.Error(err))
+		}
 		return
 	}
 	st.haveMeta = true
-	st.decision = str("decision_id")
-	st.method, st.server, st.principal = str("method"), str("server"), str("principal")
-	st.issuer = str("issuer")
+	st.decision = md.DecisionID
+	st.method, st.server, st.principal = md.Method, md.Server, md.Principal
+	st.issuer = md.Issuer
 	st.owner = state.TaskOwner(st.issuer, st.principal)
-	st.policyVersion, st.protocol = str("policy_version"), str("protocol_version")
-	if id := str("rpc_id"); id != "" {
-		st.rpcID = []byte(id)
+	st.policyVersion, st.protocol = md.PolicyVersion, md.ProtocolVersion
+	if md.RPCID != "" {
+		st.rpcID = []byte(md.RPCID)
 	}
-	st.taskRequested = str("task_requested") == "true" || f["task_requested"].GetBoolValue()
+	st.taskRequested = md.TaskRequested
 	st.isList = isListMethod(st.method)
-	st.recoverKey = str("recover_key")
-	st.sessionHash = str("session")
-	st.startReceipt(str("request_digest"))
-	if c := str("seam_class"); c != "" {
-		st.s.cfg.Seam.Met(st.decision, c)
+	st.recoverKey = md.RecoverKey
+	st.sessionHash = md.Session
+	st.startReceipt(md.RequestDigest)
+	if md.SeamClass != "" {
+		st.s.cfg.Seam.Met(st.decision, md.SeamClass)
 	}
 }
 
@@ -326,7 +341,7 @@ func header(hm *corev3.HeaderMap, k string) (string, bool) {
 
 func (st *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) (*extprocv3.ProcessingResponse, error) {
 	if !st.haveMeta {
-		return st.immediate(503, ReasonNoMetadata, "no authorization decision for this request"), nil
+		return st.immediate(ReasonNoMetadata, "no authorization decision for this request"), nil
 	}
 	st.httpMethod, _ = header(h.GetHeaders(), ":method")
 	sid, _ := header(h.GetHeaders(), "mcp-session-id")
@@ -340,18 +355,18 @@ func (st *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) 
 		if auth, ok := header(h.GetHeaders(), "authorization"); ok {
 			_, tok, ok := bearer.ParseAuthorization(auth)
 			if !ok {
-				return st.immediate(503, ReasonToken, "the bearer token cannot be read"), nil
+				return st.immediate(ReasonToken, "the bearer token cannot be read"), nil
 			}
 			p, err := v.Verify(ctx, tok)
 			if err != nil {
-				return st.immediate(503, ReasonToken, "the bearer token no longer verifies"), nil
+				return st.immediate(ReasonToken, "the bearer token no longer verifies"), nil
 			}
 			if p.Subject != st.principal || st.issuer != "" && p.Issuer != st.issuer {
-				return st.immediate(503, ReasonPrincipal, "the bearer token is not the decided principal's"), nil
+				return st.immediate(ReasonPrincipal, "the bearer token is not the decided principal's"), nil
 			}
 			st.claims = p.Claims
 		} else if st.principal != "" {
-			return st.immediate(503, ReasonPrincipal, "no bearer token for the decided principal"), nil
+			return st.immediate(ReasonPrincipal, "no bearer token for the decided principal"), nil
 		}
 	}
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}}, nil
@@ -374,7 +389,7 @@ func (st *stream) requestBody(b *extprocv3.HttpBody) (*extprocv3.ProcessingRespo
 		if errors.As(err, &fe) && fe.Kind == "parse" {
 			return pass, nil // Check decided this body; it is not a list request we can read
 		}
-		return st.rpcError(400, -32602, ReasonInvalidCursor, "Invalid cursor"), nil
+		return st.immediate(ReasonInvalidCursor, "Invalid cursor"), nil
 	}
 	if !changed {
 		return pass, nil
@@ -487,7 +502,7 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 	noBody := h.GetEndOfStream() || code == 204 || code == 304 || st.httpMethod == "HEAD"
 	if !st.haveMeta {
 		if readable && !noBody {
-			return st.immediate(503, ReasonNoMetadata, "no authorization decision for this response"), nil
+			return st.immediate(ReasonNoMetadata, "no authorization decision for this response"), nil
 		}
 		return pass, nil // a local reply or an answer nobody asked the processor about
 	}
@@ -496,23 +511,23 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 		// httpx): a 301, 302 or 303 as a GET, whose answer they read as
 		// this POST's while the seam reads it as a GET stream; a 307 or
 		// 308 anywhere, another origin included, where no seam looks.
-		return st.immediate(502, ReasonRedirect, "a redirect the MCP clients would follow"), nil
+		return st.immediate(ReasonRedirect, "a redirect the MCP clients would follow"), nil
 	}
 	if noBody {
 		st.endReceipt()
 		return st.withReceipt(pass), nil
 	}
 	if !codingsIdentity(headerValues(hm, "content-encoding")) {
-		return st.immediate(502, ReasonCompressed, "a compressed response cannot be filtered"), nil
+		return st.immediate(ReasonCompressed, "a compressed response cannot be filtered"), nil
 	}
 	st.responses = st.responseRule()
 	ctypes := headerValues(hm, "content-type")
 	kind, agree, charsetOK := contentReading(ctypes)
 	switch {
 	case readable && (!st.isGET() || len(ctypes) > 1) && !agree:
-		return st.immediate(502, ReasonContentType, "the MCP clients read this content type differently"), nil
+		return st.immediate(ReasonContentType, "the MCP clients read this content type differently"), nil
 	case readable && !charsetOK:
-		return st.immediate(502, ReasonCharset, "a response in a charset other than UTF-8 cannot be filtered"), nil
+		return st.immediate(ReasonCharset, "a response in a charset other than UTF-8 cannot be filtered"), nil
 	}
 	var hdrs []*corev3.HeaderValueOption
 	body := procfv3.ProcessingMode_BUFFERED
@@ -830,7 +845,7 @@ func (st *stream) heldChunk(ctx context.Context, b *extprocv3.HttpBody) *extproc
 		st.held, st.broken = nil, true
 		st.refusedList(ReasonTooLarge, nil)
 		st.endReceipt() // outcome_unknown: the client gets the error
-		return bodyResponse(errorBody(st.rpcID, -32603, ReasonTooLarge, "the response is too large to filter"), nil)
+		return bodyResponse(errorBody(st.rpcID, ReasonTooLarge, "the response is too large to filter"), nil)
 	}
 	if !b.GetEndOfStream() {
 		return bodyResponse([]byte{}, nil) // held
@@ -888,7 +903,7 @@ func (st *stream) jsonBody(ctx context.Context, body []byte) (*extprocv3.Process
 
 // replaceJSON is a body answer replacing the JSON body by a JSON-RPC error.
 func (st *stream) replaceJSON(reason, msg string) *extprocv3.ProcessingResponse {
-	eb := errorBody(st.rpcID, -32603, reason, msg)
+	eb := errorBody(st.rpcID, reason, msg)
 	return bodyResponse(eb, []*corev3.HeaderValueOption{
 		setHeader("content-type", "application/json"),
 		setHeader("content-length", strconv.Itoa(len(eb))),
@@ -908,7 +923,7 @@ func (st *stream) decideJSON(ctx context.Context, body []byte) (out []byte, refu
 	if len(body) > st.s.cfg.MaxBody {
 		st.refusedList(ReasonTooLarge, nil)
 		st.endReceipt()
-		return errorBody(st.rpcID, -32603, ReasonTooLarge, "the response is too large to filter"), true
+		return errorBody(st.rpcID, ReasonTooLarge, "the response is too large to filter"), true
 	}
 	res, err := st.filter(ctx, body)
 	if err != nil && lossyOnly(err) {
@@ -920,7 +935,7 @@ func (st *stream) decideJSON(ctx context.Context, body []byte) (out []byte, refu
 		reason, msg := refusalOf(err)
 		st.refusedList(reason, err)
 		st.endReceipt()
-		return errorBody(st.rpcID, -32603, reason, msg), true
+		return errorBody(st.rpcID, reason, msg), true
 	}
 	st.logFiltered()
 	if !res.Changed {
@@ -969,8 +984,10 @@ func carriesResult(body []byte, lim mcpparse.Limits) bool {
 	return found
 }
 
-// errorBody is a JSON-RPC error response with id (raw JSON; null when nil).
-func errorBody(id []byte, code int, reason, msg string) []byte {
+// errorBody is a JSON-RPC error response with id (raw JSON; null when nil)
+// refusing with reason: its code from the refusals table.
+func errorBody(id []byte, reason, msg string) []byte {
+	code := refusalOfReason(reason).code
 	if len(id) == 0 {
 		id = []byte("null")
 	}
@@ -985,13 +1002,13 @@ func errorBody(id []byte, code int, reason, msg string) []byte {
 	return append(b, "}}}"...)
 }
 
-// immediate is a local reply with a JSON-RPC error (code -32603 unless
-// rpcError is used).
-func (st *stream) immediate(httpStatus int, reason, msg string) *extprocv3.ProcessingResponse {
-	return st.rpcError(httpStatus, -32603, reason, msg)
-}
-
-func (st *stream) rpcError(httpStatus, code int, reason, msg string) *extprocv3.ProcessingResponse {
+// immediate is a local reply refusing with reason: a JSON-RPC error with
+// the HTTP status and code of the refusals table.
+func (st *stream) immediate(reason, msg string) *extprocv3.ProcessingResponse {
+	httpStatus := refusalOfReason(reason).status
+	if httpStatus == 0 { // a reason that replaces bodies: no local reply of its own
+		httpStatus = 502
+	}
 	st.refused = true
 	st.endReceipt() // outcome_unknown (http_error): the client gets this error
 	st.s.cfg.Log.Info("response seam refused",
@@ -1003,7 +1020,7 @@ func (st *stream) rpcError(httpStatus, code int, reason, msg string) *extprocv3.
 			setHeader("content-type", "application/json"),
 			setHeader("cache-control", "no-store"),
 		}},
-		Body:    errorBody(st.rpcID, code, reason, msg),
+		Body:    errorBody(st.rpcID, reason, msg),
 		Details: "mcp_extauthz_" + reason,
 	}}}
 }
@@ -1048,7 +1065,7 @@ func (st *stream) sseChunk(ctx context.Context, b *extprocv3.HttpBody) (*extproc
 
 // errorEvent is an unnamed SSE event carrying a JSON-RPC error.
 func (st *stream) errorEvent(reason, msg string) []byte {
-	return sse.AppendData(nil, nil, errorBody(st.rpcID, -32603, reason, msg))
+	return sse.AppendData(nil, nil, errorBody(st.rpcID, reason, msg))
 }
 
 // refuseEvent ends the stream's reading: an error event goes out in place

@@ -281,6 +281,16 @@ func TestBypassRows(t *testing.T) {
 			x.meta = nil
 			return x
 		}(), wantStatus: 503, wantReason: ReasonNoMetadata},
+		{name: "Check metadata Check does not write (decision.ParseMetadata)", rt: listRoute, give: func() exchange {
+			x := jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), toolsBody)
+			x.meta["task_requested"] = "yes"
+			return x
+		}(), wantStatus: 503, wantReason: ReasonNoMetadata},
+		{name: "Check metadata with a reason outside the set", rt: listRoute, give: func() exchange {
+			x := jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), toolsBody)
+			x.meta["reason"] = "allowed_by_envoy"
+			return x
+		}(), wantStatus: 503, wantReason: ReasonNoMetadata},
 		{name: "another principal's token", rt: listRoute, give: func() exchange {
 			x := jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), toolsBody)
 			x.reqHdrs["authorization"] = "Bearer " + f.tokens["bob"]

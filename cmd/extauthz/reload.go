@@ -49,6 +49,7 @@ func (p *policyReload) loaded(file string, changed bool, err error) {
 		}
 		lp := p.store.Load()
 		p.m.PolicyPublished(lp.Version)
+		p.m.PolicyRules(metricRules(lp.Policy))
 		p.status.published()
 		if p.log != nil {
 			p.log.Info("policy loaded", zap.String("file", file), zap.String("policy_version", lp.Version))
@@ -73,4 +74,18 @@ func (p *policyReload) loaded(file string, changed bool, err error) {
 		fields = append(fields, zap.String("kept_policy_version", cur.Version))
 	}
 	p.log.Error("policy reload refused; keeping the last good policy", fields...)
+}
+
+// metricRules are the rules of pol as internal/metrics' rule_id label sees
+// them (nil for a nil policy), so their series exist from the load on.
+func metricRules(pol *policy.Policy) []metrics.Rule {
+	if pol == nil {
+		return nil
+	}
+	rs := pol.Rules()
+	out := make([]metrics.Rule, len(rs))
+	for i, r := range rs {
+		out[i] = metrics.Rule{ID: r.ID, Decision: r.Decision.String()}
+	}
+	return out
 }

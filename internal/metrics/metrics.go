@@ -427,6 +427,28 @@ func (m *Metrics) QuotaCharged(ruleID, outcome string) {
 	}
 }
 
+// Rule is one rule of a loaded policy as the rule_id label sees it: its id
+// and the decision it gives (allow, deny, ask).
+type Rule struct {
+	ID       string
+	Decision string
+}
+
+// PolicyRules creates at zero the series of every rule of a policy just
+// loaded, so an alert or a dashboard query on them has a series from
+// start: rule_decisions_total{rule_id, decision} with the rule's own
+// decision and cel_evaluation_errors_total{rule_id}. Series of the rules of
+// an earlier policy are kept (counters are not reset by a reload).
+func (m *Metrics) PolicyRules(rules []Rule) {
+	if m == nil {
+		return
+	}
+	for _, r := range rules {
+		m.RuleDecisions.WithLabelValues(r.ID, r.Decision)
+		m.CELEvaluationErrors.WithLabelValues(r.ID)
+	}
+}
+
 // CELError counts a `when` expression of rule ruleID that failed at run
 // time. Rule ids come from the policy file, so the label set is bounded
 // by the policies loaded.

@@ -49,4 +49,37 @@ func TestNilCountsNothing(t *testing.T) {
 	m.OIDCDiscovered(nil)
 	m.KeySetRefreshed(nil)
 	m.TokenCacheResult("hit")
+	m.PolicyRules([]Rule{{"r", "deny"}})
+}
+
+// TestPolicyRulesAtZero: the rules of each policy loaded get their
+// rule_decisions_total and cel_evaluation_errors_total series at zero;
+// those of an earlier policy stay, with what they counted.
+func TestPolicyRulesAtZero(t *testing.T) {
+	m := New(prometheus.NewRegistry(), nil)
+	if n := testutil.CollectAndCount(m.RuleDecisions) + testutil.CollectAndCount(m.CELEvaluationErrors); n != 0 {
+		t.Fatalf("%d rule series before any policy, want 0", n)
+	}
+	m.PolicyRules([]Rule{{"no-deletes", "deny"}, {"search", "allow"}})
+	m.RuleDecided("no-deletes", "deny")
+	m.PolicyRules([]Rule{{"search", "allow"}, {"big-refunds", "ask"}})
+	// Counted before the values are read (reading one creates it).
+	if n := testutil.CollectAndCount(m.RuleDecisions); n != 3 {
+		t.Errorf("%d rule_decisions_total series, want 3", n)
+	}
+	if n := testutil.CollectAndCount(m.CELEvaluationErrors); n != 3 {
+		t.Errorf("%d cel_evaluation_errors_total series, want 3", n)
+	}
+	for _, tt := range []struct {
+		give []string
+		want float64
+	}{
+		{give: []string{"no-deletes", "deny"}, want: 1},
+		{give: []string{"search", "allow"}, want: 0},
+		{give: []string{"big-refunds", "ask"}, want: 0},
+	} {
+		if got := testutil.ToFloat64(m.RuleDecisions.WithLabelValues(tt.give...)); got != tt.want {
+			t.Errorf("rule_decisions_total%v = %v, want %v", tt.give, got, tt.want)
+		}
+	}
 }

@@ -169,7 +169,7 @@ func stepText(tr *policy.Trace) string {
 // headers removed, and a denial's body.
 func WriteResponse(w io.Writer, resp *authv3.CheckResponse) {
 	md := resp.GetDynamicMetadata().GetFields()
-	fmt.Fprintf(w, "decision_id:    %s\n", md["decision_id"].GetStringValue())
+	fmt.Fprintf(w, "decision_id:    %s\n", md[decision.MetaDecisionID].GetStringValue())
 	if ok := resp.GetOkResponse(); ok != nil {
 		fmt.Fprintln(w, "http_status:    (forwarded upstream)")
 		fmt.Fprintln(w, "upstream headers:")
