@@ -248,7 +248,14 @@ var pow10 = [20]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 // (trailing ones count), or an exponent of more than 9 digits (then
 // parseDecimal decides).
 func parseSmall(lit []byte) (x small, ok bool) {
-	i, n := 0, len(lit)
+	x, end, ok := parseSmallAt(lit, 0)
+	return x, ok && end == len(lit)
+}
+
+// parseSmallAt is parseSmall of the number at lit[i:], which ends at
+// end: the first byte past the grammar (the caller checks what follows).
+func parseSmallAt(lit []byte, i int) (x small, end int, ok bool) {
+	n := len(lit)
 	if i < n && lit[i] == '-' {
 		x.neg = true
 		i++
@@ -260,13 +267,13 @@ func parseSmall(lit []byte) (x small, ok bool) {
 	case i < n && lit[i] >= '1' && lit[i] <= '9':
 		for ; i < n && lit[i] >= '0' && lit[i] <= '9'; i++ {
 			if nd == 19 {
-				return x, false
+				return x, i, false
 			}
 			x.mant = x.mant*10 + uint64(lit[i]-'0')
 			nd++
 		}
 	default:
-		return x, false
+		return x, i, false
 	}
 	if i < n && lit[i] == '.' {
 		i++
@@ -277,13 +284,13 @@ func parseSmall(lit []byte) (x small, ok bool) {
 				continue
 			}
 			if nd == 19 {
-				return x, false
+				return x, i, false
 			}
 			x.mant = x.mant*10 + uint64(lit[i]-'0')
 			nd++
 		}
 		if i == f {
-			return x, false
+			return x, i, false
 		}
 	}
 	if i < n && (lit[i] == 'e' || lit[i] == 'E') {
@@ -296,23 +303,20 @@ func parseSmall(lit []byte) (x small, ok bool) {
 		e, f := 0, i
 		for ; i < n && lit[i] >= '0' && lit[i] <= '9'; i++ {
 			if i-f >= 9 {
-				return x, false
+				return x, i, false
 			}
 			e = e*10 + int(lit[i]-'0')
 		}
 		if i == f {
-			return x, false
+			return x, i, false
 		}
 		if eneg {
 			e = -e
 		}
 		x.exp += e
 	}
-	if i != n {
-		return x, false
-	}
 	if x.mant == 0 {
-		return small{}, true
+		return small{}, i, true
 	}
 	for x.mant%10 == 0 {
 		x.mant /= 10
@@ -320,7 +324,7 @@ func parseSmall(lit []byte) (x small, ok bool) {
 		nd--
 	}
 	x.digits = nd
-	return x, true
+	return x, i, true
 }
 
 // small returns x in the fast form; false when it has more than 19

@@ -6,9 +6,11 @@ import (
 	"math/big"
 	"math/bits"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -88,6 +90,7 @@ type fastNode struct {
 	// enum by kind: its strings, its numbers, and whether null, true and
 	// false are in it.
 	enumStrs                      []string
+	enumWords                     []uint64 // nameWord of each of enumStrs
 	enumNums                      []decimal
 	enumNull, enumTrue, enumFalse bool
 	// numSmall: minimum… multipleOf and enum's numbers (the fast form of
@@ -368,6 +371,10 @@ func compileFast(v any, root, legacy bool) (*fastNode, bool) {
 				}
 				n.keys = append(n.keys, k)
 			}
+			// In name order: members written in a fixed order (sorted, as
+			// RFC 8785 writes them, or any other) are then mostly found
+			// at the first key tried (object: after the last one found).
+			slices.SortFunc(n.keys, func(a, b propKey) int { return strings.Compare(a.name, b.name) })
 			// Required names outside properties are matched one by one.
 			for _, r := range n.required {
 				if _, ok := n.props[r]; !ok {
@@ -395,6 +402,7 @@ func compileFast(v any, root, legacy bool) (*fastNode, bool) {
 				n.enumTrue, n.enumFalse = n.enumTrue || e.b, n.enumFalse || !e.b
 			case 's':
 				n.enumStrs = append(n.enumStrs, e.s)
+				n.enumWords = append(n.enumWords, nameWord([]byte(e.s), 0, len(e.s)))
 			case 'd':
 				n.enumNums = append(n.enumNums, e.d)
 				if x, ok := e.d.small(); ok {
@@ -718,7 +726,11 @@ func (v *fastValidator) value(n *fastNode) bool {
 		if esc {
 			s = unquote(raw)
 		}
-		return v.stringValue(n, s, at)
+		w := nameWord(v.in, at+1, len(s))
+		if esc {
+			w = nameWord(unsafe.Slice(unsafe.StringData(s), len(s)), 0, len(s))
+		}
+		return v.stringValue(n, s, w, at)
 	case 't', 'f':
 		b := c == 't'
 		if b {
@@ -743,6 +755,17 @@ func (v *fastValidator) value(n *fastNode) bool {
 		}
 		return true
 	default:
+		if n.numSmall {
+			// Read and checked in one pass in the fast form.
+			if x, end, ok := parseSmallAt(v.in, at); ok && (end == len(v.in) || literalEnd[v.in[end]]) {
+				v.pos = end
+				needInt := n.types != 0 && n.types&tNumber == 0
+				if needInt && n.types&tInteger == 0 {
+					return v.failAt(at, "type")
+				}
+				return v.smallNumber(n, &x, v.in[at:end], at, needInt)
+			}
+		}
 		end := at
 		for end < len(v.in) && numByte[v.in[end]] {
 			end++
@@ -755,7 +778,9 @@ func (v *fastValidator) value(n *fastNode) bool {
 	}
 }
 
-func (v *fastValidator) stringValue(n *fastNode, s string, at int) bool {
+// stringValue checks s, the string at offset at, whose first 8 bytes are
+// w (nameWord).
+func (v *fastValidator) stringValue(n *fastNode, s string, w uint64, at int) bool {
 	// A code point is 1 to 4 bytes: count them only when the byte length
 	// does not settle minLength and maxLength.
 	if n.minLen > 0 && len(s) < 4*n.minLen || n.maxLen >= 0 && len(s) > n.maxLen {
@@ -773,15 +798,15 @@ func (v *fastValidator) stringValue(n *fastNode, s string, at int) bool {
 	if n.format != nil && n.format.Validate(strings.Clone(s)) != nil {
 		return v.failAt(at, "format")
 	}
-	if n.enumKeyword != "" && !n.inEnumStr(s) {
+	if n.enumKeyword != "" && !n.inEnumStr(s, w) {
 		return v.failAt(at, n.enumKeyword)
 	}
 	return true
 }
 
-func (n *fastNode) inEnumStr(s string) bool {
-	for _, e := range n.enumStrs {
-		if e == s {
+func (n *fastNode) inEnumStr(s string, w uint64) bool {
+	for i, e := range n.enumStrs {
+		if n.enumWords[i] == w && len(e) == len(s) && (len(s) <= 8 || e[8:] == s[8:]) {
 			return true
 		}
 	}
@@ -918,6 +943,7 @@ func (v *fastValidator) object(n *fastNode, at int) bool {
 	var seen uint64
 	var seenMore map[string]bool // past 64 required names
 	members := 0
+	next := 0 // the key after the last one found: tried first
 	v.ws()
 	for v.pos < len(in) && in[v.pos] != '}' {
 		members++
@@ -929,7 +955,11 @@ func (v *fastValidator) object(n *fastNode, at int) bool {
 		// quote, with no scan for the string's end.
 		if p := v.pos + 1; n.keys != nil && p+8 <= len(in) {
 			w := binary.LittleEndian.Uint64(in[p:])
-			for i := range n.keys {
+			for j := range n.keys {
+				i := next + j
+				if i >= len(n.keys) {
+					i -= len(n.keys)
+				}
 				k := &n.keys[i]
 				if w&k.mask != k.w || !k.plain || p+k.n >= len(in) || in[p+k.n] != '"' {
 					continue
@@ -940,6 +970,7 @@ func (v *fastValidator) object(n *fastNode, at int) bool {
 				sub, bit, known = k.node, k.req, true
 				raw = in[p : p+k.n]
 				v.pos = p + k.n + 1
+				next = i + 1
 				break
 			}
 		}
