@@ -59,10 +59,15 @@ var typeBits = map[string]uint8{"null": tNull, "boolean": tBool, "integer": tInt
 
 // fastNode is one compiled schema of the fast path.
 type fastNode struct {
-	never   bool   // the schema false
-	neverKw string // the keyword that applied it (items, properties, …)
-	types   uint8  // 0: any type
-	props   map[string]*fastNode
+	// The fields every value reads first.
+	never                          bool  // the schema false
+	types                          uint8 // 0: any type
+	hasNum, hasStr, hasArr, hasObj bool  // assertions beyond type of that kind
+	numSmall                       bool  // see sMin
+	maxLenOnly                     bool  // maxLength is the only string keyword
+	enumKeyword                    string
+	neverKw                        string // the keyword that applied never (items, properties, …)
+	props                          map[string]*fastNode
 	// keys is props in a slice, matched against raw member names by
 	// length and first 8 bytes when it holds at most maxKeys (cheaper than
 	// hashing each name); nil otherwise.
@@ -85,8 +90,7 @@ type fastNode struct {
 	exclMin, exclMax   *decimal
 	multipleOf         *big.Rat
 	multipleDec        *decimal // multipleOf as a decimal
-	enum               []scalar
-	enumKeyword        string // "enum" or "const"
+	enum               []scalar // enumKeyword "enum" or "const"
 	// enum by kind: its strings, its numbers, and whether null, true and
 	// false are in it.
 	enumStrs                      []string
@@ -97,12 +101,10 @@ type fastNode struct {
 	// each is in the s fields) have at most 19 significant digits, so a
 	// number of as many is checked in the fast form (an enum number with
 	// more equals none of them: not in enumSmall).
-	numSmall                       bool
 	sMin, sMax, sExclMin, sExclMax small
 	sMult                          small
 	enumSmall                      []small
 	format                         *jsonschema.Schema
-	hasNum, hasStr, hasArr, hasObj bool // assertions beyond type of that kind
 }
 
 // maxKeys is the most properties matched through fastNode.keys.
@@ -382,6 +384,7 @@ func compileFast(v any, root, legacy bool) (*fastNode, bool) {
 				}
 			}
 		}
+		n.maxLenOnly = n.maxLen >= 0 && n.minLen < 0 && n.pattern == nil && n.format == nil
 		n.numSmall = true
 		for _, b := range []struct {
 			d *decimal
@@ -715,7 +718,22 @@ func (v *fastValidator) value(n *fastNode) bool {
 	case '[':
 		return v.array(n, at)
 	case '"':
-		raw, esc := v.str()
+		var raw []byte
+		esc := false
+		if p := at + 1; p+8 <= len(v.in) {
+			// A string that ends within the next 8 bytes, without an
+			// escape: the common short one, found without a call.
+			x := binary.LittleEndian.Uint64(v.in[p:])
+			q, b := zeroLanes(x^lanesQuote), zeroLanes(x^lanesSlash)
+			if q != 0 && (b == 0 || bits.TrailingZeros64(q) < bits.TrailingZeros64(b)) {
+				e := p + bits.TrailingZeros64(q)>>3
+				raw, v.pos = v.in[p:e], e+1
+			} else {
+				raw, esc = v.str()
+			}
+		} else {
+			raw, esc = v.str()
+		}
 		if n.types != 0 && n.types&tString == 0 {
 			return v.failAt(at, "type")
 		}
@@ -726,11 +744,20 @@ func (v *fastValidator) value(n *fastNode) bool {
 		if esc {
 			s = unquote(raw)
 		}
-		w := nameWord(v.in, at+1, len(s))
-		if esc {
-			w = nameWord(unsafe.Slice(unsafe.StringData(s), len(s)), 0, len(s))
+		// maxLength alone, settled by the byte length, needs no call.
+		if n.hasStr && !(n.maxLenOnly && len(s) <= n.maxLen) && !v.stringValue(n, s, at) {
+			return false
 		}
-		return v.stringValue(n, s, w, at)
+		if n.enumKeyword != "" {
+			w := nameWord(v.in, at+1, len(s))
+			if esc {
+				w = nameWord(unsafe.Slice(unsafe.StringData(s), len(s)), 0, len(s))
+			}
+			if !n.inEnumStr(s, w) {
+				return v.failAt(at, n.enumKeyword)
+			}
+		}
+		return true
 	case 't', 'f':
 		b := c == 't'
 		if b {
@@ -778,9 +805,9 @@ func (v *fastValidator) value(n *fastNode) bool {
 	}
 }
 
-// stringValue checks s, the string at offset at, whose first 8 bytes are
-// w (nameWord).
-func (v *fastValidator) stringValue(n *fastNode, s string, w uint64, at int) bool {
+// stringValue checks s, the string at offset at, against n's string
+// keywords (enum and const apart).
+func (v *fastValidator) stringValue(n *fastNode, s string, at int) bool {
 	// A code point is 1 to 4 bytes: count them only when the byte length
 	// does not settle minLength and maxLength.
 	if n.minLen > 0 && len(s) < 4*n.minLen || n.maxLen >= 0 && len(s) > n.maxLen {
@@ -798,12 +825,11 @@ func (v *fastValidator) stringValue(n *fastNode, s string, w uint64, at int) boo
 	if n.format != nil && n.format.Validate(strings.Clone(s)) != nil {
 		return v.failAt(at, "format")
 	}
-	if n.enumKeyword != "" && !n.inEnumStr(s, w) {
-		return v.failAt(at, n.enumKeyword)
-	}
 	return true
 }
 
+// inEnumStr reports whether s, whose first 8 bytes are w (nameWord), is
+// one of enum's strings.
 func (n *fastNode) inEnumStr(s string, w uint64) bool {
 	for i, e := range n.enumStrs {
 		if n.enumWords[i] == w && len(e) == len(s) && (len(s) <= 8 || e[8:] == s[8:]) {
