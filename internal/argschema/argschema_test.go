@@ -256,7 +256,7 @@ func TestConcurrentValidate(t *testing.T) {
 // input's end, escapes, code points of several bytes, long numbers.
 func TestFastPathBytes(t *testing.T) {
 	const schema = `{"type":"object","properties":{` +
-		`"a":{"type":"string","maxLength":3},"ab":{"type":"integer","minimum":-5,"maximum":1e3},` +
+		`"a":{"type":"string","maxLength":3},"ab":{"type":"integer","minimum":-5,"maximum":1e3},"any":{},` +
 		`"a_rather_long_member_name":{"type":"string","minLength":2},` +
 		`"e":{"enum":["short","a value longer than a word","caf\u00e9",12.5,-0.001]},` +
 		`"m":{"type":"number","multipleOf":0.25,"exclusiveMaximum":1e20},` +
@@ -298,6 +298,10 @@ func TestFastPathBytes(t *testing.T) {
 		{`{"ab":1,"m":1e-400}`, "/m multipleOf"},
 		{`{"ab":1,"a":"xy"}`, ""}, // the string ends within the input's last word
 		{`{"a":"xy","ab":1}`, ""},
+		{`{"ab":1,"any":{"x":["]}",{"y":"{\"["}],"z":null},"a":"x"}`, ""},
+		{`{"ab":1,"any":[1,"]",[], {"k" : -2.5e3}] ,"a":"wxyz"}`, "/a maxLength"},
+		{`{"ab":1,"any":"}","a":"wxyz"}`, "/a maxLength"},
+		{`{"ab":1,"any":-12.5e-3,"a":"wxyz"}`, "/a maxLength"},
 	}
 	if s, err := Compile([]byte(schema)); err != nil || !s.Fast() {
 		t.Fatalf("the schema is not on the fast path (%v)", err)

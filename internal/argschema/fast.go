@@ -640,6 +640,9 @@ func (v *fastValidator) str() (raw []byte, esc bool) {
 	}
 }
 
+// skipStop marks the bytes skip stops at inside a container.
+var skipStop = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true}
+
 // strSpecial marks the bytes str stops at.
 var strSpecial = [256]bool{'"': true, '\\': true}
 
@@ -670,6 +673,16 @@ func containsByte(b []byte, c byte) bool {
 func (v *fastValidator) skip() {
 	depth := 0
 	for v.pos < len(v.in) {
+		if depth > 0 {
+			// Inside a container only quotes and brackets matter.
+			p := v.pos
+			for p < len(v.in) && !skipStop[v.in[p]] {
+				p++
+			}
+			if v.pos = p; p == len(v.in) {
+				return
+			}
+		}
 		switch c := v.in[v.pos]; {
 		case c == '"':
 			v.str()
@@ -782,7 +795,7 @@ func (v *fastValidator) value(n *fastNode) bool {
 		}
 		return true
 	default:
-		if n.numSmall {
+		if n.numSmall && (n.hasNum || n.enumKeyword != "" || n.types&tNumber == 0 && n.types != 0) {
 			// Read and checked in one pass in the fast form.
 			if x, end, ok := parseSmallAt(v.in, at); ok && (end == len(v.in) || literalEnd[v.in[end]]) {
 				v.pos = end
