@@ -247,3 +247,73 @@ func TestConcurrentValidate(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestFastPathBytes: the fast path's byte-level shortcuts (member names
+// matched by word, short strings found inline, lengths settled by byte
+// count, numbers in the 19-digit form) agree with the library, failure
+// locations included, at the edges those shortcuts have: white space,
+// names longer than a word or a prefix of another, strings ending at the
+// input's end, escapes, code points of several bytes, long numbers.
+func TestFastPathBytes(t *testing.T) {
+	const schema = `{"type":"object","properties":{` +
+		`"a":{"type":"string","maxLength":3},"ab":{"type":"integer","minimum":-5,"maximum":1e3},"any":{},` +
+		`"a_rather_long_member_name":{"type":"string","minLength":2},` +
+		`"e":{"enum":["short","a value longer than a word","caf\u00e9",12.5,-0.001]},` +
+		`"m":{"type":"number","multipleOf":0.25,"exclusiveMaximum":1e20},` +
+		`"l":{"type":"array","items":{"type":"object","properties":{"k":{"const":"v"}},"required":["k"]}}},` +
+		`"required":["ab"]}`
+	tests := []struct{ give, want string }{
+		{`{"ab":1}`, ""},
+		{" {\n\t\"ab\" :\r 1 , \"a\" : \"xyz\" ,\"l\":[ { \"k\" : \"v\" } ,{\"k\":\"v\"} ] } ", ""},
+		{" { \"ab\" : 1 , \"l\" : [ { \"k\" : \"v\" } , { \"k\" : \"w\" } ] } ", "/l/1/k const"},
+		{`{"ab":1,"a":"wxyz"}`, "/a maxLength"},
+		{`{"ab":1,"a":"ééé"}`, ""},
+		{`{"ab":1,"a":"éééé"}`, "/a maxLength"},
+		{`{"ab":1,"a":"\u00e9\u00e9\u00e9"}`, ""},
+		{`{"ab":1,"a_rather_long_member_name":"é"}`, "/a_rather_long_member_name minLength"},
+		{`{"ab":1,"a_rather_long_member_name":"éé"}`, ""},
+		{`{"ab":1,"a_rather_long_member_namf":"x"}`, "/a_rather_long_member_namf unevaluatedProperties"},
+		{`{"ab":1,"a_rather":"x"}`, "/a_rather unevaluatedProperties"},
+		{`{"ab":1,"abc":1}`, "/abc unevaluatedProperties"},
+		{`{"a\u0062":1}`, ""},
+		{`{"a":"x"}`, "/ab required"},
+		{`{"ab":1,"e":"a value longer than a word"}`, ""},
+		{`{"ab":1,"e":"a value longer than a wore"}`, "/e enum"},
+		{`{"ab":1,"e":"caf\u00e9"}`, ""},
+		{`{"ab":1,"e":"café"}`, ""},
+		{`{"ab":1,"e":"shor"}`, "/e enum"},
+		{`{"ab":1,"e":125e-1}`, ""},
+		{`{"ab":1,"e":-1E-3}`, ""},
+		{`{"ab":1,"e":0.0010}`, "/e enum"},
+		{`{"ab":1000}`, ""},
+		{`{"ab":10.00e2}`, ""},
+		{`{"ab":1001}`, "/ab maximum"},
+		{`{"ab":-5.0}`, ""},
+		{`{"ab":-5.5}`, "/ab type"},
+		{`{"ab":-6}`, "/ab minimum"},
+		{`{"ab":1,"m":12345678901234567.75}`, ""},
+		{`{"ab":1,"m":123456789012345678901.25}`, "/m exclusiveMaximum"},
+		{`{"ab":1,"m":99999999999999999999.5}`, ""},
+		{`{"ab":1,"m":0.125}`, "/m multipleOf"},
+		{`{"ab":1,"m":1e-400}`, "/m multipleOf"},
+		{`{"ab":1,"a":"xy"}`, ""}, // the string ends within the input's last word
+		{`{"a":"xy","ab":1}`, ""},
+		{`{"ab":1,"any":{"x":["]}",{"y":"{\"["}],"z":null},"a":"x"}`, ""},
+		{`{"ab":1,"any":[1,"]",[], {"k" : -2.5e3}] ,"a":"wxyz"}`, "/a maxLength"},
+		{`{"ab":1,"any":"}","a":"wxyz"}`, "/a maxLength"},
+		{`{"ab":1,"any":-12.5e-3,"a":"wxyz"}`, "/a maxLength"},
+	}
+	if s, err := Compile([]byte(schema)); err != nil || !s.Fast() {
+		t.Fatalf("the schema is not on the fast path (%v)", err)
+	}
+	for _, tt := range tests {
+		f := check(t, schema, tt.give)
+		got := ""
+		if f != nil {
+			got = f.Pointer + " " + f.Keyword
+		}
+		if got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.give, got, tt.want)
+		}
+	}
+}

@@ -1,12 +1,16 @@
 package argschema
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math/big"
+	"math/bits"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -36,8 +40,19 @@ import (
 // patternProperties, prefixItems, dependentRequired, …) sends the whole
 // schema to the library. With none of the composition keywords, a closed
 // object (unevaluatedProperties: false) is exactly one whose members are
-// all in properties. FuzzFastPath checks that both paths agree on
+// all in properties. FuzzValidate checks that both paths agree on
 // validity for random schemas of this subset and random arguments.
+//
+// What keeps the walk near the cost of reading the bytes: no location is
+// kept (a failure's JSON Pointer is found by a second walk, locate);
+// strings are scanned 8 bytes at a time, and a member name is compared
+// as raw bytes with the keys (length, first word, closing quote: no scan)
+// starting after the key found last; code points are counted only when
+// the byte length does not settle minLength or maxLength; numbers of up
+// to 19 significant digits are read in one pass into small (64-bit
+// mantissa and exponent) and compared and divided in integer arithmetic,
+// decimal and big.Rat past that; enum values are kept by kind, strings
+// with their first word.
 
 // Type bits of fastNode.types.
 const (
@@ -55,56 +70,85 @@ var typeBits = map[string]uint8{"null": tNull, "boolean": tBool, "integer": tInt
 
 // fastNode is one compiled schema of the fast path.
 type fastNode struct {
-	never   bool   // the schema false
-	neverKw string // the keyword that applied it (items, properties, …)
-	types   uint8  // 0: any type
-	props   map[string]*fastNode
-	// propList is props in a slice, searched instead of the map when it
-	// holds at most 8 (cheaper than hashing each member name).
-	propList []namedNode
-	// reqOutside: some required name is not in properties (propList's
-	// bits do not cover it).
+	// The fields every value reads first.
+	never                          bool  // the schema false
+	types                          uint8 // 0: any type
+	hasNum, hasStr, hasArr, hasObj bool  // assertions beyond type of that kind
+	numSmall                       bool  // see sMin
+	maxLenOnly                     bool  // maxLength is the only string keyword
+	enumKeyword                    string
+	neverKw                        string // the keyword that applied never (items, properties, …)
+	props                          map[string]*fastNode
+	// keys is props in a slice, matched against raw member names by
+	// length and first 8 bytes when it holds at most maxKeys (cheaper than
+	// hashing each name); nil otherwise.
+	keys []propKey
+	// reqOutside: some required name is not in properties (keys' bits do
+	// not cover it).
 	reqOutside bool
 	required   []string
 	// closedBy is the keyword that refuses members outside props when
 	// addl is nil ("additionalProperties" or "unevaluatedProperties"), ""
 	// when they are allowed.
-	closedBy                       string
-	addl                           *fastNode
-	items                          *fastNode
-	minItems, maxItems             int // -1: unbounded
-	minProps, maxProps             int
-	minLen, maxLen                 int
-	pattern                        *regexp.Regexp
-	minimum, maximum               *decimal
-	exclMin, exclMax               *decimal
-	multipleOf                     *big.Rat
-	multipleDec                    *decimal // multipleOf as a decimal
-	enum                           []scalar
-	enumKeyword                    string // "enum" or "const"
+	closedBy           string
+	addl               *fastNode
+	items              *fastNode
+	minItems, maxItems int // -1: unbounded
+	minProps, maxProps int
+	minLen, maxLen     int
+	pattern            *regexp.Regexp
+	minimum, maximum   *decimal
+	exclMin, exclMax   *decimal
+	multipleOf         *big.Rat
+	multipleDec        *decimal // multipleOf as a decimal
+	enum               []scalar // enumKeyword "enum" or "const"
+	// enum by kind: its strings, its numbers, and whether null, true and
+	// false are in it.
+	enumStrs                      []string
+	enumWords                     []uint64 // nameWord of each of enumStrs
+	enumNums                      []decimal
+	enumNull, enumTrue, enumFalse bool
+	// numSmall: minimum… multipleOf and enum's numbers (the fast form of
+	// each is in the s fields) have at most 19 significant digits, so a
+	// number of as many is checked in the fast form (an enum number with
+	// more equals none of them: not in enumSmall).
+	sMin, sMax, sExclMin, sExclMax small
+	sMult                          small
+	enumSmall                      []small
 	format                         *jsonschema.Schema
-	hasNum, hasStr, hasArr, hasObj bool // assertions beyond type of that kind
 }
 
-type namedNode struct {
-	name string
-	node *fastNode
-	req  uint64 // its bit in required (the first 64), 0 when not required
+// maxKeys is the most properties matched through fastNode.keys.
+const maxKeys = 16
+
+// propKey is one member of fastNode.keys.
+type propKey struct {
+	w    uint64 // the name's first 8 bytes, little-endian, zero-padded
+	mask uint64 // the bits of w the name fills
+	n    int    // its length in bytes
+	// plain: the name is its own JSON string content (no '"', '\\' or
+	// control character to escape), so it is matched in the raw bytes.
+	plain bool
+	name  string
+	node  *fastNode
+	req   uint64 // its bit in required (the first 64), 0 when not required
 }
 
-// prop returns the properties schema of member name, and its required
-// bit when propList holds it (0 otherwise).
-func (n *fastNode) prop(name string) (*fastNode, uint64, bool) {
-	if n.propList != nil {
-		for i := range n.propList {
-			if p := &n.propList[i]; len(p.name) == len(name) && p.name == name {
-				return p.node, p.req, true
-			}
+// nameWord is the first min(n, 8) bytes of in[at:] as a little-endian
+// word, zero-padded: propKey.w of a raw member name of n bytes at at.
+func nameWord(in []byte, at, n int) uint64 {
+	if at+8 <= len(in) {
+		w := binary.LittleEndian.Uint64(in[at:])
+		if n < 8 {
+			w &= 1<<(8*uint(n)) - 1
 		}
-		return nil, 0, false
+		return w
 	}
-	c, ok := n.props[name]
-	return c, 0, ok
+	var w uint64
+	for i := 0; i < n && i < 8; i++ {
+		w |= uint64(in[at+i]) << (8 * i)
+	}
+	return w
 }
 
 // scalar is one enum or const value.
@@ -321,20 +365,62 @@ func compileFast(v any, root, legacy bool) (*fastNode, bool) {
 				return nil, false
 			}
 		}
-		if len(n.props) <= 8 && len(n.required) <= 64 {
+		if len(n.props) <= maxKeys && len(n.required) <= 64 {
+			n.keys = []propKey{}
 			for name, c := range n.props {
-				nn := namedNode{name: name, node: c}
-				for i, r := range n.required {
-					if r == name {
-						nn.req |= 1 << i
+				k := propKey{w: nameWord([]byte(name), 0, len(name)), mask: ^uint64(0), n: len(name), name: name, node: c, plain: true}
+				if k.n < 8 {
+					k.mask = 1<<(8*uint(k.n)) - 1
+				}
+				for i := 0; i < len(name); i++ {
+					if name[i] == '"' || name[i] == '\\' || name[i] < ' ' {
+						k.plain = false
 					}
 				}
-				n.propList = append(n.propList, nn)
+				for i, r := range n.required {
+					if r == name {
+						k.req |= 1 << i
+					}
+				}
+				n.keys = append(n.keys, k)
 			}
+			// In name order: members written in a fixed order (sorted, as
+			// RFC 8785 writes them, or any other) are then mostly found
+			// at the first key tried (object: after the last one found).
+			slices.SortFunc(n.keys, func(a, b propKey) int { return strings.Compare(a.name, b.name) })
 			// Required names outside properties are matched one by one.
 			for _, r := range n.required {
 				if _, ok := n.props[r]; !ok {
 					n.reqOutside = true
+				}
+			}
+		}
+		n.maxLenOnly = n.maxLen >= 0 && n.minLen < 0 && n.pattern == nil && n.format == nil
+		n.numSmall = true
+		for _, b := range []struct {
+			d *decimal
+			s *small
+		}{{n.minimum, &n.sMin}, {n.maximum, &n.sMax}, {n.exclMin, &n.sExclMin}, {n.exclMax, &n.sExclMax}, {n.multipleDec, &n.sMult}} {
+			if b.d != nil {
+				var ok bool
+				if *b.s, ok = b.d.small(); !ok {
+					n.numSmall = false
+				}
+			}
+		}
+		for _, e := range n.enum {
+			switch e.kind {
+			case 'n':
+				n.enumNull = true
+			case 'b':
+				n.enumTrue, n.enumFalse = n.enumTrue || e.b, n.enumFalse || !e.b
+			case 's':
+				n.enumStrs = append(n.enumStrs, e.s)
+				n.enumWords = append(n.enumWords, nameWord([]byte(e.s), 0, len(e.s)))
+			case 'd':
+				n.enumNums = append(n.enumNums, e.d)
+				if x, ok := e.d.small(); ok {
+					n.enumSmall = append(n.enumSmall, x)
 				}
 			}
 		}
@@ -395,22 +481,22 @@ func formatSchema(name string) (*jsonschema.Schema, error) {
 }
 
 // fastValidator walks raw argument bytes (strict JSON) against a fastNode.
+// It keeps no path: on a failure it records where the failing value
+// starts, and validateFast finds its JSON Pointer in a second walk
+// (locate), so a valid call pays nothing for locations.
 type fastValidator struct {
 	in   []byte
 	pos  int
-	path []pathTok // the location being validated
-	fail *Failure
-	bail bool // a number past decimal's digits: ask the library
+	fail *Failure // Keyword only until validateFast sets Pointer
+	// failAt is the offset in in of the value that failed; failMember,
+	// when hasMember, the member of that object the failure names.
+	failPos    int
+	failMember string
+	hasMember  bool
+	bail       bool // a number past decimal's digits: ask the library
 }
 
-// pathTok is one step of the location: a member name (raw, as between its
-// quotes) or an array index.
-type pathTok struct {
-	name []byte
-	idx  int
-}
-
-var fastPool = sync.Pool{New: func() any { return &fastValidator{path: make([]pathTok, 0, 16)} }}
+var emptyObject = []byte("{}")
 
 // validateFast validates raw (a JSON value; nil is the empty object)
 // against n; ok false when it cannot decide (a number with more digits
@@ -418,49 +504,81 @@ var fastPool = sync.Pool{New: func() any { return &fastValidator{path: make([]pa
 // must.
 func validateFast(n *fastNode, raw []byte) (f *Failure, ok bool) {
 	if raw == nil {
-		raw = []byte("{}")
+		raw = emptyObject
 	}
-	v := fastPool.Get().(*fastValidator)
-	v.in, v.pos, v.path, v.fail, v.bail = raw, 0, v.path[:0], nil, false
+	v := fastValidator{in: raw}
 	v.ws()
 	v.value(n)
-	f, ok = v.fail, !v.bail
-	v.in = nil
-	fastPool.Put(v)
-	return f, ok
+	if v.bail {
+		return nil, false
+	}
+	if v.fail != nil {
+		v.fail.Pointer = locate(raw, v.failPos)
+		if v.hasMember {
+			v.fail.Pointer += "/" + escapeToken(v.failMember)
+		}
+	}
+	return v.fail, true
+}
+
+// isSpace marks JSON white space; literalEnd the bytes that end a
+// literal (true, 12.5, …); numByte the bytes of a number literal.
+var isSpace, literalEnd, numByte [256]bool
+
+func init() {
+	for _, c := range []byte(" \t\n\r") {
+		isSpace[c], literalEnd[c] = true, true
+	}
+	for _, c := range []byte(",}]") {
+		literalEnd[c] = true
+	}
+	for _, c := range []byte("0123456789+-.eE") {
+		numByte[c] = true
+	}
 }
 
 func (v *fastValidator) ws() {
-	if v.pos < len(v.in) && v.in[v.pos] > ' ' { // the common case: no white space
-		return
-	}
-	for v.pos < len(v.in) {
-		switch v.in[v.pos] {
-		case ' ', '\t', '\n', '\r':
-			v.pos++
-		default:
-			return
-		}
+	for v.pos < len(v.in) && isSpace[v.in[v.pos]] {
+		v.pos++
 	}
 }
 
-// failAt records a failure of keyword at the current location plus, when
-// member is not nil, that member.
-func (v *fastValidator) failAt(keyword string, member []byte) bool {
-	var b strings.Builder
-	for _, t := range v.path {
-		b.WriteByte('/')
-		if t.name != nil {
-			b.WriteString(escapeToken(unquote(t.name)))
-		} else {
-			b.WriteString(itoa(t.idx))
-		}
+// colonSpaced steps over the white space, the ':' and the white space
+// after a member name (the loops handle compact JSON themselves).
+//
+//go:noinline
+func (v *fastValidator) colonSpaced() {
+	v.ws()
+	v.pos++
+	v.ws()
+}
+
+// moreSpaced steps over what follows a member or element: white space,
+// then a ',' and the white space after it (true), or nothing more (false:
+// at the closing '}' or ']'). The loops handle compact JSON themselves.
+//
+//go:noinline
+func (v *fastValidator) moreSpaced() bool {
+	v.ws()
+	if v.pos < len(v.in) && v.in[v.pos] == ',' {
+		v.pos++
+		v.ws()
+		return true
 	}
-	if member != nil {
-		b.WriteByte('/')
-		b.WriteString(escapeToken(unquote(member)))
-	}
-	v.fail = &Failure{Pointer: b.String(), Keyword: keyword}
+	return false
+}
+
+// failAt records a failure of keyword at the value starting at offset at.
+func (v *fastValidator) failAt(at int, keyword string) bool {
+	v.fail, v.failPos = &Failure{Keyword: keyword}, at
+	return false
+}
+
+// failMemberAt records a failure of keyword at member (decoded) of the
+// object starting at offset at.
+func (v *fastValidator) failMemberAt(at int, keyword, member string) bool {
+	v.failAt(at, keyword)
+	v.failMember, v.hasMember = strings.Clone(member), true
 	return false
 }
 
@@ -485,32 +603,56 @@ func itoa(i int) string {
 	return string(b[p:])
 }
 
+// Bytes repeated in each of a word's 8 lanes.
+const (
+	lanes01    = 0x0101010101010101
+	lanes80    = 0x8080808080808080
+	lanesQuote = '"' * lanes01
+	lanesSlash = '\\' * lanes01
+)
+
+// zeroLanes has the high bit set in the lowest lane of x that is zero
+// (and possibly in lanes above it; never below).
+func zeroLanes(x uint64) uint64 { return (x - lanes01) &^ x & lanes80 }
+
 // str scans the string at v.pos and returns its raw content (between the
-// quotes) and whether it holds an escape.
+// quotes) and whether it holds an escape. It looks at 8 bytes at a time
+// for a quote or a backslash.
 func (v *fastValidator) str() (raw []byte, esc bool) {
-	v.pos++ // '"'
-	start := v.pos
 	in := v.in
-	for i := start; i < len(in); i++ {
-		if !strSpecial[in[i]] {
-			continue
-		}
-		switch in[i] {
-		case '"':
-			if !esc {
-				v.pos = i + 1
-				return in[start:i], false
+	start := v.pos + 1
+	i := start
+	for {
+		found := false
+		for i+8 <= len(in) {
+			x := binary.LittleEndian.Uint64(in[i:])
+			if m := zeroLanes(x^lanesQuote) | zeroLanes(x^lanesSlash); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				found = true
+				break
 			}
-			v.pos = i + 1
-			return in[start:i], true
-		case '\\':
-			esc = true
-			i++
+			i += 8
 		}
+		if !found {
+			for i < len(in) && !strSpecial[in[i]] {
+				i++
+			}
+			if i >= len(in) {
+				v.pos = len(in)
+				return in[start:], esc
+			}
+		}
+		if in[i] == '"' {
+			v.pos = i + 1
+			return in[start:i], esc
+		}
+		esc = true
+		i += 2 // the backslash and the byte it escapes
 	}
-	v.pos = len(in)
-	return in[start:], esc
 }
+
+// skipStop marks the bytes skip stops at inside a container.
+var skipStop = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true}
 
 // strSpecial marks the bytes str stops at.
 var strSpecial = [256]bool{'"': true, '\\': true}
@@ -542,28 +684,36 @@ func containsByte(b []byte, c byte) bool {
 func (v *fastValidator) skip() {
 	depth := 0
 	for v.pos < len(v.in) {
-		switch c := v.in[v.pos]; c {
-		case '"':
+		if depth > 0 {
+			// Inside a container only quotes and brackets matter.
+			p := v.pos
+			for p < len(v.in) && !skipStop[v.in[p]] {
+				p++
+			}
+			if v.pos = p; p == len(v.in) {
+				return
+			}
+		}
+		switch c := v.in[v.pos]; {
+		case c == '"':
 			v.str()
 			if depth == 0 {
 				return
 			}
 			continue
-		case '{', '[':
+		case c == '{' || c == '[':
 			depth++
-		case '}', ']':
+		case c == '}' || c == ']':
 			depth--
 			if depth <= 0 {
 				v.pos++
 				return
 			}
-		default:
-			if depth == 0 && c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-				for v.pos < len(v.in) && !strings.ContainsRune(",}] \t\n\r", rune(v.in[v.pos])) {
-					v.pos++
-				}
-				return
+		case depth == 0 && !isSpace[c]:
+			for v.pos < len(v.in) && !literalEnd[v.in[v.pos]] {
+				v.pos++
 			}
+			return
 		}
 		v.pos++
 	}
@@ -576,34 +726,63 @@ func (v *fastValidator) value(n *fastNode) bool {
 		v.skip()
 		return true
 	}
+	at := v.pos
 	if n.never {
 		if n.neverKw == "" {
-			return v.failAt("schema", nil)
+			return v.failAt(at, "schema")
 		}
-		return v.failAt(n.neverKw, nil)
+		return v.failAt(at, n.neverKw)
 	}
-	if v.pos >= len(v.in) {
-		return v.failAt("type", nil)
+	if at >= len(v.in) {
+		return v.failAt(at, "type")
 	}
-	switch c := v.in[v.pos]; {
-	case c == '{':
-		return v.object(n)
-	case c == '[':
-		return v.array(n)
-	case c == '"':
-		raw, esc := v.str()
+	switch c := v.in[at]; c {
+	case '{':
+		return v.object(n, at)
+	case '[':
+		return v.array(n, at)
+	case '"':
+		var raw []byte
+		esc := false
+		if p := at + 1; p+8 <= len(v.in) {
+			// A string that ends within the next 8 bytes, without an
+			// escape: the common short one, found without a call.
+			x := binary.LittleEndian.Uint64(v.in[p:])
+			q, b := zeroLanes(x^lanesQuote), zeroLanes(x^lanesSlash)
+			if q != 0 && (b == 0 || bits.TrailingZeros64(q) < bits.TrailingZeros64(b)) {
+				e := p + bits.TrailingZeros64(q)>>3
+				raw, v.pos = v.in[p:e], e+1
+			} else {
+				raw, esc = v.str()
+			}
+		} else {
+			raw, esc = v.str()
+		}
 		if n.types != 0 && n.types&tString == 0 {
-			return v.failAt("type", nil)
+			return v.failAt(at, "type")
 		}
-		if !n.hasStr && n.enum == nil {
+		if !n.hasStr && n.enumKeyword == "" {
 			return true
 		}
 		s := unsafeString(raw)
 		if esc {
 			s = unquote(raw)
 		}
-		return v.stringValue(n, s)
-	case c == 't' || c == 'f':
+		// maxLength alone, settled by the byte length, needs no call.
+		if n.hasStr && !(n.maxLenOnly && len(s) <= n.maxLen) && !v.stringValue(n, s, at) {
+			return false
+		}
+		if n.enumKeyword != "" {
+			w := nameWord(v.in, at+1, len(s))
+			if esc {
+				w = nameWord(unsafe.Slice(unsafe.StringData(s), len(s)), 0, len(s))
+			}
+			if !n.inEnumStr(s, w) {
+				return v.failAt(at, n.enumKeyword)
+			}
+		}
+		return true
+	case 't', 'f':
 		b := c == 't'
 		if b {
 			v.pos += 4
@@ -611,69 +790,103 @@ func (v *fastValidator) value(n *fastNode) bool {
 			v.pos += 5
 		}
 		if n.types != 0 && n.types&tBool == 0 {
-			return v.failAt("type", nil)
+			return v.failAt(at, "type")
 		}
-		if n.enum != nil && !n.inEnum(scalar{kind: 'b', b: b}) {
-			return v.failAt(n.enumKeyword, nil)
+		if n.enumKeyword != "" && !(b && n.enumTrue || !b && n.enumFalse) {
+			return v.failAt(at, n.enumKeyword)
 		}
 		return true
-	case c == 'n':
+	case 'n':
 		v.pos += 4
 		if n.types != 0 && n.types&tNull == 0 {
-			return v.failAt("type", nil)
+			return v.failAt(at, "type")
 		}
-		if n.enum != nil && !n.inEnum(scalar{kind: 'n'}) {
-			return v.failAt(n.enumKeyword, nil)
+		if n.enumKeyword != "" && !n.enumNull {
+			return v.failAt(at, n.enumKeyword)
 		}
 		return true
 	default:
-		start := v.pos
-		for v.pos < len(v.in) {
-			c := v.in[v.pos]
-			if !(c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E') {
-				break
+		if n.numSmall && (n.hasNum || n.enumKeyword != "" || n.types&tNumber == 0 && n.types != 0) {
+			// Read and checked in one pass in the fast form.
+			if x, end, ok := parseSmallAt(v.in, at); ok && (end == len(v.in) || literalEnd[v.in[end]]) {
+				v.pos = end
+				needInt := n.types != 0 && n.types&tNumber == 0
+				if needInt && n.types&tInteger == 0 {
+					return v.failAt(at, "type")
+				}
+				return v.smallNumber(n, &x, v.in[at:end], at, needInt)
 			}
-			v.pos++
 		}
-		if v.pos == start {
-			return v.failAt("type", nil)
+		end := at
+		for end < len(v.in) && numByte[v.in[end]] {
+			end++
 		}
-		return v.number(n, v.in[start:v.pos])
+		v.pos = end
+		if end == at {
+			return v.failAt(at, "type")
+		}
+		return v.number(n, v.in[at:end], at)
 	}
 }
 
-func (v *fastValidator) stringValue(n *fastNode, s string) bool {
-	if n.minLen >= 0 || n.maxLen >= 0 {
+// stringValue checks s, the string at offset at, against n's string
+// keywords (enum and const apart).
+func (v *fastValidator) stringValue(n *fastNode, s string, at int) bool {
+	// A code point is 1 to 4 bytes: count them only when the byte length
+	// does not settle minLength and maxLength.
+	if n.minLen > 0 && len(s) < 4*n.minLen || n.maxLen >= 0 && len(s) > n.maxLen {
 		l := utf8.RuneCountInString(s)
 		if n.minLen >= 0 && l < n.minLen {
-			return v.failAt("minLength", nil)
+			return v.failAt(at, "minLength")
 		}
 		if n.maxLen >= 0 && l > n.maxLen {
-			return v.failAt("maxLength", nil)
+			return v.failAt(at, "maxLength")
 		}
 	}
 	if n.pattern != nil && !n.pattern.MatchString(s) {
-		return v.failAt("pattern", nil)
+		return v.failAt(at, "pattern")
 	}
 	if n.format != nil && n.format.Validate(strings.Clone(s)) != nil {
-		return v.failAt("format", nil)
-	}
-	if n.enum != nil && !n.inEnum(scalar{kind: 's', s: s}) {
-		return v.failAt(n.enumKeyword, nil)
+		return v.failAt(at, "format")
 	}
 	return true
 }
 
-func (v *fastValidator) number(n *fastNode, lit []byte) bool {
+// inEnumStr reports whether s, whose first 8 bytes are w (nameWord), is
+// one of enum's strings.
+func (n *fastNode) inEnumStr(s string, w uint64) bool {
+	for i, e := range n.enumStrs {
+		if n.enumWords[i] == w && len(e) == len(s) && (len(s) <= 8 || e[8:] == s[8:]) {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *fastNode) inEnumNum(d *decimal) bool {
+	for i := range n.enumNums {
+		if n.enumNums[i].cmp(d) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *fastValidator) number(n *fastNode, lit []byte, at int) bool {
 	needInt := n.types != 0 && n.types&tNumber == 0
 	if needInt && n.types&tInteger == 0 {
-		return v.failAt("type", nil)
+		return v.failAt(at, "type")
 	}
-	if !needInt && !n.hasNum && n.enum == nil {
+	if !needInt && !n.hasNum && n.enumKeyword == "" {
 		return true // any number will do
 	}
-	if needInt && !n.hasNum && n.enum == nil && plainInteger(lit) {
+	if needInt && !n.hasNum && n.enumKeyword == "" && plainInteger(lit) {
 		return true
+	}
+	if n.numSmall {
+		if x, ok := parseSmall(lit); ok {
+			return v.smallNumber(n, &x, lit, at, needInt)
+		}
 	}
 	var d decimal
 	if !d.parse(lit) {
@@ -681,18 +894,18 @@ func (v *fastValidator) number(n *fastNode, lit []byte) bool {
 		return false
 	}
 	if needInt && !d.isInteger() {
-		return v.failAt("type", nil)
+		return v.failAt(at, "type")
 	}
 	if n.hasNum {
 		switch {
 		case n.minimum != nil && d.cmp(n.minimum) < 0:
-			return v.failAt("minimum", nil)
+			return v.failAt(at, "minimum")
 		case n.maximum != nil && d.cmp(n.maximum) > 0:
-			return v.failAt("maximum", nil)
+			return v.failAt(at, "maximum")
 		case n.exclMin != nil && d.cmp(n.exclMin) <= 0:
-			return v.failAt("exclusiveMinimum", nil)
+			return v.failAt(at, "exclusiveMinimum")
 		case n.exclMax != nil && d.cmp(n.exclMax) >= 0:
-			return v.failAt("exclusiveMaximum", nil)
+			return v.failAt(at, "exclusiveMaximum")
 		}
 		if n.multipleOf != nil {
 			multiple, ok := d.multipleOf(n.multipleDec)
@@ -701,14 +914,56 @@ func (v *fastValidator) number(n *fastNode, lit []byte) bool {
 				multiple = rok && r.Quo(r, n.multipleOf).IsInt()
 			}
 			if !multiple {
-				return v.failAt("multipleOf", nil)
+				return v.failAt(at, "multipleOf")
 			}
 		}
 	}
-	if n.enum != nil && !n.inEnum(scalar{kind: 'd', d: d}) {
-		return v.failAt(n.enumKeyword, nil)
+	if n.enumKeyword != "" && !n.inEnumNum(&d) {
+		return v.failAt(at, n.enumKeyword)
 	}
 	return true
+}
+
+// smallNumber is number for x, lit in the fast form (n.numSmall).
+func (v *fastValidator) smallNumber(n *fastNode, x *small, lit []byte, at int, needInt bool) bool {
+	if needInt && !x.isInteger() {
+		return v.failAt(at, "type")
+	}
+	if n.hasNum {
+		switch {
+		case n.minimum != nil && x.cmp(&n.sMin) < 0:
+			return v.failAt(at, "minimum")
+		case n.maximum != nil && x.cmp(&n.sMax) > 0:
+			return v.failAt(at, "maximum")
+		case n.exclMin != nil && x.cmp(&n.sExclMin) <= 0:
+			return v.failAt(at, "exclusiveMinimum")
+		case n.exclMax != nil && x.cmp(&n.sExclMax) >= 0:
+			return v.failAt(at, "exclusiveMaximum")
+		}
+		if n.multipleOf != nil {
+			multiple, ok := x.multipleOf(&n.sMult)
+			if !ok {
+				r, rok := new(big.Rat).SetString(string(lit))
+				multiple = rok && r.Quo(r, n.multipleOf).IsInt()
+			}
+			if !multiple {
+				return v.failAt(at, "multipleOf")
+			}
+		}
+	}
+	if n.enumKeyword != "" && !n.inEnumSmall(x) {
+		return v.failAt(at, n.enumKeyword)
+	}
+	return true
+}
+
+func (n *fastNode) inEnumSmall(x *small) bool {
+	for i := range n.enumSmall {
+		if e := &n.enumSmall[i]; e.mant == x.mant && e.exp == x.exp && e.neg == x.neg {
+			return true
+		}
+	}
+	return false
 }
 
 // plainInteger reports whether lit is digits with an optional sign: no
@@ -722,67 +977,85 @@ func plainInteger(lit []byte) bool {
 	return len(lit) > 0
 }
 
-func (n *fastNode) inEnum(x scalar) bool {
-	for i := range n.enum {
-		e := &n.enum[i]
-		if e.kind != x.kind {
-			continue
-		}
-		switch x.kind {
-		case 'n':
-			return true
-		case 'b':
-			if e.b == x.b {
-				return true
-			}
-		case 's':
-			if e.s == x.s {
-				return true
-			}
-		case 'd':
-			if e.d.cmp(&x.d) == 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func (v *fastValidator) object(n *fastNode) bool {
+func (v *fastValidator) object(n *fastNode, at int) bool {
 	if n.types != 0 && n.types&tObject == 0 {
-		return v.failAt("type", nil)
+		return v.failAt(at, "type")
 	}
-	if n.enum != nil {
-		return v.failAt(n.enumKeyword, nil)
+	if n.enumKeyword != "" {
+		return v.failAt(at, n.enumKeyword)
 	}
 	if !n.hasObj {
 		v.skip()
 		return true
 	}
+	in := v.in
 	v.pos++ // '{'
 	var seen uint64
 	var seenMore map[string]bool // past 64 required names
 	members := 0
-	for {
-		v.ws()
-		if v.pos >= len(v.in) || v.in[v.pos] == '}' {
-			v.pos++
-			break
-		}
-		raw, esc := v.str()
-		name := unsafeString(raw)
-		if esc {
-			name = unquote(raw)
-		}
-		v.ws()
-		v.pos++ // ':'
-		v.ws()
+	next := 0 // the key after the last one found: tried first
+	v.ws()
+	for v.pos < len(in) && in[v.pos] != '}' {
 		members++
-		sub, bit, known := n.prop(name)
+		var sub *fastNode
+		var bit uint64
+		var raw []byte
+		known, esc := false, false
+		// The member name as a plain key: its bytes, then the closing
+		// quote, with no scan for the string's end.
+		if p := v.pos + 1; n.keys != nil && p+8 <= len(in) {
+			w := binary.LittleEndian.Uint64(in[p:])
+			for j := range n.keys {
+				i := next + j
+				if i >= len(n.keys) {
+					i -= len(n.keys)
+				}
+				k := &n.keys[i]
+				if w&k.mask != k.w || !k.plain || p+k.n >= len(in) || in[p+k.n] != '"' {
+					continue
+				}
+				if k.n > 8 && k.name[8:] != unsafeString(in[p+8:p+k.n]) {
+					continue
+				}
+				sub, bit, known = k.node, k.req, true
+				raw = in[p : p+k.n]
+				v.pos = p + k.n + 1
+				next = i + 1
+				break
+			}
+		}
+		if !known {
+			nameAt := v.pos + 1
+			raw, esc = v.str()
+			if n.keys != nil && !esc {
+				w, l := nameWord(in, nameAt, len(raw)), len(raw)
+				for i := range n.keys {
+					if k := &n.keys[i]; k.w == w && k.n == l && (l <= 8 || k.name[8:] == unsafeString(raw[8:])) {
+						sub, bit, known = k.node, k.req, true
+						break
+					}
+				}
+			} else {
+				name := unsafeString(raw)
+				if esc {
+					name = unquote(raw)
+				}
+				sub, known = n.props[name]
+			}
+		}
+		if p := v.pos; p+1 < len(in) && in[p] == ':' && !isSpace[in[p+1]] {
+			v.pos = p + 1
+		} else {
+			v.colonSpaced()
+		}
 		seen |= bit
-		if n.propList == nil || n.reqOutside || !known {
+		if (n.keys == nil || n.reqOutside || !known || esc) && len(n.required) > 0 {
+			name := unsafeString(raw)
+			if esc {
+				name = unquote(raw)
+			}
 			for i, r := range n.required {
-				if len(r) == len(name) && r == name {
+				if r == name {
 					if i < 64 {
 						seen |= 1 << i
 					} else {
@@ -799,77 +1072,142 @@ func (v *fastValidator) object(n *fastNode) bool {
 		case n.addl != nil:
 			sub = n.addl
 		case n.closedBy != "":
-			return v.failAt(n.closedBy, raw)
+			return v.failMemberAt(at, n.closedBy, unquote(raw))
 		}
 		if !known && n.addl == nil {
 			v.skip()
-		} else {
-			v.path = append(v.path, pathTok{name: raw})
-			if !v.value(sub) {
-				return false
-			}
-			v.path = v.path[:len(v.path)-1]
+		} else if !v.value(sub) {
+			return false
 		}
-		v.ws()
-		if v.pos < len(v.in) && v.in[v.pos] == ',' {
-			v.pos++
+		if p := v.pos; p+1 < len(in) && in[p] == ',' && !isSpace[in[p+1]] {
+			v.pos = p + 1
+		} else if !v.moreSpaced() {
+			break
 		}
 	}
+	v.pos++ // '}'
 	for i, r := range n.required {
 		if i < 64 && seen&(1<<i) == 0 || i >= 64 && !seenMore[r] {
-			return v.failAt("required", []byte(escapeJSON(r)))
+			return v.failMemberAt(at, "required", r)
 		}
 	}
 	if n.minProps >= 0 && members < n.minProps {
-		return v.failAt("minProperties", nil)
+		return v.failAt(at, "minProperties")
 	}
 	if n.maxProps >= 0 && members > n.maxProps {
-		return v.failAt("maxProperties", nil)
+		return v.failAt(at, "maxProperties")
 	}
 	return true
 }
 
-// escapeJSON is s as raw string content (so failAt's unquote gives s).
-func escapeJSON(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b[1 : len(b)-1])
-}
-
-func (v *fastValidator) array(n *fastNode) bool {
+func (v *fastValidator) array(n *fastNode, at int) bool {
 	if n.types != 0 && n.types&tArray == 0 {
-		return v.failAt("type", nil)
+		return v.failAt(at, "type")
 	}
-	if n.enum != nil {
-		return v.failAt(n.enumKeyword, nil)
+	if n.enumKeyword != "" {
+		return v.failAt(at, n.enumKeyword)
 	}
 	if !n.hasArr {
 		v.skip()
 		return true
 	}
+	in := v.in
 	v.pos++ // '['
 	i := 0
-	for {
-		v.ws()
-		if v.pos >= len(v.in) || v.in[v.pos] == ']' {
-			v.pos++
-			break
-		}
-		v.path = append(v.path, pathTok{idx: i})
+	v.ws()
+	for v.pos < len(in) && in[v.pos] != ']' {
 		if !v.value(n.items) {
 			return false
 		}
-		v.path = v.path[:len(v.path)-1]
 		i++
-		v.ws()
-		if v.pos < len(v.in) && v.in[v.pos] == ',' {
-			v.pos++
+		if p := v.pos; p+1 < len(in) && in[p] == ',' && !isSpace[in[p+1]] {
+			v.pos = p + 1
+		} else if !v.moreSpaced() {
+			break
 		}
 	}
+	v.pos++ // ']'
 	if n.minItems >= 0 && i < n.minItems {
-		return v.failAt("minItems", nil)
+		return v.failAt(at, "minItems")
 	}
 	if n.maxItems >= 0 && i > n.maxItems {
-		return v.failAt("maxItems", nil)
+		return v.failAt(at, "maxItems")
 	}
 	return true
+}
+
+// locate returns the JSON Pointer of the value that starts at offset
+// target of in (strict JSON), found by walking in again: the failure
+// path's cost, so that validation keeps no path.
+func locate(in []byte, target int) string {
+	l := locator{fastValidator: fastValidator{in: in}, target: target}
+	l.ws()
+	l.value()
+	var b strings.Builder
+	for _, t := range l.toks {
+		b.WriteByte('/')
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+type locator struct {
+	fastValidator
+	target int
+	toks   []string // escaped reference tokens down to pos
+	found  bool
+}
+
+func (l *locator) value() {
+	if l.pos == l.target {
+		l.found = true
+		return
+	}
+	if l.pos >= len(l.in) {
+		return
+	}
+	switch l.in[l.pos] {
+	case '{':
+		l.pos++
+		for {
+			l.ws()
+			if l.pos >= len(l.in) || l.in[l.pos] == '}' {
+				l.pos++
+				return
+			}
+			raw, _ := l.str()
+			l.ws()
+			l.pos++ // ':'
+			l.ws()
+			l.toks = append(l.toks, escapeToken(unquote(raw)))
+			if l.value(); l.found {
+				return
+			}
+			l.toks = l.toks[:len(l.toks)-1]
+			l.ws()
+			if l.pos < len(l.in) && l.in[l.pos] == ',' {
+				l.pos++
+			}
+		}
+	case '[':
+		l.pos++
+		for i := 0; ; i++ {
+			l.ws()
+			if l.pos >= len(l.in) || l.in[l.pos] == ']' {
+				l.pos++
+				return
+			}
+			l.toks = append(l.toks, itoa(i))
+			if l.value(); l.found {
+				return
+			}
+			l.toks = l.toks[:len(l.toks)-1]
+			l.ws()
+			if l.pos < len(l.in) && l.in[l.pos] == ',' {
+				l.pos++
+			}
+		}
+	default:
+		l.skip()
+	}
 }
