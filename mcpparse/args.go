@@ -172,10 +172,15 @@ func decodeArgs(raw []byte) map[string]any {
 	return m
 }
 
-// build decodes the value at p.pos from input the scan accepted. It checks
-// bounds only, so that bytes changed since the scan cannot make it panic;
-// what it returns for such bytes is unspecified.
-func (p *scanner) build() any {
+// build decodes the value at p.pos from input the scan accepted, numbers
+// by numberValue. See buildWith.
+func (p *scanner) build() any { return p.buildWith(numberValue) }
+
+// buildWith decodes the value at p.pos from input the scan accepted, each
+// number literal through num. It checks bounds only, so that bytes changed
+// since the scan cannot make it panic; what it returns for such bytes is
+// unspecified.
+func (p *scanner) buildWith(num func(lit []byte) any) any {
 	if p.pos >= len(p.in) {
 		return nil
 	}
@@ -197,7 +202,7 @@ func (p *scanner) build() any {
 			p.skipWS()
 			p.pos++ // ':'
 			p.skipWS()
-			m[k] = p.build()
+			m[k] = p.buildWith(num)
 			p.skipWS()
 			if p.pos < len(p.in) && p.in[p.pos] == ',' {
 				p.pos++
@@ -212,7 +217,7 @@ func (p *scanner) build() any {
 				p.pos++
 				return a
 			}
-			a = append(a, p.build())
+			a = append(a, p.buildWith(num))
 			p.skipWS()
 			if p.pos < len(p.in) && p.in[p.pos] == ',' {
 				p.pos++
@@ -242,7 +247,11 @@ func (p *scanner) build() any {
 		}
 		p.pos++
 	}
-	return numberValue(p.in[start:p.pos])
+	if p.pos == start { // not a value the scan accepted: step over the byte
+		p.pos++
+		return nil
+	}
+	return num(p.in[start:p.pos])
 }
 
 // numberValue converts a number literal Parse accepted: int64 when its

@@ -24,80 +24,8 @@ func DecodeExact(raw []byte) any {
 	p := getScanner(raw, unlimited)
 	defer putScanner(p)
 	p.skipWS()
-	return p.buildExact()
+	return p.buildWith(exactNumber)
 }
 
-// buildExact is build with numbers as json.Number.
-func (p *scanner) buildExact() any {
-	if p.pos >= len(p.in) {
-		return nil
-	}
-	switch c := p.in[p.pos]; c {
-	case '{':
-		p.pos++
-		m := map[string]any{}
-		for {
-			p.skipWS()
-			if p.pos >= len(p.in) || p.in[p.pos] != '"' {
-				p.pos++ // '}'
-				return m
-			}
-			key, _, err := p.scanString()
-			if err != nil {
-				return m
-			}
-			k := string(key)
-			p.skipWS()
-			p.pos++ // ':'
-			p.skipWS()
-			m[k] = p.buildExact()
-			p.skipWS()
-			if p.pos < len(p.in) && p.in[p.pos] == ',' {
-				p.pos++
-			}
-		}
-	case '[':
-		p.pos++
-		a := []any{}
-		for {
-			p.skipWS()
-			if p.pos >= len(p.in) || p.in[p.pos] == ']' {
-				p.pos++
-				return a
-			}
-			a = append(a, p.buildExact())
-			p.skipWS()
-			if p.pos < len(p.in) && p.in[p.pos] == ',' {
-				p.pos++
-			}
-		}
-	case '"':
-		s, _, err := p.scanString()
-		if err != nil {
-			return nil
-		}
-		return string(s)
-	case 't':
-		p.pos += 4
-		return true
-	case 'f':
-		p.pos += 5
-		return false
-	case 'n':
-		p.pos += 4
-		return nil
-	}
-	start := p.pos
-	for p.pos < len(p.in) {
-		c := p.in[p.pos]
-		if !(c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E') {
-			break
-		}
-		p.pos++
-	}
-	if p.pos == start { // not a value the scan accepted: step over the byte
-		p.pos++
-		return nil
-	}
-	return json.Number(p.in[start:p.pos])
-}
+// exactNumber is a number literal as its json.Number.
+func exactNumber(lit []byte) any { return json.Number(lit) }
