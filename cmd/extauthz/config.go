@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -216,37 +217,37 @@ func sameIssuer(a, b string) bool {
 // needs two disjoint static key sets.
 const errSharedIssuer = "--approver-issuer is --issuer: then only the JOSE typ tells an approval from an access token, and a key that signs access tokens would also sign approvals, so the identity provider (or whoever can get a token minted) could approve requests. Use an approver issuer of its own, or give --jwks-file and --approver-jwks-file with no key in common"
 
-// checkBinding validates the approval, idempotency and concealment flags.
+// checkBinding validates the approval, idempotency and concealment flags,
+// returning every problem (joinProblems).
 func checkBinding(c *Config) error {
-	if err := checkIssuerFlag("approver-issuer", c.ApproverIssuer); err != nil {
-		return err
+	var errs []error
+	errs = append(errs, checkIssuerFlag("approver-issuer", c.ApproverIssuer))
+	if c.ApproverIssuer != "" && sameIssuer(c.ApproverIssuer, c.Issuer) && (c.JWKSFile == "" || c.ApproverJWKSFile == "") {
+		errs = append(errs, errors.New(errSharedIssuer+" (keys from discovery are one set, and can change after start-up)"))
 	}
-	switch {
-	case c.ApproverIssuer != "" && sameIssuer(c.ApproverIssuer, c.Issuer) && (c.JWKSFile == "" || c.ApproverJWKSFile == ""):
-		return errors.New(errSharedIssuer + " (keys from discovery are one set, and can change after start-up)")
-	case c.ApproverJWKSFile != "" && c.ApproverIssuer == "":
-		return errors.New("--approver-jwks-file needs --approver-issuer (the iss of approvals)")
-	case c.IdempotencyResultMaxBytes < 0:
-		return errors.New("--idempotency-result-max-bytes must not be negative")
-	case c.ApprovalMaxLifetime <= 0 || c.IdempotencyTTL <= 0:
-		return errors.New("--approval-max-lifetime and --idempotency-ttl must be positive")
+	if c.ApproverJWKSFile != "" && c.ApproverIssuer == "" {
+		errs = append(errs, errors.New("--approver-jwks-file needs --approver-issuer (the iss of approvals)"))
 	}
-	if err := checkStateStore(c); err != nil {
-		return err
+	if c.IdempotencyResultMaxBytes < 0 {
+		errs = append(errs, errors.New("--idempotency-result-max-bytes must not be negative"))
 	}
+	if c.ApprovalMaxLifetime <= 0 || c.IdempotencyTTL <= 0 {
+		errs = append(errs, errors.New("--approval-max-lifetime and --idempotency-ttl must be positive"))
+	}
+	errs = append(errs, checkStateStore(c))
 	if c.ApprovalURL != "" {
 		u, err := url.Parse(strings.ReplaceAll(c.ApprovalURL, "{digest}", "d"))
 		if err != nil || !u.IsAbs() || u.Host == "" {
-			return fmt.Errorf("--approval-url %q: want an absolute URL ({digest} is replaced by the request digest)", c.ApprovalURL)
+			errs = append(errs, fmt.Errorf("--approval-url %q: want an absolute URL ({digest} is replaced by the request digest)", c.ApprovalURL))
 		}
 	}
 	if c.IdempotencyHeader != "" && strings.ContainsAny(c.IdempotencyHeader, " :\t\r\n") {
-		return fmt.Errorf("--idempotency-header %q: not a header name", c.IdempotencyHeader)
+		errs = append(errs, fmt.Errorf("--idempotency-header %q: not a header name", c.IdempotencyHeader))
 	}
 	if _, err := extauthz.ParseConcealStyle(c.ConcealAs); err != nil {
-		return fmt.Errorf("--conceal-as: %w", err)
+		errs = append(errs, fmt.Errorf("--conceal-as: %w", err))
 	}
-	return nil
+	return joinProblems(errs...)
 }
 
 // checkStateStore validates --state-store and its settings, reading the
@@ -443,7 +444,11 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	}
 	slices.Sort(unknown) // a map's order is random; the message is not
 	for _, name := range unknown {
-		errs = append(errs, fmt.Errorf("config %s: unknown key %q%s", configFile, name, didYouMean("", nearestNames(name, keys))))
+		near := nearestNames(name, keys)
+		for i, k := range near {
+			near[i] = strconv.Quote(k) // as the key is: did you mean "audience"?
+		}
+		errs = append(errs, fmt.Errorf("config %s: unknown key %q%s", configFile, name, didYouMean("", near)))
 		delete(file, name)
 	}
 	for name, v := range file {
