@@ -9,11 +9,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
 
+	"go.uber.org/zap/zapcore"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
@@ -214,37 +217,37 @@ func sameIssuer(a, b string) bool {
 // needs two disjoint static key sets.
 const errSharedIssuer = "--approver-issuer is --issuer: then only the JOSE typ tells an approval from an access token, and a key that signs access tokens would also sign approvals, so the identity provider (or whoever can get a token minted) could approve requests. Use an approver issuer of its own, or give --jwks-file and --approver-jwks-file with no key in common"
 
-// checkBinding validates the approval, idempotency and concealment flags.
+// checkBinding validates the approval, idempotency and concealment flags,
+// returning every problem (joinProblems).
 func checkBinding(c *Config) error {
-	if err := checkIssuerFlag("approver-issuer", c.ApproverIssuer); err != nil {
-		return err
+	var errs []error
+	errs = append(errs, checkIssuerFlag("approver-issuer", c.ApproverIssuer))
+	if c.ApproverIssuer != "" && sameIssuer(c.ApproverIssuer, c.Issuer) && (c.JWKSFile == "" || c.ApproverJWKSFile == "") {
+		errs = append(errs, errors.New(errSharedIssuer+" (keys from discovery are one set, and can change after start-up)"))
 	}
-	switch {
-	case c.ApproverIssuer != "" && sameIssuer(c.ApproverIssuer, c.Issuer) && (c.JWKSFile == "" || c.ApproverJWKSFile == ""):
-		return errors.New(errSharedIssuer + " (keys from discovery are one set, and can change after start-up)")
-	case c.ApproverJWKSFile != "" && c.ApproverIssuer == "":
-		return errors.New("--approver-jwks-file needs --approver-issuer (the iss of approvals)")
-	case c.IdempotencyResultMaxBytes < 0:
-		return errors.New("--idempotency-result-max-bytes must not be negative")
-	case c.ApprovalMaxLifetime <= 0 || c.IdempotencyTTL <= 0:
-		return errors.New("--approval-max-lifetime and --idempotency-ttl must be positive")
+	if c.ApproverJWKSFile != "" && c.ApproverIssuer == "" {
+		errs = append(errs, errors.New("--approver-jwks-file needs --approver-issuer (the iss of approvals)"))
 	}
-	if err := checkStateStore(c); err != nil {
-		return err
+	if c.IdempotencyResultMaxBytes < 0 {
+		errs = append(errs, errors.New("--idempotency-result-max-bytes must not be negative"))
 	}
+	if c.ApprovalMaxLifetime <= 0 || c.IdempotencyTTL <= 0 {
+		errs = append(errs, errors.New("--approval-max-lifetime and --idempotency-ttl must be positive"))
+	}
+	errs = append(errs, checkStateStore(c))
 	if c.ApprovalURL != "" {
 		u, err := url.Parse(strings.ReplaceAll(c.ApprovalURL, "{digest}", "d"))
 		if err != nil || !u.IsAbs() || u.Host == "" {
-			return fmt.Errorf("--approval-url %q: want an absolute URL ({digest} is replaced by the request digest)", c.ApprovalURL)
+			errs = append(errs, fmt.Errorf("--approval-url %q: want an absolute URL ({digest} is replaced by the request digest)", c.ApprovalURL))
 		}
 	}
 	if c.IdempotencyHeader != "" && strings.ContainsAny(c.IdempotencyHeader, " :\t\r\n") {
-		return fmt.Errorf("--idempotency-header %q: not a header name", c.IdempotencyHeader)
+		errs = append(errs, fmt.Errorf("--idempotency-header %q: not a header name", c.IdempotencyHeader))
 	}
 	if _, err := extauthz.ParseConcealStyle(c.ConcealAs); err != nil {
-		return fmt.Errorf("--conceal-as: %w", err)
+		errs = append(errs, fmt.Errorf("--conceal-as: %w", err))
 	}
-	return nil
+	return joinProblems(errs...)
 }
 
 // checkStateStore validates --state-store and its settings, reading the
@@ -293,9 +296,15 @@ func checkMemoryStore(c *Config) error {
 }
 
 // warnUnknownEnv names EXTAUTHZ_* variables that match no flag, since a typo
-// (EXTAUTHZ_SERVERID) would otherwise be silently ignored.
+// (EXTAUTHZ_SERVERID) would otherwise be silently ignored, with the
+// nearest variables that do (did you mean EXTAUTHZ_SERVER_ID?).
 func warnUnknownEnv(fs *flag.FlagSet, environ []string, stderr io.Writer) {
 	log, _ := newLogger("info", stderr)
+	var known []string // without the EXTAUTHZ_ prefix
+	for k := range envOnly {
+		known = append(known, strings.TrimPrefix(k, "EXTAUTHZ_"))
+	}
+	fs.VisitAll(func(f *flag.Flag) { known = append(known, strings.TrimPrefix(envName(f.Name), "EXTAUTHZ_")) })
 	for _, kv := range environ {
 		k, _, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(k, "EXTAUTHZ_") {
@@ -303,13 +312,19 @@ func warnUnknownEnv(fs *flag.FlagSet, environ []string, stderr io.Writer) {
 		}
 		name := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, "EXTAUTHZ_"), "_", "-"))
 		if fs.Lookup(name) == nil && !envOnly[k] {
-			log.Warn("environment variable " + k + " matches no flag; ignored")
+			hint := didYouMean("EXTAUTHZ_", nearestNames(strings.TrimPrefix(k, "EXTAUTHZ_"), known))
+			log.Warn("environment variable " + k + " matches no flag; ignored" + hint)
 		}
 	}
 }
 
 // parseServeConfig reads flags, then EXTAUTHZ_* environment variables for
 // flags not given, then the --config YAML file for what is still unset.
+// It reports every problem at once (configErrors, one line): bad flags
+// (exit 2, an unknown one with the nearest flags), unknown config keys
+// (with the nearest keys), bad values, missing and conflicting settings.
+// A config file it cannot read or parse stops it there: what is missing
+// is then unknown.
 func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (*Config, error) {
 	c := &Config{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -377,11 +392,25 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	c.Introspection.register(fs)
 	fs.DurationVar(&c.SeamDeadline, "seam-deadline", time.Minute, "with --response-seam: how long an admitted tools/call, task method or other request may wait for its answer to reach the ext_proc processor (the MCP server's time to answer) before mcp_extauthz_seam_unmet_total counts it; lists and GET streams meet the processor with their request headers and wait at most 10s")
 	fs.Usage = func() { printServeUsage(fs.Output(), fs) }
+	var flagErr error // bad flags: exit 2, with every other problem
+	var errs []error
+	// done returns the problems found, nil for none.
+	done := func() error {
+		err := joinProblems(append([]error{flagErr}, errs...)...)
+		if flagErr != nil {
+			return &exitError{code: 2, err: err}
+		}
+		return err
+	}
 	if err := parseFlags(fs, args); err != nil {
-		return nil, err
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.err == nil { // -h, or only the flags wanted
+			return nil, err
+		}
+		flagErr = ee.err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		errs = append(errs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	warnUnknownEnv(fs, os.Environ(), stderr)
 	set := map[string]bool{}
@@ -393,23 +422,42 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	if configFile != "" {
 		b, err := os.ReadFile(configFile)
 		if err != nil {
-			return nil, fmt.Errorf("config: %w", err)
+			errs = append(errs, fmt.Errorf("config: %w", err))
+			return nil, done()
 		}
 		if err := yaml.Unmarshal(b, &file); err != nil {
-			return nil, fmt.Errorf("config %s: %w", configFile, err)
+			errs = append(errs, fmt.Errorf("config %s: %w", configFile, err))
+			return nil, done()
 		}
 	}
-	for name, v := range file {
-		if fs.Lookup(name) == nil || name == "config" {
-			return nil, fmt.Errorf("config %s: unknown key %q", configFile, name)
+	var keys []string // the config file's keys: the flags but config
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "config" {
+			keys = append(keys, f.Name)
 		}
+	})
+	var unknown []string
+	for name := range file {
+		if fs.Lookup(name) == nil || name == "config" {
+			unknown = append(unknown, name)
+		}
+	}
+	slices.Sort(unknown) // a map's order is random; the message is not
+	for _, name := range unknown {
+		near := nearestNames(name, keys)
+		for i, k := range near {
+			near[i] = strconv.Quote(k) // as the key is: did you mean "audience"?
+		}
+		errs = append(errs, fmt.Errorf("config %s: unknown key %q%s", configFile, name, didYouMean("", near)))
+		delete(file, name)
+	}
+	for name, v := range file {
 		// Files named in a config file are relative to it, as in
 		// kubeconfig: the config works from any working directory.
 		if p, ok := v.(string); ok && pathFlags[name] && p != "" && !filepath.IsAbs(p) {
 			file[name] = filepath.Join(filepath.Dir(configFile), p)
 		}
 	}
-	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
 		if set[f.Name] || f.Name == "config" {
 			return
@@ -440,60 +488,49 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 			}
 		}
 	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
 	c.Audiences, c.TokenTypes = aud, tokenTypes
-	if err := checkTokenTypes(c.TokenTypes); err != nil {
-		return nil, err
-	}
+	errs = append(errs, checkTokenTypes(c.TokenTypes))
 	c.StateStoreRedis.Password = getenv(envStateStorePassword)
 	c.StateStoreRedis.SentinelPassword = getenv(envStateStoreSentinelPassword)
 	ds, err := extauthz.ParseDenialStatus(denialStatus)
 	if err != nil {
-		return nil, fmt.Errorf("--denial-status: %w", err)
+		errs = append(errs, fmt.Errorf("--denial-status: %w", err))
 	}
 	c.DenialStatus = ds
-	if err := checkIssuer(c.Issuer); err != nil {
-		return nil, err
+	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level: %w", err))
 	}
-	if err := checkTLSFlags(c.TLS); err != nil {
-		return nil, err
+	errs = append(errs, checkIssuer(c.Issuer), checkTLSFlags(c.TLS), checkBinding(c), c.Telemetry.check(), c.Introspection.check())
+	if c.PolicyFile == "" {
+		errs = append(errs, errors.New("--policy is required"))
 	}
-	if err := checkBinding(c); err != nil {
-		return nil, err
+	if c.Issuer == "" {
+		errs = append(errs, errors.New("--issuer is required"))
 	}
-	if err := c.Telemetry.check(); err != nil {
-		return nil, err
+	if len(c.Audiences) == 0 {
+		errs = append(errs, errors.New("--audience is required (the MCP server's resource URI)"))
 	}
-	if err := c.Introspection.check(); err != nil {
-		return nil, err
+	if c.MaxBodyBytes <= 0 {
+		errs = append(errs, errors.New("--max-body-bytes must be positive"))
 	}
-	switch {
-	case c.PolicyFile == "":
-		return nil, errors.New("--policy is required")
-	case c.Issuer == "":
-		return nil, errors.New("--issuer is required")
-	case len(c.Audiences) == 0:
-		return nil, errors.New("--audience is required (the MCP server's resource URI)")
-	case c.MaxBodyBytes <= 0:
-		return nil, errors.New("--max-body-bytes must be positive")
-	case c.MaxJSONDepth <= 0 || c.MaxJSONKeys <= 0 || c.MaxJSONElements <= 0 || c.MaxStringBytes <= 0:
-		return nil, errors.New("--max-json-* and --max-string-bytes must be positive")
-	case c.TokenCacheSize < 0 || c.JWKSRefresh < 0:
-		return nil, errors.New("--token-cache-size and --jwks-refresh-interval must not be negative")
-	case c.DrainPeriod < 0 || c.ShutdownTimeout < 0:
-		return nil, errors.New("--drain-period and --shutdown-timeout must not be negative")
-	case c.SeamDeadline <= 0:
-		return nil, errors.New("--seam-deadline must be positive")
+	if c.MaxJSONDepth <= 0 || c.MaxJSONKeys <= 0 || c.MaxJSONElements <= 0 || c.MaxStringBytes <= 0 {
+		errs = append(errs, errors.New("--max-json-* and --max-string-bytes must be positive"))
 	}
-	if err := checkMemoryStore(c); err != nil {
-		return nil, err
+	if c.TokenCacheSize < 0 || c.JWKSRefresh < 0 {
+		errs = append(errs, errors.New("--token-cache-size and --jwks-refresh-interval must not be negative"))
 	}
+	if c.DrainPeriod < 0 || c.ShutdownTimeout < 0 {
+		errs = append(errs, errors.New("--drain-period and --shutdown-timeout must not be negative"))
+	}
+	if c.SeamDeadline <= 0 {
+		errs = append(errs, errors.New("--seam-deadline must be positive"))
+	}
+	errs = append(errs, checkMemoryStore(c))
 	if c.DecisionJWKSOut != "" && c.DecisionKeyFile == "" {
-		return nil, errors.New("--decision-jwks-out needs --decision-key-file (the keys whose public halves it writes)")
+		errs = append(errs, errors.New("--decision-jwks-out needs --decision-key-file (the keys whose public halves it writes)"))
 	}
-	if err := checkAudiences(c.Audiences); err != nil {
+	errs = append(errs, checkAudiences(c.Audiences))
+	if err := done(); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -52,6 +52,9 @@ func (e *exitError) Error() string {
 	return e.err.Error()
 }
 
+// Unwrap is the error that made the exit (nil for -h).
+func (e *exitError) Unwrap() error { return e.err }
+
 func main() {
 	setGRPCLogger(os.Args[1:], os.Stderr)
 	ctx, stop := shutdownContext()
@@ -210,7 +213,10 @@ func version() string {
 }
 
 // parseFlags parses args into fs: -h exits 0 after the usage, a bad flag 2.
-// A bad flag is one line naming it; -h prints the flags. Flags may come
+// Bad flags are one line naming each of them ("; " between), an unknown
+// one with the nearest flags (did you mean --policy?); -h prints the
+// flags. After a bad flag fs holds the flags that parsed, so a caller
+// may go on to report its other problems too (serve does). Flags may come
 // before or after the positional arguments (check FILE --explain), which
 // fs.Args() then holds in order; after "--" everything is positional. A
 // lone "-" (stdin) is positional.
@@ -240,16 +246,71 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return &exitError{code: 2, err: fmt.Errorf("%s: %w (extauthz %s -h lists the flags)", fs.Name(), err, fs.Name())}
 }
 
+// unknownFlag is the name of the flag an error of fs.Parse says is not
+// defined, else "". The flag package has no typed error for it; its
+// message has read so since Go 1.
+func unknownFlag(err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+// parseProblem is err of fs.Parse, for a flag not defined with the nearest
+// flags of fs; and whether the argument after it (next) is that flag's
+// value, to skip: when it is no flag, the unknown flag had no "=VALUE"
+// (failed), and the nearest flag, if any, is no boolean one.
+func parseProblem(fs *flag.FlagSet, err error, failed string, next []string) (error, bool) {
+	name := unknownFlag(err)
+	if name == "" {
+		return err, false
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	near := nearestNames(name, names)
+	if hint := didYouMean("--", near); hint != "" {
+		err = fmt.Errorf("%w%s", err, hint)
+	}
+	if strings.Contains(failed, "=") || len(next) == 0 || (len(next[0]) > 1 && next[0][0] == '-') {
+		return err, false
+	}
+	if len(near) > 0 {
+		if b, ok := fs.Lookup(near[0]).Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			return err, false
+		}
+	}
+	return err, true
+}
+
 // parseInterspersed is fs.Parse(args) that goes on past each positional
 // argument (the flag package stops at the first), leaving the positional
 // ones in fs.Args(). Parsing stops for good at "--": the flag package
 // consumes it, so a flag-like argument right after the stop, or a "--" just
 // before it, marks it.
+//
+// A bad flag does not stop it: it goes on past it (and past the value an
+// unknown flag seems to have, see parseProblem), and returns every
+// problem (joinProblems); -h returns flag.ErrHelp alone.
 func parseInterspersed(fs *flag.FlagSet, args []string) error {
 	var positional []string
+	var problems []error
 	for {
 		if err := fs.Parse(args); err != nil {
-			return err
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			rest := fs.Args()
+			if len(rest) == len(args) { // bad flag syntax: not consumed
+				rest = rest[1:]
+			}
+			problem, skip := parseProblem(fs, err, args[len(args)-len(rest)-1], rest)
+			problems = append(problems, problem)
+			if skip {
+				rest = rest[1:]
+			}
+			args = rest
+			continue
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -263,7 +324,10 @@ func parseInterspersed(fs *flag.FlagSet, args []string) error {
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
-	return fs.Parse(append([]string{"--"}, positional...))
+	if err := fs.Parse(append([]string{"--"}, positional...)); err != nil {
+		return err
+	}
+	return joinProblems(problems...)
 }
 
 // plural returns "n noun", with an s after noun unless n is 1
