@@ -51,7 +51,7 @@ func TestDecideApprovals(t *testing.T) {
 	now := time.Now()
 	tests := []struct {
 		name string
-		edit func(*Config)                       // nil: the rig's
+		edit func(*Config)                           // nil: the rig's
 		give func(t testing.TB, d *Decider) *Request // the request, after any setup on d
 		want Reason
 	}{
@@ -391,7 +391,11 @@ func TestDecideBatch(t *testing.T) {
 	t.Run("allowed", func(t *testing.T) {
 		single := func(body string) *Decision { return decide(d, postReq(tok, body)) }
 		s1, s2 := single(searchBody), single(list)
-		for _, q := range []*Request{batch(nil, searchBody, list), func() *Request { q := batch(nil, searchBody, list); delete(q.Headers, "mcp-protocol-version"); return q }()} {
+		for _, q := range []*Request{batch(nil, searchBody, list), func() *Request {
+			q := batch(nil, searchBody, list)
+			delete(q.Headers, "mcp-protocol-version")
+			return q
+		}()} {
 			got := decide(d, q)
 			if got.Reason != ReasonAllowed || got.Method != mcpmethod.Batch || got.BatchIndex != -1 || got.RuleID != "search" {
 				t.Fatalf("%s %q index %d rule %q (%s)", got.Reason, got.Method, got.BatchIndex, got.RuleID, got.Detail)
