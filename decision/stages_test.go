@@ -233,6 +233,45 @@ func TestDecideMediaType(t *testing.T) {
 			t.Errorf("%q: %s (%s), want %s", tt.give, got.Reason, got.Detail, tt.want)
 		}
 	}
+	// Issue 7's classes D01-D03, moved here from extauthz's
+	// TestBodyEncoding (which keeps a few rows for the wire's answer: 415,
+	// the id, the message): each header set as the one value given.
+	moved := []struct {
+		name string
+		give map[string]string
+		want Reason
+	}{
+		{"CHARSET name", map[string]string{"content-type": "application/json; CHARSET=Utf-8"}, ReasonAllowed},
+		{"tab before parameter", map[string]string{"content-type": "application/json\t; charset=utf-8"}, ReasonAllowed},
+		{"utf-7", map[string]string{"content-type": "application/json; charset=utf-7"}, ReasonUnsupportedMediaType},
+		{"UTF-7 quoted", map[string]string{"content-type": `application/json; charset="UTF-7"`}, ReasonUnsupportedMediaType},
+		{"latin1", map[string]string{"content-type": "application/json; charset=latin1"}, ReasonUnsupportedMediaType},
+		{"utf-16le", map[string]string{"content-type": "application/json; charset=utf-16le"}, ReasonUnsupportedMediaType},
+		{"utf-32", map[string]string{"content-type": "application/json; charset=utf-32"}, ReasonUnsupportedMediaType},
+		{"cesu-8", map[string]string{"content-type": "application/json; charset=cesu-8"}, ReasonUnsupportedMediaType},
+		{"empty quoted charset", map[string]string{"content-type": `application/json; charset=""`}, ReasonUnsupportedMediaType},
+		{"charset twice, second utf-7", map[string]string{"content-type": "application/json; charset=utf-8; charset=utf-7"}, ReasonUnsupportedMediaType},
+		{"RFC 2231 charset*", map[string]string{"content-type": "application/json; charset*=utf-8''utf-7"}, ReasonUnsupportedMediaType},
+		{"space around =", map[string]string{"content-type": "application/json; charset = utf-8"}, ReasonUnsupportedMediaType},
+		{"other parameter", map[string]string{"content-type": "application/json; profile=x"}, ReasonUnsupportedMediaType},
+		{"bare word parameter", map[string]string{"content-type": "application/json; utf-8"}, ReasonUnsupportedMediaType},
+		{"json5", map[string]string{"content-type": "application/json5"}, ReasonUnsupportedMediaType},
+		{"form", map[string]string{"content-type": "application/x-www-form-urlencoded"}, ReasonUnsupportedMediaType},
+		{"two types joined", map[string]string{"content-type": "application/json, text/plain"}, ReasonUnsupportedMediaType},
+		{"br", map[string]string{"content-encoding": "br"}, ReasonUnsupportedMediaType},
+		{"deflate", map[string]string{"content-encoding": "deflate"}, ReasonUnsupportedMediaType},
+		{"identity then gzip", map[string]string{"content-encoding": "identity, gzip"}, ReasonUnsupportedMediaType},
+		{"empty content-encoding", map[string]string{"content-encoding": ""}, ReasonUnsupportedMediaType},
+	}
+	for _, tt := range moved {
+		q := postReq(tok, searchBody)
+		for k, v := range tt.give {
+			q.Headers[k] = []string{v}
+		}
+		if got := decide(d, q); got.Reason != tt.want {
+			t.Errorf("%s: %s (%s), want %s", tt.name, got.Reason, got.Detail, tt.want)
+		}
+	}
 }
 
 // TestDecideParse: the strict parse's refusals, each with its reason and a
