@@ -17,7 +17,9 @@ import (
 const searchCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`
 
 // TestBodyEncoding: only application/json bodies in UTF-8, not
-// content-encoded, are decided (D01-D03).
+// content-encoded, are decided (D01-D03); what Check answers for the
+// others: 415, the request's id, one message. The media-type grammar's
+// table is the core's (decision.TestDecideMediaType).
 func TestBodyEncoding(t *testing.T) {
 	srv := staticRig(t, nil)
 	tests := []struct {
@@ -27,45 +29,9 @@ func TestBodyEncoding(t *testing.T) {
 		wantRsn decision.Reason
 	}{
 		{"plain", map[string]string{"content-type": "application/json"}, true, decision.ReasonAllowed},
-		{"type in upper case", map[string]string{"content-type": "Application/JSON"}, true, decision.ReasonAllowed},
-		{"charset utf-8", map[string]string{"content-type": "application/json; charset=utf-8"}, true, decision.ReasonAllowed},
 		{"charset UTF-8 quoted", map[string]string{"content-type": `application/json;charset="UTF-8"`}, true, decision.ReasonAllowed},
-		{"charset quoted-pair", map[string]string{"content-type": `application/json; charset="utf\-8"`}, true, decision.ReasonAllowed},
-		{"CHARSET name", map[string]string{"content-type": "application/json; CHARSET=Utf-8"}, true, decision.ReasonAllowed},
-		{"empty parameter", map[string]string{"content-type": "application/json;"}, true, decision.ReasonAllowed},
-		{"tab before parameter", map[string]string{"content-type": "application/json\t; charset=utf-8"}, true, decision.ReasonAllowed},
-		{"identity encoding", map[string]string{"content-encoding": "identity"}, true, decision.ReasonAllowed},
-		{"chunked", map[string]string{"transfer-encoding": "chunked"}, true, decision.ReasonAllowed},
-
 		{"utf-7", map[string]string{"content-type": "application/json; charset=utf-7"}, false, decision.ReasonUnsupportedMediaType},
-		{"UTF-7 quoted", map[string]string{"content-type": `application/json; charset="UTF-7"`}, false, decision.ReasonUnsupportedMediaType},
-		{"iso-8859-1", map[string]string{"content-type": "application/json; charset=iso-8859-1"}, false, decision.ReasonUnsupportedMediaType},
-		{"latin1", map[string]string{"content-type": "application/json; charset=latin1"}, false, decision.ReasonUnsupportedMediaType},
-		{"utf-16", map[string]string{"content-type": "application/json; charset=utf-16"}, false, decision.ReasonUnsupportedMediaType},
-		{"utf-16le", map[string]string{"content-type": "application/json; charset=utf-16le"}, false, decision.ReasonUnsupportedMediaType},
-		{"utf-32", map[string]string{"content-type": "application/json; charset=utf-32"}, false, decision.ReasonUnsupportedMediaType},
-		{"cesu-8", map[string]string{"content-type": "application/json; charset=cesu-8"}, false, decision.ReasonUnsupportedMediaType},
-		{"empty charset", map[string]string{"content-type": "application/json; charset="}, false, decision.ReasonUnsupportedMediaType},
-		{"empty quoted charset", map[string]string{"content-type": `application/json; charset=""`}, false, decision.ReasonUnsupportedMediaType},
-		{"charset twice, same", map[string]string{"content-type": "application/json; charset=utf-8; charset=utf-8"}, false, decision.ReasonUnsupportedMediaType},
-		{"charset twice, second utf-7", map[string]string{"content-type": "application/json; charset=utf-8; charset=utf-7"}, false, decision.ReasonUnsupportedMediaType},
-		{"RFC 2231 charset*", map[string]string{"content-type": "application/json; charset*=utf-8''utf-7"}, false, decision.ReasonUnsupportedMediaType},
-		{"space around =", map[string]string{"content-type": "application/json; charset = utf-8"}, false, decision.ReasonUnsupportedMediaType},
-		{"quoted ; inside value", map[string]string{"content-type": `application/json; charset="utf-8;x"`}, false, decision.ReasonUnsupportedMediaType},
-		{"unterminated quote", map[string]string{"content-type": `application/json; charset="utf-8`}, false, decision.ReasonUnsupportedMediaType},
-		{"other parameter", map[string]string{"content-type": "application/json; profile=x"}, false, decision.ReasonUnsupportedMediaType},
-		{"bare word parameter", map[string]string{"content-type": "application/json; utf-8"}, false, decision.ReasonUnsupportedMediaType},
-		{"+json suffix", map[string]string{"content-type": "application/vnd.api+json"}, false, decision.ReasonUnsupportedMediaType},
-		{"json-seq", map[string]string{"content-type": "application/json-seq"}, false, decision.ReasonUnsupportedMediaType},
-		{"json5", map[string]string{"content-type": "application/json5"}, false, decision.ReasonUnsupportedMediaType},
-		{"text/json", map[string]string{"content-type": "text/json"}, false, decision.ReasonUnsupportedMediaType},
-		{"form", map[string]string{"content-type": "application/x-www-form-urlencoded"}, false, decision.ReasonUnsupportedMediaType},
-		{"two types joined", map[string]string{"content-type": "application/json, text/plain"}, false, decision.ReasonUnsupportedMediaType},
 		{"gzip", map[string]string{"content-encoding": "gzip"}, false, decision.ReasonUnsupportedMediaType},
-		{"br", map[string]string{"content-encoding": "br"}, false, decision.ReasonUnsupportedMediaType},
-		{"deflate", map[string]string{"content-encoding": "deflate"}, false, decision.ReasonUnsupportedMediaType},
-		{"identity then gzip", map[string]string{"content-encoding": "identity, gzip"}, false, decision.ReasonUnsupportedMediaType},
-		{"empty content-encoding", map[string]string{"content-encoding": ""}, false, decision.ReasonUnsupportedMediaType},
 		{"gzip transfer coding", map[string]string{"transfer-encoding": "gzip, chunked"}, false, decision.ReasonUnsupportedMediaType},
 	}
 	for _, tt := range tests {
