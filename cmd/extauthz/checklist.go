@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
-	"github.com/mcp-extauthz/mcp-extauthz/extproc"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
@@ -41,7 +40,7 @@ type listItem struct {
 // read; 2 when the policy cannot be read or the input holds no answer.
 //
 // With pinning on, tools are decided as the seam decides them
-// (extproc.ItemDefinition): as a tools/call of each right after the list
+// (decision.ItemDefinition): as a tools/call of each right after the list
 // was observed, here into a state store of this run's own, empty before
 // the first answer (there is no live store offline): each tool is observed
 // as the seam observes it, then decided with what the store then holds
@@ -76,12 +75,12 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 		if k == listfilter.Tasks {
 			return false, errTasks
 		}
-		in, ok := extproc.ItemInput(k, key, server, claims)
+		in, ok := decision.ItemInput(k, key, server, claims)
 		if !ok {
 			items = append(items, listItem{kind: k, key: key, vis: policy.Visibility{Decision: policy.Deny, Cause: policy.CauseInvalidInput}})
 			return false, nil
 		}
-		def, err := extproc.ItemDefinition(ctx, lp.Policy, defs, server, server, k, key)
+		def, err := decision.ItemDefinition(ctx, lp.Policy, defs, server, server, k, key)
 		if err != nil {
 			return false, err
 		}
@@ -99,7 +98,7 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 			if k != listfilter.Tools {
 				return nil
 			}
-			return defs.Observe(ctx, server, extproc.ItemObserved(key, item, nil))
+			return defs.Observe(ctx, server, decision.ItemObserved(key, item, nil))
 		}
 	}
 	var ferr error

@@ -1,4 +1,4 @@
-package extproc
+package decision
 
 import (
 	"context"
@@ -9,6 +9,98 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
+
+// Policy is the compiled policy (policy.Policy) as the adapters hold it:
+// extproc takes it from its configuration and hands it back to the core
+// (ListItems, PinMode, toolpin's scopes) without evaluating it itself.
+type Policy = policy.Policy
+
+// Pinned reports whether pol pins tool definitions (pin_mode tofu or
+// strict); false for a nil policy.
+func Pinned(pol *Policy) bool { return pol != nil && pol.PinMode() != policy.PinOff }
+
+// ListItems answers, for the items of the list answers one response
+// carries, whether Principal may see each (MCP 2025-11-25 tools/list,
+// prompts/list, resources/list, resources/templates/list, tasks/list): a
+// tool, prompt, resource or template as its call would be decided
+// (policy.Visible of ItemInput), with the pin state and hints Check's pin
+// step would read for that call right after the list was observed
+// (ItemDefinitions); a task when the task store binds it to Principal.
+//
+// One ListItems serves one response, its items decided one at a time in
+// list order (MaySee), each list of tools prepared whole first (Prepare).
+// It is not safe for concurrent use. Fields are set by the caller and not
+// changed while deciding.
+type ListItems struct {
+	// Policy is the live policy; nil refuses every item but tasks (an
+	// error: the caller refuses the list).
+	Policy *Policy
+	// Definitions holds the observed tool definitions; nil with pinning on
+	// refuses every tools list (an error).
+	Definitions *toolpin.Observations
+	// Tasks binds task ids; nil refuses every tasks list (an error).
+	Tasks TaskOwners
+	// Server is the MCP server's name; Scope the pin scope the list is
+	// observed in (toolpin.Scope or toolpin.ScopeOfHash).
+	Server, Scope string
+	// Principal is the principal a task must be bound to; Claims the
+	// token's claims `when` expressions see (nil: an empty map).
+	Principal string
+	Claims    map[string]any
+
+	item policy.Input // reused: one item at a time
+	defs listDefinitions
+}
+
+// ItemDecision is what MaySee decided of one list item.
+type ItemDecision struct {
+	// Visibility is policy.Visible's answer; for an item that is not
+	// decided as a call (a template that does not expand) Deny with
+	// CauseInvalidInput; for a task, Visible alone (bound to the
+	// principal), the other fields zero.
+	policy.Visibility
+	// Definition is the pin state and hints the item's next tools/call
+	// would be decided with (Check's pin step); nil but for a tool with
+	// pinning on.
+	Definition *policy.ToolDefinition
+}
+
+// Prepare reads the pin state of a list of kind k whose items are keys
+// (as listfilter's Options.Prepare hands them over, after the list was
+// observed) in one store read (ItemDefinitions), replacing the previous
+// list's. Nothing to read but for tools with pinning on. Errors are
+// ItemDefinitions': the caller refuses the list.
+func (l *ListItems) Prepare(ctx context.Context, k listfilter.Kind, keys []string) error {
+	return l.defs.read(ctx, l.Policy, l.Definitions, l.Server, l.Scope, k, keys)
+}
+
+// MaySee decides whether the principal may see the item of kind k named
+// key (a tool's or prompt's name, a resource's URI, a template's URI
+// template, a task's id). Errors, on which the caller refuses the list
+// (fail closed): no policy (no task store, for a task), a tools item with
+// pinning on that Prepare did not prepare or that comes out of the list's
+// order, and the task store's.
+func (l *ListItems) MaySee(ctx context.Context, k listfilter.Kind, key string) (ItemDecision, error) {
+	if k == listfilter.Tasks {
+		if l.Tasks == nil {
+			return ItemDecision{}, errors.New("no task store")
+		}
+		owner, found, err := l.Tasks.Owner(ctx, l.Server, key)
+		return ItemDecision{Visibility: policy.Visibility{Visible: found && owner == l.Principal}}, err
+	}
+	if l.Policy == nil {
+		return ItemDecision{}, errors.New("no policy")
+	}
+	if !itemInput(&l.item, k, key, l.Server, l.Claims) {
+		return ItemDecision{Visibility: policy.Visibility{Decision: policy.Deny, Cause: policy.CauseInvalidInput}}, nil
+	}
+	d, err := l.defs.next(l.Policy, k, key)
+	if err != nil {
+		return ItemDecision{}, err
+	}
+	l.item.Definition = d
+	return ItemDecision{Visibility: l.Policy.Visible(&l.item), Definition: d}, nil
+}
 
 // ItemDefinition is the definition a tools/list item is decided with
 // (policy.Input.Definition for Visible): what Check's pin step would read
@@ -56,9 +148,9 @@ func ItemDefinitions(ctx context.Context, pol *policy.Policy, defs *toolpin.Obse
 	return defs.LookupScopeMany(ctx, pol, server, scope, keys)
 }
 
-// listDefinitions holds what the items of the list being filtered are
+// listDefinitions holds what the items of the list being decided are
 // decided with: read for the whole list when listfilter prepares it
-// (read), taken item by item as Keep is called, in the list's order
+// (read), taken item by item as they are decided, in the list's order
 // (next).
 type listDefinitions struct {
 	keys []string
