@@ -102,42 +102,27 @@ func (l *ListItems) MaySee(ctx context.Context, k listfilter.Kind, key string) (
 	return ItemDecision{Visibility: l.Policy.Visible(&l.item), Definition: d}, nil
 }
 
-// ItemDefinition is the definition a tools/list item is decided with
-// (policy.Input.Definition for Visible): what Check's pin step would read
-// for a tools/call of the tool right after this list was observed, that is
-// defs.LookupScope of server's tool in scope, the pin scope the item was
-// observed in (toolpin.Scope, or toolpin.ScopeOfHash of Check's session
-// hash). listfilter calls Observe for every item of a list before Keep
-// decides any, so the item's own definition is in the store by then, with
-// whatever else the scope holds: the baseline (pins, or the first one
-// observed), another definition observed within the observation TTL, by
-// this replica or another. Visible then removes an item whose call the pin step would
-// refuse (definition_changed, tool_not_listed), and annotation rules see
-// the hints a call would: the list never shows a tool its next call is
-// refused for, nor a changed definition to the model.
+// ItemDefinitions are the definitions the items of one tools/list are
+// decided with (policy.Input.Definition for Visible): defs[i] is what
+// Check's pin step would read for a tools/call of keys[i] right after
+// this list was observed (keys as listfilter's Options.Prepare hands them
+// over), that is defs.LookupScope of server's tool in scope, the pin scope
+// the list was observed in (toolpin.Scope, or toolpin.ScopeOfHash of
+// Check's session hash), read in one store read
+// (toolpin.Observations.LookupScopeMany: one state.Reader.GetMany of
+// every key of every tool of the list). listfilter calls Observe for every
+// item of a list before Prepare, so each item's own definition is in the
+// store by then, with whatever else the scope holds: the baseline (pins,
+// or the first one observed), another definition observed within the
+// observation TTL, by this replica or another. Visible then removes an
+// item whose call the pin step would refuse (definition_changed,
+// tool_not_listed), and annotation rules see the hints a call would: the
+// list never shows a tool its next call is refused for, nor a changed
+// definition to the model.
 //
 // nil, nil unless k is Tools and pinning is on. Errors: pinning on with
 // defs nil, and defs' (a store that cannot be read, a scope that is not
-// server's): the caller refuses the list (fail closed). One store read
-// (state.Reader.GetMany) per tools item: the seam reads a whole list in
-// one (ItemDefinitions).
-func ItemDefinition(ctx context.Context, pol *policy.Policy, defs *toolpin.Observations, server, scope string, k listfilter.Kind, tool string) (*policy.ToolDefinition, error) {
-	if k != listfilter.Tools || pol == nil || pol.PinMode() == policy.PinOff {
-		return nil, nil
-	}
-	if defs == nil {
-		return nil, errors.New("pin_mode is on but tool definitions cannot be read here")
-	}
-	return defs.LookupScope(ctx, pol, server, scope, tool)
-}
-
-// ItemDefinitions is ItemDefinition of every item of one list at once:
-// defs[i] is keys[i]'s (keys as listfilter's Options.Prepare hands them
-// over, after the list was observed), read in one store read
-// (toolpin.Observations.LookupScopeMany: one state.Reader.GetMany of
-// every key of every tool of the list) rather than one per tool. nil, nil
-// unless k is Tools and pinning is on. Errors are ItemDefinition's: the
-// caller refuses the list.
+// server's): the caller refuses the list (fail closed).
 func ItemDefinitions(ctx context.Context, pol *policy.Policy, defs *toolpin.Observations, server, scope string, k listfilter.Kind, keys []string) ([]policy.ToolDefinition, error) {
 	if k != listfilter.Tools || pol == nil || pol.PinMode() == policy.PinOff {
 		return nil, nil

@@ -218,10 +218,46 @@ func TestListItemsPins(t *testing.T) {
 	if again.Visible || again.Cause != policy.CauseDefinitionChanged || again.Definition == nil || !again.Definition.Changed {
 		t.Fatalf("a changed definition: %+v", again)
 	}
-	// ItemDefinition, one item at a time, agrees with the list read.
-	d, err := ItemDefinition(ctx, pol, defs, "payments", "payments", listfilter.Tools, "search")
-	if err != nil || d == nil || d.Changed != again.Definition.Changed {
-		t.Fatalf("ItemDefinition = %+v, %v; the list read %+v", d, err, again.Definition)
+	// What Check's pin step reads for the tool's call is what the item
+	// was decided with.
+	d, err := defs.LookupScope(ctx, pol, "payments", "payments", "search")
+	if err != nil || d == nil || *d != *again.Definition {
+		t.Fatalf("the pin step reads %+v, %v; the list item was decided with %+v", d, err, again.Definition)
+	}
+}
+
+// TestItemObserved: a definition toolpin parses is recorded as parsed;
+// one it refuses (not strict JSON) by its raw bytes under the item's
+// name, with no hints.
+func TestItemObserved(t *testing.T) {
+	tests := []struct {
+		name     string
+		give     string
+		wantRaw  bool
+		wantHint policy.Hint // readOnlyHint
+	}{
+		{"strict", `{"name":"search","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`, false, policy.HintTrue},
+		{"a duplicate key", `{"name":"search","name":"search","annotations":{"readOnlyHint":true}}`, true, policy.HintAbsent},
+		{"not JSON", `{"name":"search",`, true, policy.HintAbsent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ItemObserved("search", []byte(tt.give), nil)
+			if got.Name != "search" || got.Raw != tt.wantRaw || got.Fingerprint == "" || got.Hints.ReadOnly != tt.wantHint {
+				t.Fatalf("ItemObserved = %+v, want raw %v, readOnlyHint %v", got, tt.wantRaw, tt.wantHint)
+			}
+			if tt.wantRaw && got.Fingerprint != toolpin.RawFingerprint([]byte(tt.give)) {
+				t.Fatalf("fingerprint %s, want the raw bytes'", got.Fingerprint)
+			}
+		})
+	}
+}
+
+// TestItemInputTasks: a task is not decided as a call (the task store
+// decides it).
+func TestItemInputTasks(t *testing.T) {
+	if in, ok := ItemInput(listfilter.Tasks, "t1", "payments", nil); ok || in != nil {
+		t.Fatalf("ItemInput(tasks) = %+v, %v", in, ok)
 	}
 }
 
