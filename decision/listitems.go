@@ -19,6 +19,19 @@ type Policy = policy.Policy
 // strict); false for a nil policy.
 func Pinned(pol *Policy) bool { return pol != nil && pol.PinMode() != policy.PinOff }
 
+// PinScope is the pin scope a list answer of server is observed and
+// decided in (ListItems.Scope), under pol's pin_scope: of session (the
+// request's toolpin.Session, "" for none) when known, else of Check's
+// session hash (metadata member "session"; toolpin.ScopeOfHash names the
+// same scope), so a definition seen on any route is recorded in its
+// session. It does not check the hash's form (toolpin.ScopeOfHash).
+func PinScope(pol *Policy, server, session, sessionHash string) string {
+	if session == "" && sessionHash != "" {
+		return toolpin.ScopeOfHash(pol, server, sessionHash)
+	}
+	return toolpin.Scope(pol, server, session)
+}
+
 // ListItems answers, for the items of the list answers one response
 // carries, whether Principal may see each (MCP 2025-11-25 tools/list,
 // prompts/list, resources/list, resources/templates/list, tasks/list): a

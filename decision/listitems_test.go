@@ -278,3 +278,41 @@ func TestPinned(t *testing.T) {
 		}
 	}
 }
+
+// TestPinScope: under pin_scope session a session's scope is the same from
+// its id and from Check's hash of it, another session's is another; under
+// pin_scope server every session shares the server's.
+func TestPinScope(t *testing.T) {
+	session := compileList(t, "default: deny\npin_mode: tofu\npin_scope: session\n")
+	server := compileList(t, "default: deny\npin_mode: tofu\n")
+	h := toolpin.SessionHash("s-1")
+	tests := []struct {
+		name       string
+		give, same [4]string // pol is session's unless give[0] is "server"
+		wantSame   bool
+	}{
+		{"id and hash name one session", [4]string{"", "payments", "s-1", ""}, [4]string{"", "payments", "", h}, true},
+		{"the id wins over the hash", [4]string{"", "payments", "s-1", "ignored"}, [4]string{"", "payments", "s-1", ""}, true},
+		{"two sessions", [4]string{"", "payments", "s-1", ""}, [4]string{"", "payments", "s-2", ""}, false},
+		{"two servers", [4]string{"", "payments", "s-1", ""}, [4]string{"", "billing", "s-1", ""}, false},
+		{"pin_scope server: sessions share", [4]string{"server", "payments", "s-1", ""}, [4]string{"server", "payments", "", h}, true},
+	}
+	scope := func(a [4]string) string {
+		pol := session
+		if a[0] == "server" {
+			pol = server
+		}
+		return PinScope(pol, a[1], a[2], a[3])
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := scope(tt.give), scope(tt.same)
+			if (a == b) != tt.wantSame || a == "" {
+				t.Fatalf("scopes %q and %q, want same %v", a, b, tt.wantSame)
+			}
+		})
+	}
+	if got, want := PinScope(server, "payments", "s-1", ""), toolpin.Scope(server, "payments", ""); got != want {
+		t.Fatalf("pin_scope server: %q, want the server's %q", got, want)
+	}
+}

@@ -689,10 +689,7 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 // session hash Check handed over (the same scope: toolpin.ScopeOfHash),
 // so a definition seen on any route is recorded in its session.
 func (st *stream) pinScope(pol *decision.Policy) string {
-	if st.session == "" && st.sessionHash != "" {
-		return toolpin.ScopeOfHash(pol, st.server, st.sessionHash)
-	}
-	return toolpin.Scope(pol, st.server, st.session) // one per list: it hashes the session id
+	return decision.PinScope(pol, st.server, st.session, st.sessionHash) // one per list: it hashes the session id
 }
 
 // sameID reports whether two raw JSON-RPC ids are the same id: byte for
