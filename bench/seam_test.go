@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/extproc"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
@@ -76,7 +77,7 @@ func TestToolsList(t *testing.T) {
 			t.Fatalf("duplicate %s", tool.Name)
 		}
 		seen[tool.Name] = true
-		in, _ := extproc.ItemInput(listfilter.Tools, tool.Name, "payments", nil)
+		in, _ := decision.ItemInput(listfilter.Tools, tool.Name, "payments", nil)
 		if p.Visible(in).Visible {
 			kept = append(kept, tool.Name)
 		}

@@ -15,9 +15,13 @@ const module = "github.com/mcp-extauthz/mcp-extauthz"
 // protobuf, gRPC or Envoy package and no adapter; no adapter imports
 // another; nothing below the core imports it or an adapter
 // (internal/policytest, the offline runner of `extauthz test`, sits beside
-// the adapters and may import the core). Only non-test imports count.
+// the adapters and may import the core). The core decides list items:
+// extproc asks it and never imports policy, and cmd never reaches into the
+// seam's byte helpers (internal/listfilter, internal/sse, internal/cursor:
+// extproc.CheckList, decision.CursorSealer). Only non-test imports count.
 func TestLayers(t *testing.T) {
 	adapters := map[string]bool{module + "/extauthz": true, module + "/extproc": true}
+	seamBytes := map[string]bool{module + "/internal/listfilter": true, module + "/internal/sse": true, module + "/internal/cursor": true}
 	imports := map[string][]string{}
 	root := ".."
 	err := filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
@@ -56,6 +60,10 @@ func TestLayers(t *testing.T) {
 				t.Errorf("%s, below the core, imports %s", pkg, imp)
 			case pkg == module+"/decision" && adapters[imp]:
 				t.Errorf("the core imports adapter %s", imp)
+			case pkg == module+"/extproc" && (imp == module+"/policy" || strings.HasPrefix(imp, module+"/policy/")):
+				t.Errorf("extproc imports %s: the core decides list items (decision.ListItems)", imp)
+			case strings.HasPrefix(pkg, module+"/cmd/") && seamBytes[imp]:
+				t.Errorf("%s imports the seam's byte helper %s: ask extproc or the core", pkg, imp)
 			}
 		}
 	}

@@ -6,7 +6,7 @@
 //   - list answers (tools/list, prompts/list, resources/list,
 //     resources/templates/list, tasks/list; MCP 2025-06-18, 2025-11-25,
 //     2026-07-28) are filtered to what the caller could use, each item
-//     decided as its call would be (policy.Visible), in application/json
+//     decided as its call would be (decision.ListItems), in application/json
 //     (BUFFERED) and text/event-stream (STREAMED) answers, by shape on
 //     every stream it sees (another id, a GET stream, a batch);
 //   - nextCursor is sealed to the principal, server, method and policy

@@ -30,7 +30,6 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
-	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
 // AuthzNamespace is the dynamic-metadata namespace ext_authz writes Check's
@@ -65,7 +64,7 @@ const (
 type Config struct {
 	// Policy returns the live policy and its version; a nil policy refuses
 	// every list.
-	Policy func() (*policy.Policy, string)
+	Policy func() (*decision.Policy, string)
 	// Verifier verifies the bearer token again for its claims (list and
 	// GET routes). Nil: no claims (when expressions see an empty map).
 	Verifier bearer.TokenVerifier
@@ -610,42 +609,29 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 	case respNone:
 		opt.Response = func([]byte) error { return errUnexpected }
 	}
-	pol, version := (*policy.Policy)(nil), ""
+	pol, version := (*decision.Policy)(nil), ""
 	if f := st.s.cfg.Policy; f != nil {
 		pol, version = f()
 	}
-	var item policy.Input // reused: Keep is called for one item at a time
-	// The pin state of the list being decided, read whole (Prepare).
-	var listDefs listDefinitions
-	opt.Keep = func(k listfilter.Kind, key string, raw []byte) (bool, error) {
-		if k == listfilter.Tasks {
-			t := st.s.cfg.Tasks
-			if t == nil {
-				return false, errors.New("no task store")
-			}
-			owner, found, err := t.Owner(ctx, st.server, key)
-			return found && owner == st.owner, err
-		}
-		if pol == nil {
-			return false, errors.New("no policy")
-		}
-		if !itemInput(&item, k, key, st.server, st.claims) {
-			return false, nil
-		}
-		d, err := listDefs.next(pol, k, key)
-		if err != nil {
-			return false, err
-		}
-		item.Definition = d
-		return pol.Visible(&item).Visible, nil
+	// The core decides each item (decision.ListItems); the pin state of
+	// the list being decided is read whole first (Prepare).
+	items := &decision.ListItems{Policy: pol, Definitions: st.s.cfg.Definitions,
+		Server: st.server, Principal: st.owner, Claims: st.claims}
+	if t := st.s.cfg.Tasks; t != nil {
+		items.Tasks = t
 	}
-	if pol != nil && pol.PinMode() != policy.PinOff {
+	opt.Keep = func(k listfilter.Kind, key string, raw []byte) (bool, error) {
+		d, err := items.MaySee(ctx, k, key)
+		return d.Visible, err
+	}
+	if decision.Pinned(pol) {
 		scope := st.pinScope(pol)
+		items.Scope = scope
 		// After the list's observations, its tools' pin state in one
 		// store read (ItemDefinitions), even for a list seen lately: a
 		// definition observed elsewhere since must still hide its tool.
 		opt.Prepare = func(k listfilter.Kind, keys []string) error {
-			return listDefs.read(ctx, pol, st.s.cfg.Definitions, st.server, scope, k, keys)
+			return items.Prepare(ctx, k, keys)
 		}
 		if defs := st.s.cfg.Definitions; defs != nil {
 			opt.ObserveList = func(k listfilter.Kind, list []byte) (bool, error) {
@@ -676,12 +662,9 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 			if st.s.cfg.Definitions == nil {
 				return errors.New("pin_mode is on but tool definitions cannot be recorded here")
 			}
-			d, err := toolpin.Parse(item, st.s.cfg.Fingerprints)
-			if err != nil {
-				// Not strict JSON to the fingerprint: pinned by its raw
-				// bytes, with no hints (every annotation at its worst case).
-				d = toolpin.Definition{Name: key, Fingerprint: toolpin.RawFingerprint(item), Raw: true}
-			}
+			// Not strict JSON to the fingerprint: pinned by its raw
+			// bytes, with no hints (every annotation at its worst case).
+			d := decision.ItemObserved(key, item, st.s.cfg.Fingerprints)
 			st.listed.add(d, d.Raw)
 			return st.s.cfg.Definitions.Observe(ctx, scope, d)
 		}
@@ -705,11 +688,8 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 // request's session when the route sent the request headers, else from the
 // session hash Check handed over (the same scope: toolpin.ScopeOfHash),
 // so a definition seen on any route is recorded in its session.
-func (st *stream) pinScope(pol *policy.Policy) string {
-	if st.session == "" && st.sessionHash != "" {
-		return toolpin.ScopeOfHash(pol, st.server, st.sessionHash)
-	}
-	return toolpin.Scope(pol, st.server, st.session) // one per list: it hashes the session id
+func (st *stream) pinScope(pol *decision.Policy) string {
+	return decision.PinScope(pol, st.server, st.session, st.sessionHash) // one per list: it hashes the session id
 }
 
 // sameID reports whether two raw JSON-RPC ids are the same id: byte for

@@ -631,7 +631,7 @@ func TestPinObservation(t *testing.T) {
 // would be: on a trusted server a read-only tool is listed by an allow on
 // readOnlyHint (and is not destructive for a deny on destructiveHint),
 // while an undeclared one is not; on any other server every annotation is
-// conservative for lists as for calls. The offline check agrees (ItemDefinition).
+// conservative for lists as for calls. The offline check agrees (decision.ItemDefinitions).
 func TestListAnnotationsAgreeWithCalls(t *testing.T) {
 	const list = `{"jsonrpc":"2.0","id":1,"result":{"tools":[` +
 		`{"name":"search","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},` +

@@ -38,7 +38,7 @@ func (u *unknownArgs) Args() map[string]any   { u.touched = true; return map[str
 // names which; in.Args and in.LazyArgs are ignored. in.Definition, when the
 // caller sets it, is what the pin step of a call of the tool would read
 // right after the list was observed (the response seam's observations in
-// the list's pin scope, extproc.ItemDefinition): annotation rules then see
+// the list's pin scope, decision.ItemDefinitions): annotation rules then see
 // what that call would (declared values on a trusted server, conservative
 // ones elsewhere), and the pin step decides the item as it would the call,
 // so list and call agree.

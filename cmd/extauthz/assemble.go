@@ -14,7 +14,6 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/extauthz"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/policytest"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/resourcemeta"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
@@ -39,7 +38,7 @@ type assembly struct {
 	DryRun bool
 	// Cursors seals the seam's list nextCursors and opens Check's
 	// params.cursor (--cursor-key-file); nil without.
-	Cursors *cursor.Sealer
+	Cursors *decision.CursorSealer
 	// ListCacheTTL is the ttlMs the seam gives filtered lists (--list-cache-ttl).
 	ListCacheTTL time.Duration
 	// DecisionKeys signs allowed decisions (--decision-key-file); nil
@@ -155,19 +154,19 @@ func assemble(cfg *Config, parts assembleParts) (*assembly, error) {
 }
 
 // cursorSealer reads --cursor-key-file.
-func cursorSealer(cfg *Config, log *zap.Logger) (*cursor.Sealer, error) {
+func cursorSealer(cfg *Config, log *zap.Logger) (*decision.CursorSealer, error) {
 	b, err := os.ReadFile(cfg.CursorKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("--cursor-key-file: %w", err)
 	}
-	keys, err := cursor.ReadKeyFile(b)
+	keys, err := decision.ReadCursorKeys(b)
 	if err != nil {
 		return nil, fmt.Errorf("--cursor-key-file %s: %w", cfg.CursorKeyFile, err)
 	}
 	if err := publishedCursorKeysRefusal(keys, cfg.AllowTestKeys, log); err != nil {
 		return nil, fmt.Errorf("--cursor-key-file %s: %w", cfg.CursorKeyFile, err)
 	}
-	sealer, err := cursor.New(keys...)
+	sealer, err := decision.NewCursorSealer(keys...)
 	if err != nil {
 		return nil, fmt.Errorf("--cursor-key-file %s: %w", cfg.CursorKeyFile, err)
 	}

@@ -6,28 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"sort"
-	"strings"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/extproc"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
-	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
-
-// listItem is one item of a captured list answer and how it was decided.
-type listItem struct {
-	kind       listfilter.Kind
-	key        string
-	vis        policy.Visibility
-	superseded bool // definition_changed against tooldef-v1 pins only
-}
 
 // runCheckList prints what principal sub (with claims) would see of a
 // captured list answer in (a JSON-RPC body, or an SSE stream of them) under
@@ -41,7 +26,7 @@ type listItem struct {
 // read; 2 when the policy cannot be read or the input holds no answer.
 //
 // With pinning on, tools are decided as the seam decides them
-// (extproc.ItemDefinition): as a tools/call of each right after the list
+// (extproc.CheckList, decision.ListItems): as a tools/call of each right after the list
 // was observed, here into a state store of this run's own, empty before
 // the first answer (there is no live store offline): each tool is observed
 // as the seam observes it, then decided with what the store then holds
@@ -61,86 +46,11 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 	if len(bytes.TrimSpace(in)) == 0 {
 		return &exitError{code: 2, err: errors.New("check: --list-response: the input is empty (the seam passes an empty answer: there is no list to filter)")}
 	}
-	var items []listItem
-	errTasks := errors.New("tasks/list answers depend on the task store: check them on a running service")
-	ctx := context.Background() // an in-memory store: nothing to wait for
-	pinned := lp.Policy.PinMode() != policy.PinOff
-	var defs *toolpin.Observations
-	if pinned {
-		// The seam's observations, in a store of this run's own: no
-		// session, so the server's scope.
-		defs = &toolpin.Observations{Store: state.NewMemory(math.MaxInt, nil)}
-	}
-	tools := 0
-	keep := func(k listfilter.Kind, key string, raw []byte) (bool, error) {
-		if k == listfilter.Tasks {
-			return false, errTasks
-		}
-		in, ok := extproc.ItemInput(k, key, server, claims)
-		if !ok {
-			items = append(items, listItem{kind: k, key: key, vis: policy.Visibility{Decision: policy.Deny, Cause: policy.CauseInvalidInput}})
-			return false, nil
-		}
-		def, err := extproc.ItemDefinition(ctx, lp.Policy, defs, server, server, k, key)
-		if err != nil {
-			return false, err
-		}
-		in.Definition = def
-		v := lp.Policy.Visible(in)
-		items = append(items, listItem{kind: k, key: key, vis: v, superseded: def != nil && def.Superseded})
-		if k == listfilter.Tools {
-			tools++
-		}
-		return v.Visible, nil
-	}
-	opt := listfilter.Options{Limits: mcpparse.Limits{MaxBytes: 64 << 20, MaxKeys: 1 << 22, MaxElements: 1 << 24, MaxStringLen: 16 << 20}, Keep: keep}
-	if pinned {
-		opt.Observe = func(k listfilter.Kind, key string, item []byte) error {
-			if k != listfilter.Tools {
-				return nil
-			}
-			return defs.Observe(ctx, server, extproc.ItemObserved(key, item, nil))
-		}
-	}
-	var ferr error
-	bodies := 0
-	filter := func(body []byte) error {
-		res, err := listfilter.Filter(body, opt)
-		if err != nil {
-			return err
-		}
-		if res.Lists == 0 && carriesResult(body, opt.Limits) {
-			return errNoList
-		}
-		return nil
-	}
-	if isSSE(in) {
-		f := sse.New(len(in) + 1)
-		onEvent := func(ev *sse.Event) error {
-			if len(bytes.TrimSpace(ev.Go.Data)) == 0 && len(bytes.TrimSpace(ev.TS.Data)) == 0 {
-				return nil
-			}
-			data := ev.TS.Data
-			if len(bytes.TrimSpace(ev.Go.Data)) > 0 {
-				data = ev.Go.Data
-			}
-			bodies++
-			if err := filter(data); err != nil && ferr == nil {
-				ferr = err
-			}
-			return nil
-		}
-		if err := f.Write(in, onEvent); err != nil {
-			ferr = err
-		} else if err := f.Close(onEvent); err != nil {
-			ferr = err
-		}
-	} else {
-		bodies = 1
-		ferr = filter(in)
-	}
+	pinned := decision.Pinned(lp.Policy)
+	res, ferr := extproc.CheckList(context.Background(), lp.Policy, server, claims, in)
+	items, bodies, tools := res.Items, res.Answers, res.Tools
 	switch {
-	case errors.Is(ferr, errTasks):
+	case errors.Is(ferr, extproc.ErrTasksOffline):
 		return &exitError{code: 2, err: fmt.Errorf("check: %w", ferr)}
 	case ferr != nil:
 		fmt.Fprintf(stdout, "refused: the seam would answer a JSON-RPC error instead of this list (response_unfilterable): %v\n", ferr)
@@ -150,20 +60,19 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 	}
 	kept := 0
 	for _, it := range items {
-		if it.vis.Visible {
+		if it.Visible {
 			kept++
 		}
 	}
 	fmt.Fprintf(stdout, "%s on %s sees %d of %s (%s)\n", sub, server, kept, plural(len(items), "item"), plural(bodies, "answer"))
-	sort.SliceStable(items, func(i, j int) bool { return items[i].kind < items[j].kind })
 	for _, it := range items {
 		verdict := "keep  "
-		if !it.vis.Visible {
+		if !it.Visible {
 			verdict = "remove"
 		}
-		line := fmt.Sprintf("  %s %-18s %s", verdict, it.kind.String(), it.key)
-		if explain || !it.vis.Visible {
-			line += "  (" + why(it.vis, it.superseded) + ")"
+		line := fmt.Sprintf("  %s %-18s %s", verdict, it.Kind, it.Key)
+		if explain || !it.Visible {
+			line += "  (" + why(it.Visibility, it.Definition != nil && it.Definition.Superseded) + ")"
 		}
 		fmt.Fprintln(stdout, line)
 	}
@@ -204,35 +113,4 @@ func why(v policy.Visibility, superseded bool) string {
 		return "no rule could match: default " + v.Decision.String()
 	}
 	return v.Cause.String()
-}
-
-// isSSE reports whether b looks like an event stream rather than JSON.
-func isSSE(b []byte) bool {
-	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
-	t := strings.TrimLeft(string(b[:min(len(b), 64)]), " \t\r\n")
-	for _, p := range []string{"data:", "event:", "id:", ":", "retry:"} {
-		if strings.HasPrefix(t, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// errNoList is a result without a list: for a list request the seam
-// refuses it (listfilter.Options.Method), whatever else it holds.
-var errNoList = errors.New("the result carries no list (tools, prompts, resources or resourceTemplates), which the seam refuses as the answer to a list request: it cannot tell what the client would read")
-
-// carriesResult reports whether body (strict JSON-RPC, as listfilter.Filter
-// accepted it) holds a response with a result.
-func carriesResult(body []byte, lim mcpparse.Limits) bool {
-	parsed, err := mcpparse.Parse(bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), mcpparse.ParseOptions{Limits: lim, AllowBatch: true})
-	if err != nil {
-		return false
-	}
-	for _, m := range parsed.Messages {
-		if m.Kind == mcpparse.KindResponse && m.Result != nil {
-			return true
-		}
-	}
-	return false
 }
