@@ -188,7 +188,7 @@ func startSeam(t *testing.T) string {
 	gs := grpc.NewServer()
 	authv3.RegisterAuthorizationServer(gs, nullServer{})
 	extprocv3.RegisterExternalProcessorServer(gs, extproc.New(extproc.Config{
-		Policy:      func() (*policy.Policy, string) { return p, "v" },
+		Policy:      func() (*decision.Policy, string) { return decision.PolicyOf(p), "v" },
 		Definitions: &toolpin.Observations{Store: state.NewMemory(1000, nil)}, Fingerprints: &toolpin.Cache{},
 	}))
 	go func() { _ = gs.Serve(lis) }()

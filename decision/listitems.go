@@ -10,14 +10,22 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
-// Policy is the compiled policy (policy.Policy) as the adapters hold it:
-// extproc takes it from its configuration and hands it back to the core
-// (ListItems, PinMode, toolpin's scopes) without evaluating it itself.
-type Policy = policy.Policy
+// Policy is the compiled policy as the response seam holds it: opaque (a
+// type without policy.Policy's methods), so extproc takes it from its
+// configuration and hands it back to the core (ListItems, Pinned,
+// PinScope) and cannot evaluate it itself. PolicyOf makes one; the
+// conversion costs nothing.
+type Policy policy.Policy
+
+// PolicyOf is p as the seam holds it (nil for nil).
+func PolicyOf(p *policy.Policy) *Policy { return (*Policy)(p) }
+
+// compiled is pol as the policy package's value.
+func (pol *Policy) compiled() *policy.Policy { return (*policy.Policy)(pol) }
 
 // Pinned reports whether pol pins tool definitions (pin_mode tofu or
 // strict); false for a nil policy.
-func Pinned(pol *Policy) bool { return pol != nil && pol.PinMode() != policy.PinOff }
+func Pinned(pol *Policy) bool { return pol != nil && pol.compiled().PinMode() != policy.PinOff }
 
 // PinScope is the pin scope a list answer of server is observed and
 // decided in (ListItems.Scope), under pol's pin_scope: of session (the
@@ -27,9 +35,9 @@ func Pinned(pol *Policy) bool { return pol != nil && pol.PinMode() != policy.Pin
 // session. It does not check the hash's form (toolpin.ScopeOfHash).
 func PinScope(pol *Policy, server, session, sessionHash string) string {
 	if session == "" && sessionHash != "" {
-		return toolpin.ScopeOfHash(pol, server, sessionHash)
+		return toolpin.ScopeOfHash(pol.compiled(), server, sessionHash)
 	}
-	return toolpin.Scope(pol, server, session)
+	return toolpin.Scope(pol.compiled(), server, session)
 }
 
 // ListItems answers, for the items of the list answers one response
@@ -84,7 +92,7 @@ type ItemDecision struct {
 // list's. Nothing to read but for tools with pinning on. Errors are
 // ItemDefinitions': the caller refuses the list.
 func (l *ListItems) Prepare(ctx context.Context, k listfilter.Kind, keys []string) error {
-	return l.defs.read(ctx, l.Policy, l.Definitions, l.Server, l.Scope, k, keys)
+	return l.defs.read(ctx, l.Policy.compiled(), l.Definitions, l.Server, l.Scope, k, keys)
 }
 
 // MaySee decides whether the principal may see the item of kind k named
@@ -107,12 +115,12 @@ func (l *ListItems) MaySee(ctx context.Context, k listfilter.Kind, key string) (
 	if !itemInput(&l.item, k, key, l.Server, l.Claims) {
 		return ItemDecision{Visibility: policy.Visibility{Decision: policy.Deny, Cause: policy.CauseInvalidInput}}, nil
 	}
-	d, err := l.defs.next(l.Policy, k, key)
+	d, err := l.defs.next(l.Policy.compiled(), k, key)
 	if err != nil {
 		return ItemDecision{}, err
 	}
 	l.item.Definition = d
-	return ItemDecision{Visibility: l.Policy.Visible(&l.item), Definition: d}, nil
+	return ItemDecision{Visibility: l.Policy.compiled().Visible(&l.item), Definition: d}, nil
 }
 
 // ItemDefinitions are the definitions the items of one tools/list are

@@ -59,7 +59,7 @@ func TestListItemsMaySee(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := &ListItems{Policy: pol, Server: "payments", Principal: "alice", Claims: tt.claims}
+			l := &ListItems{Policy: PolicyOf(pol), Server: "payments", Principal: "alice", Claims: tt.claims}
 			got, err := l.MaySee(context.Background(), tt.kind, tt.key)
 			if err != nil {
 				t.Fatal(err)
@@ -110,7 +110,7 @@ func TestListItemsTasks(t *testing.T) {
 			}
 		})
 	}
-	l := &ListItems{Policy: compileList(t, listPolicy), Server: "payments", Principal: "alice"}
+	l := &ListItems{Policy: PolicyOf(compileList(t, listPolicy)), Server: "payments", Principal: "alice"}
 	if _, err := l.MaySee(ctx, listfilter.Tasks, "t-alice"); err == nil {
 		t.Fatal("a task decided without a task store")
 	}
@@ -139,18 +139,18 @@ func TestListItemsRefuses(t *testing.T) {
 			return (&ListItems{Tasks: failingOwners{}, Server: "payments", Principal: "alice"}).MaySee(ctx, listfilter.Tasks, "t")
 		}},
 		{"pinning on, no definitions to read", func() (ItemDecision, error) {
-			l := &ListItems{Policy: pinned, Server: "payments", Scope: "payments"}
+			l := &ListItems{Policy: PolicyOf(pinned), Server: "payments", Scope: "payments"}
 			if err := l.Prepare(ctx, listfilter.Tools, []string{"search"}); err != nil {
 				return ItemDecision{}, err
 			}
 			return l.MaySee(ctx, listfilter.Tools, "search")
 		}},
 		{"pinning on, a tool not prepared", func() (ItemDecision, error) {
-			l := &ListItems{Policy: pinned, Definitions: &toolpin.Observations{Store: state.NewMemory(math.MaxInt, nil)}, Server: "payments", Scope: "payments"}
+			l := &ListItems{Policy: PolicyOf(pinned), Definitions: &toolpin.Observations{Store: state.NewMemory(math.MaxInt, nil)}, Server: "payments", Scope: "payments"}
 			return l.MaySee(ctx, listfilter.Tools, "search")
 		}},
 		{"pinning on, a tool out of the list's order", func() (ItemDecision, error) {
-			l := &ListItems{Policy: pinned, Definitions: &toolpin.Observations{Store: state.NewMemory(math.MaxInt, nil)}, Server: "payments", Scope: "payments"}
+			l := &ListItems{Policy: PolicyOf(pinned), Definitions: &toolpin.Observations{Store: state.NewMemory(math.MaxInt, nil)}, Server: "payments", Scope: "payments"}
 			if err := l.Prepare(ctx, listfilter.Tools, []string{"search", "read"}); err != nil {
 				return ItemDecision{}, err
 			}
@@ -193,7 +193,7 @@ func TestListItemsPins(t *testing.T) {
 		if err := defs.Observe(ctx, "payments", ItemObserved("search", []byte(def), nil)); err != nil {
 			t.Fatal(err)
 		}
-		l := &ListItems{Policy: pol, Definitions: defs, Server: "payments", Scope: "payments", Principal: "alice"}
+		l := &ListItems{Policy: PolicyOf(pol), Definitions: defs, Server: "payments", Scope: "payments", Principal: "alice"}
 		if err := l.Prepare(ctx, listfilter.Tools, []string{"search"}); err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +264,7 @@ func TestItemInputTasks(t *testing.T) {
 // TestPinned: only a policy that pins tool definitions is Pinned.
 func TestPinned(t *testing.T) {
 	tests := []struct {
-		give *Policy
+		give *policy.Policy
 		want bool
 	}{
 		{nil, false},
@@ -273,7 +273,7 @@ func TestPinned(t *testing.T) {
 		{compileList(t, "default: deny\npin_mode: strict\n"), true},
 	}
 	for _, tt := range tests {
-		if got := Pinned(tt.give); got != tt.want {
+		if got := Pinned(PolicyOf(tt.give)); got != tt.want {
 			t.Errorf("Pinned = %v, want %v", got, tt.want)
 		}
 	}
@@ -302,7 +302,7 @@ func TestPinScope(t *testing.T) {
 		if a[0] == "server" {
 			pol = server
 		}
-		return PinScope(pol, a[1], a[2], a[3])
+		return PinScope(PolicyOf(pol), a[1], a[2], a[3])
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -312,7 +312,7 @@ func TestPinScope(t *testing.T) {
 			}
 		})
 	}
-	if got, want := PinScope(server, "payments", "s-1", ""), toolpin.Scope(server, "payments", ""); got != want {
+	if got, want := PinScope(PolicyOf(server), "payments", "s-1", ""), toolpin.Scope(server, "payments", ""); got != want {
 		t.Fatalf("pin_scope server: %q, want the server's %q", got, want)
 	}
 }

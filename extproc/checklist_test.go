@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
 
@@ -40,7 +41,7 @@ func TestCheckList(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := CheckList(t.Context(), pol, "payments", nil, []byte(tt.give))
+			got, err := CheckList(t.Context(), decision.PolicyOf(pol), "payments", nil, []byte(tt.give))
 			switch {
 			case tt.wantErr == nil && err != nil, tt.wantErr != nil && err == nil:
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)

@@ -10,6 +10,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -65,7 +66,7 @@ func FuzzProcessSSE(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	srv := New(Config{Policy: func() (*policy.Policy, string) { return pol, "v" }})
+	srv := New(Config{Policy: func() (*decision.Policy, string) { return decision.PolicyOf(pol), "v" }})
 	f.Add([]byte("data: "+toolsBody+"\n\n"), uint8(5))
 	f.Add([]byte("\xef\xbb\xbfevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\r\ndata: \"result\":{\"Tools\":[{\"name\":\"delete_repo\"}]}}"), uint8(9))
 	f.Add([]byte("event: x\ndata: "+toolsBody+"\n\ndata: ["+toolsBody+"]\n\n"), uint8(30))

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -54,7 +55,7 @@ func TestListObservedOnce(t *testing.T) {
 	fs := &flakyStore{Reader: state.NewMemory(1000, nil)}
 	obs := &toolpin.Observations{Store: fs, Recent: &toolpin.Recent{}}
 	core, logs := observer.New(zap.InfoLevel)
-	srv := New(Config{Policy: func() (*policy.Policy, string) { return pol, "v" }, Definitions: obs, Fingerprints: &toolpin.Cache{},
+	srv := New(Config{Policy: func() (*decision.Policy, string) { return decision.PolicyOf(pol), "v" }, Definitions: obs, Fingerprints: &toolpin.Cache{},
 		Log: zap.New(core)})
 	// loggedTools is the "tools" member of the last "list filtered" line.
 	loggedTools := func() string {

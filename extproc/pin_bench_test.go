@@ -11,6 +11,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -138,7 +139,7 @@ func pinBenchRun(b *testing.B, src, off []byte, mode int, body []byte) func() {
 	if (pol.PinMode() != policy.PinOff) != pin {
 		b.Fatalf("pin mode %v", pol.PinMode())
 	}
-	cfg := Config{Policy: func() (*policy.Policy, string) { return pol, "v" }}
+	cfg := Config{Policy: func() (*decision.Policy, string) { return decision.PolicyOf(pol), "v" }}
 	if pin {
 		recent := &toolpin.Recent{} // as serve configures it
 		if mode != 1 {

@@ -15,6 +15,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/decisionlog"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
@@ -297,7 +298,7 @@ func BenchmarkListFilteredLine(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cfg := Config{Policy: func() (*policy.Policy, string) { return pol, "v" },
+			cfg := Config{Policy: func() (*decision.Policy, string) { return decision.PolicyOf(pol), "v" },
 				Definitions:  &toolpin.Observations{Store: state.NewMemory(100000, nil), Recent: &toolpin.Recent{}},
 				Fingerprints: &toolpin.Cache{}}
 			sink := &countingSink{}

@@ -10,6 +10,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
@@ -57,7 +58,7 @@ func TestListOneRead(t *testing.T) {
 	// store calls it made.
 	replica := func(p *policy.Policy) func(session, body string, responses respRule) (string, storeCalls) {
 		sc := &storeCalls{Reader: shared}
-		srv := New(Config{Policy: func() (*policy.Policy, string) { return p, "v" },
+		srv := New(Config{Policy: func() (*decision.Policy, string) { return decision.PolicyOf(p), "v" },
 			Definitions: &toolpin.Observations{Store: sc, Recent: &toolpin.Recent{}}, Fingerprints: &toolpin.Cache{}})
 		return func(session, body string, responses respRule) (string, storeCalls) {
 			t.Helper()

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
@@ -96,7 +97,7 @@ func newFixtureWith(t *testing.T, src []byte, defs *toolpin.Observations, opts .
 	tasks := &state.Tasks{Store: state.NewMemory(100, nil)}
 	core, logs := observer.New(zap.InfoLevel)
 	cfg := Config{
-		Policy:   func() (*policy.Policy, string) { return pol, version },
+		Policy:   func() (*decision.Policy, string) { return decision.PolicyOf(pol), version },
 		Verifier: ver, Tasks: tasks, Cursors: sealer, Log: zap.New(core),
 		Definitions: defs, Fingerprints: &toolpin.Cache{},
 	}
@@ -458,7 +459,7 @@ func (st *stream) handleOne(ctx context.Context, req *extprocv3.ProcessingReques
 // would leak the body, which is why it must abort instead.
 func TestFailureModes(t *testing.T) {
 	f := newFixture(t)
-	inner := New(Config{Policy: func() (*policy.Policy, string) { return nil, "" }})
+	inner := New(Config{Policy: func() (*decision.Policy, string) { return decision.PolicyOf(nil), "" }})
 	for _, tt := range []struct {
 		mode       string
 		json       bool
@@ -500,7 +501,7 @@ func TestFailureModes(t *testing.T) {
 	// The real processor fails closed on its own faults: a policy that
 	// panics is a gRPC error, so Envoy answers 500 before the response
 	// started.
-	panicky := New(Config{Policy: func() (*policy.Policy, string) { panic("boom") }})
+	panicky := New(Config{Policy: func() (*decision.Policy, string) { panic("boom") }})
 	e := newEnvoy(startProcessor(t, panicky))
 	got := e.do(t, callRoute, jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), toolsBody))
 	if got.status != 500 || !got.localReply {
@@ -553,7 +554,7 @@ func benchProcess(b *testing.B, sseForm bool) {
 	body := sb.String()
 	src, _ := os.ReadFile("../examples/policy.yaml")
 	pol, _ := policy.Compile("p.yaml", src)
-	srv := New(Config{Policy: func() (*policy.Policy, string) { return pol, "v" },
+	srv := New(Config{Policy: func() (*decision.Policy, string) { return decision.PolicyOf(pol), "v" },
 		Definitions: &toolpin.Observations{Store: state.NewMemory(1000, nil), Recent: &toolpin.Recent{}}, Fingerprints: &toolpin.Cache{}})
 	st := &stream{s: srv, haveMeta: true, decision: "d", method: "tools/list", server: "payments", principal: "alice", policyVersion: "v", isList: true}
 	ctx := context.Background()

@@ -46,8 +46,9 @@ func runCheckList(policyFile, server, sub string, claims map[string]any, explain
 	if len(bytes.TrimSpace(in)) == 0 {
 		return &exitError{code: 2, err: errors.New("check: --list-response: the input is empty (the seam passes an empty answer: there is no list to filter)")}
 	}
-	pinned := decision.Pinned(lp.Policy)
-	res, ferr := extproc.CheckList(context.Background(), lp.Policy, server, claims, in)
+	pol := decision.PolicyOf(lp.Policy)
+	pinned := decision.Pinned(pol)
+	res, ferr := extproc.CheckList(context.Background(), pol, server, claims, in)
 	items, bodies, tools := res.Items, res.Answers, res.Tools
 	switch {
 	case errors.Is(ferr, extproc.ErrTasksOffline):

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/extproc"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
@@ -168,7 +169,7 @@ func seamKeeps(t *testing.T, src, list string) []string {
 		t.Fatal(err)
 	}
 	srv := extproc.New(extproc.Config{
-		Policy:      func() (*policy.Policy, string) { return pol, "v" },
+		Policy:      func() (*decision.Policy, string) { return decision.PolicyOf(pol), "v" },
 		Definitions: &toolpin.Observations{Store: state.NewMemory(0, nil)},
 	})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

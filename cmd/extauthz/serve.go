@@ -714,9 +714,9 @@ func definitionStore(spec string, st state.Reader) state.Reader {
 func newProcessor(cfg *Config, asm *assembly, store *decision.PolicyStore, verifier bearer.TokenVerifier, st state.Store, pinStore state.Reader,
 	log, decisionLog *zap.Logger, m *metrics.Metrics) (*extproc.Server, error) {
 	pc := extproc.Config{
-		Policy: func() (*policy.Policy, string) {
+		Policy: func() (*decision.Policy, string) {
 			if lp := store.Load(); lp != nil {
-				return lp.Policy, lp.Version
+				return decision.PolicyOf(lp.Policy), lp.Version
 			}
 			return nil, ""
 		},
