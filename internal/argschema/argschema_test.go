@@ -52,6 +52,10 @@ func TestKeywordFamilies(t *testing.T) {
 		{"enum", `{"type":"object","properties":{"c":{"enum":["red","green"]}}}`, `{"c":"red"}`, ""},
 		{"enum", `{"type":"object","properties":{"c":{"enum":[1,2]}}}`, `{"c":1.0}`, ""},
 		{"const", `{"type":"object","properties":{"v":{"const":"x"}}}`, `{"v":"y"}`, "/v const"},
+		// an empty enum admits nothing (2020-12 allows it: deny all)
+		{"enum empty", `{"type":"object","properties":{"c":{"type":"string","enum":[]}}}`, `{"c":"x"}`, "/c enum"},
+		{"enum empty", `{"type":"object","properties":{"c":{"enum":[]}}}`, `{"c":true}`, "/c enum"},
+		{"enum empty", `{"type":"object","properties":{"c":{"enum":[]}}}`, `{}`, ""},
 		{"const", `{"type":"object","properties":{"v":{"const":{"a":1}}}}`, `{"v":{"a":1}}`, ""},
 		// min/max, exact decimals
 		{"minimum", `{"type":"object","properties":{"n":{"minimum":1}}}`, `{"n":0}`, "/n minimum"},
