@@ -34,7 +34,11 @@
 //     or unevaluatedProperties permits what it says;
 //   - formats are asserted (date-time, email, uuid, ipv4, uri, …: the
 //     library's list); unknown formats are annotations;
-//   - x-mcp-header annotations are read into Headers (headers.go).
+//   - x-mcp-header annotations are read into Headers (headers.go);
+//   - the work of a validation is bounded (cost.go): a schema that may
+//     apply more than MaxEvaluations subschemas to one value (nested
+//     oneOf/anyOf/allOf through $defs multiply) fails to compile, and so
+//     does one with $dynamicRef or $recursiveRef.
 //
 // Not done: contentEncoding/contentMediaType assertions, and no
 // vocabulary but the drafts' own.
@@ -125,6 +129,9 @@ func Compile(doc []byte) (*Schema, error) {
 	}
 	s, err := c.Compile(schemaURL)
 	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
+	}
+	if err := checkCost(s); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
 	}
 	out := &Schema{s: s, fast: fast}
