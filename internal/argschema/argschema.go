@@ -118,7 +118,7 @@ func Compile(doc []byte) (*Schema, error) {
 	if err := closeObjects(v, modern, true); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
 	}
-	heads, herr := headerParams(v)
+	heads, _ := headerParams(v) // invalid annotations are enforced too (headerParams)
 	fast, _ := compileFast(v, true, !modern)
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -134,11 +134,7 @@ func Compile(doc []byte) (*Schema, error) {
 	if err := checkCost(s); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
 	}
-	out := &Schema{s: s, fast: fast}
-	if herr == nil {
-		out.Headers = heads
-	}
-	return out, nil
+	return &Schema{s: s, fast: fast, Headers: heads}, nil
 }
 
 // legacyDraft reports whether $schema names draft-07 or earlier, which
