@@ -278,6 +278,8 @@ func TestCostBoundKeepsRealSchemas(t *testing.T) {
 			`{"tree":{"v":1,"l":{"v":2,"r":{"v":"x"}}}}`, "/tree/l/r/v type"},
 		{"union of 40", unionOf(40), `{"u":{"kind":"k39","n":1}}`, ""},
 		{"oneOf chain of 7", oneOfChain(7), `{"x":1}`, "/x oneOf"},
+		{"2019-09 tuple of 12", `{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object","properties":{"t":{"type":"array","items":[` + strings.TrimSuffix(strings.Repeat(`{"type":"integer"},`, 12), ",") + `],"additionalItems":{"type":"string"}}}}`,
+			`{"t":[1,2,3,4,5,6,7,8,9,10,11,12,13]}`, "/t/12 type"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

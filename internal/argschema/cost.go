@@ -197,19 +197,43 @@ func inPlace(s *jsonschema.Schema) []*jsonschema.Schema {
 }
 
 // below are every subschema s applies to a member, a member name or an
-// element.
+// element (each that childrenFor may return).
 func below(s *jsonschema.Schema) []*jsonschema.Schema {
 	var out []*jsonschema.Schema
+	one := func(c *jsonschema.Schema) {
+		if c != nil {
+			out = append(out, c)
+		}
+	}
+	anyOne := func(a any) {
+		if c, ok := a.(*jsonschema.Schema); ok {
+			one(c)
+		}
+	}
 	for _, c := range s.Properties {
-		out = append(out, c)
+		one(c)
 	}
-	out = append(out, childrenFor(s, true, "\x00not a property", 0)...)
-	for i := 0; i <= len(s.PrefixItems)+8; i++ {
-		out = append(out, childrenFor(s, false, "", i)...)
+	for _, c := range s.PatternProperties {
+		one(c)
 	}
-	if l, ok := s.Items.([]*jsonschema.Schema); ok {
-		out = append(out, l...)
+	anyOne(s.AdditionalProperties)
+	one(s.UnevaluatedProperties)
+	one(s.PropertyNames)
+	switch it := s.Items.(type) {
+	case *jsonschema.Schema:
+		one(it)
+	case []*jsonschema.Schema:
+		for _, c := range it {
+			one(c)
+		}
 	}
+	anyOne(s.AdditionalItems)
+	for _, c := range s.PrefixItems {
+		one(c)
+	}
+	one(s.Items2020)
+	one(s.Contains)
+	one(s.UnevaluatedItems)
 	return out
 }
 
