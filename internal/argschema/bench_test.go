@@ -75,3 +75,31 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkCompileCost: the work bound (checkCost) against the whole
+// Compile it is part of, on the benchmark's schema and on a union of 40
+// object variants (as zod writes); once per tool definition.
+func BenchmarkCompileCost(b *testing.B) {
+	for _, tt := range []struct{ name, schema string }{{"records", benchSchema}, {"union40", unionOf(40)}} {
+		s, err := Compile([]byte(tt.schema))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tt.name+"/compile", func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := Compile([]byte(tt.schema)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tt.name+"/checkCost", func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if err := checkCost(s.s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
