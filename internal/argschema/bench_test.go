@@ -2,6 +2,7 @@ package argschema
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,10 +78,17 @@ func cpuTime(b *testing.B) time.Duration {
 }
 
 // BenchmarkCompileCost: the work bound (checkCost) against the whole
-// Compile it is part of, on the benchmark's schema and on a union of 40
-// object variants (as zod writes); once per tool definition.
+// Compile it is part of, on the benchmark's schema, on a union of 40
+// object variants (as zod writes), and on 200 allOf branches each naming
+// a property that refers back to the root (the bound's own worst kind:
+// every closure holds every branch); once per tool definition.
 func BenchmarkCompileCost(b *testing.B) {
-	for _, tt := range []struct{ name, schema string }{{"records", benchSchema}, {"union40", unionOf(40)}} {
+	var back []string
+	for i := range 200 {
+		back = append(back, `{"properties":{"p`+strconv.Itoa(i)+`":{"$ref":"#"}}}`)
+	}
+	recursive := `{"type":"object","allOf":[` + strings.Join(back, ",") + `]}`
+	for _, tt := range []struct{ name, schema string }{{"records", benchSchema}, {"union40", unionOf(40)}, {"backrefs200", recursive}} {
 		s, err := Compile([]byte(tt.schema))
 		if err != nil {
 			b.Fatal(err)
