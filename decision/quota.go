@@ -77,7 +77,9 @@ func (d *Decider) observeQuota(id, outcome string) {
 // quotaKey is the store key of q's bucket for a request to server by p:
 // "quota:" and 32 hex digits of SHA-256 over the quota id, the server and
 // whose bucket it is (per principal: issuer and subject; per client:
-// issuer and client_id, else azp, else none; per everyone: nothing), each
+// issuer and policy.ClientOf: a non-empty client_id, else azp, else none,
+// the client CEL, the log and the request digest name; per everyone:
+// nothing), each
 // length-prefixed. Hashed, so no claim reaches the store or bounds the
 // key's length. The limit and window are not in it: a reloaded policy
 // with a new limit goes on from the bucket as it is.
@@ -97,7 +99,7 @@ func quotaKey(q *policy.Quota, server string, p *bearer.Principal) string {
 			put(p.Subject)
 		case policy.QuotaPerClient:
 			put(p.Issuer)
-			put(clientID(p.Claims))
+			put(policy.ClientOf(p.Claims))
 		}
 	}
 	sum := sha256.Sum256(b)
@@ -105,15 +107,4 @@ func quotaKey(q *policy.Quota, server string, p *bearer.Principal) string {
 	copy(out[:], "quota:")
 	hex.Encode(out[6:], sum[:16])
 	return string(out[:])
-}
-
-// clientID is the OAuth client a token was issued to: client_id (RFC 9068
-// section 2.2, RFC 8693), else azp (OpenID Connect); "" when neither is a
-// string.
-func clientID(claims map[string]any) string {
-	if s, ok := claims["client_id"].(string); ok {
-		return s
-	}
-	s, _ := claims["azp"].(string)
-	return s
 }

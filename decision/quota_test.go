@@ -44,6 +44,12 @@ func TestQuotaKey(t *testing.T) {
 		{"per client is not per principal", quotaKey(perClient, "s", alice), quotaKey(perPrincipal, "s", alice), false},
 		{"everyone", quotaKey(everyone, "s", alice), quotaKey(everyone, "s", carol), true},
 		{"everyone, two servers", quotaKey(everyone, "s", alice), quotaKey(everyone, "t", alice), false},
+		// The client is policy.ClientOf's (CEL client, the log, the
+		// digest): an empty client_id is no client_id, azp names it.
+		{"per client: empty client_id, then azp", quotaKey(perClient, "s", &bearer.Principal{Issuer: "https://a.example", Subject: "dan", Claims: map[string]any{"client_id": "", "azp": "app-2"}}),
+			quotaKey(perClient, "s", carol), true},
+		{"per client: empty client_id, two azp", quotaKey(perClient, "s", &bearer.Principal{Issuer: "https://a.example", Subject: "dan", Claims: map[string]any{"client_id": "", "azp": "app-2"}}),
+			quotaKey(perClient, "s", &bearer.Principal{Issuer: "https://a.example", Subject: "dan", Claims: map[string]any{"client_id": "", "azp": "app-3"}}), false},
 		{"length-prefixed: no field runs into the next", quotaKey(perPrincipal, "s", &bearer.Principal{Issuer: "ab", Subject: "c"}),
 			quotaKey(perPrincipal, "s", &bearer.Principal{Issuer: "a", Subject: "bc"}), false},
 	}

@@ -34,7 +34,11 @@
 //     or unevaluatedProperties permits what it says;
 //   - formats are asserted (date-time, email, uuid, ipv4, uri, …: the
 //     library's list); unknown formats are annotations;
-//   - x-mcp-header annotations are read into Headers (headers.go).
+//   - x-mcp-header annotations are read into Headers (headers.go);
+//   - the work of a validation is bounded (cost.go): a schema that may
+//     apply more than MaxEvaluations subschemas to one value (nested
+//     oneOf/anyOf/allOf through $defs multiply) fails to compile, and so
+//     does one with $dynamicRef or $recursiveRef.
 //
 // Not done: contentEncoding/contentMediaType assertions, and no
 // vocabulary but the drafts' own.
@@ -114,7 +118,7 @@ func Compile(doc []byte) (*Schema, error) {
 	if err := closeObjects(v, modern, true); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
 	}
-	heads, herr := headerParams(v)
+	heads, _ := headerParams(v) // invalid annotations are enforced too (headerParams)
 	fast, _ := compileFast(v, true, !modern)
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -127,11 +131,10 @@ func Compile(doc []byte) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
 	}
-	out := &Schema{s: s, fast: fast}
-	if herr == nil {
-		out.Headers = heads
+	if err := checkCost(s); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
 	}
-	return out, nil
+	return &Schema{s: s, fast: fast, Headers: heads}, nil
 }
 
 // legacyDraft reports whether $schema names draft-07 or earlier, which

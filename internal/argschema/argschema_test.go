@@ -52,6 +52,10 @@ func TestKeywordFamilies(t *testing.T) {
 		{"enum", `{"type":"object","properties":{"c":{"enum":["red","green"]}}}`, `{"c":"red"}`, ""},
 		{"enum", `{"type":"object","properties":{"c":{"enum":[1,2]}}}`, `{"c":1.0}`, ""},
 		{"const", `{"type":"object","properties":{"v":{"const":"x"}}}`, `{"v":"y"}`, "/v const"},
+		// an empty enum admits nothing (2020-12 allows it: deny all)
+		{"enum empty", `{"type":"object","properties":{"c":{"type":"string","enum":[]}}}`, `{"c":"x"}`, "/c enum"},
+		{"enum empty", `{"type":"object","properties":{"c":{"enum":[]}}}`, `{"c":true}`, "/c enum"},
+		{"enum empty", `{"type":"object","properties":{"c":{"enum":[]}}}`, `{}`, ""},
 		{"const", `{"type":"object","properties":{"v":{"const":{"a":1}}}}`, `{"v":{"a":1}}`, ""},
 		// min/max, exact decimals
 		{"minimum", `{"type":"object","properties":{"n":{"minimum":1}}}`, `{"n":0}`, "/n minimum"},
@@ -149,6 +153,11 @@ func TestCompileRefuses(t *testing.T) {
 		{"too large", `{"description":"` + strings.Repeat("x", MaxSchemaBytes) + `"}`},
 		{"draft-07 composition", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","allOf":[{"properties":{"a":{}}}]}`},
 		{"not JSON", `{type: object}`},
+		// Work bounds (cost.go): 2^12 subschemas on one value in place,
+		// and 2 per level through a recursive member.
+		{"oneOf chain", oneOfChain(12)},
+		{"recursive doubling", `{"type":"object","$defs":{"n":{"oneOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/a"}]},"a":{"type":"object","properties":{"x":{"$ref":"#/$defs/n"}}}},"properties":{"x":{"$ref":"#/$defs/n"}}}`},
+		{"$dynamicRef", `{"type":"object","$defs":{"d":{"$dynamicAnchor":"d","type":"string"}},"properties":{"a":{"$dynamicRef":"#d"}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -316,4 +325,51 @@ func TestFastPathBytes(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", tt.give, got, tt.want)
 		}
 	}
+}
+
+// oneOfChain is a schema of n links, each a oneOf of two references to the
+// next: the library applies 2^n subschemas to property x.
+func oneOfChain(n int) string {
+	var defs []string
+	for i := 0; i < n; i++ {
+		defs = append(defs, `"a`+strconv.Itoa(i)+`":{"oneOf":[{"$ref":"#/$defs/a`+strconv.Itoa(i+1)+`"},{"$ref":"#/$defs/a`+strconv.Itoa(i+1)+`"}]}`)
+	}
+	defs = append(defs, `"a`+strconv.Itoa(n)+`":{"type":"integer"}`)
+	return `{"type":"object","$defs":{` + strings.Join(defs, ",") + `},"properties":{"x":{"$ref":"#/$defs/a0"}}}`
+}
+
+// TestCostBoundKeepsRealSchemas: schemas as tools write them stay usable
+// under the work bound, recursive ones included, and validate.
+func TestCostBoundKeepsRealSchemas(t *testing.T) {
+	tests := []struct{ name, schema, give, want string }{
+		{"json value", `{"type":"object","$defs":{"v":{"anyOf":[{"type":["string","number","boolean","null"]},{"type":"array","items":{"$ref":"#/$defs/v"}},{"type":"object","additionalProperties":{"$ref":"#/$defs/v"}}]}},"properties":{"doc":{"$ref":"#/$defs/v"}}}`,
+			`{"doc":{"a":[1,{"b":[true,null,"x"]}]}}`, ""},
+		{"binary tree", `{"type":"object","$defs":{"t":{"type":"object","properties":{"v":{"type":"integer"},"l":{"$ref":"#/$defs/t"},"r":{"$ref":"#/$defs/t"}}}},"properties":{"tree":{"$ref":"#/$defs/t"}}}`,
+			`{"tree":{"v":1,"l":{"v":2,"r":{"v":"x"}}}}`, "/tree/l/r/v type"},
+		{"union of 40", unionOf(40), `{"u":{"kind":"k39","n":1}}`, ""},
+		{"oneOf chain of 7", oneOfChain(7), `{"x":1}`, "/x oneOf"},
+		{"2019-09 tuple of 12", `{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object","properties":{"t":{"type":"array","items":[` + strings.TrimSuffix(strings.Repeat(`{"type":"integer"},`, 12), ",") + `],"additionalItems":{"type":"string"}}}}`,
+			`{"t":[1,2,3,4,5,6,7,8,9,10,11,12,13]}`, "/t/12 type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := check(t, tt.schema, tt.give)
+			got := ""
+			if f != nil {
+				got = f.Pointer + " " + f.Keyword
+			}
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// unionOf is a discriminated union of n object variants (as zod writes).
+func unionOf(n int) string {
+	var vs []string
+	for i := 0; i < n; i++ {
+		vs = append(vs, `{"type":"object","properties":{"kind":{"const":"k`+strconv.Itoa(i)+`"},"n":{"type":"integer"}},"required":["kind"]}`)
+	}
+	return `{"type":"object","properties":{"u":{"anyOf":[` + strings.Join(vs, ",") + `]}}}`
 }

@@ -2,6 +2,7 @@ package argschema
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,4 +75,39 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCompileCost: the work bound (checkCost) against the whole
+// Compile it is part of, on the benchmark's schema, on a union of 40
+// object variants (as zod writes), and on 200 allOf branches each naming
+// a property that refers back to the root (the bound's own worst kind:
+// every closure holds every branch); once per tool definition.
+func BenchmarkCompileCost(b *testing.B) {
+	var back []string
+	for i := range 200 {
+		back = append(back, `{"properties":{"p`+strconv.Itoa(i)+`":{"$ref":"#"}}}`)
+	}
+	recursive := `{"type":"object","allOf":[` + strings.Join(back, ",") + `]}`
+	for _, tt := range []struct{ name, schema string }{{"records", benchSchema}, {"union40", unionOf(40)}, {"backrefs200", recursive}} {
+		s, err := Compile([]byte(tt.schema))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tt.name+"/compile", func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := Compile([]byte(tt.schema)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tt.name+"/checkCost", func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if err := checkCost(s.s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -343,6 +343,9 @@ func compileFast(v any, root, legacy bool) (*fastNode, bool) {
 				} else if n.enumKeyword != "" {
 					return nil, false
 				}
+				// Non-nil even when empty: an empty enum admits nothing,
+				// and n.enum != nil is what the walk tests.
+				n.enum = make([]scalar, 0, len(vals))
 				for _, e := range vals {
 					s, ok := toScalar(e)
 					if !ok {

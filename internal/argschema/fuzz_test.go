@@ -103,7 +103,7 @@ func (g *gen) schema(depth int) string {
 			add(pick(g, "minItems", "maxItems"), pick(g, "0", "1", "2"))
 		}
 	case 7:
-		add("enum", pick(g, `["a", 1, true, null]`, `[2.5, "2.5"]`, `[0]`))
+		add("enum", pick(g, `["a", 1, true, null]`, `[2.5, "2.5"]`, `[0]`, `[]`))
 	case 8:
 		// {}: anything
 	}
@@ -133,6 +133,9 @@ func (g *gen) instance(depth int) string {
 		var ms []string
 		for _, name := range []string{"a", "b", "c", "d"} {
 			if g.next(2) == 0 {
+				if name == "a" && g.next(2) == 0 {
+					name = `\u0061` // the same name, escaped
+				}
 				ms = append(ms, `"`+name+`":`+g.instance(depth-1))
 			}
 		}
@@ -159,7 +162,8 @@ func FuzzValidate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		g := &gen{b: b}
 		schema, inst := g.schema(2), g.instance(3)
-		if draft := pick(g, "", "", "http://json-schema.org/draft-07/schema#"); draft != "" {
+		draft := pick(g, "", "", "http://json-schema.org/draft-07/schema#")
+		if draft != "" {
 			// The same schema under draft-07, which both validators read.
 			if schema == "{}" {
 				schema = `{"$schema":"` + draft + `"}`
@@ -168,6 +172,9 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 		s, err := Compile([]byte(schema))
+		if err != nil && draft != "" && strings.Contains(schema, `"enum":[]`) {
+			return // draft-07's metaschema wants an enum of one value or more
+		}
 		if err != nil {
 			t.Fatalf("Compile(%s): %v", schema, err)
 		}

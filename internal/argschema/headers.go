@@ -20,22 +20,31 @@ type HeaderParam struct {
 	// Path are the property names from the arguments object to the
 	// parameter: properties reachable through properties alone.
 	Path []string
-	// Type is the declared type: string, integer, boolean or number.
+	// Type is the declared type: string, integer, boolean or number
+	// ("" or another when the annotation is not the spec's).
 	Type string
 }
 
 // headerParams reads the x-mcp-header annotations of schema v. Only
 // properties statically reachable through properties members count; an
 // annotation reached otherwise (items, allOf, $ref, …) is not the spec's
-// and is ignored. The annotations are refused as a whole (an error; then
-// no header is checked) when one is not an HTTP token (RFC 9110 section
-// 5.6.2), names a type that is not exactly one of string, integer,
-// boolean, number, or two names are equal but for case.
+// and is ignored. An annotation the spec does not allow on a property
+// reached through properties is still enforced when its value is an HTTP
+// token (RFC 9110 section 5.6.2), a header a client can send: a type that
+// is not string, integer, boolean or number (the value compares unequal
+// to any header: present in the body, the call is refused), two names
+// equal but for case (each parameter compares with that one header). The
+// Go MCP SDK's server compares every annotation it finds so, and an
+// intermediary may route by the header: admitting a header the body
+// disagrees with because a sibling annotation is invalid would let the
+// two differ. A value that is not a token (no header can carry it) is
+// ignored, and the error says the annotations are not all valid.
 func headerParams(v any) ([]HeaderParam, error) {
 	var out []HeaderParam
+	var bad error
 	seen := map[string]bool{}
-	var walk func(m map[string]any, path []string) error
-	walk = func(m map[string]any, path []string) error {
+	var walk func(m map[string]any, path []string)
+	walk = func(m map[string]any, path []string) {
 		props, _ := m["properties"].(map[string]any)
 		for name, sub := range props {
 			sm, ok := sub.(map[string]any)
@@ -45,35 +54,32 @@ func headerParams(v any) ([]HeaderParam, error) {
 			p := append(append([]string(nil), path...), name)
 			if h, ok := sm["x-mcp-header"]; ok {
 				hs, ok := h.(string)
-				if !ok || !isToken(hs) {
-					return errors.New("x-mcp-header is not an HTTP token")
-				}
 				t, _ := sm["type"].(string)
-				switch t {
-				case "string", "integer", "boolean", "number":
+				switch {
+				case !ok || !isToken(hs):
+					bad = errors.New("x-mcp-header is not an HTTP token")
 				default:
-					return errors.New("x-mcp-header on a parameter that is not a string, integer, boolean or number")
+					switch t {
+					case "string", "integer", "boolean", "number":
+					default:
+						bad = errors.New("x-mcp-header on a parameter that is not a string, integer, boolean or number")
+					}
+					if seen[strings.ToLower(hs)] {
+						bad = errors.New("x-mcp-header names one header twice")
+					}
+					seen[strings.ToLower(hs)] = true
+					out = append(out, HeaderParam{Header: hs, Path: p, Type: t})
 				}
-				if seen[strings.ToLower(hs)] {
-					return errors.New("x-mcp-header names one header twice")
-				}
-				seen[strings.ToLower(hs)] = true
-				out = append(out, HeaderParam{Header: hs, Path: p, Type: t})
 			}
-			if err := walk(sm, p); err != nil {
-				return err
-			}
+			walk(sm, p)
 		}
-		return nil
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, nil
 	}
-	if err := walk(m, nil); err != nil {
-		return nil, err
-	}
-	return out, nil
+	walk(m, nil)
+	return out, bad
 }
 
 // isToken reports whether s is an RFC 9110 token: 1*tchar.

@@ -29,10 +29,14 @@ func TestHeaderParams(t *testing.T) {
 		{"nested through properties", `{"type":"object","properties":{"o":{"type":"object","properties":{"r":{"type":"boolean","x-mcp-header":"R"}}}}}`, []string{"R=o/r"}},
 		{"under items: not the spec's", `{"type":"object","properties":{"a":{"type":"array","items":{"type":"string","x-mcp-header":"A"}}}}`, nil},
 		{"under allOf: not the spec's", `{"type":"object","allOf":[{"properties":{"a":{"type":"string","x-mcp-header":"A"}}}]}`, nil},
-		{"not a token: none enforced", `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"A B"},"b":{"type":"string","x-mcp-header":"B"}}}`, nil},
-		{"twice in any case: none enforced", `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"Dup"},"b":{"type":"string","x-mcp-header":"DUP"}}}`, nil},
-		{"an object: none enforced", `{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}`, nil},
-		{"no type: none enforced", `{"type":"object","properties":{"a":{"x-mcp-header":"A"}}}`, nil},
+		// Annotations the spec does not allow are enforced when a header
+		// can carry them (as the Go SDK's server does): a sibling's fault
+		// never turns the comparison off.
+		{"not a token: the others enforced", `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"A B"},"b":{"type":"string","x-mcp-header":"B"}}}`, []string{"B=b"}},
+		{"not a string: the others enforced", `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":7},"b":{"type":"string","x-mcp-header":"B"}}}`, []string{"B=b"}},
+		{"twice in any case: both enforced", `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"Dup"},"b":{"type":"string","x-mcp-header":"DUP"}}}`, []string{"DUP=b", "Dup=a"}},
+		{"an object: enforced", `{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}`, []string{"A=a"}},
+		{"no type: enforced", `{"type":"object","properties":{"a":{"x-mcp-header":"A"}}}`, []string{"A=a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +90,38 @@ func TestCheckHeaders(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := s.CheckHeaders(tt.h, mcpparse.DecodeExact([]byte(tt.args)), tt.expect); got != tt.want {
+				t.Errorf("%q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckHeadersInvalidAnnotations: one invalid annotation does not turn
+// off the comparison of a valid sibling (the Go SDK's server refuses the
+// disagreeing header; an intermediary may have routed by it), and a
+// parameter whose annotation is not the spec's refuses a header.
+func TestCheckHeadersInvalidAnnotations(t *testing.T) {
+	s, err := Compile([]byte(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"bad":{"type":"string","x-mcp-header":"not a token"},"o":{"type":"object","x-mcp-header":"Obj"},"n":{"x-mcp-header":"N"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   string
+		h      hdrs
+		expect bool
+		want   string
+	}{
+		{"valid sibling disagrees", `{"region":"eu","bad":"x"}`, hdrs{"mcp-param-region": {"us"}}, false, "Mcp-Param-Region"},
+		{"valid sibling agrees", `{"region":"eu","bad":"x"}`, hdrs{"mcp-param-region": {"eu"}}, true, ""},
+		{"object parameter with a header", `{"o":{}}`, hdrs{"mcp-param-obj": {"{}"}}, false, "Mcp-Param-Obj"},
+		{"untyped parameter agrees", `{"n":5}`, hdrs{"mcp-param-n": {"5"}}, true, ""},
+		{"untyped parameter disagrees", `{"n":5}`, hdrs{"mcp-param-n": {"6"}}, false, "Mcp-Param-N"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := s.CheckHeaders(tt.h, mcpparse.DecodeExact([]byte(tt.args)), tt.expect)
+			if got != tt.want {
 				t.Errorf("%q, want %q", got, tt.want)
 			}
 		})
