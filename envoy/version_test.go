@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // version parses "1.36.0" (a leading v allowed) into its three numbers.
@@ -90,10 +92,7 @@ func TestMinEnvoyVersion(t *testing.T) {
 	}
 
 	// README, where it names a minimum, names this one.
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(testkit.Docs(t, ".."))
 	for _, m := range regexp.MustCompile(`(?i)Envoy (v?[0-9]+\.[0-9]+\.[0-9]+) or later`).FindAllStringSubmatch(string(b), -1) {
 		if strings.TrimPrefix(m[1], "v") != MinEnvoyVersion {
 			t.Errorf("README says %q, MinEnvoyVersion is %s", m[0], MinEnvoyVersion)

@@ -1,13 +1,12 @@
 package extauthz
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpdecision"
 )
 
@@ -175,10 +174,7 @@ func TestJSONRPCCodesUnclaimed(t *testing.T) {
 // TestReadmeCodeTable keeps README's JSON-RPC code table true: each of the
 // service's own codes listed with its constant.
 func TestReadmeCodeTable(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(testkit.Docs(t, ".."))
 	row := regexp.MustCompile("(?m)^\\| (-320[0-9]{2}) \\| `(Code[A-Za-z]+)` \\|")
 	listed := map[string]bool{}
 	for _, m := range row.FindAllStringSubmatch(string(b), -1) {

@@ -2,8 +2,6 @@ package extauthz
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,6 +10,7 @@ import (
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3" // the snippet's router
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
 )
@@ -27,10 +26,7 @@ const extAuthzNamespace = "envoy.filters.http.ext_authz"
 // namespace, only members a Check sets in its dynamic metadata, allowed or
 // denied.
 func TestReadmeEnvoyRateLimits(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(testkit.Docs(t, ".."))
 	readme := string(b)
 	i := strings.Index(readme, "\n## Quotas\n")
 	if i < 0 {

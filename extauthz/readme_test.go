@@ -1,22 +1,18 @@
 package extauthz
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // TestReadmeReasons keeps README's reason table true: every reason listed
 // once, with the HTTP status and JSON-RPC code the service answers.
 func TestReadmeReasons(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(testkit.Docs(t, ".."))
 	row := regexp.MustCompile("(?m)^\\| `([a-z_0-9]+)` \\| ([0-9–]+) \\| (-?[0-9]+|–) \\|")
 	listed := map[decision.Reason]bool{}
 	for _, m := range row.FindAllStringSubmatch(string(b), -1) {

@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 
 	"google.golang.org/grpc/codes"
 )
@@ -146,10 +146,7 @@ func declaredReasons(t *testing.T) map[string]string {
 // readmeReasons parses README's reason table: reason → [HTTP, code].
 func readmeReasons(t *testing.T) map[string][2]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(testkit.Docs(t, ".."))
 	row := regexp.MustCompile("(?m)^\\| `([a-z_0-9]+)` \\| ([0-9–]+) \\| (-?[0-9]+|–) \\|")
 	out := map[string][2]string{}
 	for _, m := range row.FindAllStringSubmatch(string(b), -1) {

@@ -310,7 +310,7 @@ var pendingEnv = map[string]string{}
 // environment form of a flag README's reference names, so knownEnv cannot
 // vouch for a flag serve does not have.
 func TestKnownEnvAreServeFlags(t *testing.T) {
-	readme := string(mustRead(t, "../README.md"))
+	readme := string(docsText(t))
 	for e := range knownEnv {
 		flag := "`--" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(e, "EXTAUTHZ_")), "_", "-")
 		in := strings.Contains(readme, flag+" ") || strings.Contains(readme, flag+"`") || strings.Contains(readme, flag+"=")

@@ -200,7 +200,7 @@ func applied(t *testing.T, line string) []string {
 // the filter tasks are refused task_not_owned and lists pass unfiltered),
 // the Helm path's line included.
 func TestReadmeIstioAppliesTheSeam(t *testing.T) {
-	lines := regexp.MustCompile(`(?m)^\s*kubectl apply .*$`).FindAllString(string(mustRead(t, "../README.md")), -1)
+	lines := regexp.MustCompile(`(?m)^\s*kubectl apply .*$`).FindAllString(string(docsText(t)), -1)
 	helm := false
 	for _, line := range lines {
 		files := applied(t, line)

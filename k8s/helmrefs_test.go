@@ -42,6 +42,8 @@ func TestHelmValueNamesInComments(t *testing.T) {
 		t.Fatal(err)
 	}
 	files = append(files, "kustomize/overlays/sidecar/envoy.yaml", "gateway/envoy.yaml", "../README.md")
+	docs, _ := filepath.Glob("../docs/*.md")
+	files = append(files, docs...)
 	ref := regexp.MustCompile("Helm:?\\s+(?:the\\s+)?`?([a-z][A-Za-z0-9]*(?:\\.[A-Za-z0-9]+)+)")
 	n := 0
 	for _, f := range files {
@@ -74,10 +76,7 @@ func TestHelmTemplateNeedsKubeVersion(t *testing.T) {
 	if chartutil.IsCompatibleRange(want, def) {
 		t.Fatalf("the chart (kubeVersion %s) renders at Helm's default %s: README's --kube-version advice is moot", want, def)
 	}
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := docsText(t)
 	// Helm's own words (pkg/action/action.go), joined across README's lines.
 	msg := fmt.Sprintf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", want, def)
 	if !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), msg) {

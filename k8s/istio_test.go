@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -443,4 +444,22 @@ func TestIstioMetadataRoute(t *testing.T) {
 	if !exposed["mcp-session-id"] || !exposed["www-authenticate"] || len(mcp.CorsPolicy.AllowOrigins) != 0 {
 		t.Errorf("MCP CORS %+v", mcp.CorsPolicy)
 	}
+}
+
+// docsText returns the repository's documentation: ../README.md, then
+// ../docs/*.md in name order, joined. Tests that check what the
+// documentation says (a command, a chart value, a quoted refusal) read
+// this, so a section may sit in README or in docs/.
+func docsText(t *testing.T) []byte {
+	t.Helper()
+	files, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for _, f := range append([]string{"../README.md"}, files...) {
+		out = append(out, mustRead(t, f)...)
+		out = append(out, '\n')
+	}
+	return out
 }

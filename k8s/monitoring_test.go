@@ -27,7 +27,7 @@ const (
 	componentDir       = "kustomize/components/monitoring"
 	componentRules     = componentDir + "/prometheusrule.yaml"
 	componentDashboard = componentDir + "/grafana-dashboard.json"
-	defaultRunbookBase = "https://github.com/mcp-extauthz/mcp-extauthz/blob/main/README.md"
+	defaultRunbookBase = "https://github.com/mcp-extauthz/mcp-extauthz/blob/main/docs/operations.md"
 )
 
 func readRuleFile(t *testing.T, b []byte) RuleFile {
@@ -111,7 +111,7 @@ func githubAnchors(t *testing.T) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
 	drop := regexp.MustCompile(`[^a-z0-9 _-]`)
-	for _, line := range strings.Split(string(mustRead(t, "../README.md")), "\n") {
+	for _, line := range strings.Split(string(mustRead(t, "../docs/operations.md")), "\n") {
 		if !strings.HasPrefix(line, "#") {
 			continue
 		}

@@ -87,10 +87,7 @@ func shellWords(s string, vars map[string]string) ([]string, error) {
 // its shell blocks, for the variables they use.
 func readmeHelmCommands(t *testing.T) (cmds []string, vars map[string]string) {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := docsText(t)
 	vars = map[string]string{}
 	for _, m := range regexp.MustCompile(`(?m)^([A-Z][A-Z0-9_]*)=([^\s$'"]+)$`).FindAllStringSubmatch(string(b), -1) {
 		vars[m[1]] = m[2]

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // FuzzVerify: whatever the header value, Verify never panics and returns
@@ -79,10 +81,7 @@ func mustReadF(f *testing.F, file string) []byte {
 // TestReasonsDocumented: every Reason is a row of README's check table
 // (Signed decisions, The algorithm), and js/mcp-decision lists the same set.
 func TestReasonsDocumented(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := []byte(testkit.Docs(t, ".."))
 	js, err := os.ReadFile("../js/mcp-decision/index.js")
 	if err != nil {
 		t.Fatal(err)

@@ -175,10 +175,7 @@ func TestTokenClaimJSON(t *testing.T) {
 // README pipes in (decision ids and the elided denial body aside), so rule
 // line numbers cannot go stale when examples/policy.yaml changes.
 func TestReadmeCheckExplainExample(t *testing.T) {
-	b, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(testkit.Docs(t, "."))
 	m := regexp.MustCompile("(?s)echo '([^']*)' \\|\n  go run ./cmd/extauthz check --config examples/config.yaml --explain -(?: +#[^\n]*)?\n```\n.*?```\n(.*?)```").FindSubmatch(b)
 	if m == nil {
 		t.Fatal("README: no `echo '…' | go run ./cmd/extauthz check --config examples/config.yaml --explain -` example followed by its output")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // README's shell blocks and how TestReadmeCommands treats them.
@@ -54,10 +55,7 @@ var (
 // without one, a marker without a block and an unknown marker are errors.
 func readmeBlocks(t *testing.T) []readmeBlock {
 	t.Helper()
-	b, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(testkit.Docs(t, "."))
 	lines := strings.Split(string(b), "\n")
 	var blocks []readmeBlock
 	for i := 0; i < len(lines); i++ {
@@ -357,10 +355,7 @@ var readmeBuildLineRE = regexp.MustCompile(`(?m)^CGO_ENABLED=0 go build .* -o bi
 
 func readmeText(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(testkit.Docs(t, "."))
 	return string(b)
 }
 

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // TestReadmeQuickStartDenial keeps the quick start's denial body true: the
@@ -51,10 +53,7 @@ func TestReadmeQuickStartDenial(t *testing.T) {
 // example is what a build without a tag prints: the short commit as the
 // version, then the full commit it abbreviates.
 func TestReadmeBuildLine(t *testing.T) {
-	b, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(testkit.Docs(t, "."))
 	m := regexp.MustCompile(`(?m)^CGO_ENABLED=0 go build .* -o (\S+) \./cmd/extauthz\n(\S+) version +# (.*)$`).FindSubmatch(b)
 	if m == nil {
 		t.Fatal("README: no build line followed by `BINARY version  # output`")
@@ -109,10 +108,7 @@ func TestReadmeFuzzList(t *testing.T) {
 		ci[string(m[1])+" "+string(m[2])] = true
 	}
 	readme := map[string]bool{}
-	b, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(testkit.Docs(t, "."))
 	for _, m := range regexp.MustCompile("(?m)^  `(\\./[^`]+)`: (.*)$").FindAllSubmatch(b, -1) {
 		for _, f := range regexp.MustCompile("`(Fuzz\\w+)`").FindAllSubmatch(m[2], -1) {
 			readme[string(m[1])+" "+string(f[1])] = true

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
 // TestServeFlagsGrouped: every serve flag belongs to a group of serve -h.
@@ -69,10 +71,7 @@ func TestServeHelp(t *testing.T) {
 // of each row's first column and the backquoted values of its second.
 func readmeFlagRows(t *testing.T) (rows [][2][]string) {
 	t.Helper()
-	b, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(testkit.Docs(t, "."))
 	sec := string(b)
 	i := strings.Index(sec, "## Configuration (`extauthz serve`)")
 	if i < 0 {
