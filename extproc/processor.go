@@ -9,6 +9,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/seamcover"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
@@ -25,7 +26,7 @@ const DefaultMaxBody = 4 << 20
 
 // Revision2026 is the first MCP revision whose list results carry
 // cacheScope and ttlMs (CacheableResult).
-const Revision2026 = "2026-07-28"
+const Revision2026 = mcpmethod.Revision20260728
 
 // Reasons the processor refuses with, in data.reason of its JSON-RPC
 // errors and in its decision-log lines: a closed set.
