@@ -28,7 +28,7 @@ type PromptSchemas interface {
 
 // revisionParamHeaders is the first MCP revision whose clients must mirror
 // x-mcp-header parameters into Mcp-Param-* headers (SEP-2243).
-const revisionParamHeaders = "2026-07-28"
+const revisionParamHeaders = mcpmethod.Revision20260728
 
 // arguments is the argument step of a tools/call or prompts/get the
 // policy admitted or asked for (issue 30), after the deny rules and the

@@ -301,7 +301,7 @@ func (d *Decider) parse(r *Request, dec *Decision) (*mcpparse.Body, Reason) {
 		Limits: d.cfg.Limits,
 		// Batches exist only in 2025-03-26, the version a server assumes
 		// when the header is absent.
-		AllowBatch:        version == "" || version == "2025-03-26",
+		AllowBatch:        version == "" || version == mcpmethod.Revision20250326,
 		CaseSensitiveKeys: d.cfg.CaseSensitiveKeys[dec.Server],
 	})
 	if err != nil {
@@ -397,7 +397,7 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 		ArgsDigest: el.ArgsDigest, Issuer: el.Principal.Issuer, Subject: el.Principal.Subject,
 	})
 	el.TaskRequested = m.Method == mcpmethod.ToolsCall && m.Task != nil // found by Parse's one pass
-	if m.Kind == mcpparse.KindRequest && taskMethods[m.Method] {
+	if m.Kind == mcpparse.KindRequest && mcpmethod.Task(m.Method) {
 		el.TaskID, _ = paramString(m.Params, "taskId")
 	}
 	reason := d.evaluate(lp, el, in)
@@ -418,17 +418,6 @@ func (d *Decider) decideMessage(ctx context.Context, lp *LoadedPolicy, el *Decis
 	return reason
 }
 
-// taskMethods name a task by params.taskId (MCP 2025-11-25 tasks/get,
-// tasks/result, tasks/cancel; the tasks extension's tasks/update).
-var taskMethods = map[string]bool{mcpmethod.TasksGet: true, mcpmethod.TasksResult: true, mcpmethod.TasksCancel: true, mcpmethod.TasksUpdate: true}
-
-// taskNameMethods carry Mcp-Name = params.taskId (SEP-2663).
-var taskNameMethods = map[string]bool{mcpmethod.TasksGet: true, mcpmethod.TasksUpdate: true, mcpmethod.TasksCancel: true}
-
-// listMethods are paginated by params.cursor.
-var listMethods = map[string]bool{mcpmethod.ToolsList: true, mcpmethod.PromptsList: true, mcpmethod.ResourcesList: true,
-	mcpmethod.ResourcesTemplatesList: true, mcpmethod.TasksList: true}
-
 // seam runs the checks the response seam's state needs, after the policy
 // admitted (or asked for) m: task ownership and sealed cursors. It returns
 // "" when they pass.
@@ -436,7 +425,7 @@ func (d *Decider) seam(ctx context.Context, lp *LoadedPolicy, el *Decision, m *m
 	if m.Kind != mcpparse.KindRequest {
 		return ""
 	}
-	if d.cfg.Tasks != nil && taskMethods[m.Method] {
+	if d.cfg.Tasks != nil && mcpmethod.Task(m.Method) {
 		id, ok := paramString(m.Params, "taskId")
 		if !ok {
 			el.Detail = "params.taskId missing or not a string"
@@ -455,7 +444,7 @@ func (d *Decider) seam(ctx context.Context, lp *LoadedPolicy, el *Decision, m *m
 			return ReasonTaskNotOwned
 		}
 	}
-	if d.cfg.Cursors != nil && listMethods[m.Method] {
+	if d.cfg.Cursors != nil && mcpmethod.Paginated(m.Method) {
 		if paramMember(m.Params, "cursor") == nil {
 			return ""
 		}
@@ -700,7 +689,7 @@ func checkMCPHeaders(h Headers, m *mcpparse.Message) Reason {
 		case mcpmethod.Resource:
 			want = m.URI
 		}
-		if m.Kind == mcpparse.KindRequest && taskNameMethods[m.Method] {
+		if m.Kind == mcpparse.KindRequest && mcpmethod.TaskIDInName(m.Method) {
 			want, _ = paramString(m.Params, "taskId")
 		}
 		got, err := mcpparse.DecodeHeaderValue(v)

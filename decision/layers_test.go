@@ -18,7 +18,9 @@ const module = "github.com/mcp-extauthz/mcp-extauthz"
 // the adapters and may import the core). The core decides list items:
 // extproc asks it and never imports policy, and cmd never reaches into the
 // seam's byte helpers (internal/listfilter, internal/sse, internal/cursor:
-// extproc.CheckList, decision.CursorSealer). Only non-test imports count.
+// extproc.CheckList, decision.CursorSealer). internal/mcpmethod, which
+// every layer may import, imports no package of the module. Only non-test
+// imports count.
 func TestLayers(t *testing.T) {
 	adapters := map[string]bool{module + "/extauthz": true, module + "/extproc": true}
 	seamBytes := map[string]bool{module + "/internal/listfilter": true, module + "/internal/sse": true, module + "/internal/cursor": true}
@@ -64,6 +66,8 @@ func TestLayers(t *testing.T) {
 				t.Errorf("extproc imports %s: the core decides list items (decision.ListItems)", imp)
 			case strings.HasPrefix(pkg, module+"/cmd/") && seamBytes[imp]:
 				t.Errorf("%s imports the seam's byte helper %s: ask extproc or the core", pkg, imp)
+			case pkg == module+"/internal/mcpmethod" && strings.HasPrefix(imp, module):
+				t.Errorf("internal/mcpmethod imports %s: it is the leaf every layer names methods and revisions by", imp)
 			}
 		}
 	}

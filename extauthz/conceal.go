@@ -64,20 +64,7 @@ func concealable(d *decision.Decision) bool {
 	if !d.Conceal || d.Allowed() || len(d.RPCID) == 0 || !outcomeOf(d.Reason).concealable {
 		return false
 	}
-	switch d.Method {
-	case mcpmethod.ToolsCall, mcpmethod.PromptsGet, mcpmethod.ResourcesRead:
-		return true
-	}
-	return isTaskMethod(d.Method)
-}
-
-// isTaskMethod reports whether m names one task by params.taskId.
-func isTaskMethod(m string) bool {
-	switch m {
-	case mcpmethod.TasksGet, mcpmethod.TasksResult, mcpmethod.TasksCancel, mcpmethod.TasksUpdate:
-		return true
-	}
-	return false
+	return mcpmethod.Concealable(d.Method)
 }
 
 // concealedAnswer is the HTTP answer an MCP server gives to a request for
@@ -106,7 +93,7 @@ const (
 
 // protocolSEP2575 is the first MCP revision of the per-request protocol
 // (SEP-2575), which both SDKs answer differently.
-const protocolSEP2575 = "2026-07-28"
+const protocolSEP2575 = mcpmethod.Revision20260728
 
 // concealAnswer is the answer style's server gives to d's request, whose
 // headers are h, when d's target does not exist. jsonResponse says the server
@@ -145,7 +132,7 @@ func concealAnswer(style ConcealStyle, jsonResponse bool, d *decision.Decision, 
 	if !ok {
 		return refusedID(style, modern, d.RPCID)
 	}
-	if style == ConcealGoSDK && isTaskMethod(d.Method) {
+	if style == ConcealGoSDK && mcpmethod.Task(d.Method) {
 		return goUnsupported(modern, d.Method, id)
 	}
 	body := concealedBody(style, d, id)

@@ -296,21 +296,6 @@ const (
 	numKinds
 )
 
-// concealableMethod reports whether a refusal of method m may be answered
-// as the server answers an unknown target (Result.Refusal).
-func concealableMethod(m string) bool {
-	switch m {
-	case methodToolsCall, methodPromptsGet, methodResRead,
-		mcpmethod.TasksGet, mcpmethod.TasksResult, mcpmethod.TasksCancel, mcpmethod.TasksUpdate:
-		return true
-	}
-	return false
-}
-
-func isResourceMethod(m string) bool {
-	return m == methodResRead || m == methodResSub || m == methodResUnsub
-}
-
 // Evaluate decides in. Deny rules win over ask rules, ask over allow, and
 // allow over the default; within one decision the first matching rule in
 // file order is reported. Shadow rules are all evaluated and reported but
@@ -393,7 +378,7 @@ func (p *Policy) evaluate(in *Input) Result {
 	default:
 		res = Result{Decision: p.def, Cause: CauseDefault}
 	}
-	if concealableMethod(in.Method) {
+	if mcpmethod.Concealable(in.Method) {
 		res.Refusal = p.refusal
 		if by != nil && by.refusal != nil {
 			res.Refusal = *by.refusal
@@ -477,7 +462,7 @@ func (r *request) init(in *Input) (cause Cause) {
 				return CauseInvalidInput
 			}
 			r.kind, r.name = kindPrompt, in.Prompt
-		case isResourceMethod(in.Method):
+		case mcpmethod.OneResource(in.Method):
 			if in.URI == "" {
 				return CauseInvalidInput
 			}

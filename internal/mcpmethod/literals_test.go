@@ -12,15 +12,18 @@ import (
 )
 
 // TestOnlyTableNamesMethods: outside this package, non-test Go code names
-// no MCP method by a string literal: every such name is a constant here, so
-// the parser, the policy, the decision, concealment, the processor and the
-// Envoy checks cannot drift apart.
+// no MCP method and no MCP revision by a string literal: every such name is
+// a constant here, so the parser, the policy, the decision, concealment,
+// the processor and the Envoy checks cannot drift apart.
 func TestOnlyTableNamesMethods(t *testing.T) {
-	names := map[string]bool{}
+	names := map[string]string{}
 	for _, m := range Methods {
 		if strings.Contains(m.Name, "/") { // "initialize" and "ping" are also ordinary words
-			names[m.Name] = true
+			names[m.Name] = "method"
 		}
+	}
+	for _, r := range Revisions {
+		names[r] = "revision"
 	}
 	root := filepath.Join("..", "..")
 	var found []string
@@ -44,8 +47,8 @@ func TestOnlyTableNamesMethods(t *testing.T) {
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				if s, err := strconv.Unquote(lit.Value); err == nil && names[s] {
-					found = append(found, p+": "+s)
+				if s, err := strconv.Unquote(lit.Value); err == nil && names[s] != "" {
+					found = append(found, p+": the "+names[s]+" "+s)
 				}
 			}
 			return true
@@ -55,10 +58,10 @@ func TestOnlyTableNamesMethods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(names) < 20 {
-		t.Fatalf("only %d method names: the table is broken", len(names))
+	if len(names) < 25 {
+		t.Fatalf("only %d method and revision names: the table is broken", len(names))
 	}
 	for _, f := range found {
-		t.Errorf("%s: name the method by its mcpmethod constant", f)
+		t.Errorf("%s: name it by its mcpmethod constant", f)
 	}
 }

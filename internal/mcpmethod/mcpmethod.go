@@ -4,8 +4,11 @@
 // (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; "tasks" for
 // the tasks extension). The service's known-method set, its metrics labels,
 // the Mcp-Name header check and the policy's method validation derive from
-// it; mcpparse's target extraction is checked against it by a test. Pure: no
-// I/O.
+// it; mcpparse's target extraction is checked against it by a test. The
+// method sets the layers decide by (Task, TaskIDInName, Paginated,
+// OneResource, Concealable) and the revisions (Revisions, Revision20241105
+// …) are defined here once; no other package spells a method or a revision
+// in a literal (TestOnlyTableNamesMethods). Pure: no I/O.
 package mcpmethod
 
 import "sort"
@@ -74,10 +77,26 @@ const (
 	TasksList              = "tasks/list"
 )
 
+// The MCP revisions (the Mcp-Protocol-Version values and the
+// protocolVersion of initialize), oldest first. A revision string orders
+// as its date: compare with >= for "this revision or a later one".
+const (
+	Revision20241105 = "2024-11-05" // HTTP+SSE transport
+	Revision20250326 = "2025-03-26" // Streamable HTTP; the only revision with JSON-RPC batches
+	Revision20250618 = "2025-06-18"
+	Revision20251125 = "2025-11-25" // tasks
+	// Revision20260728: per-request protocol (SEP-2575), headers mirroring
+	// params (Mcp-Method, Mcp-Name), CacheableResult's cacheScope and ttlMs.
+	Revision20260728 = "2026-07-28"
+)
+
+// Revisions lists the MCP revisions, oldest first. Do not modify it.
+var Revisions = []string{Revision20241105, Revision20250326, Revision20250618, Revision20251125, Revision20260728}
+
 var (
-	all   = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
-	upTo  = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
-	tasks = []string{"2025-11-25", "tasks"}
+	all   = Revisions
+	upTo  = []string{Revision20241105, Revision20250326, Revision20250618, Revision20251125}
+	tasks = []string{Revision20251125, "tasks"}
 )
 
 // Methods is the table, in name order. Do not modify it.
@@ -85,7 +104,7 @@ var Methods = sortedByName([]Method{
 	// Client requests and notifications.
 	{"initialize", Client, None, "", upTo},
 	{"notifications/initialized", Client, None, "", upTo},
-	{"server/discover", Client, None, "", []string{"2026-07-28"}},
+	{"server/discover", Client, None, "", []string{Revision20260728}},
 	{"ping", Client | Server, None, "", upTo},
 	{ToolsList, Client, None, "", all},
 	{ToolsCall, Client, Tool, "params.name", all},
@@ -94,7 +113,7 @@ var Methods = sortedByName([]Method{
 	{ResourcesRead, Client, Resource, "params.uri", all},
 	{ResourcesSubscribe, Client, Resource, "params.uri", upTo},
 	{ResourcesUnsubscribe, Client, Resource, "params.uri", upTo},
-	{SubscriptionsListen, Client, ResourceList, "params.notifications.resourceSubscriptions", []string{"2026-07-28"}},
+	{SubscriptionsListen, Client, ResourceList, "params.notifications.resourceSubscriptions", []string{Revision20260728}},
 	{PromptsList, Client, None, "", all},
 	{PromptsGet, Client, Prompt, "params.name", all},
 	{CompletionComplete, Client, Reference, "params.ref", all},
@@ -111,14 +130,14 @@ var Methods = sortedByName([]Method{
 	// Server requests and notifications (a client sends their responses).
 	{"sampling/createMessage", Server, None, "", upTo},
 	{"roots/list", Server, None, "", upTo},
-	{"elicitation/create", Server, None, "", []string{"2025-06-18", "2025-11-25"}},
+	{"elicitation/create", Server, None, "", []string{Revision20250618, Revision20251125}},
 	{"notifications/message", Server, None, "", all},
 	{"notifications/resources/list_changed", Server, None, "", all},
 	{"notifications/resources/updated", Server, None, "", all},
 	{"notifications/prompts/list_changed", Server, None, "", all},
 	{"notifications/tools/list_changed", Server, None, "", all},
-	{"notifications/elicitation/complete", Server, None, "", []string{"2025-11-25"}},
-	{"notifications/subscriptions/acknowledged", Server, None, "", []string{"2026-07-28"}},
+	{"notifications/elicitation/complete", Server, None, "", []string{Revision20251125}},
+	{"notifications/subscriptions/acknowledged", Server, None, "", []string{Revision20260728}},
 })
 
 func sortedByName(ms []Method) []Method {
@@ -141,6 +160,60 @@ func Lookup(name string) (Method, bool) {
 func FromClient(name string) bool {
 	m, ok := Lookup(name)
 	return ok && m.From&Client != 0
+}
+
+// The method sets the service decides by. Each is a switch, not a table
+// lookup: they run on every request. TestSets checks each against Methods.
+
+// Task reports a request on one task named by params.taskId: tasks/get,
+// tasks/result, tasks/cancel (MCP 2025-11-25) and tasks/update (the tasks
+// extension). tasks/list names none.
+func Task(m string) bool {
+	switch m {
+	case TasksGet, TasksResult, TasksCancel, TasksUpdate:
+		return true
+	}
+	return false
+}
+
+// TaskIDInName reports the task methods whose Mcp-Name header carries
+// params.taskId (SEP-2663): tasks/get, tasks/update, tasks/cancel.
+func TaskIDInName(m string) bool {
+	switch m {
+	case TasksGet, TasksUpdate, TasksCancel:
+		return true
+	}
+	return false
+}
+
+// Paginated reports the list requests a client sends, paginated by
+// params.cursor: tools/list, prompts/list, resources/list,
+// resources/templates/list, tasks/list. roots/list, which a server sends,
+// is not one.
+func Paginated(m string) bool {
+	switch m {
+	case ToolsList, PromptsList, ResourcesList, ResourcesTemplatesList, TasksList:
+		return true
+	}
+	return false
+}
+
+// OneResource reports the methods whose params.uri names one resource
+// (TargetKind Resource): resources/read, resources/subscribe,
+// resources/unsubscribe.
+func OneResource(m string) bool {
+	return m == ResourcesRead || m == ResourcesSubscribe || m == ResourcesUnsubscribe
+}
+
+// Concealable reports the methods whose refusal may be answered as the
+// server answers an unknown target (refusal: conceal): tools/call,
+// prompts/get, resources/read and the Task methods.
+func Concealable(m string) bool {
+	switch m {
+	case ToolsCall, PromptsGet, ResourcesRead:
+		return true
+	}
+	return Task(m)
 }
 
 // The pseudo-methods: names the service gives what it decides when no

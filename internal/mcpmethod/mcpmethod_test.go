@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -118,6 +119,77 @@ func TestPseudoMethodsUnclaimed(t *testing.T) {
 	for in, want := range map[string]string{"tools/call": "tools/call", "": "none", "x/unknown": "other", "notifications/message": "other", "get": "other"} {
 		if got := Label(in); got != want {
 			t.Errorf("Label(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSets checks each method set against an oracle drawn from Methods (or,
+// for TaskIDInName, SEP-2663's list), over every name in the table, every
+// pseudo-method and names no revision defines.
+func TestSets(t *testing.T) {
+	isTaskRequest := func(m Method) bool { // a tasks/ request other than the list
+		return strings.HasPrefix(m.Name, "tasks/") && m.Name != TasksList
+	}
+	tests := []struct {
+		give   string
+		set    func(string) bool
+		oracle func(Method) bool
+	}{
+		{"Task", Task, isTaskRequest},
+		{"TaskIDInName", TaskIDInName, func(m Method) bool {
+			return m.Name == TasksGet || m.Name == TasksUpdate || m.Name == TasksCancel
+		}},
+		{"Paginated", Paginated, func(m Method) bool { return m.From&Client != 0 && strings.HasSuffix(m.Name, "/list") }},
+		{"OneResource", OneResource, func(m Method) bool { return m.Target == Resource }},
+		{"Concealable", Concealable, func(m Method) bool {
+			return m.Target == Tool || m.Target == Prompt || m.Name == ResourcesRead || isTaskRequest(m)
+		}},
+	}
+	outside := []string{"", Response, Batch, HTTPGet, HTTPDelete, "tools/Call", "tasks/", "tasks/unknown", "roots/list "}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			n := 0
+			for _, m := range Methods {
+				want := tt.oracle(m)
+				if got := tt.set(m.Name); got != want {
+					t.Errorf("%s(%q) = %v, want %v", tt.give, m.Name, got, want)
+				}
+				if want {
+					n++
+				}
+			}
+			if n == 0 {
+				t.Errorf("%s holds no method of the table", tt.give)
+			}
+			for _, name := range outside {
+				if tt.set(name) {
+					t.Errorf("%s(%q) = true, want false", tt.give, name)
+				}
+			}
+		})
+	}
+}
+
+// TestRevisions: Revisions is every revision the table names, oldest first,
+// and orders as a string compare does (callers compare with >=).
+func TestRevisions(t *testing.T) {
+	named := map[string]bool{}
+	for _, m := range Methods {
+		for _, r := range m.Revisions {
+			if r != "tasks" {
+				named[r] = true
+			}
+		}
+	}
+	if len(named) != len(Revisions) {
+		t.Errorf("the table names %d revisions, Revisions lists %d", len(named), len(Revisions))
+	}
+	for i, r := range Revisions {
+		if !named[r] {
+			t.Errorf("no method names revision %s", r)
+		}
+		if i > 0 && Revisions[i-1] >= r {
+			t.Errorf("Revisions out of order at %s", r)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/policy"
 )
@@ -227,7 +228,7 @@ func Session(header, path, revision string) string {
 // rather than per request.
 var revSessions, revSessionHex = func() (map[string]string, map[string][32]byte) {
 	m, h := map[string]string{}, map[string][32]byte{}
-	for _, r := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"} {
+	for _, r := range mcpmethod.Revisions {
 		m[r] = "rev:" + r
 		h[m[r]] = sessionHex(m[r])
 	}

@@ -1,0 +1,97 @@
+package extproc
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"go.uber.org/zap"
+
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
+)
+
+// responseBody answers one response body message; the call's receipt is
+// closed at end_of_stream and travels to Envoy with that answer.
+func (st *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
+	resp, err := st.responseBodyOf(ctx, b)
+	if err == nil && b.GetEndOfStream() {
+		st.endReceipt()
+	}
+	return st.withReceipt(resp), err
+}
+
+// responseBodyOf dispatches one body message to the handler of the body
+// mode responseHeaders chose: sseChunk (modeSSE, body_sse.go), heldChunk
+// (modeHeld, body_held.go), jsonBody (modeJSON and modeError, BUFFERED,
+// body_json.go); modeNone passes it.
+func (st *stream) responseBodyOf(ctx context.Context, b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
+	switch st.mode {
+	case modeSSE:
+		return st.sseChunk(ctx, b)
+	case modeHeld:
+		return st.heldChunk(ctx, b), nil
+	case modeJSON, modeError:
+		if !b.GetEndOfStream() {
+			return nil, errors.New("response body not BUFFERED (a chunk without end_of_stream)")
+		}
+		return st.jsonBody(ctx, b.GetBody())
+	}
+	return bodyResponse(nil, nil), nil // not asked for: pass
+}
+
+// bodyResponse answers a response body message: body replaces it when not
+// nil, with headers set.
+func bodyResponse(body []byte, hdrs []*corev3.HeaderValueOption) *extprocv3.ProcessingResponse {
+	cr := &extprocv3.CommonResponse{}
+	if body != nil {
+		cr.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: body}}
+	}
+	if len(hdrs) > 0 {
+		cr.HeaderMutation = &extprocv3.HeaderMutation{SetHeaders: hdrs}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: cr}}}
+}
+
+// errorBody is a JSON-RPC error response with id (raw JSON; null when nil)
+// refusing with reason: its code from the refusals table.
+func errorBody(id []byte, reason, msg string) []byte {
+	code := refusalOfReason(reason).code
+	if len(id) == 0 {
+		id = []byte("null")
+	}
+	b := []byte(`{"jsonrpc":"2.0","id":`)
+	b = append(b, id...)
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":`...)
+	b = mcpparse.AppendJCSString(b, msg)
+	b = append(b, `,"data":{"reason":`...)
+	b = mcpparse.AppendJCSString(b, reason)
+	return append(b, "}}}"...)
+}
+
+// immediate is a local reply refusing with reason: a JSON-RPC error with
+// the HTTP status and code of the refusals table.
+func (st *stream) immediate(reason, msg string) *extprocv3.ProcessingResponse {
+	httpStatus := refusalOfReason(reason).status
+	if httpStatus == 0 { // a reason that replaces bodies: no local reply of its own
+		httpStatus = 502
+	}
+	st.refused = true
+	st.endReceipt() // outcome_unknown (http_error): the client gets this error
+	st.s.cfg.Log.Info("response seam refused",
+		zap.String("kind", "ext_proc"), zap.String("decision_id", st.decision), zap.String("method", st.method),
+		zap.String("server", st.server), zap.String("reason", reason), zap.Int("status", httpStatus))
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: &extprocv3.ImmediateResponse{
+		Status: &typev3.HttpStatus{Code: typev3.StatusCode(httpStatus)},
+		Headers: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
+			setHeader("content-type", "application/json"),
+			setHeader("cache-control", "no-store"),
+		}},
+		Body:    errorBody(st.rpcID, reason, msg),
+		Details: "mcp_extauthz_" + reason,
+	}}}
+}
