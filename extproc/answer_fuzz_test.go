@@ -3,7 +3,6 @@ package extproc
 import (
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -42,14 +41,15 @@ func FuzzAnswer(f *testing.F) {
 	} {
 		f.Add(s.route, s.status, s.ctype, s.method, s.id, s.resume, s.body, s.cutting)
 	}
-	var once sync.Once
-	var fx *fixture
+	// The shared processor lives as long as the fuzz target (f's cleanup),
+	// not the first input: one made in the first input's t stopped with it,
+	// and every later input then waited on a dead processor.
+	shared := newFixture(f)
 	f.Fuzz(func(t *testing.T, route uint8, status uint16, ctype, method, id string, resume bool, body string, cutting uint16) {
 		if status < 200 || status > 599 || len(body) > 1<<16 || strings.ContainsAny(ctype, "\r\n\x00") {
 			return
 		}
-		once.Do(func() { fx = newFixture(t) })
-		fx := fx // reused: pins, tasks and definitions of earlier inputs
+		fx := shared // reused: pins, tasks and definitions of earlier inputs
 		if route&0x80 != 0 {
 			fx = newFixture(t) // fresh: a processor that saw nothing before
 		}

@@ -50,7 +50,8 @@ func jsonMessages(b []byte) []map[string]any {
 }
 
 func readTS(a answer) []map[string]any {
-	if a.status < 200 || a.status > 299 || a.status == 202 {
+	// fetch's null body statuses (101, 103, 204, 205, 304): body is null.
+	if a.status < 200 || a.status > 299 || a.status == 202 || a.status == 204 || a.status == 205 {
 		return nil
 	}
 	body := []byte(a.body)
@@ -129,7 +130,8 @@ func field(line string, oneSpace bool) (string, string) {
 }
 
 func readGo(a answer) []map[string]any {
-	if a.status < 200 || a.status > 299 {
+	// net/http's bodyAllowedForStatus: no body on 1xx, 204, 304.
+	if a.status < 200 || a.status > 299 || a.status == 204 {
 		return nil
 	}
 	var first string
@@ -187,7 +189,8 @@ func sseGo(b []byte) []map[string]any {
 }
 
 func readPy(a answer) []map[string]any {
-	if a.status >= 400 || a.status == 202 || a.status < 200 {
+	// h11 (httpx): no body on 1xx, 204, 304.
+	if a.status >= 400 || a.status == 202 || a.status < 200 || a.status == 204 || a.status == 304 {
 		return nil
 	}
 	ct := strings.ToLower(strings.Join(a.ctypes, ", "))

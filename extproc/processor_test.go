@@ -50,7 +50,7 @@ type fixture struct {
 	logs    *observer.ObservedLogs
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	src, err := os.ReadFile("../examples/policy.yaml")
 	if err != nil {
@@ -61,7 +61,7 @@ func newFixture(t *testing.T) *fixture {
 
 // newFixtureWith is newFixture with policy src and tool definition
 // observations defs (nil: none).
-func newFixtureWith(t *testing.T, src []byte, defs *toolpin.Observations, opts ...func(*Config)) *fixture {
+func newFixtureWith(t testing.TB, src []byte, defs *toolpin.Observations, opts ...func(*Config)) *fixture {
 	t.Helper()
 	pol, err := policy.Compile("examples/policy.yaml", src)
 	if err != nil {
