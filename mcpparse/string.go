@@ -56,10 +56,6 @@ func hasSpecial(s []byte) bool {
 	return false
 }
 
-// specialOrHigh reports whether any byte of x is '"', '\\', below 0x20 or
-// above 0x7F (the start of a UTF-8 sequence to validate).
-func specialOrHigh(x uint64) bool { return specialMask(x) != 0 }
-
 // specialMask has the top bit set of each byte of x (little-endian) that
 // is '"', '\\', below 0x20 or above 0x7F, and possibly of bytes above the
 // first such one (a borrow), never below it: the lowest set bit locates
