@@ -209,11 +209,6 @@ func (f *Framer) compact() {
 	f.off = 0
 }
 
-// Pending returns the bytes Write took and no event has released yet (the
-// pending event, after ErrEventTooLarge): the caller's to pass on when it
-// gives up framing. The slice is the Framer's own.
-func (f *Framer) Pending() []byte { return f.buf[f.off:] }
-
 // Close ends the stream: the bytes left (an event without its blank line,
 // or a lone partial line) are reported as one Unterminated event unless
 // they are empty. Close returns fn's error or nil.
@@ -831,35 +826,6 @@ func AppendData(dst, idLine, data []byte) []byte {
 		dst = append(dst, c)
 	}
 	return append(dst, "\n\n"...)
-}
-
-// IDLine returns the last raw "id:" line of an unambiguous event (its
-// terminator excluded), or nil: a rewritten event keeps it so a client's
-// Last-Event-ID still names the event it replaced.
-func IDLine(raw []byte) (last []byte) {
-	raw = bytes.TrimPrefix(raw, []byte(bom))
-	for len(raw) > 0 {
-		i := indexLineEnd(raw)
-		if i < 0 {
-			i = len(raw)
-		}
-		line := raw[:i]
-		if len(line) == 0 {
-			return last
-		}
-		if bytes.HasPrefix(line, []byte("id:")) {
-			last = line
-		}
-		next := i + 1
-		if i+1 < len(raw) && raw[i] == '\r' && raw[i+1] == '\n' {
-			next = i + 2
-		}
-		if next > len(raw) {
-			return last
-		}
-		raw = raw[next:]
-	}
-	return last
 }
 
 // String describes e for test failures.

@@ -255,18 +255,7 @@ func TestEventTooLarge(t *testing.T) {
 	}
 }
 
-func TestIDLineAndAppendData(t *testing.T) {
-	tests := []struct{ give, want string }{
-		{"id: 1\ndata: x\n\n", "id: 1"},
-		{"data: x\r\nid:2\r\nid: 3\r\n\r\n", "id: 3"},
-		{"data: x\n\n", ""},
-		{"\xef\xbb\xbfid: 9\n\n", "id: 9"},
-	}
-	for _, tt := range tests {
-		if got := string(IDLine([]byte(tt.give))); got != tt.want {
-			t.Errorf("IDLine(%q) = %q, want %q", tt.give, got, tt.want)
-		}
-	}
+func TestAppendData(t *testing.T) {
 	got := string(AppendData(nil, []byte("id: 1"), []byte("{\r\n\"a\":1}")))
 	if got != "id: 1\ndata: {  \"a\":1}\n\n" {
 		t.Errorf("AppendData = %q", got)
