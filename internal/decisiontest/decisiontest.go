@@ -259,13 +259,13 @@ func NodeOrSkip(t testing.TB) (node, npm string) {
 
 // InstallJS copies the package js/mcp-decision (its path: pkg) into a
 // temporary folder and installs its dependencies there from the npm
-// registry (npm install), returning the folder. Nothing is written under
+// registry (npm ci: the versions its package-lock.json pins), returning the folder. Nothing is written under
 // pkg.
 func InstallJS(t testing.TB, pkg string) string {
 	t.Helper()
 	_, npm := NodeOrSkip(t)
 	dir := t.TempDir()
-	for _, f := range []string{"package.json", "index.js", "index.d.ts", "test/server.mjs", "test/vectors.mjs"} {
+	for _, f := range []string{"package.json", "package-lock.json", "index.js", "index.d.ts", "test/server.mjs", "test/vectors.mjs"} {
 		b, err := os.ReadFile(filepath.Join(pkg, f))
 		if err != nil {
 			t.Fatal(err)
@@ -279,7 +279,9 @@ func InstallJS(t testing.TB, pkg string) string {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--loglevel=error")
+	// npm ci: exactly the versions package-lock.json pins (the SDK the
+	// scenarios were written against), never a newer release.
+	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
 	cmd.Dir = dir
 	// Whatever npm leaves in its temporary folder goes with the test's.
 	tmp := filepath.Join(dir, ".tmp")
@@ -288,7 +290,7 @@ func InstallJS(t testing.TB, pkg string) string {
 	}
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install: %v\n%s", err, out)
+		t.Fatalf("npm ci: %v\n%s", err, out)
 	}
 	return dir
 }
