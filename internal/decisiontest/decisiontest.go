@@ -259,8 +259,8 @@ func NodeOrSkip(t testing.TB) (node, npm string) {
 
 // InstallJS copies the package js/mcp-decision (its path: pkg) into a
 // temporary folder and installs its dependencies there from the npm
-// registry (npm ci: the versions its package-lock.json pins), returning the folder. Nothing is written under
-// pkg.
+// registry (npm ci: the versions its package-lock.json pins), returning
+// the folder. Nothing is written under pkg.
 func InstallJS(t testing.TB, pkg string) string {
 	t.Helper()
 	_, npm := NodeOrSkip(t)

@@ -49,7 +49,7 @@ func newSigner(t *testing.T, kid string) *mcpdecision.Signer {
 	return s
 }
 
-// TestTypeScript: one npm install, then the vectors and the SDK server.
+// TestTypeScript: one npm ci, then the vectors and the SDK server.
 func TestTypeScript(t *testing.T) {
 	dir := decisiontest.InstallJS(t, ".")
 	t.Run("vectors", func(t *testing.T) {
