@@ -16,8 +16,8 @@ const HeaderDecision = mcpdecision.Header
 const decisionLifetime = mcpdecision.MaxLifetime * time.Second
 
 // Statement returns the statement of the allowed decision d issued at now
-// (iat now, exp a minute later): who (the token's iss, sub and client_id
-// or azp), for which server (the audience and server id), what (method,
+// (iat now, exp a minute later): who (the token's iss, sub and client,
+// Decision.Client), for which server (the audience and server id), what (method,
 // target, digests; for a batch each element's), which decision (id,
 // policy version, rule, approval jti).
 func Statement(d *decision.Decision, now time.Time) *mcpdecision.Statement {
@@ -29,11 +29,7 @@ func Statement(d *decision.Decision, now time.Time) *mcpdecision.Statement {
 	}
 	if p := d.Principal; p != nil {
 		st.Issuer, st.Subject, st.Audience = p.Issuer, p.Subject, p.Audience
-		if c, ok := p.Claims["client_id"].(string); ok && c != "" {
-			st.ClientID = c
-		} else if c, ok := p.Claims["azp"].(string); ok {
-			st.ClientID = c
-		}
+		st.ClientID = d.Client // policy.ClientOf: the digest's and CEL's client
 	}
 	if len(d.BatchElements) > 0 {
 		st.ArgsDigest, st.Target = "", ""
