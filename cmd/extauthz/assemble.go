@@ -308,7 +308,7 @@ func offlineNotes(cfg *Config, p *policy.Policy, verified bool) []string {
 		note("tokens are not verified (%s is not consulted): the principal is the one given (check --sub and --claim, a test's principal); check --jwks-file FILE verifies the request's token", keys)
 	}
 	if p != nil && p.PinMode() != policy.PinOff {
-		note("pin_mode %s: the tool definitions the response seam observed are not consulted; every tool counts as listed with its first pinned definition", p.PinMode())
+		note("pin_mode %s: the tool definitions the response seam observed are not consulted; every tool counts as listed with its first pinned definition, and `arguments` validates only against the policy's schema_file schemas (served, also against each observed inputSchema)", p.PinMode())
 	}
 	if cfg.ResponseSeam && cfg.IdempotencyResultMaxBytes > 0 && (cfg.IdempotencyHeader != "" || cfg.IdempotencyMeta != "") {
 		note("--idempotency-result-max-bytes: no result is recorded offline, so a retry is never answered from one")
