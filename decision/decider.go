@@ -340,6 +340,7 @@ func (d *Decider) decideBatch(ctx context.Context, lp *LoadedPolicy, dec *Decisi
 		el.ProtocolVersion = dec.ProtocolVersion
 		el.Reason = d.decideMessage(ctx, lp, el, &body.Messages[i], nil) // no Mcp-Param-* for batch elements
 		dec.BatchDigests[i] = el.RequestDigest
+		dec.SealedCursor = dec.SealedCursor || el.SealedCursor
 		if el.Reason != ReasonAllowed && refused < 0 {
 			refused = i
 		}
@@ -458,6 +459,7 @@ func (d *Decider) seam(ctx context.Context, lp *LoadedPolicy, el *Decision, m *m
 			el.Detail = "params.cursor not sealed for this caller, server, method and policy version"
 			return ReasonInvalidParams
 		}
+		el.SealedCursor = true
 	}
 	return ""
 }

@@ -77,6 +77,11 @@ type Decision struct {
 	// session), "" otherwise: the response seam builds the pin scope from
 	// it on routes where it does not see the request headers.
 	SessionHash string
+	// SealedCursor reports a list request, or a batch with one, whose
+	// params.cursor Check opened (Config.Cursors set): the response seam
+	// must see its body to swap the cursor for the upstream's own, so the
+	// answer marks it (extauthz's x-mcp-cursor) for a route that sends it.
+	SealedCursor bool
 
 	// ArgumentsPointer and ArgumentsKeyword say why the arguments are
 	// invalid (ReasonArgumentsInvalid): the RFC 6901 pointer of the failing

@@ -1,10 +1,13 @@
 package decision
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 )
 
 // MetadataNamespace is the dynamic-metadata namespace Envoy's ext_authz
@@ -37,6 +40,7 @@ const (
 	MetaDetail          = "detail"           // Decision.DetailText: which limit, which member; never a value
 	MetaDryRun          = "dry_run"          // "true": admitted by dry-run whatever was decided
 	MetaSeamClass       = "seam_class"       // the seam class the processor must meet (internal/seamcover)
+	MetaClaims          = "claims"           // the principal's claims, a JSON object; on list and GET requests (ClaimsFor)
 )
 
 // Metadata is Check's dynamic metadata: a flat set of strings Check writes
@@ -67,10 +71,17 @@ type Metadata struct {
 	Detail            string
 	DryRun            bool
 	SeamClass         string
+	// Claims is the principal's verified claims as one JSON object, on
+	// the requests whose answers the response seam decides item by item
+	// with the caller's claims (ClaimsFor): the processor takes them from
+	// here instead of verifying the token again, so those routes need not
+	// send it the request headers. Dynamic metadata is written by Envoy's
+	// filters only; a client cannot set it.
+	Claims string
 }
 
 // MetadataMembers is the most members Write sets.
-const MetadataMembers = 21
+const MetadataMembers = 22
 
 // MetadataOf is the metadata of d: dryRun marks a dry-run admission,
 // seamClass names the seam class the processor must meet ("" none). The
@@ -87,6 +98,14 @@ func MetadataOf(d *Decision, dryRun bool, seamClass string) Metadata {
 	}
 	if d.Principal != nil {
 		m.Principal, m.Issuer = d.Principal.Subject, d.Principal.Issuer
+		if ClaimsFor(d.Method) {
+			// A claim set JSON cannot encode (never one a token or an
+			// introspection answer decoded) writes none: the processor
+			// then refuses the answer (no claims for the principal).
+			if b, err := json.Marshal(d.Principal.Claims); err == nil {
+				m.Claims = string(b)
+			}
+		}
 	}
 	if d.RecoverResults && d.IdempotencyKeyID != "" && d.Allowed() && !d.Retry {
 		m.RecoverKey = d.IdempotencyKeyID
@@ -132,6 +151,18 @@ func (m *Metadata) Write(set func(key, value string)) {
 	str(MetaDetail, m.Detail)
 	flag(MetaDryRun, m.DryRun)
 	str(MetaSeamClass, m.SeamClass)
+	str(MetaClaims, m.Claims)
+}
+
+// ClaimsFor reports whether Check's metadata of a request with method
+// carries the principal's claims: the list methods (MCP 2025-11-25
+// pagination: tools/list, prompts/list, resources/list,
+// resources/templates/list, tasks/list), a batch (it may hold one) and a
+// GET (its stream may carry any list answer), whose answers the seam
+// decides item by item with the caller's claims. Not on tools/call and
+// the rest: their streams carry only their own request's response.
+func ClaimsFor(method string) bool {
+	return method == mcpmethod.Batch || method == mcpmethod.HTTPGet || mcpmethod.Paginated(method)
 }
 
 // ErrNoMetadata is ParseMetadata's error for metadata without a
@@ -157,6 +188,7 @@ func ParseMetadata(get func(key string) (string, bool)) (Metadata, error) {
 	m.Principal, m.Issuer = str(MetaPrincipal), str(MetaIssuer)
 	m.RPCID, m.ProtocolVersion, m.Session = str(MetaRPCID), str(MetaProtocolVersion), str(MetaSession)
 	m.RecoverKey, m.SeamClass, m.Detail = str(MetaRecoverKey), str(MetaSeamClass), str(MetaDetail)
+	m.Claims = str(MetaClaims)
 	var err error
 	flag := func(k string) bool {
 		v, ok := get(k)

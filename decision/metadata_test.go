@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -42,6 +43,7 @@ var full = Metadata{
 	Method: "tools/call", Server: "payments", Target: "search", ArgsDigest: "sha256:aa", RequestDigest: "sha256:bb",
 	PolicyVersion: "sha256:cc", Principal: "alice", Issuer: "https://idp.example.com", Retry: true, RPCID: `"r-1"`,
 	ProtocolVersion: "2025-11-25", TaskRequested: true, Session: "s-hash", RecoverKey: "k-hash", Detail: "mcpparse: too_deep at offset 84", DryRun: true, SeamClass: "call",
+	Claims: `{"sub":"alice","groups":["eng"]}`,
 }
 
 // TestMetadataRoundTrip: what Write writes ParseMetadata reads back as
@@ -56,7 +58,7 @@ func TestMetadataRoundTrip(t *testing.T) {
 	}{
 		{name: "full", give: full, want: []string{"decision_id", "decision", "reason", "rule_id", "method", "server", "target",
 			"args_digest", "request_digest", "policy_version", "principal", "issuer", "retry", "rpc_id", "protocol_version",
-			"task_requested", "session", "recover_key", "detail", "dry_run", "seam_class"}},
+			"task_requested", "session", "recover_key", "detail", "dry_run", "seam_class", "claims"}},
 		{name: "least", give: Metadata{DecisionID: "d", Decision: "deny", Reason: ReasonTokenMissing}, want: []string{"decision_id",
 			"decision", "reason", "rule_id", "method", "server", "target", "args_digest", "request_digest", "policy_version"}},
 		{name: "issuer only", give: Metadata{DecisionID: "d", Issuer: "https://idp"}, want: []string{"decision_id",
@@ -117,6 +119,45 @@ func TestMetadataOf(t *testing.T) {
 	}
 }
 
+// TestMetadataClaims: the principal's claims go with the requests whose
+// answers the seam decides item by item (ClaimsFor), as one JSON object
+// that decodes to the claims as the token's verifier decoded them, and
+// with no other request.
+func TestMetadataClaims(t *testing.T) {
+	claims := map[string]any{"sub": "alice", "iss": "https://idp", "groups": []any{"eng", "<ops>"}, "n": 1.5e300, "x": map[string]any{"y": nil}}
+	for _, tt := range []struct {
+		method string
+		want   bool
+	}{
+		{"tools/list", true}, {"prompts/list", true}, {"resources/list", true}, {"resources/templates/list", true},
+		{"tasks/list", true}, {"batch", true}, {"GET", true},
+		{"tools/call", false}, {"initialize", false}, {"ping", false}, {"tasks/get", false}, {"DELETE", false},
+		{"response", false}, {"roots/list", false}, {"notifications/initialized", false},
+	} {
+		d := &Decision{ID: "d", Reason: ReasonAllowed, Method: tt.method, Principal: &bearer.Principal{Subject: "alice", Claims: claims}}
+		m := MetadataOf(d, false, "")
+		if got := m.Claims != ""; got != tt.want {
+			t.Errorf("%s: claims written = %v, want %v", tt.method, got, tt.want)
+			continue
+		}
+		if !tt.want {
+			continue
+		}
+		var back map[string]any
+		if err := json.Unmarshal([]byte(m.Claims), &back); err != nil || !reflect.DeepEqual(back, claims) {
+			t.Errorf("%s: claims %s decode to %v (%v), want %v", tt.method, m.Claims, back, err, claims)
+		}
+	}
+	// No principal, no claims; claims JSON cannot encode, none.
+	if m := MetadataOf(&Decision{ID: "d", Method: "tools/list"}, false, ""); m.Claims != "" {
+		t.Errorf("no principal: claims %q", m.Claims)
+	}
+	bad := &Decision{ID: "d", Method: "tools/list", Principal: &bearer.Principal{Subject: "a", Claims: map[string]any{"f": func() {}}}}
+	if m := MetadataOf(bad, false, ""); m.Claims != "" {
+		t.Errorf("unencodable claims: %q", m.Claims)
+	}
+}
+
 // TestParseMetadataRefuses: metadata Check did not write is refused, with
 // ErrNoMetadata when it has no decision id.
 func TestParseMetadataRefuses(t *testing.T) {
@@ -159,16 +200,16 @@ func TestParseMetadataRefuses(t *testing.T) {
 // is m once m is what Check can write (a reason of the set with its
 // verdict, or neither; a decision id).
 func FuzzMetadataRoundTrip(f *testing.F) {
-	f.Add("d", 0, "r", "m", "s", "t", "a", "q", "v", "p", "i", "1", "2025-11-25", "sh", "rk", "call", uint8(0xff))
-	f.Add("d", 3, "", "", "", "", "", "", "", "", "", "", "", "", "", "", uint8(0))
-	f.Fuzz(func(t *testing.T, id string, reason int, rule, method, server, target, args, req, ver, principal, issuer, rpcID, proto, session, recoverKey, seam string, flags uint8) {
+	f.Add("d", 0, "r", "m", "s", "t", "a", "q", "v", "p", "i", "1", "2025-11-25", "sh", "rk", "call", `{"sub":"p"}`, uint8(0xff))
+	f.Add("d", 3, "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", uint8(0))
+	f.Fuzz(func(t *testing.T, id string, reason int, rule, method, server, target, args, req, ver, principal, issuer, rpcID, proto, session, recoverKey, seam, claims string, flags uint8) {
 		if id == "" {
 			return
 		}
 		rs := Reasons()
 		m := Metadata{DecisionID: id, RuleID: rule, Method: method, Server: server, Target: target, ArgsDigest: args,
 			RequestDigest: req, PolicyVersion: ver, Principal: principal, Issuer: issuer, RPCID: rpcID, ProtocolVersion: proto,
-			Session: session, RecoverKey: recoverKey, SeamClass: seam,
+			Session: session, RecoverKey: recoverKey, SeamClass: seam, Claims: claims,
 			Retry: flags&1 != 0, TaskRequested: flags&2 != 0, DryRun: flags&4 != 0}
 		if reason >= 0 && reason < len(rs) {
 			m.Reason, m.Decision = rs[reason], rs[reason].Verdict().String()

@@ -362,10 +362,12 @@ const (
 	extProcStart = "          # The response seam: Envoy's external processing filter"
 	routerStart  = "          - name: envoy.filters.http.router\n"
 	authzStart   = "          - name: envoy.filters.http.ext_authz\n"
-	// The list route's overrides, and the same with more fields.
-	listOverrides = "                    overrides:\n                      processing_mode:\n                        request_header_mode: SEND\n                        response_header_mode: SEND\n                        request_body_mode: BUFFERED\n                        response_body_mode: NONE\n"
+	// The sealed-cursor list route's overrides, and the same with more
+	// fields.
+	listOverrides = "                    overrides:\n                      processing_mode:\n                        request_header_mode: SKIP\n                        response_header_mode: SEND\n                        request_body_mode: BUFFERED\n                        response_body_mode: NONE\n"
 	callMode      = "                        request_header_mode: SKIP\n                        response_header_mode: SEND\n                        request_body_mode: NONE\n                        response_body_mode: NONE\n"
 	getMode       = "                        request_body_mode: NONE\n                        response_body_mode: STREAMED\n"
+	getHeaders    = "                        request_header_mode: SKIP\n                        response_header_mode: SEND\n"
 	// allowedBuffered is the allowed_override_modes entry for the
 	// processor's override on a list route answered in JSON.
 	allowedBuffered = "              - request_header_mode: SKIP\n                response_header_mode: SEND\n                request_body_mode: BUFFERED\n                response_body_mode: BUFFERED\n                request_trailer_mode: SKIP\n                response_trailer_mode: SKIP\n"
@@ -391,7 +393,7 @@ func cut(t *testing.T, y []byte, from, to string) ([]byte, string) {
 // but lists and GET): its start, and its ext_proc per-route config up to
 // the processing mode (mutation rows add fields under overrides).
 const (
-	catchAllStart = "              # Everything else (initialize, ping, tools/call"
+	catchAllStart = "              # Everything else (lists without a cursor, initialize, ping,"
 	catchAllSeam  = `                  append_x_forwarded_host: true
                 request_headers_to_remove: [accept-encoding]
                 typed_per_filter_config:
@@ -467,7 +469,7 @@ func TestCheckInvariantsRejectsResponseSeam(t *testing.T) {
 		{"request body FULL_DUPLEX_STREAMED on the list route", edit(listOverrides, strings.Replace(listOverrides, "request_body_mode: BUFFERED", "request_body_mode: FULL_DUPLEX_STREAMED", 1)), "request_body_mode FULL_DUPLEX_STREAMED, want NONE or BUFFERED"},
 		{"request body on the catch-all route", edit(callMode, strings.Replace(callMode, "request_body_mode: NONE", "request_body_mode: BUFFERED", 1)), `sends the request body to the processor and serves ["completion/complete" "initialize"`},
 		{"request body on the GET route", edit(getMode, strings.Replace(getMode, "request_body_mode: NONE", "request_body_mode: BUFFERED", 1)), `sends the request body to the processor and serves ["GET"]`},
-		{"list route also catches tools/call", edit(listRegex, listRegex+"|tools/call"), `sends the request body to the processor and serves ["tools/call"]`},
+		{"list route without the cursor match", edit("                  - name: x-mcp-cursor\n                    string_match: { exact: sealed }\n", ""), `sends the request body to the processor and serves ["prompts/list" "resources/list" "resources/templates/list" "tasks/list" "tools/list" "batch"] without a sealed cursor`},
 		{"request body STREAMED by override", edit(allowedBuffered, strings.Replace(allowedBuffered, "request_body_mode: BUFFERED", "request_body_mode: STREAMED", 1)), "allowed_override_modes[2]: request_body_mode STREAMED, want NONE or BUFFERED"},
 		{"list override with the request body not allowed", edit(allowedBuffered, ""), "(request_body_mode BUFFERED, response_body_mode BUFFERED) matches no allowed_override_modes entry"},
 		{"SSE override without a request body not allowed", edit(allowedNoneSSE, ""), "(request_body_mode NONE, response_body_mode STREAMED) matches no allowed_override_modes entry"},
@@ -480,8 +482,7 @@ func TestCheckInvariantsRejectsResponseSeam(t *testing.T) {
 		{"no decision for the processor", edit("untyped: [envoy.filters.http.ext_authz]", "untyped: [envoy.filters.http.other]"), "lack envoy.filters.http.ext_authz"},
 		{"route replaces the namespaces", edit(listOverrides+listTrailers, listOverrides+listTrailers+"                      metadata_options:\n                        forwarding_namespaces: { untyped: [mcp.other] }\n"), "forwarding_namespaces [mcp.other] lack envoy.filters.http.ext_authz"},
 		{"virtual host leaves the seam on", edit(vhostSeamOff, ""), "on the protected resource metadata route"},
-		{"list route catches every method", edit(listRegex, ".*"), `sends the request body to the processor and serves ["completion/complete" "initialize"`},
-		{"a list without a side stream", edit(listRegex, strings.TrimPrefix(listRegex, "tools/list|")), `"tools/list" picks route`},
+		{"a sealed list without the request body", edit(listRegex, strings.TrimPrefix(listRegex, "tools/list|")), `x-mcp-method "tools/list" with x-mcp-cursor picks route`},
 		// Issue 26: no route to the MCP server passes its answers unread.
 		{"catch-all without a side stream", func(t *testing.T, y []byte) []byte {
 			y, route := cut(t, y, catchAllStart, "          http_filters:")
@@ -494,8 +495,10 @@ func TestCheckInvariantsRejectsResponseSeam(t *testing.T) {
 		{"virtual host fails open", edit(vhostSeamOff, strings.Replace(vhostSeamOff, "disabled: true", "overrides: { failure_mode_allow: true }", 1)), "failure_mode_allow is true in the virtual host's per-route config"},
 		{"tools/call observe only, as before issue 26", edit(catchAllStart, oldCallRoute+"                      processing_mode:\n"+callMode+listTrailers+catchAllStart), `exact:"tools/call"}}: envoy.filters.http.ext_proc failure_mode_allow is true in the route's per-route config`},
 		{"initialize without a side stream", edit(catchAllStart, strings.Replace(strings.Replace(oldCallRoute, "exact: tools/call", "exact: initialize", 1), "overrides:\n                      failure_mode_allow: true\n", "disabled: true\n", 1)+catchAllStart), `exact:"initialize"}} reaches the MCP server without a side stream`},
-		{"a list without request headers", edit(listOverrides, strings.Replace(listOverrides, "request_header_mode: SEND", "request_header_mode: SKIP", 1)), `"tools/list" picks route`},
-		{"GET streams unprocessed", edit("                  - name: \":method\"\n                    string_match: { exact: GET }\n", "                  - name: \":method\"\n                    string_match: { exact: HEAD }\n"), `"GET" picks route`},
+		// Issue 31: no route spends a round trip on the request headers.
+		{"a sealed list with request headers", edit(listOverrides, strings.Replace(listOverrides, "request_header_mode: SKIP", "request_header_mode: SEND", 1)), "sends the request headers to the processor"},
+		{"GET with request headers", edit(getHeaders+getMode, strings.Replace(getHeaders, "SKIP", "SEND", 1)+getMode), `{exact:"GET"}} sends the request headers to the processor`},
+		{"catch-all with request headers", edit(catchAllSeam, strings.Replace(catchAllSeam, "request_header_mode: SKIP", "request_header_mode: SEND", 1)), `route prefix:"/" sends the request headers to the processor`},
 		{"compressed responses", edit("                request_headers_to_remove: [accept-encoding]\n", ""), "sends accept-encoding upstream"},
 		{"side stream over HTTP/1.1", edit("cluster_name: extauthz_proc }", "cluster_name: extauthz_http }"), "ext_proc gRPC cluster missing or without HTTP/2"},
 		{"metadata route processed", edit("                    disabled: true\n              # The response seam (ext_proc).", "                    disabled: true\n                  envoy.filters.http.ext_proc:\n                    \"@type\": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute\n                    overrides: { failure_mode_allow: false }\n              # The response seam (ext_proc)."), "on the protected resource metadata route"},

@@ -41,6 +41,11 @@ const (
 	// the response seam's routes match on it after ext_authz re-picks the
 	// route (clear_route_cache).
 	MethodHeader = "x-mcp-method"
+	// CursorHeader is set by Check to "sealed" on an allowed list request
+	// (or batch) whose params.cursor it opened, removing a client's own
+	// copy: the one route that sends the request body to the processor
+	// (which swaps the cursor for the upstream's own) matches on it.
+	CursorHeader = "x-mcp-cursor"
 	// AcceptEncoding is removed from the upstream request on every route
 	// with a side stream: the processor reads bodies only uncompressed.
 	AcceptEncoding = "accept-encoding"
@@ -59,10 +64,11 @@ const (
 )
 
 // ListMethods are the methods whose response carries a list the processor
-// filters for the caller ("batch": a JSON-RPC batch, which may hold one).
-// Their routes send request headers to the processor (the caller's token,
-// for its claims) and may send it the request body (BUFFERED: a sealed
-// params.cursor is swapped for the upstream's own); no other route may.
+// filters for the caller ("batch": a JSON-RPC batch, which may hold one);
+// Check's metadata carries the caller's claims for them. With a sealed
+// cursor (CursorHeader) their route sends the request body to the
+// processor (BUFFERED: the cursor is swapped for the upstream's own); no
+// other route may.
 var ListMethods = []string{mcpmethod.ToolsList, mcpmethod.PromptsList, mcpmethod.ResourcesList, mcpmethod.ResourcesTemplatesList, mcpmethod.TasksList, mcpmethod.Batch}
 
 // StreamMethod is Check's pseudo-method for a bodiless GET: the 2025
@@ -307,7 +313,7 @@ var errCannotEvaluate = errors.New("header matcher not evaluated (use exact, pre
 // that carries only MethodHeader = method and :method = verb(method), as
 // Envoy's HeaderUtility::matchHeaders does for the matcher kinds listed in
 // errCannotEvaluate.
-func headersMatch(r *routev3.Route, method string) (bool, error) {
+func headersMatch(r *routev3.Route, method string, sealed bool) (bool, error) {
 	for _, h := range r.GetMatch().GetHeaders() {
 		var v string
 		present := true
@@ -316,6 +322,8 @@ func headersMatch(r *routev3.Route, method string) (bool, error) {
 			v = method
 		case ":method":
 			v = verb(method)
+		case CursorHeader:
+			v, present = "sealed", sealed
 		default:
 			present = false
 		}
@@ -524,10 +532,11 @@ func sendsRequestHeaders(m *extprocv3.ProcessingMode) bool {
 // checkRouteGroup checks routes that share a path match: a route chosen by
 // headers checks and forwards as the header-less fallback does, so a
 // client's own x-mcp-method (read before Check removes it, when ext_authz
-// picks its per-route config) changes nothing; the route a list method or
-// GET picks sends the processor the request headers (the caller's token,
-// for its claims); and only routes that list methods alone pick send it the
-// request body.
+// picks its per-route config) changes nothing; no route sends the
+// processor the request headers (Check's metadata carries all it reads,
+// the caller's claims included: a round trip for nothing); the route a
+// list method with a sealed cursor picks sends it the request body, and
+// only routes that such lists alone pick do.
 func checkRouteGroup(ep *extprocv3.ExternalProcessor, rc *routev3.RouteConfiguration, vh *routev3.VirtualHost, rs []*routev3.Route, methods []string, l string, fail func(string, ...any)) {
 	var fallback *routev3.Route
 	for _, r := range rs {
@@ -548,11 +557,30 @@ func checkRouteGroup(ep *extprocv3.ExternalProcessor, rc *routev3.RouteConfigura
 			fail("%s: route %v: its %s per-route config differs from its header-less route's (a client-sent %s would choose the check)", l, r.GetMatch(), ExtAuthzFilter, MethodHeader)
 		}
 	}
-	chosenBy := map[*routev3.Route][]string{}
+	for _, r := range rs {
+		eff, err := ExtProcFor(ep, rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), r.GetTypedPerFilterConfig())
+		if err == nil && !eff.Disabled && sendsRequestHeaders(eff.Mode) {
+			fail("%s: route %v sends the request headers to the processor: a round trip before the upstream for nothing (Check's metadata carries what it reads)", l, r.GetMatch())
+		}
+	}
+	// Each request Check admits, as the route match sees it: its method,
+	// and for a list method whether Check marked a sealed cursor.
+	type pick struct {
+		method string
+		sealed bool
+	}
+	var picks []pick
 	for _, m := range methods {
+		picks = append(picks, pick{m, false})
+		if slices.Contains(ListMethods, m) {
+			picks = append(picks, pick{m, true})
+		}
+	}
+	chosenBy := map[*routev3.Route][]pick{}
+	for _, p := range picks {
 		var chosen *routev3.Route
 		for _, r := range rs {
-			ok, err := headersMatch(r, m)
+			ok, err := headersMatch(r, p.method, p.sealed)
 			if err != nil {
 				fail("%s: route %v: %v", l, r.GetMatch(), err)
 				return
@@ -565,35 +593,36 @@ func checkRouteGroup(ep *extprocv3.ExternalProcessor, rc *routev3.RouteConfigura
 		if chosen == nil {
 			continue // Envoy answers 404 itself: no upstream answer
 		}
-		chosenBy[chosen] = append(chosenBy[chosen], m)
-		if !slices.Contains(ListMethods, m) && m != StreamMethod {
+		chosenBy[chosen] = append(chosenBy[chosen], p)
+		if !p.sealed {
 			continue
 		}
 		eff, err := ExtProcFor(ep, rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), chosen.GetTypedPerFilterConfig())
-		if err == nil && !eff.Disabled && !sendsRequestHeaders(eff.Mode) {
-			fail("%s: %s %q picks route %v, which sends no request headers to the processor (it filters for the caller's claims)", l, MethodHeader, m, chosen.GetMatch())
+		if err == nil && !eff.Disabled && eff.Mode.GetRequestBodyMode() != extprocv3.ProcessingMode_BUFFERED {
+			fail("%s: %s %q with %s picks route %v, which does not send the request body to the processor (its sealed cursor would reach the MCP server unswapped)", l, MethodHeader, p.method, CursorHeader, chosen.GetMatch())
 		}
 	}
-	// The request body goes to the processor only on routes that serve list
-	// methods alone: elsewhere it would cost a buffered round trip for
-	// nothing, and the processor could rewrite a body it never needs.
+	// The request body goes to the processor only on routes that serve
+	// lists with a sealed cursor alone: elsewhere it would cost a buffered
+	// round trip for nothing, and the processor could rewrite a body it
+	// never needs.
 	for _, r := range rs {
 		eff, err := ExtProcFor(ep, rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), r.GetTypedPerFilterConfig())
 		if err != nil || eff.Disabled || eff.Mode.GetRequestBodyMode() == extprocv3.ProcessingMode_NONE {
 			continue
 		}
-		ms := chosenBy[r]
+		ps := chosenBy[r]
 		var other []string
-		for _, m := range ms {
-			if !slices.Contains(ListMethods, m) {
-				other = append(other, m)
+		for _, p := range ps {
+			if !p.sealed {
+				other = append(other, p.method)
 			}
 		}
 		switch {
-		case len(ms) == 0:
-			fail("%s: route %v sends the request body to the processor and serves no list method", l, r.GetMatch())
+		case len(ps) == 0:
+			fail("%s: route %v sends the request body to the processor and serves no list with a sealed cursor", l, r.GetMatch())
 		case len(other) > 0:
-			fail("%s: route %v sends the request body to the processor and serves %q, not list methods (only list routes may)", l, r.GetMatch(), other)
+			fail("%s: route %v sends the request body to the processor and serves %q without a sealed cursor (only the sealed-cursor route may)", l, r.GetMatch(), other)
 		}
 	}
 }

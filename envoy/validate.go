@@ -335,10 +335,11 @@ func AllowsHeader(ea *extauthzv3.ExtAuthz, name string) bool {
 //     reaches a client unread, and removes accept-encoding upstream; the
 //     metadata route has none; per path, a route chosen by headers
 //     forwards and checks (ext_authz per-route config) as its header-less
-//     fallback does, the route each of ListMethods and StreamMethod picks
-//     (the header matchers evaluated on MethodHeader and :method) sends the
-//     request headers, and request body BUFFERED only on a route that
-//     ListMethods alone pick;
+//     fallback does, no route sends the request headers (Check's metadata
+//     carries what the processor reads), the route each of ListMethods
+//     with a sealed cursor picks (the header matchers evaluated on
+//     MethodHeader, CursorHeader and :method) sends the request body
+//     BUFFERED, and only routes those alone pick do;
 //   - Envoy's admin listens on loopback only, and a listener reaches it
 //     (cluster AdminCluster, whose endpoint must be the admin address) only
 //     for the exact path StatsPath.

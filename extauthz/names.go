@@ -36,4 +36,11 @@ const (
 	// key was already bound to this very request digest: an idempotent
 	// upstream can answer with the recorded result.
 	HeaderRetry = "x-mcp-retry"
+	// HeaderCursor is set to "sealed" on an allowed list request (or a
+	// batch holding one) whose params.cursor Check opened
+	// (Decision.SealedCursor): Envoy picks by it the one route whose
+	// side stream receives the request body, where the response seam
+	// swaps the sealed cursor for the upstream's own. Every other list
+	// opens its side stream at the response headers.
+	HeaderCursor = "x-mcp-cursor"
 )

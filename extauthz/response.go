@@ -223,7 +223,7 @@ func (rs *Responder) fillOkResponse(hb *headerBlock, d *decision.Decision, reqHe
 	// The headers we set, in name order (TestOkResponseHeaderOrder); an
 	// empty value is not sent (e.g. no digest for a body that did not
 	// parse).
-	var set [10]headerKV
+	var set [11]headerKV
 	n := 0
 	add := func(k, v string) {
 		if v != "" {
@@ -243,11 +243,15 @@ func (rs *Responder) fillOkResponse(hb *headerBlock, d *decision.Decision, reqHe
 	if dryRun {
 		dryDecision, dryReason = d.Reason.Verdict().String(), string(d.Reason)
 	}
-	retry := ""
+	retry, sealed := "", ""
 	if d.Retry {
 		retry = "true"
 	}
+	if d.SealedCursor {
+		sealed = "sealed"
+	}
 	add(HeaderArgsDigest, d.ArgsDigest)
+	add(HeaderCursor, sealed)
 	add(HeaderDecision, signed)
 	add(HeaderDecisionID, d.ID)
 	add(HeaderDryRunDecision, dryDecision)

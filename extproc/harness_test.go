@@ -61,10 +61,18 @@ type route struct {
 	failOpen bool
 }
 
+// The shipped routes (envoy/sidecar.yaml): every side stream opens at the
+// response headers (Check's metadata tells the processor the rest), but a
+// list request carrying a sealed cursor's, which opens at its request body
+// (x-mcp-cursor route: the processor swaps the cursor). oldListRoute is
+// the list route before the one round trip (request headers and body), a
+// config the processor still serves.
 var (
-	listRoute = route{requestHeaders: true, requestBody: true}
-	getRoute  = route{requestHeaders: true, responseBody: procfv3.ProcessingMode_STREAMED}
-	callRoute = route{}
+	listRoute    = route{}
+	pageRoute    = route{requestBody: true}
+	getRoute     = route{responseBody: procfv3.ProcessingMode_STREAMED}
+	callRoute    = route{}
+	oldListRoute = route{requestHeaders: true, requestBody: true}
 )
 
 // exchange is one HTTP stream: the request as Check admitted it (meta is

@@ -101,7 +101,8 @@ func TestListDecidedAsNextCall(t *testing.T) {
 				}
 				x := jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), `{"jsonrpc":"2.0","id":1,"result":{"tools":[`+strings.Join(s.defs, ",")+`]}}`)
 				if s.sid != "" {
-					x.reqHdrs["mcp-session-id"] = s.sid
+					// As Check hands it over (decision.Metadata.Session).
+					x.meta["session"] = toolpin.SessionHash(s.sid)
 				}
 				if s.hash != "" {
 					x.meta["session"] = s.hash

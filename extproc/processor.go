@@ -7,7 +7,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/metrics"
@@ -32,8 +31,6 @@ const Revision2026 = mcpmethod.Revision20260728
 // errors and in its decision-log lines: a closed set.
 const (
 	ReasonNoMetadata    = "no_authorization_metadata" // a processed answer without Check's decision_id
-	ReasonPrincipal     = "principal_mismatch"        // the re-verified token is not Check's principal
-	ReasonToken         = "token_unverifiable"        // the token no longer verifies
 	ReasonCompressed    = "response_compressed"       // content-encoding other than identity
 	ReasonUnfilterable  = "response_unfilterable"     // a list answer that cannot be parsed or decided
 	ReasonTooLarge      = "response_too_large"        // a JSON answer or SSE event over its cap
@@ -50,9 +47,6 @@ type Config struct {
 	// Policy returns the live policy and its version; a nil policy refuses
 	// every list.
 	Policy func() (*decision.Policy, string)
-	// Verifier verifies the bearer token again for its claims (list and
-	// GET routes). Nil: no claims (when expressions see an empty map).
-	Verifier bearer.TokenVerifier
 	// Tasks binds task ids; nil: CreateTaskResult ids are not bound and
 	// tasks/list answers are refused.
 	Tasks *state.Tasks

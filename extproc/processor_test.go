@@ -3,7 +3,6 @@ package extproc
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -23,7 +21,6 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
@@ -72,11 +69,6 @@ func newFixtureWith(t testing.TB, src []byte, defs *toolpin.Observations, opts .
 	if err != nil {
 		t.Fatal(err)
 	}
-	ver, err := bearer.NewOIDCVerifier(bearer.OIDCConfig{Issuer: issuer, Audiences: []string{audience},
-		KeySet: &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{&key.PublicKey}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("at+jwt"))
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +90,7 @@ func newFixtureWith(t testing.TB, src []byte, defs *toolpin.Observations, opts .
 	core, logs := observer.New(zap.InfoLevel)
 	cfg := Config{
 		Policy:   func() (*decision.Policy, string) { return decision.PolicyOf(pol), version },
-		Verifier: ver, Tasks: tasks, Cursors: sealer, Log: zap.New(core),
+		Tasks: tasks, Cursors: sealer, Log: zap.New(core),
 		Definitions: defs, Fingerprints: &toolpin.Cache{},
 	}
 	for _, o := range opts {
@@ -114,6 +106,9 @@ func (f *fixture) meta(principal, method, rpcID string) map[string]string {
 		"principal": principal, "issuer": issuer, "policy_version": f.version, "protocol_version": "2025-11-25"}
 	if rpcID != "" {
 		m["rpc_id"] = rpcID
+	}
+	if decision.ClaimsFor(method) {
+		m["claims"] = `{"iss":"` + issuer + `","sub":"` + principal + `"}`
 	}
 	return m
 }
@@ -292,16 +287,26 @@ func TestBypassRows(t *testing.T) {
 			x.meta["reason"] = "allowed_by_envoy"
 			return x
 		}(), wantStatus: 503, wantReason: ReasonNoMetadata},
-		{name: "another principal's token", rt: listRoute, give: func() exchange {
+		{name: "a list for a principal without claims in Check's metadata", rt: listRoute, give: func() exchange {
 			x := jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), toolsBody)
-			x.reqHdrs["authorization"] = "Bearer " + f.tokens["bob"]
+			delete(x.meta, "claims")
 			return x
-		}(), wantStatus: 503, wantReason: ReasonPrincipal},
-		{name: "Check decided the subject at another issuer", rt: listRoute, give: func() exchange {
+		}(), wantStatus: 503, wantReason: ReasonNoMetadata},
+		{name: "a GET stream for a principal without claims", rt: getRoute, give: func() exchange {
+			x := sseAnswer(exchange{method: "GET", meta: f.meta("alice", "GET", ""), status: 200}, "data: "+toolsBody+"\n\n")
+			delete(x.meta, "claims")
+			return x
+		}(), wantStatus: 503, wantReason: ReasonNoMetadata},
+		{name: "claims that are not a JSON object", rt: listRoute, give: func() exchange {
 			x := jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), toolsBody)
-			x.meta["issuer"] = "https://other-idp.example.com"
+			x.meta["claims"] = `["alice"]`
 			return x
-		}(), wantStatus: 503, wantReason: ReasonPrincipal},
+		}(), wantStatus: 503, wantReason: ReasonNoMetadata},
+		{name: "claims that do not parse", rt: listRoute, give: func() exchange {
+			x := jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), toolsBody)
+			x.meta["claims"] = `{"sub":"alice"`
+			return x
+		}(), wantStatus: 503, wantReason: ReasonNoMetadata},
 		{name: "unrequested non-2xx passes", rt: callRoute, give: exchange{method: "POST", status: 503,
 			hdrs: map[string]string{"content-type": "text/plain"}, chunks: []string{"upstream connect error"}},
 			wantStatus: 503, wantBody: "upstream connect error"},
@@ -357,7 +362,7 @@ func TestSealedCursor(t *testing.T) {
 		t.Fatalf("page 1: %s", got.body)
 	}
 	sealed := res.Result.NextCursor
-	page2 := f.envoy.do(t, listRoute, jsonAnswer(f.listRequest("alice", "tools/list", "2", `,"params":{"cursor":"`+sealed+`"}`),
+	page2 := f.envoy.do(t, pageRoute, jsonAnswer(f.listRequest("alice", "tools/list", "2", `,"params":{"cursor":"`+sealed+`"}`),
 		`{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"search"}]}}`))
 	if page2.upstreamBody != `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"up-2"}}` {
 		t.Errorf("the upstream got %s", page2.upstreamBody)
@@ -365,13 +370,13 @@ func TestSealedCursor(t *testing.T) {
 	if !strings.Contains(page2.body, `"search"`) {
 		t.Errorf("page 2: %s", page2.body)
 	}
-	replay := f.envoy.do(t, listRoute, jsonAnswer(f.listRequest("bob", "tools/list", "3", `,"params":{"cursor":"`+sealed+`"}`), page1))
+	replay := f.envoy.do(t, pageRoute, jsonAnswer(f.listRequest("bob", "tools/list", "3", `,"params":{"cursor":"`+sealed+`"}`), page1))
 	if reason, id := rpcErrorOf(replay.body); !replay.localReply || reason != ReasonInvalidCursor || id != "3" || !strings.Contains(replay.body, "-32602") {
 		t.Errorf("bob's replay: %+v", replay)
 	}
 	changed := f.listRequest("alice", "tools/list", "4", `,"params":{"cursor":"`+sealed+`"}`)
 	changed.meta["policy_version"] = "sha256:other"
-	if r := f.envoy.do(t, listRoute, jsonAnswer(changed, page1)); !strings.Contains(r.body, ReasonInvalidCursor) {
+	if r := f.envoy.do(t, pageRoute, jsonAnswer(changed, page1)); !strings.Contains(r.body, ReasonInvalidCursor) {
 		t.Errorf("after a policy change: %+v", r)
 	}
 }

@@ -22,8 +22,6 @@ type refusal struct {
 // against README's table.
 var refusals = map[string]refusal{
 	ReasonNoMetadata:    {status: 503, code: CodeInternalError},
-	ReasonPrincipal:     {status: 503, code: CodeInternalError},
-	ReasonToken:         {status: 503, code: CodeInternalError},
 	ReasonInvalidCursor: {status: 400, code: CodeInvalidParams},
 	ReasonRedirect:      {status: 502, code: CodeInternalError},
 	ReasonCompressed:    {status: 502, code: CodeInternalError},

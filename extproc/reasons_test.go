@@ -20,8 +20,6 @@ import (
 // until someone decides its answer here.
 var wantRefusals = map[string]refusal{
 	"no_authorization_metadata": {503, -32603},
-	"principal_mismatch":        {503, -32603},
-	"token_unverifiable":        {503, -32603},
 	"invalid_cursor":            {400, -32602},
 	"response_redirect":         {502, -32603},
 	"response_compressed":       {502, -32603},

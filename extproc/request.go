@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -9,10 +8,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
-	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -29,37 +26,17 @@ func header(hm *corev3.HeaderMap, k string) (string, bool) {
 	return "", false
 }
 
-func (st *stream) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) (*extprocv3.ProcessingResponse, error) {
+// requestHeaders answers the request headers of a route that still sends
+// them (a config older than the one round trip: the shipped routes open
+// their side streams at the response headers, or at the request body of a
+// list with a sealed cursor). Everything the processor knows of the
+// request comes from Check's metadata, the caller's claims included
+// (decision.Metadata.Claims); the headers are not read.
+func (st *stream) requestHeaders() *extprocv3.ProcessingResponse {
 	if !st.haveMeta {
-		return st.immediate(ReasonNoMetadata, "no authorization decision for this request"), nil
+		return st.immediate(ReasonNoMetadata, "no authorization decision for this request")
 	}
-	st.httpMethod, _ = header(h.GetHeaders(), ":method")
-	sid, _ := header(h.GetHeaders(), "mcp-session-id")
-	path, _ := header(h.GetHeaders(), ":path") // forwarded on list routes
-	rev, _ := header(h.GetHeaders(), "mcp-protocol-version")
-	st.session = toolpin.Session(sid, path, rev)
-	if st.protocol == "" {
-		st.protocol, _ = header(h.GetHeaders(), "mcp-protocol-version")
-	}
-	if v := st.s.cfg.Verifier; v != nil {
-		if auth, ok := header(h.GetHeaders(), "authorization"); ok {
-			_, tok, ok := bearer.ParseAuthorization(auth)
-			if !ok {
-				return st.immediate(ReasonToken, "the bearer token cannot be read"), nil
-			}
-			p, err := v.Verify(ctx, tok)
-			if err != nil {
-				return st.immediate(ReasonToken, "the bearer token no longer verifies"), nil
-			}
-			if p.Subject != st.principal || st.issuer != "" && p.Issuer != st.issuer {
-				return st.immediate(ReasonPrincipal, "the bearer token is not the decided principal's"), nil
-			}
-			st.claims = p.Claims
-		} else if st.principal != "" {
-			return st.immediate(ReasonPrincipal, "no bearer token for the decided principal"), nil
-		}
-	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}}, nil
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}}
 }
 
 func (st *stream) requestBody(b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {

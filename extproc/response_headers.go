@@ -1,6 +1,8 @@
 package extproc
 
 import (
+	"encoding/json"
+	"errors"
 	"strconv"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -39,10 +41,10 @@ func isRedirect(code int) bool {
 	return false
 }
 
-// isGET reports a GET stream (the route sends the request headers; Check's
-// method for a bodiless GET is mcpmethod.HTTPGet).
+// isGET reports a GET stream (Check's method for a bodiless GET is
+// mcpmethod.HTTPGet; Check refuses every other bodiless method but DELETE).
 func (st *stream) isGET() bool {
-	return st.httpMethod == "GET" || st.method == mcpmethod.HTTPGet
+	return st.method == mcpmethod.HTTPGet
 }
 
 // responseRule is which responses this stream may carry (respRule).
@@ -51,8 +53,9 @@ func (st *stream) responseRule() respRule {
 	case st.isGET():
 		// The legacy HTTP+SSE transport (2024-11-05) answers every
 		// request on its GET stream, and a Streamable HTTP GET resuming
-		// with Last-Event-ID replays a POST's: the GET route sends the
-		// caller's token, so every list there is filtered by its shape.
+		// with Last-Event-ID replays a POST's: Check's metadata carries
+		// the caller's claims, so every list there is filtered by its
+		// shape.
 		return respAny
 	case st.method == mcpmethod.Batch:
 		return respAny
@@ -65,6 +68,9 @@ func (st *stream) responseRule() respRule {
 // responseHeaders decides how the answer's body is read. "No body" is
 // decided only from end_of_stream, 204, 304 and HEAD, never from a 202 or
 // another status (the Go SDK client reads every 2xx answer to a call).
+// A stream that decides list items (a list, a batch, a GET) needs the
+// caller's claims from Check's metadata: without them, or when they do not
+// decode, the answer is refused (503, no_authorization_metadata).
 // A body a client may read as JSON-RPC messages (status 200-399: the
 // TypeScript and Go clients read 2xx, the Python client everything below
 // 400 but 202) is read as the clients read it: a GET's as SSE whatever its
@@ -85,7 +91,7 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 	pass := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}}
 	readable := code < 400 // 1xx never reaches the processor as response headers
 	st.rc.status = code
-	noBody := h.GetEndOfStream() || code == 204 || code == 304 || st.httpMethod == "HEAD"
+	noBody := h.GetEndOfStream() || code == 204 || code == 304
 	if !st.haveMeta {
 		if readable && !noBody {
 			return st.immediate(ReasonNoMetadata, "no authorization decision for this response"), nil
@@ -107,6 +113,11 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 		return st.immediate(ReasonCompressed, "a compressed response cannot be filtered"), nil
 	}
 	st.responses = st.responseRule()
+	if readable && (st.isList || st.responses == respAny) {
+		if err := st.callerClaims(); err != nil {
+			return st.immediate(ReasonNoMetadata, err.Error()), nil
+		}
+	}
 	ctypes := headerValues(hm, "content-type")
 	kind, agree, charsetOK := contentReading(ctypes)
 	switch {
@@ -174,6 +185,26 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 			RequestTrailerMode: procfv3.ProcessingMode_SKIP, ResponseTrailerMode: procfv3.ProcessingMode_SKIP,
 		},
 	}, nil
+}
+
+// callerClaims decodes the caller's claims from Check's metadata into
+// st.claims, as the token's verifier decoded them (encoding/json: numbers
+// float64). No principal: no claims (an empty map). A principal without
+// claims, or claims that are not one JSON object, is an error: the items
+// cannot be decided for the caller.
+func (st *stream) callerClaims() error {
+	if st.claims != nil || st.principal == "" && st.claimsJSON == "" {
+		return nil
+	}
+	if st.claimsJSON == "" {
+		return errors.New("Check's metadata carries no claims for the principal")
+	}
+	var c map[string]any
+	if err := json.Unmarshal([]byte(st.claimsJSON), &c); err != nil || c == nil {
+		return errors.New("Check's metadata carries claims that are not a JSON object")
+	}
+	st.claims = c
+	return nil
 }
 
 func setHeader(k, v string) *corev3.HeaderValueOption {

@@ -48,7 +48,7 @@ type stream struct {
 	rpcID                                              []byte
 	taskRequested                                      bool
 	claims                                             map[string]any
-	httpMethod                                         string
+	claimsJSON                                         string // Check's claims member: decoded by callerClaims
 	sawRequestBody                                     bool
 	mode                                               respMode
 	isList                                             bool
@@ -61,7 +61,7 @@ type stream struct {
 	kind                 listfilter.Kind
 	listed               loggedTools
 	rc                   receipt  // of an allowed tools/call (receipt.go)
-	session              string   // Mcp-Session-Id (list and GET routes), for pin_scope session
+	session              string   // the legacy HTTP+SSE endpoint's session (a GET stream), for pin_scope session
 	sessionHash          string   // Check's toolpin.SessionHash of it (every route, pin_scope session)
 	recoverKey           string   // Check's recover_key: record the result under it
 	held                 []byte   // modeHeld: the answer's bytes held so far
@@ -84,8 +84,8 @@ const (
 	respNone
 	// respAny: responses to any id, every list in them filtered by shape
 	// with the caller's claims (a batch; a GET: the legacy HTTP+SSE
-	// stream, or a replay with Last-Event-ID; routes that send the
-	// request headers).
+	// stream, or a replay with Last-Event-ID; Check's metadata carries
+	// the claims of both: decision.ClaimsFor).
 	respAny
 )
 
@@ -141,7 +141,7 @@ func (st *stream) route() string {
 	switch {
 	case st.isList || isListMethod(st.method):
 		return "list"
-	case st.httpMethod == "GET" || st.method == mcpmethod.HTTPGet:
+	case st.method == mcpmethod.HTTPGet:
 		return "get"
 	case strings.HasPrefix(st.method, "tasks/"):
 		return "task"
@@ -166,7 +166,7 @@ func (st *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) 
 	}
 	switch r := req.GetRequest().(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
-		return st.requestHeaders(ctx, r.RequestHeaders)
+		return st.requestHeaders(), nil
 	case *extprocv3.ProcessingRequest_RequestBody:
 		return st.requestBody(r.RequestBody)
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
@@ -219,6 +219,7 @@ func (st *stream) readMeta(req *extprocv3.ProcessingRequest) {
 	st.isList = isListMethod(st.method)
 	st.recoverKey = md.RecoverKey
 	st.sessionHash = md.Session
+	st.claimsJSON = md.Claims
 	st.startReceipt(md.RequestDigest)
 	if md.SeamClass != "" {
 		st.s.cfg.Seam.Met(st.decision, md.SeamClass)

@@ -86,7 +86,7 @@ type Config struct {
 
 	// SeamDeadline is how long a decision Check marked for the response
 	// seam may wait for the processor before it counts as unmet
-	// (internal/seamcover; list and GET routes: at most 10s).
+	// (internal/seamcover).
 	SeamDeadline time.Duration
 
 	TLS tlsFiles // all empty: plaintext gRPC
@@ -390,7 +390,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.DecisionJWKSOut, "decision-jwks-out", "", "file to write the public key set of --decision-key-file to, at start and on every rotation, for MCP servers that read a file (it is also served at /decision-jwks.json on --http-addr)")
 	c.Telemetry.register(fs)
 	c.Introspection.register(fs)
-	fs.DurationVar(&c.SeamDeadline, "seam-deadline", time.Minute, "with --response-seam: how long an admitted tools/call, task method or other request may wait for its answer to reach the ext_proc processor (the MCP server's time to answer) before mcp_extauthz_seam_unmet_total counts it; lists and GET streams meet the processor with their request headers and wait at most 10s")
+	fs.DurationVar(&c.SeamDeadline, "seam-deadline", time.Minute, "with --response-seam: how long an admitted request may wait for its answer to reach the ext_proc processor (the MCP server's time to start answering: side streams open at the response headers) before mcp_extauthz_seam_unmet_total counts it")
 	fs.Usage = func() { printServeUsage(fs.Output(), fs) }
 	var flagErr error // bad flags: exit 2, with every other problem
 	var errs []error

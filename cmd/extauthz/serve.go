@@ -409,7 +409,7 @@ func newService(cfg *Config, log, decisionLog *zap.Logger, metrics *metrics.Metr
 		binding.Store.Close()
 		return nil, err
 	}
-	proc, err := newProcessor(cfg, asm, store, verifier, binding.Store, pinStore, log, decisionLog, metrics)
+	proc, err := newProcessor(cfg, asm, store, binding.Store, pinStore, log, decisionLog, metrics)
 	if err != nil {
 		binding.Store.Close()
 		return nil, err
@@ -708,10 +708,10 @@ func definitionStore(spec string, st state.Reader) state.Reader {
 }
 
 // newProcessor builds the response seam (extproc) on the Check service's
-// policy store, token verifier, state store, decision log and metrics,
+// policy store, state store, decision log and metrics,
 // with the list inputs of its assembly (asm: the cursor sealer of
 // --cursor-key-file, --list-cache-ttl).
-func newProcessor(cfg *Config, asm *assembly, store *decision.PolicyStore, verifier bearer.TokenVerifier, st state.Store, pinStore state.Reader,
+func newProcessor(cfg *Config, asm *assembly, store *decision.PolicyStore, st state.Store, pinStore state.Reader,
 	log, decisionLog *zap.Logger, m *metrics.Metrics) (*extproc.Server, error) {
 	pc := extproc.Config{
 		Policy: func() (*decision.Policy, string) {
@@ -720,7 +720,7 @@ func newProcessor(cfg *Config, asm *assembly, store *decision.PolicyStore, verif
 			}
 			return nil, ""
 		},
-		Verifier: verifier, Log: decisionLog, Metrics: m,
+		Log: decisionLog, Metrics: m,
 		CacheTTLms: asm.ListCacheTTL.Milliseconds(),
 	}
 	if r, ok := st.(state.Reader); ok {

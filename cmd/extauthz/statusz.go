@@ -109,10 +109,9 @@ type SeamStatus struct {
 	// clients without the processor (or, with several replicas, that side
 	// streams went to another replica: compare Expected and Met summed
 	// over all of them).
-	UnmetTotal      uint64 `json:"unmet_total"`
-	Held            int    `json:"held"`
-	DeadlineRequest string `json:"deadline_list_get"`
-	DeadlineAnswer  string `json:"deadline_other"`
+	UnmetTotal uint64 `json:"unmet_total"`
+	Held       int    `json:"held"`
+	Deadline   string `json:"deadline"`
 }
 
 // seamStatus is t's SeamStatus; nil for a nil t.
@@ -122,7 +121,7 @@ func seamStatus(t *seamcover.Table) *SeamStatus {
 	}
 	s := t.Stats()
 	st := &SeamStatus{Expected: map[string]uint64{}, Met: map[string]uint64{}, Unmet: map[string]uint64{}, Untracked: map[string]uint64{},
-		Held: s.Held, DeadlineRequest: t.DeadlineOf(seamcover.List).String(), DeadlineAnswer: t.DeadlineOf(seamcover.Call).String()}
+		Held: s.Held, Deadline: t.Deadline().String()}
 	for i, c := range seamcover.Classes {
 		st.Expected[c], st.Met[c], st.Unmet[c], st.Untracked[c] = s.Expected[i], s.Met[i], s.Unmet[i], s.Untracked[i]
 		st.UnmetTotal += s.Unmet[i]

@@ -83,27 +83,17 @@ func classIndex(c string) int {
 	return -1
 }
 
-// OpensAtRequest reports whether the side stream of class c opens with the
-// request headers (the list and GET routes send them to the processor),
-// rather than with the response headers, which wait for the MCP server.
-func OpensAtRequest(c string) bool { return c == List || c == Get }
-
 // DefaultMax is the default bound on the ids a Table holds: about 11 MB.
 const DefaultMax = 100_000
 
-// RequestDeadline is the deadline of the classes whose side stream opens
-// with the request headers (OpensAtRequest): Envoy calls the processor
-// right after Check answers, so 10s covers Check's 1s timeout, the
-// processor's 1s message_timeout and a slow scheduler, many times over.
-const RequestDeadline = 10 * time.Second
-
 // Config configures a Table.
 type Config struct {
-	// Deadline is how long a decision whose side stream opens with the
-	// response headers may wait for the processor: the time the MCP
-	// server takes to start its answer (the shipped routes have no route
-	// timeout; a call or tasks/result may take minutes). Classes that open
-	// at the request get the smaller of it and RequestDeadline.
+	// Deadline is how long a decision may wait for the processor. Every
+	// shipped route opens its side stream with the response headers (a
+	// list with a sealed cursor with its request body, earlier), so this
+	// is the time the MCP server takes to start its answer (the shipped
+	// routes have no route timeout; a call or tasks/result may take
+	// minutes).
 	Deadline time.Duration
 	// Max bounds the ids held (default DefaultMax).
 	Max int
@@ -137,11 +127,11 @@ type Table struct {
 	cfg     Config
 	mu      sync.Mutex
 	pending map[string]int8 // ids not met yet: their class
-	// Two queues, each in due order (one deadline each): request-opening
-	// classes and response-opening ones.
-	queues [2][]entry
-	heads  [2]int
-	stats  Stats
+	// queue holds the ids in due order (one deadline for all); head is
+	// its first entry not swept yet.
+	queue []entry
+	head  int
+	stats Stats
 }
 
 // New returns a Table for cfg. A Deadline <= 0 is one minute.
@@ -158,20 +148,8 @@ func New(cfg Config) *Table {
 	return &Table{cfg: cfg, pending: make(map[string]int8)}
 }
 
-// DeadlineOf is the deadline of class c.
-func (t *Table) DeadlineOf(c string) time.Duration {
-	if OpensAtRequest(c) {
-		return min(RequestDeadline, t.cfg.Deadline)
-	}
-	return t.cfg.Deadline
-}
-
-func queueOf(c string) int {
-	if OpensAtRequest(c) {
-		return 0
-	}
-	return 1
-}
+// Deadline is how long a decision may wait for the processor.
+func (t *Table) Deadline() time.Duration { return t.cfg.Deadline }
 
 // Expect holds decision id of class c (one of Classes; anything else is
 // Other) until Met names it or its deadline passes. An empty id is
@@ -184,19 +162,17 @@ func (t *Table) Expect(id, c string) {
 	if ci < 0 {
 		c, ci = Other, classIndex(Other)
 	}
-	due := t.cfg.Now().Add(t.DeadlineOf(c))
-	q := queueOf(c)
+	due := t.cfg.Now().Add(t.cfg.Deadline)
 	t.mu.Lock()
 	t.stats.Expected[ci]++
-	held := len(t.queues[0]) - t.heads[0] + len(t.queues[1]) - t.heads[1]
-	if held >= t.cfg.Max {
+	if len(t.queue)-t.head >= t.cfg.Max {
 		t.stats.Untracked[ci]++
 		t.mu.Unlock()
 		call(t.cfg.OnExpect, c)
 		call(t.cfg.OnUntracked, c)
 		return
 	}
-	t.queues[q] = append(t.queues[q], entry{id: id, class: int8(ci), due: due})
+	t.queue = append(t.queue, entry{id: id, class: int8(ci), due: due})
 	t.pending[id] = int8(ci)
 	t.mu.Unlock()
 	call(t.cfg.OnExpect, c)
@@ -231,27 +207,24 @@ func (t *Table) Sweep() [5]uint64 {
 	now := t.cfg.Now()
 	example := ""
 	t.mu.Lock()
-	for q := range t.queues {
-		es := t.queues[q]
-		h := t.heads[q]
-		for ; h < len(es) && !es[h].due.After(now); h++ {
-			e := es[h]
-			if ci, ok := t.pending[e.id]; ok {
-				delete(t.pending, e.id)
-				n[ci]++
-				t.stats.Unmet[ci]++
-				example = e.id
-			}
-			es[h] = entry{}
+	es, h := t.queue, t.head
+	for ; h < len(es) && !es[h].due.After(now); h++ {
+		e := es[h]
+		if ci, ok := t.pending[e.id]; ok {
+			delete(t.pending, e.id)
+			n[ci]++
+			t.stats.Unmet[ci]++
+			example = e.id
 		}
-		// Compact once the swept prefix is half the slice, so the slice
-		// stays within twice what is held.
-		if h > 0 && h >= len(es)/2 {
-			es = append(es[:0], es[h:]...)
-			h = 0
-		}
-		t.queues[q], t.heads[q] = es, h
+		es[h] = entry{}
 	}
+	// Compact once the swept prefix is half the slice, so the slice stays
+	// within twice what is held.
+	if h > 0 && h >= len(es)/2 {
+		es = append(es[:0], es[h:]...)
+		h = 0
+	}
+	t.queue, t.head = es, h
 	t.mu.Unlock()
 	if example != "" && t.cfg.OnUnmet != nil {
 		t.cfg.OnUnmet(n, example)
@@ -284,7 +257,7 @@ func (t *Table) Stats() Stats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.stats
-	s.Held = len(t.queues[0]) - t.heads[0] + len(t.queues[1]) - t.heads[1]
+	s.Held = len(t.queue) - t.head
 	return s
 }
 

@@ -58,13 +58,14 @@ func TestClassOf(t *testing.T) {
 }
 
 // TestTable: an id the processor names before its deadline is met; one it
-// does not name is unmet at the first sweep past the deadline, not before;
+// does not name is unmet at the first sweep past its deadline, not before;
 // a late Met counts met but is not held; every id is forgotten once due.
 func TestTable(t *testing.T) {
 	tb, c := newTable(Config{Deadline: time.Minute})
 	tb.Expect("a", List)
 	tb.Expect("b", List)
 	tb.Expect("c", Call)
+	c.add(10 * time.Second)
 	tb.Expect("d", Call)
 	if !tb.Met("a", List) || !tb.Met("c", Call) {
 		t.Fatal("held ids not met")
@@ -72,20 +73,20 @@ func TestTable(t *testing.T) {
 	if tb.Met("zz", Call) {
 		t.Error("an id never expected was held")
 	}
-	c.add(RequestDeadline - time.Millisecond)
+	c.add(50*time.Second - time.Millisecond)
 	if n := tb.Sweep(); n != [5]uint64{} {
 		t.Errorf("unmet %v before any deadline", n)
 	}
 	c.add(time.Millisecond)
 	if n := tb.Sweep(); n != [5]uint64{1, 0, 0, 0, 0} {
-		t.Errorf("unmet %v at the list deadline, want b (list) only", n)
+		t.Errorf("unmet %v at b's deadline, want b (list) only", n)
 	}
 	if tb.Met("b", List) {
 		t.Error("b held after its deadline")
 	}
-	c.add(time.Minute)
+	c.add(10 * time.Second)
 	if n := tb.Sweep(); n != [5]uint64{0, 0, 0, 1, 0} {
-		t.Errorf("unmet %v at the call deadline, want d (call) only", n)
+		t.Errorf("unmet %v at d's deadline, want d (call) only", n)
 	}
 	s := tb.Stats()
 	want := Stats{Expected: [5]uint64{2, 0, 0, 2, 0}, Met: [5]uint64{2, 0, 0, 2, 0}, Unmet: [5]uint64{1, 0, 0, 1, 0}}
@@ -110,40 +111,22 @@ func TestTableBound(t *testing.T) {
 	if tb.Met("d", Task) {
 		t.Error("an untracked id was held")
 	}
-	c.add(RequestDeadline)
-	if n := tb.Sweep(); n != [5]uint64{0, 1, 0, 0, 0} {
-		t.Errorf("unmet %v, want a (get)", n)
+	c.add(time.Minute)
+	if n := tb.Sweep(); n != [5]uint64{0, 1, 1, 0, 0} {
+		t.Errorf("unmet %v, want a (get) and c (task)", n)
 	}
 	tb.Expect("e", Task)
-	if s := tb.Stats(); s.Held != 2 || s.Untracked[2] != 1 {
-		t.Errorf("stats %+v: want c and e held", s)
+	if s := tb.Stats(); s.Held != 1 || s.Untracked[2] != 1 {
+		t.Errorf("stats %+v: want e held", s)
 	}
 }
 
-// TestTableDeadlines: request-opening classes wait RequestDeadline at
-// most, the others Deadline; unknown classes count as other.
+// TestTableDeadlines: every class waits Deadline (one minute when not
+// set); unknown classes count as other.
 func TestTableDeadlines(t *testing.T) {
-	tests := []struct {
-		give     time.Duration
-		wantList time.Duration
-		wantCall time.Duration
-	}{
-		{time.Minute, RequestDeadline, time.Minute},
-		{time.Second, time.Second, time.Second},
-		{0, RequestDeadline, time.Minute},
-	}
-	for _, tt := range tests {
-		tb := New(Config{Deadline: tt.give})
-		if got := tb.DeadlineOf(List); got != tt.wantList {
-			t.Errorf("Deadline %v: list waits %v, want %v", tt.give, got, tt.wantList)
-		}
-		if got := tb.DeadlineOf(Get); got != tt.wantList {
-			t.Errorf("Deadline %v: get waits %v, want %v", tt.give, got, tt.wantList)
-		}
-		for _, c := range []string{Call, Task, Other} {
-			if got := tb.DeadlineOf(c); got != tt.wantCall {
-				t.Errorf("Deadline %v: %s waits %v, want %v", tt.give, c, got, tt.wantCall)
-			}
+	for _, tt := range []struct{ give, want time.Duration }{{time.Minute, time.Minute}, {time.Second, time.Second}, {0, time.Minute}} {
+		if got := New(Config{Deadline: tt.give}).Deadline(); got != tt.want {
+			t.Errorf("Deadline %v: waits %v, want %v", tt.give, got, tt.want)
 		}
 	}
 	tb, _ := newTable(Config{})
@@ -197,7 +180,7 @@ func TestTableCompacts(t *testing.T) {
 	}
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	if q := tb.queues[1]; cap(q) > 4*1100 {
+	if q := tb.queue; cap(q) > 4*1100 {
 		t.Errorf("queue capacity %d for about 1000 held", cap(q))
 	}
 	if len(tb.pending) != 0 {
