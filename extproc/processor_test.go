@@ -89,8 +89,8 @@ func newFixtureWith(t testing.TB, src []byte, defs *toolpin.Observations, opts .
 	tasks := &state.Tasks{Store: state.NewMemory(100, nil)}
 	core, logs := observer.New(zap.InfoLevel)
 	cfg := Config{
-		Policy:   func() (*decision.Policy, string) { return decision.PolicyOf(pol), version },
-		Tasks: tasks, Cursors: sealer, Log: zap.New(core),
+		Policy: func() (*decision.Policy, string) { return decision.PolicyOf(pol), version },
+		Tasks:  tasks, Cursors: sealer, Log: zap.New(core),
 		Definitions: defs, Fingerprints: &toolpin.Cache{},
 	}
 	for _, o := range opts {
