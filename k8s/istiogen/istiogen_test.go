@@ -43,11 +43,13 @@ type seamRoute struct {
 	responseBodyMode extprocv3.ProcessingMode_BodySendMode
 }
 
-// wantRoutes: the list route, the GET route, then Istio's route "default"
-// merged with the catch-all side stream (envoy/sidecar.yaml's order).
+// wantRoutes: the route of lists with a sealed cursor, the GET route, then
+// Istio's route "default" merged with the catch-all side stream
+// (envoy/sidecar.yaml's order). No route sends the request headers (issue
+// 31: Check's metadata carries what the processor reads).
 var wantRoutes = []seamRoute{
-	{"mcp-seam-lists", true, extprocv3.ProcessingMode_SEND, extprocv3.ProcessingMode_BUFFERED, extprocv3.ProcessingMode_NONE},
-	{"mcp-seam-get", false, extprocv3.ProcessingMode_SEND, extprocv3.ProcessingMode_NONE, extprocv3.ProcessingMode_STREAMED},
+	{"mcp-seam-lists", true, extprocv3.ProcessingMode_SKIP, extprocv3.ProcessingMode_BUFFERED, extprocv3.ProcessingMode_NONE},
+	{"mcp-seam-get", false, extprocv3.ProcessingMode_SKIP, extprocv3.ProcessingMode_NONE, extprocv3.ProcessingMode_STREAMED},
 	{"default", false, extprocv3.ProcessingMode_SKIP, extprocv3.ProcessingMode_NONE, extprocv3.ProcessingMode_NONE},
 }
 

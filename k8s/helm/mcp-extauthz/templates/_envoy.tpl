@@ -118,32 +118,35 @@ static_resources:
                     "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute
                     disabled: true
               # The response seam (ext_proc). Check sets x-mcp-method on every
-              # allowed request (a client's own copy is removed), and ext_authz's
-              # clear_route_cache re-picks the route on it, so these routes see
-              # the method Check decided, never the client's word. All three
+              # allowed request, and x-mcp-cursor on a list carrying a sealed
+              # cursor (a client's own copies are removed), and ext_authz's
+              # clear_route_cache re-picks the route on them, so these routes
+              # see what Check decided, never the client's word. All three
               # carry the same action, and each opens a side stream that fails
               # closed: every answer a client can read passes the processor
               # (issue 26: a server may answer a pending tools/list on the
               # stream of a ping or inside the array answering an initialize,
               # and the SDK clients route a response by its id, so no route
-              # may pass an answer unread). They differ in what the processor
-              # gets besides the response. Responses must reach the processor
-              # uncompressed: accept-encoding is removed upstream on every
-              # route (the processor refuses any content-encoding but
+              # may pass an answer unread). No route sends the request
+              # headers: Check's dynamic metadata carries all the processor
+              # reads (the decision, the session hash, and on lists, batches
+              # and GET the caller's claims), so a side stream costs no round
+              # trip before the upstream (issue 31). Responses must reach the
+              # processor uncompressed: accept-encoding is removed upstream on
+              # every route (the processor refuses any content-encoding but
               # identity).
               #
-              # Lists (and batches, which may hold one): request headers go to
-              # the processor (it re-verifies the token for the caller's
-              # claims), and the request body, BUFFERED (Check already read
-              # it whole): the processor swaps a sealed params.cursor for the
-              # upstream's own (--cursor-key-file); the processor picks
-              # BUFFERED (JSON) or STREAMED (SSE) when the response headers
-              # arrive. Only list routes send the request body.
+              # A list (or batch) with a sealed params.cursor: the request
+              # body, BUFFERED (Check already read it whole), so the processor
+              # swaps the cursor for the upstream's own (--cursor-key-file);
+              # the side stream opens there. The response as on every route.
               - match:
                   prefix: "/"
                   headers:
                   - name: x-mcp-method
                     string_match: { safe_regex: { regex: "tools/list|prompts/list|resources/list|resources/templates/list|tasks/list|batch" } }
+                  - name: x-mcp-cursor
+                    string_match: { exact: sealed }
                 route:
                   cluster: mcp_server
                   timeout: 0s
@@ -155,14 +158,15 @@ static_resources:
                     "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
                     overrides:
                       processing_mode:
-                        request_header_mode: SEND
+                        request_header_mode: SKIP
                         response_header_mode: SEND
                         request_body_mode: BUFFERED
                         response_body_mode: NONE
                         request_trailer_mode: SKIP
                         response_trailer_mode: SKIP
               # GET: the 2025 standalone SSE stream and Last-Event-ID replays,
-              # which may carry any response; streamed to the processor.
+              # which may carry any response; streamed to the processor from
+              # the response headers.
               - match:
                   prefix: "/"
                   headers:
@@ -179,22 +183,23 @@ static_resources:
                     "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
                     overrides:
                       processing_mode:
-                        request_header_mode: SEND
+                        request_header_mode: SKIP
                         response_header_mode: SEND
                         request_body_mode: NONE
                         response_body_mode: STREAMED
                         request_trailer_mode: SKIP
                         response_trailer_mode: SKIP
-              # Everything else (initialize, ping, tools/call, the task
-              # methods, notifications and responses, DELETE, ...): the side
-              # stream opens at the response headers, and the processor picks
-              # the response body mode there (BUFFERED for JSON, STREAMED for
-              # SSE), so it holds the stream to the transport rule: a POST's
-              # stream carries JSON-RPC responses to that request's own ids
-              # only. One route for all of them, as their side streams are the
-              # same: tools/call fails closed too (a processor outage fails a
-              # call's answer, 503 before the headers, a reset after, though
-              # the upstream ran the call).
+              # Everything else (lists without a cursor, initialize, ping,
+              # tools/call, the task methods, notifications and responses,
+              # DELETE, ...): the side stream opens at the response headers,
+              # and the processor picks the response body mode there
+              # (BUFFERED for JSON, STREAMED for SSE), so it holds the stream
+              # to the transport rule: a POST's stream carries JSON-RPC
+              # responses to that request's own ids only. One route for all
+              # of them, as their side streams are the same: tools/call fails
+              # closed too (a processor outage fails a call's answer, 503
+              # before the headers, a reset after, though the upstream ran
+              # the call).
               - match: { prefix: "/" }
                 route:
                   cluster: mcp_server
@@ -243,7 +248,7 @@ static_resources:
                 allow_partial_message: false
                 pack_as_bytes: true
               # Re-pick the route after Check: the response seam's routes
-              # match on the x-mcp-method header Check sets.
+              # match on the x-mcp-method and x-mcp-cursor headers Check sets.
               clear_route_cache: true
               include_peer_certificate: false
               validate_mutations: true
@@ -312,8 +317,8 @@ static_resources:
               # NONE, which would opt a GET stream out). Every field is spelled
               # out: Envoy compares all but request_header_mode, so
               # request_body_mode too. The processor's override keeps the
-              # route's request body mode: NONE, or BUFFERED on the list
-              # routes (it saw the request body). An override matching no
+              # route's request body mode: NONE, or BUFFERED on the route of
+              # lists with a sealed cursor (it saw the request body). An override matching no
               # entry is ignored and the response body would stay NONE,
               # unfiltered: envoy.CheckInvariants requires an entry for each.
               allow_mode_override: true
@@ -353,23 +358,16 @@ static_resources:
                 # The processor's receipt, printed by the access log.
                 receiving_namespaces:
                   untyped: [mcp.receipt]
-              # Headers the processor reads, request and response alike
-              # (pseudo-headers too: :status must be listed).
+              # Headers the processor reads, all of the response (pseudo-
+              # headers too: :status must be listed). No route sends it the
+              # request headers, and the token never reaches it.
               forward_rules:
                 allowed_headers:
                   patterns:
                   - { exact: ":status" }
-                  - { exact: ":method" }
-                  - { exact: ":path" }     # the legacy HTTP+SSE sessionId (pin_scope session)
-                  - { exact: authorization }
-                  - { exact: dpop }
                   - { exact: content-type }
                   - { exact: content-encoding }
                   - { exact: content-length }
-                  - { exact: mcp-protocol-version }
-                  - { exact: mcp-session-id }
-                  - { exact: last-event-id }
-                  - { exact: x-request-id }
               # The processor may set or remove only these headers; any other
               # mutation fails the response (500) instead of being dropped.
               mutation_rules:
