@@ -49,12 +49,6 @@ const SeamTools = 50
 type SeamCase struct {
 	Name   string
 	Method string // JSON-RPC method of the request
-	// Route is the route's side stream in envoy/sidecar.yaml: "list"
-	// (request headers SEND, request body BUFFERED, response headers SEND,
-	// then the body mode the processor picks) or "rest", the route of
-	// everything else (response headers SEND, then the body mode the
-	// processor picks).
-	Route string
 	SSE   bool // the upstream answers text/event-stream (else application/json)
 	Want  string
 }
@@ -65,13 +59,13 @@ type SeamCase struct {
 // ping, answered as JSON and (but initialize) as SSE, the way the SDK
 // servers answer a POST.
 var SeamCases = []SeamCase{
-	{Name: "list-json", Method: "tools/list", Route: "list", Want: "allowed"},
-	{Name: "list-sse", Method: "tools/list", Route: "list", SSE: true, Want: "allowed"},
-	{Name: "call-json", Method: "tools/call", Route: "rest", Want: "allowed"},
-	{Name: "call-sse", Method: "tools/call", Route: "rest", SSE: true, Want: "allowed"},
-	{Name: "initialize-json", Method: "initialize", Route: "rest", Want: "allowed"},
-	{Name: "ping-json", Method: "ping", Route: "rest", Want: "allowed"},
-	{Name: "ping-sse", Method: "ping", Route: "rest", SSE: true, Want: "allowed"},
+	{Name: "list-json", Method: "tools/list", Want: "allowed"},
+	{Name: "list-sse", Method: "tools/list", SSE: true, Want: "allowed"},
+	{Name: "call-json", Method: "tools/call", Want: "allowed"},
+	{Name: "call-sse", Method: "tools/call", SSE: true, Want: "allowed"},
+	{Name: "initialize-json", Method: "initialize", Want: "allowed"},
+	{Name: "ping-json", Method: "ping", Want: "allowed"},
+	{Name: "ping-sse", Method: "ping", SSE: true, Want: "allowed"},
 }
 
 // ToolsList is a tools/list result of n tools, id 1: search, read_file and
@@ -178,30 +172,20 @@ func SSEChunks(body string, n int) []string {
 // processingRequests are the messages Envoy's ext_proc filter sends on c's
 // route (extproc/harness_test.go plays the same order): metadata_context on
 // each (Check's dynamic metadata, forwarded), protocol_config on the first,
-// only the headers sidecar.yaml's forward_rules allow; on the list route
-// the request headers and the request body (BUFFERED: the whole body, one
-// message) first.
+// only the headers sidecar.yaml's forward_rules allow. Every route opens
+// its side stream at the response headers (a first page carries no
+// cursor, so a list takes the route of everything else too: issue 31).
 func (c SeamCase) processingRequests(cr *capture.Request, meta *structpb.Struct) []*extprocv3.ProcessingRequest {
 	md := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{authzNamespace: meta}}
 	var msgs []*extprocv3.ProcessingRequest
 	add := func(r *extprocv3.ProcessingRequest) { r.MetadataContext = md; msgs = append(msgs, r) }
 	reqBody := procfv3.ProcessingMode_NONE
-	if c.Route == "list" {
-		reqBody = procfv3.ProcessingMode_BUFFERED
-		add(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
-			Headers: hdrs(":method", "POST", "authorization", cr.Headers["authorization"], "content-type", cr.Headers["content-type"],
-				"content-length", cr.Headers["content-length"], "mcp-protocol-version", cr.Headers["mcp-protocol-version"],
-				"mcp-session-id", cr.Headers["mcp-session-id"], "x-request-id", "5f1c2a9e-bench-0000-0000-000000000001"),
-		}}})
-		add(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{
-			Body: cr.Body, EndOfStream: true}}})
-	}
 	body, writes := c.answer()
 	ct := "application/json"
 	if c.SSE {
 		ct = "text/event-stream"
 		add(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
-			Headers: hdrs(":status", "200", "content-type", ct, "mcp-session-id", cr.Headers["mcp-session-id"]),
+			Headers: hdrs(":status", "200", "content-type", ct),
 		}}})
 		for _, ch := range SSEChunks(body, writes) {
 			add(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{
@@ -209,7 +193,7 @@ func (c SeamCase) processingRequests(cr *capture.Request, meta *structpb.Struct)
 		}
 	} else {
 		add(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
-			Headers: hdrs(":status", "200", "content-type", ct, "content-length", strconv.Itoa(len(body)), "mcp-session-id", cr.Headers["mcp-session-id"]),
+			Headers: hdrs(":status", "200", "content-type", ct, "content-length", strconv.Itoa(len(body))),
 		}}})
 		add(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{
 			Body: []byte(body), EndOfStream: true}}})
@@ -331,7 +315,7 @@ func seamShape(dir string, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "%s: %s, route %s; Check %d bytes (body %d); %d ProcessingRequests:\n", c.Name, c.Method, c.Route,
+		fmt.Fprintf(w, "%s: %s; Check %d bytes (body %d); %d ProcessingRequests:\n", c.Name, c.Method,
 			len(f.check), len(f.req.GetAttributes().GetRequest().GetHttp().GetRawBody()), len(f.msgs))
 		for i, m := range f.msgs {
 			var d string

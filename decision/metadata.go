@@ -102,7 +102,10 @@ func MetadataOf(d *Decision, dryRun bool, seamClass string) Metadata {
 			// A claim set JSON cannot encode (never one a token or an
 			// introspection answer decoded) writes none: the processor
 			// then refuses the answer (no claims for the principal).
-			if b, err := json.Marshal(d.Principal.Claims); err == nil {
+			switch b, err := json.Marshal(d.Principal.Claims); {
+			case d.Principal.Claims == nil:
+				m.Claims = "{}" // a verifier that kept no claims: none to decide on
+			case err == nil:
 				m.Claims = string(b)
 			}
 		}

@@ -148,6 +148,10 @@ func TestMetadataClaims(t *testing.T) {
 			t.Errorf("%s: claims %s decode to %v (%v), want %v", tt.method, m.Claims, back, err, claims)
 		}
 	}
+	// A principal whose verifier kept no claims: an empty object.
+	if m := MetadataOf(&Decision{ID: "d", Method: "GET", Principal: &bearer.Principal{Subject: "a"}}, false, ""); m.Claims != "{}" {
+		t.Errorf("principal without claims: %q, want {}", m.Claims)
+	}
 	// No principal, no claims; claims JSON cannot encode, none.
 	if m := MetadataOf(&Decision{ID: "d", Method: "tools/list"}, false, ""); m.Claims != "" {
 		t.Errorf("no principal: claims %q", m.Claims)

@@ -178,6 +178,39 @@ func TestOkResponseHeaderOrder(t *testing.T) {
 	}
 }
 
+// TestOkResponseSealedCursor: a list whose sealed cursor Check opened is
+// marked x-mcp-cursor: sealed (the route that sends its body to the
+// processor matches on it), in name order, and a client's own copy (any
+// spelling) is removed; a list without one is not marked, and the client's
+// copy is removed all the same. Its metadata carries the caller's claims.
+func TestOkResponseSealedCursor(t *testing.T) {
+	d := &decision.Decision{ID: "0123", Reason: decision.ReasonAllowed, Method: "tools/list", RequestDigest: "sha256:r",
+		Principal: &bearer.Principal{Subject: "s", Claims: map[string]any{"sub": "s", "groups": []any{"ops"}}}, SealedCursor: true}
+	client := decision.Headers{HeaderCursor: {"sealed"}, "X-MCP-Cursor": {"sealed"}}
+	for _, sealed := range []bool{true, false} {
+		d.SealedCursor = sealed
+		resp := (&Responder{}).Response(d, client)
+		ok := resp.GetOkResponse()
+		var names []string
+		for _, h := range ok.GetHeaders() {
+			names = append(names, h.GetHeader().GetKey()+"="+h.GetHeader().GetValue())
+		}
+		want := []string{HeaderDecisionID + "=0123", HeaderMethod + "=tools/list", HeaderPrincipal + "=s", HeaderRequestDigest + "=sha256:r"}
+		if sealed {
+			want = append([]string{HeaderCursor + "=sealed"}, want...)
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("sealed %v: headers %q, want %q", sealed, names, want)
+		}
+		if got := ok.GetHeadersToRemove(); sealed && !slices.Equal(got, []string{"X-MCP-Cursor"}) || !sealed && !slices.Equal(got, []string{"X-MCP-Cursor", HeaderCursor}) {
+			t.Errorf("sealed %v: headers to remove %q", sealed, got)
+		}
+		if c := resp.GetDynamicMetadata().GetFields()[decision.MetaClaims].GetStringValue(); c != `{"groups":["ops"],"sub":"s"}` {
+			t.Errorf("claims member %q", c)
+		}
+	}
+}
+
 // TestAppendJSONString: the denial body's strings are byte for byte what
 // encoding/json writes.
 func TestAppendJSONString(t *testing.T) {

@@ -707,3 +707,59 @@ func TestListAnnotationsAgreeWithCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimsFromCheck: a list is decided with the claims Check handed over
+// in its metadata (decision.Metadata.Claims), with no request headers on
+// the route: a `when` over claims shows a tool to the caller whose claims
+// hold and hides it from one whose do not, on a list and on a GET stream;
+// a numeric claim compares as the verifier decoded it (float64).
+func TestClaimsFromCheck(t *testing.T) {
+	pol := "default: deny\nallow:\n  - {id: ops, match: 'payments/deploy', when: '\"ops\" in claims.groups && claims.level >= 2.0'}\n  - {id: search, match: 'payments/search'}\n"
+	f := newFixtureWith(t, []byte(pol), nil)
+	const list = `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"search","inputSchema":{"type":"object"}},{"name":"deploy","inputSchema":{"type":"object"}}]}}`
+	tests := []struct {
+		name   string
+		claims string
+		get    bool
+		want   []string
+	}{
+		{"ops, level 2", `{"sub":"alice","groups":["ops"],"level":2}`, false, []string{"search", "deploy"}},
+		{"ops, level 1", `{"sub":"alice","groups":["ops"],"level":1}`, false, []string{"search"}},
+		{"not ops", `{"sub":"alice","groups":["eng"],"level":3}`, false, []string{"search"}},
+		{"no such claims", `{"sub":"alice"}`, false, []string{"search"}},
+		{"GET stream, ops", `{"sub":"alice","groups":["ops"],"level":2}`, true, []string{"search", "deploy"}},
+		{"GET stream, not ops", `{"sub":"alice","groups":[],"level":2}`, true, []string{"search"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got seen
+			if tt.get {
+				x := sseAnswer(exchange{method: "GET", meta: f.meta("alice", "GET", ""), status: 200}, "data: "+list+"\n\n")
+				x.meta["claims"] = tt.claims
+				got = f.envoy.do(t, getRoute, x)
+			} else {
+				x := jsonAnswer(f.listRequest("alice", "tools/list", "1", ""), list)
+				x.reqHdrs = nil // the route sends none
+				x.meta["claims"] = tt.claims
+				got = f.envoy.do(t, listRoute, x)
+			}
+			body := got.body
+			if i := strings.Index(body, "data: "); tt.get && i >= 0 {
+				body = strings.TrimSpace(body[i+len("data: "):])
+			}
+			var res struct {
+				Result struct{ Tools []struct{ Name string } }
+			}
+			if got.status != 200 || json.Unmarshal([]byte(body), &res) != nil {
+				t.Fatalf("%d %s", got.status, got.body)
+			}
+			var names []string
+			for _, tl := range res.Result.Tools {
+				names = append(names, tl.Name)
+			}
+			if !slices.Equal(names, tt.want) {
+				t.Errorf("listed %q, want %q", names, tt.want)
+			}
+		})
+	}
+}

@@ -23,10 +23,12 @@ import (
 )
 
 // shippedList is the harness route of envoy/sidecar.yaml's route for
-// x-mcp-method method (its ExtProcPerRoute merged on the filter's
+// x-mcp-method method, with x-mcp-cursor "sealed" when sealed (as Check
+// sets them: Decision.Method, Decision.SealedCursor; its ExtProcPerRoute
+// merged on the filter's
 // processing_mode, envoycfg.ExtProcFor) and the harness Envoy with the file's
 // allowed_override_modes: what Envoy would do with that file.
-func shippedList(t *testing.T, c *envoy, method string) route {
+func shippedList(t *testing.T, c *envoy, method string, sealed bool) route {
 	t.Helper()
 	y, err := os.ReadFile("../envoy/sidecar.yaml")
 	if err != nil {
@@ -53,7 +55,7 @@ func shippedList(t *testing.T, c *envoy, method string) route {
 		rc := h.HCM.GetRouteConfig()
 		for _, vh := range rc.GetVirtualHosts() {
 			for _, r := range vh.GetRoutes() {
-				if !picks(t, r, method) {
+				if !picks(t, r, method, sealed) {
 					continue
 				}
 				eff, err := envoycfg.ExtProcFor(ep, rc.GetTypedPerFilterConfig(), vh.GetTypedPerFilterConfig(), r.GetTypedPerFilterConfig())
@@ -75,15 +77,19 @@ func shippedList(t *testing.T, c *envoy, method string) route {
 }
 
 // picks reports whether r is the route Envoy picks first for a POST to
-// /mcp whose x-mcp-method is method: a prefix "/" match whose header
-// matchers (x-mcp-method and :method, exact or a safe_regex matched whole,
-// as Envoy matches) all hold. Routes are tried in order (shippedList).
-func picks(t *testing.T, r *routev3.Route, method string) bool {
+// /mcp whose x-mcp-method is method, with x-mcp-cursor "sealed" when
+// sealed: a prefix "/" match whose header matchers (x-mcp-method,
+// x-mcp-cursor and :method, exact or a safe_regex matched whole, as Envoy
+// matches) all hold. Routes are tried in order (shippedList).
+func picks(t *testing.T, r *routev3.Route, method string, sealed bool) bool {
 	t.Helper()
 	if r.GetMatch().GetPrefix() != "/" {
 		return false
 	}
 	hdrs := map[string]string{envoycfg.MethodHeader: method, ":method": "POST"}
+	if sealed {
+		hdrs[envoycfg.CursorHeader] = "sealed"
+	}
 	for _, h := range r.GetMatch().GetHeaders() {
 		v, ok := hdrs[h.GetName()]
 		sm := h.GetStringMatch()
@@ -115,18 +121,24 @@ func (subjects) Verify(_ context.Context, tok string) (*bearer.Principal, error)
 }
 
 // TestSealedCursorThroughShippedConfig: a paginated tools/list through
-// envoy/sidecar.yaml's list route as that file configures it (request body
-// BUFFERED, its allowed_override_modes): the processor's override at the
-// response headers matches an allowed entry exactly (else Envoy would ignore
-// it and pass the page unfiltered), the client gets a sealed nextCursor,
-// Check (the Decider, on the same key and policy) admits it for alice and
-// refuses bob's replay (invalid_params), and the upstream gets its own
-// cursor back; the same holds for a page answered as SSE.
+// envoy/sidecar.yaml's routes as that file configures them: page 1 (no
+// cursor) on the route that opens at the response headers, page 2 on the
+// one Check's x-mcp-cursor picks (request body BUFFERED); with the file's
+// allowed_override_modes the processor's override at the response headers
+// matches an allowed entry exactly (else Envoy would ignore it and pass the
+// page unfiltered), the client gets a sealed nextCursor, Check (the
+// Decider, on the same key and policy) admits it for alice, marks it
+// (SealedCursor) and refuses bob's replay (invalid_params), and the
+// upstream gets its own cursor back; the same holds for a page answered as
+// SSE.
 func TestSealedCursorThroughShippedConfig(t *testing.T) {
 	f := newFixture(t)
-	rt := shippedList(t, f.envoy, "tools/list")
-	if !rt.requestBody {
-		t.Fatal("envoy/sidecar.yaml's tools/list route sends no request body: the upstream would get the sealed cursor")
+	rt1, rt2 := shippedList(t, f.envoy, "tools/list", false), shippedList(t, f.envoy, "tools/list", true)
+	if rt1.requestHeaders || rt1.requestBody || rt2.requestHeaders {
+		t.Fatalf("envoy/sidecar.yaml: a list's route %+v, a sealed list's %+v: want no request headers, and the request body only with a cursor", rt1, rt2)
+	}
+	if !rt2.requestBody {
+		t.Fatal("envoy/sidecar.yaml's route of a tools/list with a sealed cursor sends no request body: the upstream would get the sealed cursor")
 	}
 	src, err := os.ReadFile("../examples/policy.yaml")
 	if err != nil {
@@ -145,11 +157,11 @@ func TestSealedCursorThroughShippedConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	decide := func(who, body string) decision.Reason {
+	decide := func(who, body string) *decision.Decision {
 		return decider.Decide(context.Background(), &decision.Request{Method: "POST", Headers: decision.Headers{
 			"authorization": {"Bearer " + who}, "content-type": {"application/json"},
 			"accept": {"application/json, text/event-stream"}, "mcp-protocol-version": {"2025-11-25"},
-		}, Body: []byte(body)}).Reason
+		}, Body: []byte(body)})
 	}
 
 	page1 := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"search","inputSchema":{"type":"object"}},{"name":"delete_repo","inputSchema":{"type":"object"}}],"nextCursor":"up-2"}}`
@@ -166,12 +178,12 @@ func TestSealedCursorThroughShippedConfig(t *testing.T) {
 			// Page 1: no cursor in the request; the page is filtered and its
 			// nextCursor sealed.
 			first := f.listRequest("alice", "tools/list", "1", "")
-			if r := decide("alice", first.reqBody); r != decision.ReasonAllowed {
-				t.Fatalf("Check of page 1: %s", r)
+			if d := decide("alice", first.reqBody); d.Reason != decision.ReasonAllowed || d.SealedCursor {
+				t.Fatalf("Check of page 1: %s, sealed cursor %v", d.Reason, d.SealedCursor)
 			}
-			got := f.envoy.do(t, rt, tt.answer(first))
+			got := f.envoy.do(t, rt1, tt.answer(first))
 			check(t, "page 1", got)
-			if want := envoycfg.ProcessorOverride(procfv3.ProcessingMode_BUFFERED, tt.respMode); !proto.Equal(got.override, want) || !got.honoured {
+			if want := envoycfg.ProcessorOverride(procfv3.ProcessingMode_NONE, tt.respMode); !proto.Equal(got.override, want) || !got.honoured {
 				t.Fatalf("override %v (honoured %v), want %v honoured by the shipped allowed_override_modes", got.override, got.honoured, want)
 			}
 			body := got.body // JSON, or one SSE event: its data line
@@ -195,13 +207,13 @@ func TestSealedCursorThroughShippedConfig(t *testing.T) {
 			// replay of it; the upstream gets its own cursor back.
 			params := `,"params":{"cursor":"` + sealed + `"}`
 			second := f.listRequest("alice", "tools/list", "2", params)
-			if r := decide("alice", second.reqBody); r != decision.ReasonAllowed {
-				t.Fatalf("Check of alice's page 2: %s", r)
+			if d := decide("alice", second.reqBody); d.Reason != decision.ReasonAllowed || !d.SealedCursor {
+				t.Fatalf("Check of alice's page 2: %s, sealed cursor %v", d.Reason, d.SealedCursor)
 			}
-			if r := decide("bob", f.listRequest("bob", "tools/list", "2", params).reqBody); r != decision.ReasonInvalidParams {
+			if r := decide("bob", f.listRequest("bob", "tools/list", "2", params).reqBody).Reason; r != decision.ReasonInvalidParams {
 				t.Fatalf("Check of bob's replay: %s, want %s", r, decision.ReasonInvalidParams)
 			}
-			page2 := f.envoy.do(t, rt, jsonAnswer(second, `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`))
+			page2 := f.envoy.do(t, rt2, jsonAnswer(second, `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`))
 			if page2.upstreamBody != `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"up-2"}}` {
 				t.Fatalf("the upstream got %s, want its own cursor back", page2.upstreamBody)
 			}
@@ -243,7 +255,7 @@ func TestShippedRoutesOnProcessorOutage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method, func(t *testing.T) {
-			rt := shippedList(t, e, tt.method)
+			rt := shippedList(t, e, tt.method, false)
 			x := exchange{method: "POST", reqHdrs: map[string]string{"content-type": "application/json"}, reqBody: `{"jsonrpc":"2.0","id":1,"method":"` + tt.method + `"}`,
 				meta:   map[string]string{"decision_id": "d-1", "decision": "allow", "method": tt.method, "server": "payments", "principal": "alice", "issuer": issuer},
 				status: 200, hdrs: map[string]string{"content-type": "application/json"}, chunks: []string{tt.body}}

@@ -189,7 +189,8 @@ func seamKeeps(t *testing.T, src, list string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meta := map[string]any{"decision_id": "d-1", "decision": "allow", "method": "tools/list", "server": "payments", "principal": "alice", "rpc_id": "1", "policy_version": "v"}
+	meta := map[string]any{"decision_id": "d-1", "decision": "allow", "method": "tools/list", "server": "payments", "principal": "alice", "rpc_id": "1", "policy_version": "v",
+		"claims": `{"sub":"alice"}`} // as Check writes them (decision.MetadataOf)
 	ms, err := structpb.NewStruct(meta)
 	if err != nil {
 		t.Fatal(err)
