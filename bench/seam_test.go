@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -258,5 +260,40 @@ func TestSeamShape(t *testing.T) {
 		if !strings.Contains(sb.String(), want) {
 			t.Errorf("shape lacks %q:\n%s", want, sb.String())
 		}
+	}
+}
+
+// TestSetup: against the do-nothing upstream itself, an open-loop run
+// times GETs and POSTs in turn, all answered, percentiles in order; a URL
+// that answers nothing counts every request failed.
+func TestSetup(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- serveUpstream(ctx, addr) }()
+	t.Cleanup(func() { cancel(); <-done })
+	var get, post SetupResult
+	for range 50 { // until the upstream listens
+		if get, post, err = Setup(t.Context(), "http://"+addr+"/mcp", "tok", 200, 200*time.Millisecond); err == nil && get.OK > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil || get.OK+get.Failed != 20 || post.OK+post.Failed != 20 || get.Failed+post.Failed != 0 {
+		t.Fatalf("get %v, post %v, %v: want 20 of each, none failed", get, post, err)
+	}
+	for _, r := range []SetupResult{get, post} {
+		if r.P50 <= 0 || r.P50 > r.P99 || r.P99 > r.P999 {
+			t.Errorf("%v: percentiles out of order", r)
+		}
+	}
+	get, post, err = Setup(t.Context(), "http://127.0.0.1:1/mcp", "tok", 100, 100*time.Millisecond)
+	if err != nil || get.OK+post.OK != 0 || get.Failed+post.Failed != 10 {
+		t.Errorf("nothing listening: get %v, post %v, %v", get, post, err)
 	}
 }
