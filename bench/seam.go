@@ -49,8 +49,8 @@ const SeamTools = 50
 type SeamCase struct {
 	Name   string
 	Method string // JSON-RPC method of the request
-	SSE   bool // the upstream answers text/event-stream (else application/json)
-	Want  string
+	SSE    bool   // the upstream answers text/event-stream (else application/json)
+	Want   string
 }
 
 // SeamCases are the measured requests: a filtered tools/list of SeamTools
