@@ -181,7 +181,8 @@ func (st *stream) endReceipt() {
 func (st *stream) finishReceipt() {
 	rc := &st.rc
 	rc.done = true
-	f := []zap.Field{
+	f := make([]zap.Field, 0, 12)
+	f = append(f,
 		zap.String("kind", "receipt"),
 		zap.String("decision_id", st.decision),
 		zap.String("request_digest", rc.requestDigest),
@@ -191,7 +192,7 @@ func (st *stream) finishReceipt() {
 		zap.Int("upstream_status", rc.status),
 		zap.Int("bytes", rc.bytes),
 		zap.Int64("duration_ms", time.Since(rc.start).Milliseconds()),
-	}
+	)
 	if len(st.rpcID) > 0 {
 		f = append(f, zap.String("rpc_id", string(st.rpcID)))
 	}
@@ -203,15 +204,37 @@ func (st *stream) finishReceipt() {
 	}
 	st.s.cfg.Log.Info("receipt", f...)
 	st.s.cfg.Metrics.Receipt(rc.outcome)
-	fields := map[string]*structpb.Value{
-		"outcome":     structpb.NewStringValue(rc.outcome),
-		"decision_id": structpb.NewStringValue(st.decision),
-		"is_error":    structpb.NewBoolValue(rc.outcome == OutcomeToolError),
+	rc.meta = newReceiptMeta(rc.outcome, st.decision, rc.code)
+}
+
+// receiptMeta is the receipt's dynamic metadata, ReceiptNamespace: {
+// outcome, decision_id, is_error, and rpc_error_code on rpc_error }, its
+// values allocated together.
+type receiptMeta struct {
+	outer, inner             structpb.Struct
+	ns, outcome, id, isError structpb.Value
+	code                     structpb.Value
+	nsKind                   structpb.Value_StructValue
+	outcomeKind, idKind      structpb.Value_StringValue
+	codeKind                 structpb.Value_StringValue
+	isErrorKind              structpb.Value_BoolValue
+}
+
+// newReceiptMeta is the receipt metadata of outcome for decision id (code:
+// the JSON-RPC error code of an rpc_error outcome).
+func newReceiptMeta(outcome, id string, code int64) *structpb.Struct {
+	m := new(receiptMeta)
+	m.outcomeKind.StringValue, m.outcome.Kind = outcome, &m.outcomeKind
+	m.idKind.StringValue, m.id.Kind = id, &m.idKind
+	m.isErrorKind.BoolValue, m.isError.Kind = outcome == OutcomeToolError, &m.isErrorKind
+	m.inner.Fields = map[string]*structpb.Value{"outcome": &m.outcome, "decision_id": &m.id, "is_error": &m.isError}
+	if outcome == OutcomeRPCError {
+		m.codeKind.StringValue, m.code.Kind = strconv.FormatInt(code, 10), &m.codeKind
+		m.inner.Fields["rpc_error_code"] = &m.code
 	}
-	if rc.outcome == OutcomeRPCError {
-		fields["rpc_error_code"] = structpb.NewStringValue(strconv.FormatInt(rc.code, 10))
-	}
-	rc.meta = &structpb.Struct{Fields: map[string]*structpb.Value{ReceiptNamespace: structpb.NewStructValue(&structpb.Struct{Fields: fields})}}
+	m.nsKind.StructValue, m.ns.Kind = &m.inner, &m.nsKind
+	m.outer.Fields = map[string]*structpb.Value{ReceiptNamespace: &m.ns}
+	return &m.outer
 }
 
 // withReceipt attaches the finished receipt's metadata to resp, once.

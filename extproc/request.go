@@ -77,9 +77,11 @@ func (st *stream) limits() mcpparse.Limits {
 	return mcpparse.Limits{MaxBytes: st.s.cfg.MaxBody, MaxKeys: 1 << 20, MaxElements: 1 << 22, MaxStringLen: st.s.cfg.MaxBody}
 }
 
-// headerValues returns every value of header k (lower case) in hm, in order.
-func headerValues(hm *corev3.HeaderMap, k string) []string {
-	var vs []string
+// headerValues returns every value of header k (lower case) in hm, in
+// order, appended to vs[:0] (room the caller holds, so one value costs no
+// slice).
+func headerValues(hm *corev3.HeaderMap, k string, vs []string) []string {
+	vs = vs[:0]
 	for _, h := range hm.GetHeaders() {
 		if strings.EqualFold(h.GetKey(), k) {
 			if rv := h.GetRawValue(); len(rv) > 0 {

@@ -45,14 +45,31 @@ func (st *stream) responseBodyOf(ctx context.Context, b *extprocv3.HttpBody) (*e
 // bodyResponse answers a response body message: body replaces it when not
 // nil, with headers set.
 func bodyResponse(body []byte, hdrs []*corev3.HeaderValueOption) *extprocv3.ProcessingResponse {
-	cr := &extprocv3.CommonResponse{}
+	a := new(bodyAnswer)
+	a.oneof.ResponseBody, a.resp.Response = &a.br, &a.oneof
+	a.br.Response = &a.cr
 	if body != nil {
-		cr.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: body}}
+		a.mb.Body = body
+		a.bm.Mutation = &a.mb
+		a.cr.BodyMutation = &a.bm
 	}
 	if len(hdrs) > 0 {
-		cr.HeaderMutation = &extprocv3.HeaderMutation{SetHeaders: hdrs}
+		a.hm.SetHeaders = hdrs
+		a.cr.HeaderMutation = &a.hm
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: cr}}}
+	return &a.resp
+}
+
+// bodyAnswer is an answer to a response body message with the messages
+// it points to, allocated together.
+type bodyAnswer struct {
+	resp  extprocv3.ProcessingResponse
+	oneof extprocv3.ProcessingResponse_ResponseBody
+	br    extprocv3.BodyResponse
+	cr    extprocv3.CommonResponse
+	bm    extprocv3.BodyMutation
+	mb    extprocv3.BodyMutation_Body
+	hm    extprocv3.HeaderMutation
 }
 
 // errorBody is a JSON-RPC error response with id (raw JSON; null when nil)

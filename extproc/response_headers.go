@@ -88,7 +88,6 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 	if err != nil {
 		code = 0 // unknown: read as readable, fail closed
 	}
-	pass := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}}
 	readable := code < 400 // 1xx never reaches the processor as response headers
 	st.rc.status = code
 	noBody := h.GetEndOfStream() || code == 204 || code == 304
@@ -96,7 +95,7 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 		if readable && !noBody {
 			return st.immediate(ReasonNoMetadata, "no authorization decision for this response"), nil
 		}
-		return pass, nil // a local reply or an answer nobody asked the processor about
+		return new(headersAnswer).pass(), nil // a local reply or an answer nobody asked the processor about
 	}
 	if isRedirect(code) {
 		// The clients follow it, with or without a body (fetch, net/http,
@@ -107,9 +106,10 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 	}
 	if noBody {
 		st.endReceipt()
-		return st.withReceipt(pass), nil
+		return st.withReceipt(new(headersAnswer).pass()), nil
 	}
-	if !codingsIdentity(headerValues(hm, "content-encoding")) {
+	var room [2]string
+	if !codingsIdentity(headerValues(hm, "content-encoding", room[:0])) {
 		return st.immediate(ReasonCompressed, "a compressed response cannot be filtered"), nil
 	}
 	st.responses = st.responseRule()
@@ -118,7 +118,7 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 			return st.immediate(ReasonNoMetadata, err.Error()), nil
 		}
 	}
-	ctypes := headerValues(hm, "content-type")
+	ctypes := headerValues(hm, "content-type", room[:0])
 	kind, agree, charsetOK := contentReading(ctypes)
 	switch {
 	case readable && (!st.isGET() || len(ctypes) > 1) && !agree:
@@ -155,15 +155,18 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 		// TypeScript and Go clients fail the request, the Python one
 		// answers it with an error.
 		st.endReceipt()
-		return st.withReceipt(pass), nil
+		return st.withReceipt(new(headersAnswer).pass()), nil
 	}
 	reqBody := procfv3.ProcessingMode_NONE
 	if st.sawRequestBody {
 		reqBody = procfv3.ProcessingMode_BUFFERED
 	}
-	cr := &extprocv3.CommonResponse{}
+	a := new(headersAnswer)
+	resp, cr := a.pass(), &a.cr
+	resp.GetResponseHeaders().Response = cr
 	if len(hdrs) > 0 {
-		cr.HeaderMutation = &extprocv3.HeaderMutation{SetHeaders: hdrs}
+		a.hm.SetHeaders = hdrs
+		cr.HeaderMutation = &a.hm
 	}
 	if st.mode == modeSSE || st.mode == modeHeld {
 		// Envoy removes content-length for STREAMED only when that is the
@@ -172,19 +175,36 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders) (*extprocv3.Processi
 		// the rewritten events would not match it. A body that arrives
 		// whole before this answer is then sent as a buffered body and
 		// checked against it (ProcessorState::validateContentLength).
-		if cr.HeaderMutation == nil {
-			cr.HeaderMutation = &extprocv3.HeaderMutation{}
-		}
-		cr.HeaderMutation.RemoveHeaders = append(cr.HeaderMutation.RemoveHeaders, "content-length")
+		cr.HeaderMutation = &a.hm
+		a.hm.RemoveHeaders = append(a.removes[:0], "content-length")
 	}
-	return &extprocv3.ProcessingResponse{
-		Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{Response: cr}},
-		ModeOverride: &procfv3.ProcessingMode{
-			RequestHeaderMode: procfv3.ProcessingMode_SEND, ResponseHeaderMode: procfv3.ProcessingMode_SEND,
-			RequestBodyMode: reqBody, ResponseBodyMode: body,
-			RequestTrailerMode: procfv3.ProcessingMode_SKIP, ResponseTrailerMode: procfv3.ProcessingMode_SKIP,
-		},
-	}, nil
+	a.mode = procfv3.ProcessingMode{
+		RequestHeaderMode: procfv3.ProcessingMode_SEND, ResponseHeaderMode: procfv3.ProcessingMode_SEND,
+		RequestBodyMode: reqBody, ResponseBodyMode: body,
+		RequestTrailerMode: procfv3.ProcessingMode_SKIP, ResponseTrailerMode: procfv3.ProcessingMode_SKIP,
+	}
+	resp.ModeOverride = &a.mode
+	return resp, nil
+}
+
+// headersAnswer is an answer to the response headers with the messages it
+// points to, allocated together (one allocation instead of seven on the
+// path every answer takes).
+type headersAnswer struct {
+	resp    extprocv3.ProcessingResponse
+	oneof   extprocv3.ProcessingResponse_ResponseHeaders
+	hr      extprocv3.HeadersResponse
+	cr      extprocv3.CommonResponse
+	hm      extprocv3.HeaderMutation
+	mode    procfv3.ProcessingMode
+	removes [1]string
+}
+
+// pass is a's answer that changes nothing.
+func (a *headersAnswer) pass() *extprocv3.ProcessingResponse {
+	a.oneof.ResponseHeaders = &a.hr
+	a.resp.Response = &a.oneof
+	return &a.resp
 }
 
 // callerClaims decodes the caller's claims from Check's metadata into
