@@ -41,7 +41,8 @@ import (
 
 // DefaultSampleRatio is the fraction of Checks without a sampled parent
 // that start a sampled trace: sparse, since a sampled Check span costs
-// several microseconds and allocations (README, Performance).
+// several microseconds and allocations (docs/performance.md,
+// "Performance").
 const DefaultSampleRatio = 0.01
 
 // ServiceName is the service.name resource attribute unless
