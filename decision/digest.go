@@ -36,7 +36,8 @@ var emptyArgsDigest = mcpparse.Digest([]byte("{}"))
 //
 // every member a JSON string as RFC 8785 writes it (only '"', '\' and
 // U+0000..U+001F escaped), no whitespace. An upstream recomputes it with
-// any RFC 8785 implementation from the same nine values (README, Digests).
+// any RFC 8785 implementation from the same nine values (docs/digests.md,
+// "Digests").
 // Strings that are not valid UTF-8 have each invalid byte written as
 // U+FFFD and may collide; token claims and parsed names always are UTF-8.
 func requestDigest(e requestEnvelope) string {

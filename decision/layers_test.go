@@ -10,7 +10,7 @@ import (
 
 const module = "github.com/mcp-extauthz/mcp-extauthz"
 
-// TestLayers keeps the house as README draws it: cmd → adapters (extauthz,
+// TestLayers keeps the house as README "How it works" draws it: cmd → adapters (extauthz,
 // extproc) → decision → mcpparse, policy, internal/*. The core imports no
 // protobuf, gRPC or Envoy package and no adapter; no adapter imports
 // another; nothing below the core imports it or an adapter

@@ -11,21 +11,37 @@ import (
 )
 
 // Policy is the compiled policy as the response seam holds it: opaque (a
-// type without policy.Policy's methods), so extproc takes it from its
-// configuration and hands it back to the core (ListItems, Pinned,
-// PinScope) and cannot evaluate it itself. PolicyOf makes one; the
-// conversion costs nothing.
-type Policy policy.Policy
+// struct around policy.Policy, without its methods, that no package but
+// this one can convert a *policy.Policy into or take apart), so extproc
+// takes it from its configuration and hands it back to the core
+// (ListItems, Pinned, PinScope) and cannot evaluate it itself. PolicyOf
+// makes one. The zero Policy holds no policy: the core treats it as nil.
+type Policy struct{ p *policy.Policy }
 
-// PolicyOf is p as the seam holds it (nil for nil).
-func PolicyOf(p *policy.Policy) *Policy { return (*Policy)(p) }
+// PolicyOf is p as the seam holds it (nil for nil): one small allocation,
+// no copy of the policy.
+func PolicyOf(p *policy.Policy) *Policy {
+	if p == nil {
+		return nil
+	}
+	return &Policy{p: p}
+}
 
-// compiled is pol as the policy package's value.
-func (pol *Policy) compiled() *policy.Policy { return (*policy.Policy)(pol) }
+// compiled is pol as the policy package's value (nil for a nil or zero
+// pol).
+func (pol *Policy) compiled() *policy.Policy {
+	if pol == nil {
+		return nil
+	}
+	return pol.p
+}
 
 // Pinned reports whether pol pins tool definitions (pin_mode tofu or
 // strict); false for a nil policy.
-func Pinned(pol *Policy) bool { return pol != nil && pol.compiled().PinMode() != policy.PinOff }
+func Pinned(pol *Policy) bool {
+	p := pol.compiled()
+	return p != nil && p.PinMode() != policy.PinOff
+}
 
 // PinScope is the pin scope a list answer of server is observed and
 // decided in (ListItems.Scope), under pol's pin_scope: of session (the
@@ -109,7 +125,7 @@ func (l *ListItems) MaySee(ctx context.Context, k listfilter.Kind, key string) (
 		owner, found, err := l.Tasks.Owner(ctx, l.Server, key)
 		return ItemDecision{Visibility: policy.Visibility{Visible: found && owner == l.Principal}}, err
 	}
-	if l.Policy == nil {
+	if l.Policy.compiled() == nil { // nil, or a zero Policy
 		return ItemDecision{}, errors.New("no policy")
 	}
 	if !itemInput(&l.item, k, key, l.Server, l.Claims) {

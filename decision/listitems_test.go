@@ -135,6 +135,9 @@ func TestListItemsRefuses(t *testing.T) {
 		{"no policy", func() (ItemDecision, error) {
 			return (&ListItems{Server: "payments"}).MaySee(ctx, listfilter.Tools, "search")
 		}},
+		{"a zero Policy (holds none)", func() (ItemDecision, error) {
+			return (&ListItems{Policy: &Policy{}, Server: "payments"}).MaySee(ctx, listfilter.Tools, "search")
+		}},
 		{"a task store that cannot be read", func() (ItemDecision, error) {
 			return (&ListItems{Tasks: failingOwners{}, Server: "payments", Principal: "alice"}).MaySee(ctx, listfilter.Tasks, "t")
 		}},
@@ -276,6 +279,12 @@ func TestPinned(t *testing.T) {
 		if got := Pinned(PolicyOf(tt.give)); got != tt.want {
 			t.Errorf("Pinned = %v, want %v", got, tt.want)
 		}
+	}
+	if Pinned(&Policy{}) {
+		t.Error("a zero Policy is Pinned")
+	}
+	if PolicyOf(nil) != nil {
+		t.Error("PolicyOf(nil) is not nil")
 	}
 }
 

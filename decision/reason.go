@@ -8,7 +8,8 @@ import (
 
 // Reason is why a request was decided as it was: a closed set of snake_case words,
 // written into error.data.reason of every denial, the decision log line and
-// the metric label. README lists them all; adding one is an API change.
+// the metric label. docs/reasons.md, "Reasons (closed set)" lists them all;
+// adding one is an API change.
 type Reason string
 
 // The closed set of reasons. ReasonAllowed is the only one that admits a

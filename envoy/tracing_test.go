@@ -11,7 +11,8 @@ import (
 
 // uncommentTracing returns y with the lines between each "--- Envoy
 // tracing: begin ---" and "--- end ---" marker uncommented (the "# " after
-// the indentation removed), as README tells an operator to do.
+// the indentation removed), as docs/operations.md, "Traces" tells an
+// operator to do.
 func uncommentTracing(t *testing.T, y []byte) []byte {
 	t.Helper()
 	var out []string

@@ -19,7 +19,7 @@ import (
 // metadata: the ext_authz filter's name.
 const extAuthzNamespace = "envoy.filters.http.ext_authz"
 
-// TestReadmeEnvoyRateLimits: README's Envoy snippet (section Quotas) is
+// TestReadmeEnvoyRateLimits: the Envoy snippet of docs/policy.md, "Quotas" is
 // valid Envoy configuration (the rate-limit and router filters, a route
 // with rate_limits, each checked by Envoy's protos and their validation
 // rules), and the route's metadata actions read, from ext_authz's

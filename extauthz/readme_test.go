@@ -9,7 +9,8 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/testkit"
 )
 
-// TestReadmeReasons keeps README's reason table true: every reason listed
+// TestReadmeReasons keeps the reason table (docs/reasons.md, "Reasons
+// (closed set)") true: every reason listed
 // once, with the HTTP status and JSON-RPC code the service answers.
 func TestReadmeReasons(t *testing.T) {
 	b := []byte(testkit.Docs(t, ".."))

@@ -18,7 +18,7 @@ import (
 )
 
 // wantOutcome is how a reason must be answered, written here from the
-// rules (README "What Envoy gets back", RFC 6750, JSON-RPC 2.0, MCP), not
+// rules (docs/reasons.md, "What Envoy gets back", RFC 6750, JSON-RPC 2.0, MCP), not
 // copied from the outcomes table: every reason the source declares must
 // have a line here, so a new reason fails this test until someone decides
 // its answer.
@@ -143,7 +143,8 @@ func declaredReasons(t *testing.T) map[string]string {
 	return out
 }
 
-// readmeReasons parses README's reason table: reason → [HTTP, code].
+// readmeReasons parses the reason table (docs/reasons.md, "Reasons
+// (closed set)"): reason → [HTTP, code].
 func readmeReasons(t *testing.T) map[string][2]string {
 	t.Helper()
 	b := []byte(testkit.Docs(t, ".."))
@@ -168,7 +169,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // TestReasonTable enumerates the reasons three ways independently of the
-// outcomes table (the constants in reason.go, README's table, and
+// outcomes table (the constants in reason.go, docs/reasons.md's table, and
 // wantOutcomes above), requires the same set everywhere, and checks the
 // answer the Responder actually builds for each against wantOutcomes.
 func TestReasonTable(t *testing.T) {

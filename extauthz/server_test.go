@@ -576,7 +576,7 @@ func TestServerByDestinationPrincipal(t *testing.T) {
 	}
 }
 
-// TestHeaderValueRule pins the rule README's "What Envoy gets back" states:
+// TestHeaderValueRule pins the rule docs/reasons.md, "What Envoy gets back" states:
 // plain only when non-empty, bytes 0x20-0x7E, no space at either end and
 // not already in the =?base64?…?= form; else that form.
 func TestHeaderValueRule(t *testing.T) {

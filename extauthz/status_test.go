@@ -10,8 +10,8 @@ import (
 )
 
 // httpErrorStatus is every reason's HTTP error status, written out here
-// independently of the outcomes table (README "Status by reason and
-// transport"). A reason missing here fails TestDenialStatusTable.
+// independently of the outcomes table (docs/reasons.md, "Status by reason
+// and transport"). A reason missing here fails TestDenialStatusTable.
 var httpErrorStatus = map[decision.Reason]int{
 	decision.ReasonPolicyDenied: 403, decision.ReasonDefaultDeny: 403, decision.ReasonAuthorizationRequired: 403,
 	decision.ReasonUnknownMethod: 403, decision.ReasonUnsafeURI: 403, decision.ReasonUnknownServer: 403,

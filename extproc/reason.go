@@ -19,7 +19,7 @@ type refusal struct {
 
 // refusals maps every reason of the seam's closed set (the Reason*
 // constants) to its answer; TestRefusalTable proves it total and checks it
-// against README's table.
+// against the table of docs/seam.md, "The response seam (ext_proc)".
 var refusals = map[string]refusal{
 	ReasonNoMetadata:    {status: 503, code: CodeInternalError},
 	ReasonInvalidCursor: {status: 400, code: CodeInvalidParams},

@@ -14,8 +14,9 @@ import (
 )
 
 // wantRefusals is how each seam reason must be answered, written here
-// from the rules (README's seam section: a local reply before the headers
-// go out, the body replaced after; JSON-RPC 2.0 section 5.1 codes), not
+// from the rules (docs/seam.md, "The response seam (ext_proc)": a local
+// reply before the headers go out, the body replaced after; JSON-RPC 2.0
+// section 5.1 codes), not
 // copied from the refusals table: a new reason fails TestRefusalTable
 // until someone decides its answer here.
 var wantRefusals = map[string]refusal{
@@ -115,8 +116,8 @@ func readmeSeamReasons(t *testing.T) map[string][2]string {
 }
 
 // TestRefusalTable: the seam's reasons counted four ways (the Reason*
-// constants, the refusals table, wantRefusals above and README's table)
-// are one set, and the table, README and wantRefusals agree on each
+// constants, the refusals table, wantRefusals above and the table of
+// docs/seam.md) are one set, and the two tables and wantRefusals agree on each
 // reason's HTTP status and JSON-RPC code.
 func TestRefusalTable(t *testing.T) {
 	declared := declaredSeamReasons(t)

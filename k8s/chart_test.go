@@ -302,12 +302,12 @@ var knownEnv = map[string]bool{
 	"EXTAUTHZ_DECISION_KEY_FILE": true,
 }
 
-// pendingEnv are knownEnv entries whose serve flag is not yet in README's
-// flag table (TestKnownEnvAreServeFlags); each is named with the reason.
+// pendingEnv are knownEnv entries whose serve flag is not yet in the flag
+// table of docs/configuration.md (TestKnownEnvAreServeFlags); each is named with the reason.
 var pendingEnv = map[string]string{}
 
 // TestKnownEnvAreServeFlags: every variable the chart may set is the
-// environment form of a flag README's reference names, so knownEnv cannot
+// environment form of a flag the reference (docs/configuration.md) names, so knownEnv cannot
 // vouch for a flag serve does not have.
 func TestKnownEnvAreServeFlags(t *testing.T) {
 	readme := string(docsText(t))

@@ -106,7 +106,8 @@ func TestPrometheusRules(t *testing.T) {
 	}
 }
 
-// githubAnchors returns the anchors GitHub gives README's headings.
+// githubAnchors returns the anchors GitHub gives the headings of
+// docs/operations.md (the runbooks, under "Alerts").
 func githubAnchors(t *testing.T) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
@@ -123,7 +124,8 @@ func githubAnchors(t *testing.T) map[string]bool {
 
 // TestAlertsFollowMixins: every alert is named MCPExtAuthz<Thing> in
 // CamelCase, has a monitoring-mixins severity (critical, warning, info),
-// a summary, a description and a runbook_url naming a section of README,
+// a summary, a description and a runbook_url naming a section of
+// docs/operations.md,
 // and has a promtool test case that expects it to fire.
 func TestAlertsFollowMixins(t *testing.T) {
 	rf := readRuleFile(t, mustRead(t, rulesFile))
@@ -153,7 +155,7 @@ func TestAlertsFollowMixins(t *testing.T) {
 			}
 			base, anchor, ok := strings.Cut(r.Annotations["runbook_url"], "#")
 			if !ok || base != defaultRunbookBase || !anchors[anchor] || anchor != strings.ToLower(r.Alert) {
-				t.Errorf("%s: runbook_url %q, want %s#%s, a README heading", r.Alert, r.Annotations["runbook_url"], defaultRunbookBase, strings.ToLower(r.Alert))
+				t.Errorf("%s: runbook_url %q, want %s#%s, a heading of docs/operations.md", r.Alert, r.Annotations["runbook_url"], defaultRunbookBase, strings.ToLower(r.Alert))
 			}
 			if !regexp.MustCompile(`alertname: ` + r.Alert + `\n\s+exp_alerts:\n\s+- exp_labels`).MatchString(tests) {
 				t.Errorf("%s: no promtool test expects it to fire", r.Alert)

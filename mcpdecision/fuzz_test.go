@@ -78,8 +78,8 @@ func mustReadF(f *testing.F, file string) []byte {
 	return b
 }
 
-// TestReasonsDocumented: every Reason is a row of README's check table
-// (Signed decisions, The algorithm), and js/mcp-decision lists the same set.
+// TestReasonsDocumented: every Reason is a row of the check table of
+// docs/digests.md, "The algorithm", and js/mcp-decision lists the same set.
 func TestReasonsDocumented(t *testing.T) {
 	readme := []byte(testkit.Docs(t, ".."))
 	js, err := os.ReadFile("../js/mcp-decision/index.js")

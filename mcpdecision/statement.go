@@ -13,7 +13,7 @@
 // Signer writes statements (the service's side); Verifier checks them
 // (the server's side); package mcpdecision/gosdk adapts Verifier to the Go
 // MCP SDK as one receiving middleware, and js/mcp-decision is the same
-// verifier for the TypeScript SDK. README "Signed decisions" gives the
+// verifier for the TypeScript SDK. docs/digests.md, "Signed decisions" gives the
 // algorithm for servers in other languages, and testdata/vectors.json the
 // vectors every implementation passes.
 //
@@ -61,8 +61,8 @@ type Statement struct {
 	// What: the JSON-RPC method ("response" for a client's answer,
 	// "batch" for a batch), the target (tool name, resource URI, prompt
 	// name; "" when none), the sha256:<hex> RFC 8785 digest of
-	// params.arguments ({} when absent) and the request digest (README,
-	// Digests). For a batch, Batch holds each element's.
+	// params.arguments ({} when absent) and the request digest
+	// (docs/digests.md, "Digests"). For a batch, Batch holds each element's.
 	Method        string    `json:"method"`
 	Target        string    `json:"target"`
 	ArgsDigest    string    `json:"args_digest,omitempty"`

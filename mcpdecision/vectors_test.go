@@ -21,7 +21,7 @@ import (
 )
 
 // vectorsFile holds the shared test vectors: the signer, this verifier
-// and js/mcp-decision's pass every one (README "Signed decisions").
+// and js/mcp-decision's pass every one (docs/digests.md, "Signed decisions").
 const vectorsFile = "testdata/vectors.json"
 
 // vectorNow is the clock of every vector (2026-01-01T00:00:00Z).
@@ -251,7 +251,7 @@ func buildVectors(t *testing.T) vectorFile {
 	var pretty bytes.Buffer
 	_ = json.Indent(&pretty, keys, "", "  ")
 	return vectorFile{
-		Comment: "mcp-extauthz signed decisions (README, Signed decisions): verify each statement for message (its params as the server's JSON parser read them) against keys, with audience, the clock at now (Unix seconds), the ids in used already claimed and, when given, only policy_versions accepted; want is ok or the refusal's reason. args_jcs is the RFC 8785 form of the arguments. Regenerate: go test ./mcpdecision -run TestVectors -update",
+		Comment: "mcp-extauthz signed decisions (docs/digests.md, \"Signed decisions\"): verify each statement for message (its params as the server's JSON parser read them) against keys, with audience, the clock at now (Unix seconds), the ids in used already claimed and, when given, only policy_versions accepted; want is ok or the refusal's reason. args_jcs is the RFC 8785 form of the arguments. Regenerate: go test ./mcpdecision -run TestVectors -update",
 		Keys:    pretty.Bytes(), Vectors: vs,
 	}
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // Reason is why a verifier refused a call: a closed set, answered as
-// error.data.reason (README "Signed decisions").
+// error.data.reason (docs/digests.md, "Signed decisions").
 type Reason string
 
 // The reasons, in the order Verify checks.
@@ -43,7 +43,7 @@ func Reasons() []Reason {
 }
 
 // CodeRefused is the JSON-RPC error code of a refused call: in the range
-// README "JSON-RPC error codes" keeps free for new kinds of denial.
+// docs/reasons.md, "JSON-RPC error codes" keeps free for new kinds of denial.
 const CodeRefused = -32016
 
 // Error is a refusal: Reason for the caller (error.data.reason), Detail
@@ -220,7 +220,7 @@ func (v *Verifier) Verify(ctx context.Context, values []string, call Call) (*Sta
 // ArgumentsDigest returns "sha256:" + lowercase hex of the SHA-256 of the
 // RFC 8785 form of arguments, a value as a JSON decoder produced it
 // (encoding/json's Marshal must accept it); nil (absent arguments) is {}.
-// It is the x-mcp-args-digest of README "Digests" when the value is what
+// It is the x-mcp-args-digest of docs/digests.md, "Digests" when the value is what
 // the service parsed.
 func ArgumentsDigest(arguments any) (string, error) {
 	var b []byte

@@ -87,8 +87,9 @@ func isCaptured(in []byte) bool {
 // runCheck decides one request, offline exactly as serve would, or by
 // sending it as a CheckRequest to a running service (--addr), and prints the
 // decision. The input is a plain JSON-RPC body, or a captured HTTP request
-// (README, "Checking one request"). Exit 0 allow, 1 deny or ask (also when a
-// dry-run service admitted it), 2 input that cannot be read.
+// (docs/policy.md, "Checking one request (`extauthz check`)"). Exit 0
+// allow, 1 deny or ask (also when a dry-run service admitted it), 2 input
+// that cannot be read.
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)

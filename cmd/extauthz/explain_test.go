@@ -170,10 +170,12 @@ func TestTokenClaimJSON(t *testing.T) {
 	}
 }
 
-// TestReadmeCheckExplainExample keeps README's offline `check --config examples/config.yaml --explain -`
-// example true: its output block is what the binary prints for the body
-// README pipes in (decision ids and the elided denial body aside), so rule
-// line numbers cannot go stale when examples/policy.yaml changes.
+// TestReadmeCheckExplainExample keeps the offline `check --config
+// examples/config.yaml --explain -` example of docs/policy.md, "Checking
+// one request (`extauthz check`)" true: its output block is what the
+// binary prints for the body the example pipes in (decision ids and the
+// elided denial body aside), so rule line numbers cannot go stale when
+// examples/policy.yaml changes.
 func TestReadmeCheckExplainExample(t *testing.T) {
 	b := []byte(testkit.Docs(t, "."))
 	m := regexp.MustCompile("(?s)echo '([^']*)' \\|\n  go run ./cmd/extauthz check --config examples/config.yaml --explain -(?: +#[^\n]*)?\n```\n.*?```\n(.*?)```").FindSubmatch(b)

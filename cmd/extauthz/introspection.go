@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
@@ -43,27 +44,49 @@ func (c *introspectionConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Timeout, "introspection-timeout", bearer.DefaultIntrospectionTimeout, "longest wait for the introspection endpoint; slower is idp_unavailable")
 }
 
-// check validates the flags (reading no file).
+// check validates the flags (reading no file): every problem
+// (joinProblems: nil, one, or a configErrors). With an unknown
+// --token-mode, the --introspection-* flags given are checked too, as
+// for introspection (the modes they belong to need the same).
 func (c *introspectionConfig) check() error {
+	var errs []error
+	var given []string
+	for _, f := range []struct{ name, v string }{{"endpoint", c.Endpoint}, {"client-id", c.ClientID},
+		{"client-secret-file", c.ClientSecretFile}, {"client-key-file", c.ClientKeyFile}} {
+		if f.v != "" {
+			given = append(given, "--introspection-"+f.name)
+		}
+	}
+	who := "--token-mode " + c.Mode
 	switch c.Mode {
 	case tokenModeJWT:
-		if c.Endpoint != "" || c.ClientID != "" || c.ClientSecretFile != "" || c.ClientKeyFile != "" {
-			return errors.New("--introspection-* need --token-mode introspection or both")
+		if len(given) > 0 {
+			return fmt.Errorf("%s need --token-mode introspection or both", strings.Join(given, ", "))
 		}
 		return nil
 	case tokenModeIntrospection, tokenModeBoth:
 	default:
-		return fmt.Errorf("--token-mode %q: want jwt, introspection or both", c.Mode)
+		errs = append(errs, fmt.Errorf("--token-mode %q: want jwt, introspection or both", c.Mode))
+		if len(given) == 0 {
+			return joinProblems(errs...)
+		}
+		who = "introspection"
 	}
-	switch {
-	case c.ClientID == "":
-		return errors.New("--token-mode " + c.Mode + " needs --introspection-client-id (RFC 7662: the endpoint authenticates its callers)")
-	case (c.ClientSecretFile == "") == (c.ClientKeyFile == ""):
-		return errors.New("--token-mode " + c.Mode + " needs --introspection-client-secret-file or --introspection-client-key-file, one of them")
-	case c.Timeout <= 0:
-		return errors.New("--introspection-timeout must be positive")
+	if c.ClientID == "" {
+		errs = append(errs, errors.New(who+" needs --introspection-client-id (RFC 7662: the endpoint authenticates its callers)"))
 	}
-	return nil
+	if (c.ClientSecretFile == "") == (c.ClientKeyFile == "") {
+		errs = append(errs, errors.New(who+" needs --introspection-client-secret-file or --introspection-client-key-file, one of them"))
+	}
+	if c.Endpoint != "" {
+		if err := bearer.CheckIntrospectionEndpoint(c.Endpoint); err != nil {
+			errs = append(errs, fmt.Errorf("--introspection-endpoint: %w", err))
+		}
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, errors.New("--introspection-timeout must be positive"))
+	}
+	return joinProblems(errs...)
 }
 
 // introspectionVerifier builds the introspection verifier of cfg; nil

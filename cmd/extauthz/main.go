@@ -221,7 +221,7 @@ func version() string {
 // fs.Args() then holds in order; after "--" everything is positional. A
 // lone "-" (stdin) is positional.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if fc, ok := fs.Output().(*flagCollector); ok { // completion, the README check: the flags, not a run
+	if fc, ok := fs.Output().(*flagCollector); ok { // completion, the flag table check: the flags, not a run
 		fc.fs = fs
 		return &exitError{code: 0}
 	}

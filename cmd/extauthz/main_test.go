@@ -127,7 +127,7 @@ func TestServeConfig(t *testing.T) {
 	if c, err = parseServeConfig([]string{"--config", abs}, getenv, io.Discard); err != nil || c.PolicyFile != filepath.Join(filepath.Dir(abs), "policy.yaml") {
 		t.Fatalf("absolute config path: %+v %v", c, err)
 	}
-	// README's flags table: EXTAUTHZ_CONFIG names the file too; an interval
+	// The flag table (docs/configuration.md): EXTAUTHZ_CONFIG names the file too; an interval
 	// of 0 turns the timed key refresh off.
 	env["EXTAUTHZ_CONFIG"] = "examples/config.yaml"
 	if c, err = parseServeConfig([]string{"--jwks-refresh-interval", "0"}, getenv, io.Discard); err != nil || c.ServerID != "payments" || c.JWKSRefresh != 0 {

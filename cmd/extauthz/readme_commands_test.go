@@ -475,7 +475,8 @@ func TestReadmeLinks(t *testing.T) {
 	}
 }
 
-// TestReadmeLayoutPaths: every path README's Layout table names, and every
+// TestReadmeLayoutPaths: every path the Layout table (docs/development.md,
+// "Layout") names, and every
 // package of the one-screen architecture, is in the tree; a package whose
 // line says it is being built or landing (an issue in progress) is only
 // logged until it exists.

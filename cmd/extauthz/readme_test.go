@@ -71,7 +71,8 @@ func TestReadmeBuildLine(t *testing.T) {
 	}
 }
 
-// TestReadmeFuzzList: README's list of fuzz targets by package, .ci/run's
+// TestReadmeFuzzList: the list of fuzz targets by package
+// (docs/development.md, "Development details"), .ci/run's
 // fuzz lines and the func Fuzz… of the code are the same set, so a new
 // target is neither left out of CI nor undocumented.
 func TestReadmeFuzzList(t *testing.T) {

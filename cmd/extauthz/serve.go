@@ -756,7 +756,7 @@ func newSeamTable(cfg *Config, log *zap.Logger, m *metrics.Metrics) *seamcover.T
 					fields = append(fields, zap.Uint64(c, n[i]))
 				}
 			}
-			log.Warn("admitted requests met no response-seam processor in time: a route or config runs without ext_proc, or its side stream went to another replica (README, MCPExtAuthzSeamBypassed)", fields...)
+			log.Warn("admitted requests met no response-seam processor in time: a route or config runs without ext_proc, or its side stream went to another replica (docs/operations.md#mcpextauthzseambypassed)", fields...)
 		},
 	})
 }

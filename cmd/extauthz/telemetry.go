@@ -105,45 +105,48 @@ func (t *telemetryConfig) register(fs *flag.FlagSet) {
 	fs.Var(&t.MetricsServers, "metrics-server", "MCP server id counted by name in the metrics' server label, besides --server-id and --server-id-by-principal's (repeatable); other ids count as other")
 }
 
-// check validates t; getenv reads OTEL_* variables.
+// check validates t, every problem (joinProblems: nil, one, or a
+// configErrors), reading the OTEL_* variables and the --otlp-* TLS files.
 func (t *telemetryConfig) check() error {
 	t.Tracing.SampleRatio, t.Tracing.SampleRatioSet = t.sampleRatio.v, t.sampleRatio.set
 	t.Tracing.ServiceVersion, _ = versionParts()
+	var errs []error
 	seen := map[string]bool{}
 	if len(t.DecisionLog.v) == 0 {
-		return fmt.Errorf("--decision-log: name at least one of stdout, file, otlp")
+		errs = append(errs, fmt.Errorf("--decision-log: name at least one of stdout, file, otlp"))
 	}
 	for _, s := range t.DecisionLog.v {
 		switch s {
 		case "stdout", "file", "otlp":
 		default:
-			return fmt.Errorf("--decision-log %q: want stdout, file or otlp", s)
+			errs = append(errs, fmt.Errorf("--decision-log %q: want stdout, file or otlp", s))
+			continue
 		}
 		if seen[s] {
-			return fmt.Errorf("--decision-log names %s twice", s)
+			errs = append(errs, fmt.Errorf("--decision-log names %s twice", s))
 		}
 		seen[s] = true
 	}
-	switch {
-	case seen["file"] != (t.DecisionLogFile != ""):
-		return fmt.Errorf("--decision-log file and --decision-log-file go together")
-	case t.DecisionLogBuffer <= 0:
-		return fmt.Errorf("--decision-log-buffer-bytes must be positive")
-	case !(t.SampleAllowed >= 0 && t.SampleAllowed <= 1):
-		return fmt.Errorf("--decision-log-sample-allowed %v: want a number in [0, 1]", t.SampleAllowed)
+	if seen["file"] != (t.DecisionLogFile != "") {
+		errs = append(errs, fmt.Errorf("--decision-log file and --decision-log-file go together"))
+	}
+	if t.DecisionLogBuffer <= 0 {
+		errs = append(errs, fmt.Errorf("--decision-log-buffer-bytes must be positive"))
+	}
+	if !(t.SampleAllowed >= 0 && t.SampleAllowed <= 1) {
+		errs = append(errs, fmt.Errorf("--decision-log-sample-allowed %v: want a number in [0, 1]", t.SampleAllowed))
 	}
 	if _, err := decisionlog.ParseOverflow(t.DecisionLogOverflow); err != nil {
-		return fmt.Errorf("--decision-log-overflow: %w", err)
+		errs = append(errs, fmt.Errorf("--decision-log-overflow: %w", err))
 	}
-	if err := t.Tracing.Check(); err != nil {
-		return err
-	}
+	errs = append(errs, t.Tracing.Problems()...)
 	if seen["otlp"] {
-		if _, ok, _ := t.Tracing.Resolve(tracing.Logs); !ok {
-			return fmt.Errorf("--decision-log otlp needs --otlp-endpoint or OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT")
+		// A malformed endpoint is a problem of its own, named above.
+		if _, ok, err := t.Tracing.Resolve(tracing.Logs); err == nil && !ok {
+			errs = append(errs, fmt.Errorf("--decision-log otlp needs --otlp-endpoint or OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT"))
 		}
 	}
-	return nil
+	return joinProblems(errs...)
 }
 
 // telemetry is serve's tracing and decision log, running.

@@ -10,7 +10,7 @@ import (
 
 // flagCollector is an io.Writer that, given as a command's output, makes
 // parseFlags record the command's flag set and stop (exit 0) instead of
-// parsing: how completion and the README's flag check read the flags
+// parsing: how completion and the flag table check (docs/configuration.md) read the flags
 // from their one definition.
 type flagCollector struct{ fs *flag.FlagSet }
 

@@ -67,7 +67,8 @@ func TestServeHelp(t *testing.T) {
 	}
 }
 
-// readmeFlagRows returns the rows of README's serve flag table: the flags
+// readmeFlagRows returns the rows of the serve flag table
+// (docs/configuration.md, "Configuration (`extauthz serve`)"): the flags
 // of each row's first column and the backquoted values of its second.
 func readmeFlagRows(t *testing.T) (rows [][2][]string) {
 	t.Helper()
@@ -113,7 +114,7 @@ func sameDefault(readme, def string) bool {
 	return errA == nil && errB == nil && a == b
 }
 
-// TestREADMEFlagTable: README's serve flag table names every flag of
+// TestREADMEFlagTable: the serve flag table (docs/configuration.md) names every flag of
 // serve exactly once and nothing else, with the flags' defaults (a row
 // of several flags lists their defaults in order; a row without one is
 // a flag whose default is empty, zero or false).

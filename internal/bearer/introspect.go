@@ -201,6 +201,12 @@ func btoi(b bool) int {
 	return 0
 }
 
+// CheckIntrospectionEndpoint is the check NewIntrospectionVerifier makes
+// of IntrospectionConfig.Endpoint, for a configuration to report before
+// it builds the verifier: an error unless s is an absolute https URL
+// (http only on a loopback host) with no fragment or user.
+func CheckIntrospectionEndpoint(s string) error { return checkEndpoint(s) }
+
 // checkEndpoint requires an absolute https URL (http only on a loopback
 // host), with no fragment.
 func checkEndpoint(s string) error {

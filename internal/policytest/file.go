@@ -308,7 +308,7 @@ func (l *loader) test(n *yaml.Node, i int, server string, principal Principal) *
 		case "reason":
 			s := l.str(v, "want.reason")
 			if !slices.Contains(decision.Reasons(), decision.Reason(s)) {
-				l.addf(v, "want.reason %q is not a reason (README lists them)", s)
+				l.addf(v, "want.reason %q is not a reason (docs/reasons.md lists them)", s)
 			}
 			t.Want.Reason = &s
 		case "rule":

@@ -41,7 +41,8 @@ import (
 
 // DefaultSampleRatio is the fraction of Checks without a sampled parent
 // that start a sampled trace: sparse, since a sampled Check span costs
-// several microseconds and allocations (README, Performance).
+// several microseconds and allocations (docs/performance.md,
+// "Performance").
 const DefaultSampleRatio = 0.01
 
 // ServiceName is the service.name resource attribute unless
@@ -187,52 +188,91 @@ func (c *Config) TracesEnabled() (bool, error) {
 }
 
 // tlsConfig is the client TLS of a TLS endpoint: c's CA bundle (else the
-// system's) and client certificate.
+// system's) and client certificate. Its error joins (errors.Join) the
+// CA bundle's problem and the client certificate's.
 func (c *Config) tlsConfig() (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	var errs []error
 	if c.CAFile != "" {
 		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("--otlp-ca-file: %w", err)
-		}
 		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--otlp-ca-file %s: no PEM certificate", c.CAFile)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("--otlp-ca-file: %w", err))
+		case !pool.AppendCertsFromPEM(pem):
+			errs = append(errs, fmt.Errorf("--otlp-ca-file %s: no PEM certificate", c.CAFile))
+		default:
+			tc.RootCAs = pool
 		}
-		tc.RootCAs = pool
 	}
-	if (c.CertFile == "") != (c.KeyFile == "") {
-		return nil, errors.New("--otlp-cert-file and --otlp-key-file go together")
-	}
-	if c.CertFile != "" {
+	switch {
+	case (c.CertFile == "") != (c.KeyFile == ""):
+		errs = append(errs, errors.New("--otlp-cert-file and --otlp-key-file go together"))
+	case c.CertFile != "":
 		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("--otlp-cert-file: %w", err)
+			errs = append(errs, fmt.Errorf("--otlp-cert-file: %w", err))
+		} else {
+			tc.Certificates = []tls.Certificate{cert}
 		}
-		tc.Certificates = []tls.Certificate{cert}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return tc, nil
 }
 
-// Check validates c without I/O beyond reading the TLS files.
+// Check validates c without I/O beyond reading the TLS files: nil, or
+// every problem of Problems, joined (errors.Join: one a line).
 func (c *Config) Check() error {
+	return errors.Join(c.Problems()...)
+}
+
+// Problems returns every problem of c, each once, in this order: the
+// sample ratio, the endpoint of traces and of logs (a malformed
+// --otlp-endpoint, an unsupported OTEL_EXPORTER_OTLP_*PROTOCOL), the
+// OTEL_TRACES_EXPORTER, the TLS files. None is nil.
+func (c *Config) Problems() []error {
+	var errs []error
+	add := func(err error) {
+		if err == nil {
+			return
+		}
+		for _, e := range errs { // one endpoint serves both signals: named once
+			if e.Error() == err.Error() {
+				return
+			}
+		}
+		errs = append(errs, err)
+	}
 	if c.SampleRatioSet && !(c.SampleRatio >= 0 && c.SampleRatio <= 1) {
-		return fmt.Errorf("--trace-sample-ratio %v: want a number in [0, 1]", c.SampleRatio)
+		add(fmt.Errorf("--trace-sample-ratio %v: want a number in [0, 1]", c.SampleRatio))
 	}
 	for _, s := range []Signal{Traces, Logs} {
-		if _, _, err := c.Resolve(s); err != nil {
-			return err
-		}
+		_, _, err := c.Resolve(s)
+		add(err)
 	}
-	if _, err := c.TracesEnabled(); err != nil {
-		return err
-	}
+	_, err := c.TracesEnabled()
+	add(err)
 	if c.CAFile != "" || c.CertFile != "" || c.KeyFile != "" {
-		if _, err := c.tlsConfig(); err != nil {
-			return err
+		_, err := c.tlsConfig()
+		for _, e := range unwrapJoined(err) {
+			add(e)
 		}
 	}
-	return nil
+	return errs
+}
+
+// unwrapJoined is the errors errors.Join joined into err, else err alone
+// (none for nil).
+func unwrapJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
 
 // useTLSFiles reports whether the exporter must be given c's TLS files:

@@ -1,5 +1,5 @@
 // @mcp-extauthz/mcp-decision: verify mcp-extauthz's signed decisions in an
-// MCP server built with @modelcontextprotocol/sdk (README "Signed
+// MCP server built with @modelcontextprotocol/sdk (docs/digests.md, "Signed
 // decisions"; the Go twin is github.com/mcp-extauthz/mcp-extauthz/mcpdecision).
 //
 // mcp-extauthz signs every request it allows into the x-mcp-decision header:

@@ -7,7 +7,7 @@
 // Istio's output, not our reading of Istio, to what mcp-extauthz needs
 // (istiogen_test.go), and write it as a static Envoy bootstrap that the
 // SDK rig (../shared/e2e-sdk) runs in place of envoy/sidecar.yaml
-// (testdata/istio-inpod-sidecar.yaml, README "### Istio").
+// (testdata/istio-inpod-sidecar.yaml, docs/deploy.md, "Istio").
 //
 // It is a module of its own so that istio.io/istio (and its dependencies)
 // stays out of the main module's and k8s's go.mod. The pin,

@@ -30,8 +30,8 @@ const mcpHost = "payments-mcp.payments.svc.cluster.local"
 // the shared provider mcp-extauthz) runs the CUSTOM ext_authz on the HTTP
 // connection manager of that Service's VIP: the body as bytes, never
 // partial, failing closed (503), a 1s timeout, before the router. The
-// waypoint gets no response seam (README: "Ambient waypoints get no
-// seam"): nothing patches clear_route_cache or ext_proc in, and header
+// waypoint gets no response seam (docs/deploy.md under "Istio": "Ambient
+// waypoints get no seam"): nothing patches clear_route_cache or ext_proc in, and header
 // names with '_' are not rejected there (envoyfilter-underscores.yaml
 // selects sidecars); the service strips the folded spellings itself, as
 // envoy.CheckInvariants allows when ext_authz sees every header (Istio sets
