@@ -288,6 +288,38 @@ func TestPinned(t *testing.T) {
 	}
 }
 
+// TestLoadedPolicySeam: a compiled policy hands the seam one Policy, the
+// same every time (no allocation per side stream), around its own
+// compiled policy; a LoadedPolicy made otherwise, or whose Policy was
+// replaced, gets a fresh one around its Policy; nil gets nil.
+func TestLoadedPolicySeam(t *testing.T) {
+	lp, err := CompilePolicy("p.yaml", []byte("default: deny\npin_mode: tofu\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := lp.Seam()
+	if a == nil || a.compiled() != lp.Policy || lp.Seam() != a || !Pinned(a) {
+		t.Fatalf("Seam %p (policy %p), again %p, want one Policy around %p", a, a.compiled(), lp.Seam(), lp.Policy)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = lp.Seam() }); n != 0 {
+		t.Errorf("Seam allocates %v times", n)
+	}
+	other, err := policy.Compile("q.yaml", []byte("default: deny\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp.Policy = other
+	if b := lp.Seam(); b.compiled() != other || Pinned(b) {
+		t.Errorf("after the Policy was replaced: %p, want one around %p", b.compiled(), other)
+	}
+	if got := (&LoadedPolicy{Policy: other}).Seam(); got.compiled() != other {
+		t.Errorf("a literal LoadedPolicy: %p, want %p", got.compiled(), other)
+	}
+	if (*LoadedPolicy)(nil).Seam() != nil {
+		t.Error("nil LoadedPolicy: not nil")
+	}
+}
+
 // TestPinScope: under pin_scope session a session's scope is the same from
 // its id and from Check's hash of it, another session's is another; under
 // pin_scope server every session shares the server's.

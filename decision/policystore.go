@@ -25,6 +25,20 @@ type LoadedPolicy struct {
 	Version string
 	// Schemas are the compiled schema_file schemas, by name as written.
 	Schemas map[string]*argschema.Schema
+
+	seam *Policy // Policy as the seam holds it, made once by CompilePolicy
+}
+
+// Seam is lp's policy as the response seam holds it (PolicyOf), made once
+// per compiled policy rather than per side stream; nil for a nil lp.
+func (lp *LoadedPolicy) Seam() *Policy {
+	switch {
+	case lp == nil:
+		return nil
+	case lp.seam != nil && lp.seam.p == lp.Policy:
+		return lp.seam
+	}
+	return PolicyOf(lp.Policy) // a LoadedPolicy not made by CompilePolicy
 }
 
 // PolicyStore holds the live policy; Load and Store are atomic, so a
@@ -47,7 +61,7 @@ func CompilePolicy(file string, src []byte) (*LoadedPolicy, error) {
 	if err != nil {
 		return nil, err
 	}
-	lp := &LoadedPolicy{Policy: p, File: file, Version: mcpparse.Digest(src)}
+	lp := &LoadedPolicy{Policy: p, File: file, Version: mcpparse.Digest(src), seam: PolicyOf(p)}
 	files := p.SchemaFiles()
 	if len(files) == 0 {
 		return lp, nil

@@ -716,7 +716,7 @@ func newProcessor(cfg *Config, asm *assembly, store *decision.PolicyStore, st st
 	pc := extproc.Config{
 		Policy: func() (*decision.Policy, string) {
 			if lp := store.Load(); lp != nil {
-				return decision.PolicyOf(lp.Policy), lp.Version
+				return lp.Seam(), lp.Version
 			}
 			return nil, ""
 		},
