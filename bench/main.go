@@ -15,10 +15,10 @@
 //	                                  send each seam case once; --filtered: fail unless lists were filtered
 //	bench seamload  --addr ADDR --dir DIR --case NAME [--streams 50] [--duration 8s]
 //	                                  closed loop: Check, then the route's side stream; print requests done
-//	bench upstream  --addr ADDR       a do-nothing MCP server: GET the headers of an SSE stream, POST a result
-//	bench setup     --url URL --token JWT --rps N [--duration 10s]
-//	                                  open loop through a sidecar: time to the response headers of a GET
-//	                                  and of a POST ping, in turn; p50, p99, p99.9 and GET / POST
+//	bench setup     --url URL --addr UPSTREAM --token JWT --rps N [--duration 10s]
+//	                                  serve a do-nothing MCP upstream on UPSTREAM and send, open loop,
+//	                                  a GET and a POST ping in turn through the sidecar at URL: time to
+//	                                  the upstream and to the response headers; p50, p99 and GET / POST
 //
 // null serves both envoy.service.auth.v3.Authorization (OK at once) and
 // envoy.service.ext_proc.v3.ExternalProcessor (the empty answer to each
@@ -68,7 +68,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: bench null|gen|probe|shape|load|seamgen|seamshape|seamprobe|seamload|upstream|setup [flags]")
+		return errors.New("usage: bench null|gen|probe|shape|load|seamgen|seamshape|seamprobe|seamload|setup [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:9291", "gRPC address (null, probe)")
@@ -118,21 +118,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return errors.New("seamgen: --token is required")
 		}
 		return seamGen(ctx, *addr, *examples, *token, *out)
-	case "upstream":
-		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		return serveUpstream(ctx, *addr)
 	case "setup":
 		if *token == "" {
 			return errors.New("setup: --token is required")
 		}
-		get, post, err := Setup(ctx, *url, *token, *rps, *duration)
+		get, post, err := Setup(ctx, *url, *addr, *token, *rps, *duration)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s\n%s\n", get, post)
-		if post.P50 > 0 {
-			fmt.Fprintf(stdout, "GET / POST p50 %.2fx  p99 %.2fx\n", get.P50/post.P50, get.P99/post.P99)
+		if post.P50 > 0 && post.UpP50 > 0 {
+			fmt.Fprintf(stdout, "GET / POST: to the upstream p50 %.2fx p99 %.2fx; to the headers p50 %.2fx p99 %.2fx\n",
+				get.UpP50/post.UpP50, get.UpP99/post.UpP99, get.P50/post.P50, get.P99/post.P99)
 		}
 		return nil
 	case "seamshape":

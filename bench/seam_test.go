@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net"
 	"os"
@@ -263,9 +262,11 @@ func TestSeamShape(t *testing.T) {
 	}
 }
 
-// TestSetup: against the do-nothing upstream itself, an open-loop run
-// times GETs and POSTs in turn, all answered, percentiles in order; a URL
-// that answers nothing counts every request failed.
+// TestSetup: with the do-nothing upstream served by Setup itself as the
+// URL, an open-loop run times GETs and POSTs in turn, every one answered
+// and seen by the upstream, percentiles in order and the upstream reached
+// before the headers; a URL that answers nothing counts every request
+// failed.
 func TestSetup(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -273,26 +274,16 @@ func TestSetup(t *testing.T) {
 	}
 	addr := lis.Addr().String()
 	lis.Close()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- serveUpstream(ctx, addr) }()
-	t.Cleanup(func() { cancel(); <-done })
-	var get, post SetupResult
-	for range 50 { // until the upstream listens
-		if get, post, err = Setup(t.Context(), "http://"+addr+"/mcp", "tok", 200, 200*time.Millisecond); err == nil && get.OK > 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	get, post, err := Setup(t.Context(), "http://"+addr+"/mcp", addr, "tok", 200, 200*time.Millisecond)
 	if err != nil || get.OK+get.Failed != 20 || post.OK+post.Failed != 20 || get.Failed+post.Failed != 0 {
 		t.Fatalf("get %v, post %v, %v: want 20 of each, none failed", get, post, err)
 	}
 	for _, r := range []SetupResult{get, post} {
-		if r.P50 <= 0 || r.P50 > r.P99 || r.P99 > r.P999 {
+		if r.UpP50 <= 0 || r.UpP50 > r.UpP99 || r.UpP50 > r.P50 || r.P50 > r.P99 || r.P99 > r.P999 {
 			t.Errorf("%v: percentiles out of order", r)
 		}
 	}
-	get, post, err = Setup(t.Context(), "http://127.0.0.1:1/mcp", "tok", 100, 100*time.Millisecond)
+	get, post, err = Setup(t.Context(), "http://127.0.0.1:1/mcp", addr, "tok", 100, 100*time.Millisecond)
 	if err != nil || get.OK+post.OK != 0 || get.Failed+post.Failed != 10 {
 		t.Errorf("nothing listening: get %v, post %v, %v", get, post, err)
 	}
