@@ -28,6 +28,8 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding"
+	protoenc "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -39,7 +41,8 @@ func startProcessor(t testing.TB, srv extprocv3.ExternalProcessorServer) extproc
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer()
+	// The served codec (cmd/extauthz): metadata kept unread until readMeta.
+	gs := grpc.NewServer(grpc.ForceServerCodecV2(Codec{Next: encoding.GetCodecV2(protoenc.Name)}))
 	extprocv3.RegisterExternalProcessorServer(gs, srv)
 	go func() { _ = gs.Serve(lis) }()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -191,7 +191,7 @@ func (st *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) 
 // block that does not parse is no metadata: the stream refuses with
 // ReasonNoMetadata.
 func (st *stream) readMeta(req *extprocv3.ProcessingRequest) {
-	f := req.GetMetadataContext().GetFilterMetadata()[AuthzNamespace].GetFields()
+	f := metadataContext(req).GetFilterMetadata()[AuthzNamespace].GetFields()
 	md, err := decision.ParseMetadata(func(k string) (string, bool) {
 		v, ok := f[k]
 		if b, isBool := v.GetKind().(*structpb.Value_BoolValue); isBool {

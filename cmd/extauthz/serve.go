@@ -651,8 +651,10 @@ func newGRPCServer(cfg *Config, srv *extauthz.Server, creds credentials.Transpor
 		grpc.MaxRecvMsgSize(max(cfg.MaxBodyBytes, extproc.DefaultMaxBody) + grpcRecvHeadroom),
 		// Decodes only what Check reads and accepts any bytes in strings,
 		// so a body that is not UTF-8 is denied by Check instead of failing
-		// the RPC (which failure_mode_allow would turn into an allow).
-		grpc.ForceServerCodecV2(extauthz.CheckCodec{}),
+		// the RPC (which failure_mode_allow would turn into an allow); a
+		// side stream's messages without the metadata Envoy forwards on
+		// each, which the processor reads once (extproc.Codec).
+		grpc.ForceServerCodecV2(extproc.Codec{Next: extauthz.CheckCodec{}}),
 		grpc.MaxConcurrentStreams(maxConcurrentStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
 	}
