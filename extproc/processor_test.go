@@ -763,3 +763,23 @@ func TestClaimsFromCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestBodyHandlers: every body mode has its handler, and the handler of
+// each BUFFERED mode refuses a chunk without end_of_stream (the mode was
+// not honoured): the stream aborts rather than read half an answer.
+func TestBodyHandlers(t *testing.T) {
+	if len(bodyHandlers) != int(modeHeld)+1 {
+		t.Fatalf("%d handlers for %d modes", len(bodyHandlers), modeHeld+1)
+	}
+	for m, h := range bodyHandlers {
+		if h == nil {
+			t.Errorf("mode %d has no handler", m)
+		}
+	}
+	for _, m := range []respMode{modeJSON, modeError} {
+		st := &stream{s: New(Config{}), mode: m}
+		if _, err := st.responseBodyOf(context.Background(), &extprocv3.HttpBody{Body: []byte("{")}); err == nil {
+			t.Errorf("mode %d: a chunk without end_of_stream was read", m)
+		}
+	}
+}

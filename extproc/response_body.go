@@ -23,23 +23,62 @@ func (st *stream) responseBody(ctx context.Context, b *extprocv3.HttpBody) (*ext
 	return st.withReceipt(resp), err
 }
 
-// responseBodyOf dispatches one body message to the handler of the body
-// mode responseHeaders chose: sseChunk (modeSSE, body_sse.go), heldChunk
-// (modeHeld, body_held.go), jsonBody (modeJSON and modeError, BUFFERED,
-// body_json.go); modeNone passes it.
+// responseBodyOf hands one body message to the handler of the body mode
+// responseHeaders chose (bodyHandlers).
 func (st *stream) responseBodyOf(ctx context.Context, b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
-	switch st.mode {
-	case modeSSE:
-		return st.sseChunk(ctx, b)
-	case modeHeld:
-		return st.heldChunk(ctx, b), nil
-	case modeJSON, modeError:
-		if !b.GetEndOfStream() {
-			return nil, errors.New("response body not BUFFERED (a chunk without end_of_stream)")
-		}
-		return st.jsonBody(ctx, b.GetBody())
+	return bodyHandlers[st.mode].body(ctx, st, b)
+}
+
+// bodyHandler reads a response body in one body mode: one per mode, as
+// Envoy AI Gateway's processor hands each phase to its own handler. It
+// answers each body message; an error aborts the side stream (Envoy then
+// fails the response closed).
+type bodyHandler interface {
+	body(ctx context.Context, st *stream, b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error)
+}
+
+// bodyHandlers are the handlers of the modes, indexed by respMode.
+var bodyHandlers = [...]bodyHandler{
+	modeNone:  passBody{},
+	modeJSON:  bufferedBody{},
+	modeError: bufferedBody{},
+	modeSSE:   sseBody{},
+	modeHeld:  heldBody{},
+}
+
+// passBody: no body was asked for (a message Envoy sends anyway, as on a
+// route whose static mode sends it); it passes.
+type passBody struct{}
+
+func (passBody) body(context.Context, *stream, *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
+	return bodyResponse(nil, nil), nil
+}
+
+// bufferedBody: a BUFFERED answer, whole in one message (modeJSON,
+// modeError; body_json.go).
+type bufferedBody struct{}
+
+func (bufferedBody) body(ctx context.Context, st *stream, b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
+	if !b.GetEndOfStream() {
+		return nil, errors.New("response body not BUFFERED (a chunk without end_of_stream)")
 	}
-	return bodyResponse(nil, nil), nil // not asked for: pass
+	return st.jsonBody(ctx, b.GetBody())
+}
+
+// sseBody: a STREAMED event stream, framed chunk by chunk (modeSSE;
+// body_sse.go).
+type sseBody struct{}
+
+func (sseBody) body(ctx context.Context, st *stream, b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
+	return st.sseChunk(ctx, b)
+}
+
+// heldBody: a call's JSON answer held by the processor up to MaxBody
+// (modeHeld; body_held.go).
+type heldBody struct{}
+
+func (heldBody) body(ctx context.Context, st *stream, b *extprocv3.HttpBody) (*extprocv3.ProcessingResponse, error) {
+	return st.heldChunk(ctx, b), nil
 }
 
 // bodyResponse answers a response body message: body replaces it when not
