@@ -1,0 +1,12 @@
+//go:build amd64 && !purego
+
+package mcpparse
+
+import "golang.org/x/sys/cpu"
+
+// simdPath: this machine runs the vectorized path (simd.go): AVX2, the
+// least the validator (github.com/segmentio/asm/utf8) vectorizes with.
+// Without AVX2 that validator falls back to the standard library's,
+// which would make the up-front pass a second scalar one: the scalar
+// path is then faster.
+var simdPath = cpu.X86.HasAVX2
