@@ -2,6 +2,7 @@ package mcpparse
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -125,5 +126,55 @@ func TestVectorizedPathRuns(t *testing.T) {
 	p.reset([]byte(`"a`+"\xff"+`"`), DefaultLimits())
 	if ok := p.prevalidate(); ok == simdPath || p.valid {
 		t.Fatalf("stage 1 on invalid UTF-8: %v, valid %v (vectorized path %v)", ok, p.valid, simdPath)
+	}
+}
+
+// TestIndexSpecial: the vectorized search for '"', '\\' and control bytes
+// finds the first one a byte loop finds, for every length from 32 to 200,
+// every position of one special byte, and random bytes of every value
+// around it (0x7F, 0x80 and 0xFF, which are not special, included).
+func TestIndexSpecial(t *testing.T) {
+	if !simdPath {
+		t.Skip("no vectorized path on this machine or build")
+	}
+	want := func(b []byte) int {
+		for i, c := range b {
+			if c == '"' || c == '\\' || c < 0x20 {
+				return i
+			}
+		}
+		return len(b)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	plain := []byte{' ', '!', '#', '[', ']', 'a', 0x7F, 0x80, 0xBF, 0xC3, 0xFF, '~'}
+	special := []byte{'"', '\\', 0x00, 0x01, 0x0A, 0x1F}
+	for n := 32; n <= 200; n++ {
+		b := make([]byte, n)
+		for at := -1; at < n; at++ {
+			for i := range b {
+				b[i] = plain[rng.IntN(len(plain))]
+			}
+			if at >= 0 {
+				b[at] = special[rng.IntN(len(special))]
+				if rng.IntN(2) == 0 && at+1 < n { // a second one after it
+					b[at+1+rng.IntN(n-at-1)] = special[rng.IntN(len(special))]
+				}
+			}
+			if got, w := indexSpecialAVX2(b), want(b); got != w {
+				t.Fatalf("len %d, special at %d: got %d, want %d (%q)", n, at, got, w, b)
+			}
+		}
+	}
+	for range 20000 { // every byte value
+		b := make([]byte, 32+rng.IntN(100))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+			if rng.IntN(4) != 0 && b[i] < 0x20 || b[i] == '"' || b[i] == '\\' {
+				b[i] |= 0x40
+			}
+		}
+		if got, w := indexSpecialAVX2(b), want(b); got != w {
+			t.Fatalf("got %d, want %d (%q)", got, w, b)
+		}
 	}
 }

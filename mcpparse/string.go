@@ -215,7 +215,11 @@ func (p *scanner) scanValidString(keep bool) (s []byte, esc bool, err *ParseErro
 		if i+8 <= len(in) {
 			m := special(binary.LittleEndian.Uint64(in[i:]))
 			if m == 0 {
-				i += 8
+				// Sixteen plain bytes: a long string, searched 32 bytes
+				// a step (AVX2, simd_amd64.s).
+				if i += 8; i-start >= 17 && len(in)-i >= 32 {
+					i += indexSpecialAVX2(in[i:])
+				}
 				continue
 			}
 			i += bits.TrailingZeros64(m) >> 3
