@@ -275,9 +275,11 @@ func (p *scanner) scanEscaped(start, i int, keep bool) ([]byte, *ParseError) {
 		// bytes too.
 		if i+8 <= len(in) {
 			x := binary.LittleEndian.Uint64(in[i:])
-			m := specialMask(x)
+			var m uint64
 			if p.valid {
 				m = special(x)
+			} else {
+				m = specialMask(x)
 			}
 			if l := bits.TrailingZeros64(m) >> 3; l > 0 && n+l <= max {
 				put(in[i : i+l]...)
