@@ -136,12 +136,15 @@ func FuzzCanonicalize(f *testing.F) {
 
 // FuzzDigestStable: re-serializing a parsed body with members reordered,
 // other whitespace and other string escapes never changes what Parse
-// derives from it, the argument digest above all.
+// derives from it, the argument digest above all; the vectorized and the
+// scalar path agree on both bodies (samePaths).
 func FuzzDigestStable(f *testing.F) {
 	for i, s := range fuzzSeeds(f) {
 		f.Add(s, uint64(i))
 	}
+	paths := newPathScanners()
 	f.Fuzz(func(t *testing.T, body []byte, seed uint64) {
+		samePaths(t, paths, body, ParseOptions{})
 		b, err := Parse(body, ParseOptions{})
 		if err != nil {
 			return
@@ -152,6 +155,7 @@ func FuzzDigestStable(f *testing.F) {
 		}
 		rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 		other := writeShuffled(nil, body, &root, rng)
+		samePaths(t, paths, other, ParseOptions{Limits: Limits{MaxBytes: 64 << 20}})
 		b2, err := Parse(other, ParseOptions{Limits: Limits{MaxBytes: 64 << 20}})
 		if err != nil {
 			t.Fatalf("reordered body rejected: %v\n%q", err, other)
