@@ -132,7 +132,8 @@ func TestBenchBodies(t *testing.T) {
 // same body in the same run (the reference issue 20 sets: strict ≥ 1.0×
 // Valid's throughput) and the floor (floorPass and SHA-256: the grammar,
 // a copy and the hash, without the strict work), with CPU time per op
-// beside wall time.
+// beside wall time. strict is the path the machine runs (vectorized with
+// AVX2, simd.go), strict-scalar the scalar path on the same body.
 // bench/parse.sh prints the ratios. ns/op should grow linearly with the
 // size.
 func BenchmarkParse(b *testing.B) {
@@ -147,6 +148,19 @@ func BenchmarkParse(b *testing.B) {
 					if _, err := Parse(body, opt); err != nil {
 						b.Fatal(err)
 					}
+				}
+			})
+		})
+		b.Run(bb.name+"/strict-scalar", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			p := &scanner{scalar: true} // reused, as the pool's are
+			measureCPU(b, len(body), func() {
+				for b.Loop() {
+					if _, err := parseOn(p, body, opt); err != nil {
+						b.Fatal(err)
+					}
+					p.truncate()
 				}
 			})
 		})

@@ -37,14 +37,16 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 
 // FuzzParse: Parse never panics, errors are *ParseError with a kind and an
 // offset inside the body, and a successful parse is deterministic and
-// self-consistent.
+// self-consistent; the vectorized and the scalar path agree (samePaths).
 func FuzzParse(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s, false)
 		f.Add(s, true)
 	}
+	paths := newPathScanners()
 	f.Fuzz(func(t *testing.T, body []byte, batch bool) {
 		opt := ParseOptions{AllowBatch: batch}
+		samePaths(t, paths, body, opt)
 		b, err := Parse(body, opt)
 		if err != nil {
 			var pe *ParseError
@@ -89,13 +91,16 @@ func FuzzParse(f *testing.F) {
 
 // FuzzCanonicalize: canonical of canonical is itself, and whatever we
 // accept an independent RFC 8785 implementation canonicalizes identically;
-// a fresh scanner and one reused across the run agree with the pooled one.
+// a fresh scanner and one reused across the run agree with the pooled one,
+// and the vectorized and scalar paths agree at a small string limit.
 func FuzzCanonicalize(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
 	reused := new(scanner)
+	paths := newPathScanners()
 	f.Fuzz(func(t *testing.T, in []byte) {
+		samePaths(t, paths, in, ParseOptions{Limits: smallStringLimit(in)})
 		c, err := Canonicalize(in, Limits{})
 		for name, p := range map[string]*scanner{"fresh": new(scanner), "reused": reused} {
 			p.reset(in, DefaultLimits())
@@ -131,12 +136,15 @@ func FuzzCanonicalize(f *testing.F) {
 
 // FuzzDigestStable: re-serializing a parsed body with members reordered,
 // other whitespace and other string escapes never changes what Parse
-// derives from it, the argument digest above all.
+// derives from it, the argument digest above all; the vectorized and the
+// scalar path agree on both bodies (samePaths).
 func FuzzDigestStable(f *testing.F) {
 	for i, s := range fuzzSeeds(f) {
 		f.Add(s, uint64(i))
 	}
+	paths := newPathScanners()
 	f.Fuzz(func(t *testing.T, body []byte, seed uint64) {
+		samePaths(t, paths, body, ParseOptions{})
 		b, err := Parse(body, ParseOptions{})
 		if err != nil {
 			return
@@ -147,6 +155,7 @@ func FuzzDigestStable(f *testing.F) {
 		}
 		rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 		other := writeShuffled(nil, body, &root, rng)
+		samePaths(t, paths, other, ParseOptions{Limits: Limits{MaxBytes: 64 << 20}})
 		b2, err := Parse(other, ParseOptions{Limits: Limits{MaxBytes: 64 << 20}})
 		if err != nil {
 			t.Fatalf("reordered body rejected: %v\n%q", err, other)
@@ -245,7 +254,9 @@ func writeEscaped(dst []byte, s string, rng *rand.Rand) []byte {
 // caches grow during the pass), on one reused across every input of the
 // run, and through the pool; all three must agree with the tree parser
 // (cases-3 E01 was reachable only on a fresh scanner). Canonicalize is
-// compared the same way on the raw input.
+// compared the same way on the raw input. The vectorized and the scalar
+// path (simd.go) are compared with each other first (samePaths), fresh and
+// reused, at the default limits and at a small string limit.
 func FuzzParseDifferential(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s, false)
@@ -278,7 +289,12 @@ func FuzzParseDifferential(f *testing.F) {
 		f.Add([]byte(s), false)
 	}
 	reused := new(scanner) // lives across inputs, as a pooled scanner does
+	paths := newPathScanners()
 	f.Fuzz(func(t *testing.T, body []byte, batch bool) {
+		// The vectorized and the scalar path (simd.go), at the default
+		// limits and at a small string limit.
+		samePaths(t, paths, body, ParseOptions{AllowBatch: batch})
+		samePaths(t, paths, body, ParseOptions{AllowBatch: batch, Limits: smallStringLimit(body)})
 		for _, exact := range []bool{false, true} {
 			opt := ParseOptions{AllowBatch: batch, CaseSensitiveKeys: exact}
 			want, werr := refParse(body, opt)

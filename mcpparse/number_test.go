@@ -66,13 +66,16 @@ func TestNumberDifferential(t *testing.T) {
 
 // FuzzNumberForms is TestNumberDifferential on fuzzed doubles (any bit
 // pattern; NaN and the infinities have no literal and are skipped) and on
-// fuzzed literals: Canonicalize and the tree parser agree on each.
+// fuzzed literals: Canonicalize and the tree parser agree on each, and so
+// do the vectorized and the scalar path (samePaths).
 func FuzzNumberForms(f *testing.F) {
 	f.Add(math.Float64bits(0.1), "1.5e10")
 	f.Add(math.Float64bits(-123.45678901234567), "333333333.33333329")
 	f.Add(uint64(1), "5e-324")
+	paths := newPathScanners()
 	f.Fuzz(func(t *testing.T, b uint64, lit string) {
 		check := func(lit string) {
+			samePaths(t, paths, []byte(lit), ParseOptions{})
 			got, err := Canonicalize([]byte(lit), Limits{})
 			want, werr := refCanonicalize([]byte(lit), Limits{})
 			sameError(t, lit, err, werr)

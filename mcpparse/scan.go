@@ -68,6 +68,12 @@ type scanner struct {
 	// exactKeys admits case-variant names outside the protocol objects
 	// (ParseOptions.CaseSensitiveKeys).
 	exactKeys bool
+	// scalar: this scanner takes the scalar path even where the vectorized
+	// one runs (simd.go); tests set it to compare the two. reset keeps it.
+	scalar bool
+	// valid: stage 1 found p.in valid UTF-8 (simd.go), so strings are
+	// scanned without validating their runes.
+	valid bool
 
 	arena []byte // names (and fold keys) of the open objects' members
 	names []name // members of the open objects, innermost last
@@ -116,7 +122,7 @@ func getScanner(in []byte, lim Limits) *scanner {
 func (p *scanner) reset(in []byte, lim Limits) {
 	p.in, p.pos, p.lim, p.index = in, 0, lim, -1
 	p.depth, p.keys, p.vals, p.lenient, p.argDepth = 0, 0, 0, false, 0
-	p.inParams, p.proto, p.exactKeys = false, 0, false
+	p.inParams, p.proto, p.exactKeys, p.valid = false, 0, false, false
 	for i := range p.shapes { // a shape is only valid within one pass (lenient or not)
 		p.shapes[i].ends = p.shapes[i].ends[:0]
 	}
@@ -152,10 +158,14 @@ func (p *scanner) fail(k ErrorKind, off int, msg string) *ParseError {
 }
 
 // begin checks the size and skips leading whitespace. UTF-8 is checked
-// within strings, as the pass reaches them (see fail).
+// within strings, as the pass reaches them (see fail), or on the
+// vectorized path all at once here (simd.go).
 func (p *scanner) begin() *ParseError {
 	if len(p.in) > p.lim.MaxBytes {
 		return p.fail(ErrTooLarge, p.lim.MaxBytes, "body longer than "+strconv.Itoa(p.lim.MaxBytes)+" bytes")
+	}
+	if !p.prevalidate() {
+		return p.fail(ErrInvalidUTF8, 0, "invalid UTF-8") // fail finds the offset
 	}
 	p.skipWS()
 	if p.pos == len(p.in) {

@@ -155,6 +155,9 @@ func (p *scanner) scanString() (s []byte, esc bool, err *ParseError) {
 // without decoding it (s is then nil), for a value that is only written
 // out when its source text is already its RFC 8785 form (p.rawJCS).
 func (p *scanner) scanStringKeep(keep bool) (s []byte, esc bool, err *ParseError) {
+	if p.valid {
+		return p.scanValidString(keep)
+	}
 	start := p.pos
 	in := p.in
 	i := start + 1
@@ -198,6 +201,52 @@ func (p *scanner) scanStringKeep(keep bool) (s []byte, esc bool, err *ParseError
 	return nil, false, p.fail(ErrSyntax, len(in), "unterminated string")
 }
 
+// scanValidString is scanStringKeep on input that stage 1 found valid
+// UTF-8 (p.valid, simd.go): it stops only at '"', '\\' and control
+// bytes, and so checks the length limit at fewer points than the scalar
+// pass, with the same result: the limit's fault is reported at the
+// string's start, whichever byte past the limit finds it.
+func (p *scanner) scanValidString(keep bool) (s []byte, esc bool, err *ParseError) {
+	start := p.pos
+	in := p.in
+	i := start + 1
+	max := p.lim.MaxStringLen
+	for i < len(in) {
+		if i+8 <= len(in) {
+			m := special(binary.LittleEndian.Uint64(in[i:]))
+			if m == 0 {
+				// Sixteen plain bytes: a long string, searched 32 bytes
+				// a step (AVX2, simd_amd64.s).
+				if i += 8; i-start >= 17 && len(in)-i >= 32 {
+					i += indexSpecialAVX2(in[i:])
+				}
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+		}
+		if i-start-1 > max {
+			return nil, false, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
+		}
+		switch c := in[i]; {
+		case c == '"':
+			p.pos = i + 1
+			p.rawJCS = true
+			return in[start+1 : i], false, nil
+		case c == '\\':
+			s, err := p.scanEscaped(start, i, keep)
+			return s, true, err
+		case c < 0x20:
+			return nil, false, p.fail(ErrSyntax, i, "unescaped control character in string")
+		default: // the tail, below eight bytes
+			i++
+		}
+	}
+	if len(in)-start-1 > max {
+		return nil, false, p.fail(ErrStringTooLong, start, "string longer than "+strconv.Itoa(max)+" bytes")
+	}
+	return nil, false, p.fail(ErrSyntax, len(in), "unterminated string")
+}
+
 // scanEscaped continues scanString from the first backslash at i; keep:
 // decode into p.str (else only n, the decoded length, is kept, for the
 // same limit checks at the same points).
@@ -222,9 +271,17 @@ func (p *scanner) scanEscaped(start, i int, keep bool) ([]byte, *ParseError) {
 		}
 		// Copy a run of up to eight plain ASCII bytes at once while it
 		// stays within the limit, so the check above sees the same
-		// lengths.
+		// lengths; on input stage 1 found valid (p.valid), non-ASCII
+		// bytes too.
 		if i+8 <= len(in) {
-			if l := bits.TrailingZeros64(specialMask(binary.LittleEndian.Uint64(in[i:]))) >> 3; l > 0 && n+l <= max {
+			x := binary.LittleEndian.Uint64(in[i:])
+			var m uint64
+			if p.valid {
+				m = special(x)
+			} else {
+				m = specialMask(x)
+			}
+			if l := bits.TrailingZeros64(m) >> 3; l > 0 && n+l <= max {
 				put(in[i : i+l]...)
 				i += l
 				continue
@@ -239,6 +296,13 @@ func (p *scanner) scanEscaped(start, i int, keep bool) ([]byte, *ParseError) {
 			}
 			p.rawJCS = raw
 			return buf, nil
+		case c >= 0x80 && p.valid:
+			// Valid UTF-8 (stage 1), perhaps in the middle of a sequence
+			// the run copy above split: byte by byte, near the limit or at
+			// the end, checked as below.
+			put(c)
+			i++
+			continue
 		case c >= 0x80:
 			if j := skipRunes(in, i); j > i && n+j-i <= max {
 				put(in[i:j]...)
