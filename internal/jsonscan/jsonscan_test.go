@@ -73,6 +73,41 @@ func TestString(t *testing.T) {
 	}
 }
 
+// TestStringByteByByte: the IndexByte walk ends each string literal where
+// a byte by byte reading of its escapes does, on runs of backslashes of
+// every length before a quote and on escaped quotes.
+func TestStringByteByByte(t *testing.T) {
+	slow := func(in []byte, i int) int {
+		for j := i + 1; j < len(in); j++ {
+			switch in[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return -1
+	}
+	lits := []string{`""`, `"a"`, `"\""`, `"\\"`, `"\\\""`, `"\\\\"`, `"a\\\\\"b\\"`, `"\u0022\"x"`, `"é\"\\\\\\"`, `"\/"`}
+	for _, lit := range lits {
+		if !json.Valid([]byte(lit)) {
+			t.Fatalf("%s is not a JSON string", lit)
+		}
+		for _, tail := range []string{`,"x":"\\"}`, ``, `\`, `\"`} {
+			in := []byte(`{"k":` + lit + tail)
+			i := len(`{"k":`)
+			if got, want := String(in, i), slow(in, i); got != want || got != i+len(lit) {
+				t.Errorf("%s%s: %d, byte by byte %d, want %d", lit, tail, got, want, i+len(lit))
+			}
+		}
+	}
+	for _, unclosed := range []string{`"`, `"\"`, `"\\\"`, `"a\\\"\`} {
+		if got, want := String([]byte(unclosed), 0), slow([]byte(unclosed), 0); got != want || got != -1 {
+			t.Errorf("%s: %d, byte by byte %d, want -1", unclosed, got, want)
+		}
+	}
+}
+
 func TestSkipSpace(t *testing.T) {
 	for _, tt := range []struct {
 		give string
