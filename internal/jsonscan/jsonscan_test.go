@@ -366,8 +366,10 @@ func TestNoAllocs(t *testing.T) {
 // json.Valid accepts: Skip covers exactly its value, and for every value
 // inside it, objects yield exactly the members a json.Decoder reads (names
 // decoded as encoding/json decodes them, values as written), arrays
-// exactly its elements, strings exactly json.Unmarshal's string. For any
-// other input: no panic, and no offset reported past the input.
+// exactly its elements, strings exactly json.Unmarshal's string: Unquote
+// decodes it, Equal matches it and not other (unless they are one string)
+// nor a neighbour, EqualFold agrees with bytes.EqualFold. For any other
+// input: no panic, and no offset reported past the input.
 func FuzzJSONScan(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `[]`, `""`, `0`, `-1.5e+10`, `true`, `null`,
@@ -379,9 +381,12 @@ func FuzzJSONScan(f *testing.F) {
 		"\"\xff\xfe\"", `"\uDBFF\uDFFF"`, `{"a":1,"a":2}`,
 		`{"a":1,}`, `[1,]`, `{"a" 1}`, `"abc`, `[}`, `{"a":"\`, `"\u12"`, `{"a":[1,2}`,
 	} {
-		f.Add([]byte(s))
+		f.Add([]byte(s), "a")
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Add([]byte(`"\u0069ss"`), "iss")
+	f.Add([]byte(`"\ud83d\ude00"`), "😀")
+	f.Add([]byte(`"toolſ"`), "TOOLS")
+	f.Fuzz(func(t *testing.T, data []byte, other string) {
 		i := SkipSpace(data, 0)
 		end := Skip(data, i)
 		if end < -1 || end > len(data) {
@@ -397,14 +402,14 @@ func FuzzJSONScan(f *testing.F) {
 				}
 			}
 			Unquote(data) // no panic
-			Equal(data, "a")
-			EqualFold(data, "a")
+			Equal(data, other)
+			EqualFold(data, other)
 			return
 		}
 		if want := len(bytes.TrimRight(data, " \t\r\n")); end != want {
 			t.Fatalf("Skip = %d, want %d", end, want)
 		}
-		checkValue(t, data[i:end], 0)
+		checkValue(t, data[i:end], other, 0)
 	})
 }
 
@@ -417,7 +422,7 @@ func checkIn(t *testing.T, b []byte, it Iter) {
 
 // checkValue checks v, one JSON value as written, and the values inside it
 // down to depth 64.
-func checkValue(t *testing.T, v []byte, depth int) {
+func checkValue(t *testing.T, v []byte, other string, depth int) {
 	t.Helper()
 	if Skip(v, 0) != len(v) {
 		t.Fatalf("Skip(%q) = %d, want %d", v, Skip(v, 0), len(v))
@@ -434,8 +439,14 @@ func checkValue(t *testing.T, v []byte, depth int) {
 		if got, ok := Unquote(v); !ok || got != want {
 			t.Fatalf("Unquote(%q) = %q, %v; encoding/json: %q", v, got, ok, want)
 		}
-		if !Equal(v, want) || Equal(v, want+"x") || !EqualFold(v, want) {
+		if !Equal(v, want) || Equal(v, want+"x") || len(want) > 0 && Equal(v, want[:len(want)-1]) || !EqualFold(v, want) {
 			t.Fatalf("Equal(%q, %q) disagrees with encoding/json", v, want)
+		}
+		if Equal(v, other) != (other == want) {
+			t.Fatalf("Equal(%q, %q) = %v; it decodes to %q", v, other, !(other == want), want)
+		}
+		if EqualFold(v, other) != bytes.EqualFold([]byte(want), []byte(other)) {
+			t.Fatalf("EqualFold(%q, %q) = %v; it decodes to %q", v, other, !bytes.EqualFold([]byte(want), []byte(other)), want)
 		}
 	case '{':
 		dec := json.NewDecoder(bytes.NewReader(v))
@@ -464,7 +475,7 @@ func checkValue(t *testing.T, v []byte, depth int) {
 				t.Fatalf("Members(%q): member %q = %s, encoding/json: %s", v, name, it.Value(), raw)
 			}
 			last[name] = string(raw)
-			checkValue(t, it.Value(), depth+1)
+			checkValue(t, it.Value(), other, depth+1)
 		}
 		if it.Next() || it.End() != len(v) {
 			t.Fatalf("Members(%q) goes on past the members encoding/json reads (End %d)", v, it.End())
@@ -488,7 +499,7 @@ func checkValue(t *testing.T, v []byte, depth int) {
 			if !it.Next() || !bytes.Equal(it.Value(), raw) {
 				t.Fatalf("Elements(%q): %s, encoding/json: %s", v, it.Value(), raw)
 			}
-			checkValue(t, it.Value(), depth+1)
+			checkValue(t, it.Value(), other, depth+1)
 		}
 		if it.Next() || it.End() != len(v) {
 			t.Fatalf("Elements(%q) goes on past the elements encoding/json reads (End %d)", v, it.End())
