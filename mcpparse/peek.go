@@ -1,7 +1,6 @@
 package mcpparse
 
 import (
-	"bytes"
 	"unicode/utf8"
 
 	"github.com/mcp-extauthz/mcp-extauthz/internal/jsonscan"
@@ -32,8 +31,10 @@ func PeekEnvelope(body []byte) (id []byte, method string) {
 	for it.Next() {
 		key := it.Name()
 		key = key[1 : len(key)-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return nil, ""
+		for _, c := range key { // names are short: no IndexByte call
+			if c == '\\' {
+				return nil, ""
+			}
 		}
 		val := it.Value()
 		if val == nil {

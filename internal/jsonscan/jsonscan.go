@@ -22,14 +22,16 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // isSpace marks JSON white space (RFC 8259 section 2); stop the bytes a
-// literal ends at (, } ] and white space); special the bytes that matter
-// inside a container (quotes and brackets).
-var isSpace, stop, special [256]bool
+// literal ends at (, } ] and white space).
+var isSpace, stop [256]bool
 
 func init() {
 	for _, c := range []byte(" \t\n\r") {
@@ -37,9 +39,6 @@ func init() {
 	}
 	for _, c := range []byte(",}]") {
 		stop[c] = true
-	}
-	for _, c := range []byte(`"{}[]`) {
-		special[c] = true
 	}
 }
 
@@ -57,10 +56,38 @@ func SkipSpace(b []byte, i int) int {
 // byte after it, whatever it is. It returns -1 when b[i] is not a quote or
 // the string does not close.
 func String(b []byte, i int) int {
-	if i < 0 || i >= len(b) || b[i] != '"' {
+	if uint(i) >= uint(len(b)) || b[i] != '"' {
 		return -1
 	}
+	return stringEnd(b, i)
+}
+
+// Bytes repeated in each of a word's 8 lanes.
+const (
+	lanes01    = 0x0101010101010101
+	lanes80    = 0x8080808080808080
+	lanesQuote = '"' * lanes01
+	lanesSlash = '\\' * lanes01
+)
+
+// stringEnd is String for b[i] == '"'. It reads the first 16 bytes 8 at a
+// time (most strings are short: names, small values), then looks for
+// quotes with bytes.IndexByte, which is faster on long strings but costs
+// a call.
+func stringEnd(b []byte, i int) int {
 	j := i + 1
+	for n := 0; n < 2 && j+8 <= len(b); n++ {
+		x := binary.LittleEndian.Uint64(b[j:])
+		// The lowest lane flagged holds a quote or a backslash (lanes
+		// above it may be flagged wrongly, never below).
+		if m := zeroLanes(x^lanesQuote) | zeroLanes(x^lanesSlash); m != 0 {
+			if k := j + bits.TrailingZeros64(m)>>3; b[k] == '"' {
+				return k + 1
+			}
+			break // an escape: the parity rule below reads it
+		}
+		j += 8
+	}
 	for {
 		k := bytes.IndexByte(b[j:], '"')
 		if k < 0 {
@@ -70,7 +97,8 @@ func String(b []byte, i int) int {
 		// The quote is escaped when an odd run of backslashes precedes
 		// it: the byte before the run is not a backslash, so the run
 		// starts where no escape is pending and its backslashes pair
-		// up, the last, when odd, escaping this quote.
+		// up, the last, when odd, escaping this quote. (So it holds for
+		// a quote found from any offset past the opening one.)
 		n := 0
 		for p := q - 1; p > i && b[p] == '\\'; p-- {
 			n++
@@ -81,6 +109,10 @@ func String(b []byte, i int) int {
 		j = q + 1
 	}
 }
+
+// zeroLanes has the high bit set in the lowest lane of x that is zero
+// (and possibly in lanes above it; never below).
+func zeroLanes(x uint64) uint64 { return (x - lanes01) &^ x & lanes80 }
 
 // Skip returns the end of the value starting at b[i] (no white space
 // before it): a string (String), an object or array up to the bracket
@@ -97,22 +129,29 @@ func Skip(b []byte, i int) int {
 		return String(b, i)
 	case '{', '[':
 		depth := 0
-		for j := i; j < len(b); {
+		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				if j = String(b, j); j < 0 {
+				// stringEnd's first word inline: most strings in a
+				// container are short names and values.
+				if j+9 <= len(b) {
+					x := binary.LittleEndian.Uint64(b[j+1:])
+					if m := zeroLanes(x^lanesQuote) | zeroLanes(x^lanesSlash); m != 0 {
+						if k := j + 1 + bits.TrailingZeros64(m)>>3; b[k] == '"' {
+							j = k
+							continue
+						}
+					}
+				}
+				if j = stringEnd(b, j) - 1; j < 0 {
 					return -1
 				}
-				continue
 			case '{', '[':
 				depth++
 			case '}', ']':
 				if depth--; depth == 0 {
 					return j + 1
 				}
-			}
-			// Inside a container only quotes and brackets matter.
-			for j++; j < len(b) && !special[b[j]]; j++ {
 			}
 		}
 		return -1
@@ -198,7 +237,10 @@ func (it *Iter) Next() bool {
 		}
 	}
 	if it.close == '}' {
-		e := String(b, i)
+		if b[i] != '"' {
+			return it.fail()
+		}
+		e := stringEnd(b, i)
 		if e < 0 {
 			return it.fail()
 		}
@@ -301,7 +343,7 @@ func Equal(lit []byte, s string) bool {
 		return false
 	}
 	q := lit[1 : len(lit)-1]
-	if bytes.IndexByte(q, '\\') < 0 && utf8.Valid(q) {
+	if plain(q) {
 		return string(q) == s
 	}
 	k := 0
@@ -330,6 +372,19 @@ func EqualFold(lit []byte, s string) bool {
 		return false
 	}
 	q := lit[1 : len(lit)-1]
+	if plain(q) && plain(unsafeBytes(s)) {
+		// ASCII folds to ASCII only: compare lengths, then letters.
+		if len(q) != len(s) {
+			return false
+		}
+		for i := range len(q) {
+			c, d := q[i], s[i]
+			if c != d && (c|0x20 != d|0x20 || c|0x20 < 'a' || c|0x20 > 'z') {
+				return false
+			}
+		}
+		return true
+	}
 	if bytes.IndexByte(q, '\\') >= 0 {
 		var buf [64]byte
 		d, ok := AppendUnquote(buf[:0], lit)
@@ -341,6 +396,21 @@ func EqualFold(lit []byte, s string) bool {
 	return bytes.EqualFold(q, []byte(s))
 }
 
+// plain reports whether q is ASCII without a backslash: a string
+// literal's content that is its own decoding, and that folds (under
+// Unicode simple folding) only to ASCII.
+func plain(q []byte) bool {
+	for _, c := range q {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// unsafeBytes is s as a byte slice, for reading only.
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
 // Unquote decodes the string literal lit (quotes included) as
 // encoding/json does (see Equal); false when lit is not a string literal
 // or holds an escape encoding/json refuses.
@@ -349,7 +419,7 @@ func Unquote(lit []byte) (string, bool) {
 		return "", false
 	}
 	q := lit[1 : len(lit)-1]
-	if bytes.IndexByte(q, '\\') < 0 && utf8.Valid(q) {
+	if plain(q) || bytes.IndexByte(q, '\\') < 0 && utf8.Valid(q) {
 		return string(q), true
 	}
 	var buf [64]byte

@@ -89,6 +89,11 @@ func TestStringByteByByte(t *testing.T) {
 		return -1
 	}
 	lits := []string{`""`, `"a"`, `"\""`, `"\\"`, `"\\\""`, `"\\\\"`, `"a\\\\\"b\\"`, `"\u0022\"x"`, `"é\"\\\\\\"`, `"\/"`}
+	// Escapes on each side of the 8-byte words String reads first.
+	for p := range 20 {
+		pad := strings.Repeat("a", p)
+		lits = append(lits, `"`+pad+`"`, `"`+pad+`\""`, `"`+pad+`\\"`, `"`+pad+`\\\"x"`, `"x\"`+pad+`\\"`)
+	}
 	for _, lit := range lits {
 		if !json.Valid([]byte(lit)) {
 			t.Fatalf("%s is not a JSON string", lit)
