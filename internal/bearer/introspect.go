@@ -512,7 +512,8 @@ func (v *IntrospectionVerifier) check(body []byte) (*introspected, error) {
 // unescaping): a decoder keeps one of them, and which one differs.
 func uniqueMembers(obj []byte) error {
 	seen := map[string]bool{}
-	for it := jsonscan.Members(obj, jsonscan.SkipSpace(obj, 0)); it.Next(); {
+	it := jsonscan.Members(obj, jsonscan.SkipSpace(obj, 0))
+	for it.Next() {
 		n, _ := jsonString(it.Name())
 		if seen[n] {
 			return fmt.Errorf("member %s twice", clip(n))

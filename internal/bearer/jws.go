@@ -127,7 +127,8 @@ func parseHeader(b []byte) (Header, error) {
 		return h, fmt.Errorf("header: %w", err)
 	}
 	n := 0
-	for it := jsonscan.Members(b, jsonscan.SkipSpace(b, 0)); n <= maxHeaderMembers && it.Next(); {
+	it := jsonscan.Members(b, jsonscan.SkipSpace(b, 0))
+	for n <= maxHeaderMembers && it.Next() {
 		n++
 	}
 	if n > maxHeaderMembers {

@@ -596,7 +596,8 @@ func audience(aud []byte, want []string) (string, bool) {
 	}
 	ok := true
 	if aud[0] == '[' {
-		for it := jsonscan.Elements(aud, 0); ok && it.Next(); {
+		it := jsonscan.Elements(aud, 0)
+		for ok && it.Next() {
 			ok = match(it.Value())
 		}
 	} else {
@@ -621,7 +622,8 @@ func audiences(aud []byte, max int) []string {
 	if s, ok := jsonString(aud); ok {
 		return []string{s}
 	}
-	for it := jsonscan.Elements(aud, 0); it.Next() && (max <= 0 || len(out) < max); {
+	it := jsonscan.Elements(aud, 0)
+	for it.Next() && (max <= 0 || len(out) < max) {
 		s, _ := jsonString(it.Value())
 		out = append(out, s)
 	}

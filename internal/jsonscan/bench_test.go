@@ -41,7 +41,8 @@ func BenchmarkElementsMember(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		n := 0
-		for el := Elements(in, 0); el.Next(); {
+		el := Elements(in, 0)
+		for el.Next() {
 			m := Members(in, el.ValueOff())
 			for m.Next() {
 				if EqualFold(m.Name(), "name") {

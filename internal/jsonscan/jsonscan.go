@@ -181,41 +181,42 @@ func Skip(b []byte, i int) int {
 // between members, that a name is a string) and stops at the first
 // byte that does not fit, with End -1. A value is skipped only when Next
 // moves past it, unless Value or ValueEnd asked for it first or the caller
-// walked it and said where it ends (SetValueEnd). The zero Iter is done,
-// with End 0.
+// walked it and said where it ends (SetValueEnd).
 type Iter struct {
 	b                []byte
 	close            byte // '}' or ']'
-	first            bool // Next has not run yet
+	started          bool // Next has checked the opening bracket
 	nameOff, nameEnd int
-	valOff, valEnd   int // valEnd -1: not skipped yet
+	valOff, valEnd   int // valEnd -1: not skipped yet; before Next, the opening bracket
 	end              int // 0 while walking; past the close when done; -1 malformed
 }
 
 // Members returns an Iter over the members of the object whose '{' is at
-// b[i]. When b[i] is not '{' (or i is out of range) it is done, End -1.
-func Members(b []byte, i int) Iter { return start(b, i, '{', '}') }
+// b[i]. When b[i] is not '{' (or i is out of range) its first Next
+// returns false, End -1.
+func Members(b []byte, i int) Iter { return Iter{b: b, close: '}', valEnd: i} }
 
 // Elements returns an Iter over the elements of the array whose '[' is at
-// b[i]. When b[i] is not '[' (or i is out of range) it is done, End -1.
-func Elements(b []byte, i int) Iter { return start(b, i, '[', ']') }
-
-func start(b []byte, i int, open, close byte) Iter {
-	if i < 0 || i >= len(b) || b[i] != open {
-		return Iter{end: -1}
-	}
-	return Iter{b: b, close: close, first: true, valEnd: i + 1}
-}
+// b[i]. When b[i] is not '[' (or i is out of range) its first Next
+// returns false, End -1.
+func Elements(b []byte, i int) Iter { return Iter{b: b, close: ']', valEnd: i} }
 
 // Next moves to the next member or element and reports whether there is
 // one. After false, End says how the walk ended.
 func (it *Iter) Next() bool {
-	if it.end != 0 || it.b == nil {
+	if it.end != 0 {
 		return false
 	}
 	b := it.b
 	i := it.valEnd
-	if i < 0 {
+	first := !it.started
+	if first {
+		// '{' and '[' are '}' and ']' less 2.
+		if it.started = true; uint(i) >= uint(len(b)) || b[i] != it.close-2 {
+			return it.fail()
+		}
+		i++
+	} else if i < 0 {
 		if i = Skip(b, it.valOff); i < 0 {
 			return it.fail()
 		}
@@ -227,8 +228,7 @@ func (it *Iter) Next() bool {
 	case b[i] == it.close:
 		it.end = i + 1
 		return false
-	case it.first:
-		it.first = false
+	case first:
 	case b[i] != ',':
 		return it.fail()
 	default:
@@ -311,7 +311,7 @@ func (it *Iter) SetValueEnd(end int) {
 // End returns, once Next has returned false, the offset just past the
 // closing '}' or ']', or -1 when the walk found input it could not walk
 // (or Members or Elements were not given an object or array). It is 0
-// while the walk goes on.
+// until then.
 func (it *Iter) End() int { return it.end }
 
 // Member returns the value, as written, of the last member of the object
@@ -322,7 +322,8 @@ func (it *Iter) End() int { return it.end }
 func Member(b []byte, i int, name string, fold bool) ([]byte, bool) {
 	var out []byte
 	found := false
-	for it := Members(b, i); it.Next(); {
+	it := Members(b, i)
+	for it.Next() {
 		lit := it.Name()
 		if fold && EqualFold(lit, name) || !fold && Equal(lit, name) {
 			if v := it.Value(); v != nil {

@@ -208,7 +208,8 @@ func TestElements(t *testing.T) {
 func TestSetValueEnd(t *testing.T) {
 	b := []byte(`{"list":[{"k":1},{"k":2}],"after":true}`)
 	var got []string
-	for it := Members(b, 0); it.Next(); {
+	it := Members(b, 0)
+	for it.Next() {
 		if Equal(it.Name(), "list") {
 			el := Elements(b, it.ValueOff())
 			for el.Next() {
@@ -223,7 +224,7 @@ func TestSetValueEnd(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	it := Members(b, 0)
+	it = Members(b, 0)
 	it.Next()
 	if it.SetValueEnd(-1); it.Next() || it.End() != -1 {
 		t.Errorf("after SetValueEnd(-1): Next goes on, End %d", it.End())
@@ -350,10 +351,12 @@ func TestEqualFold(t *testing.T) {
 func TestNoAllocs(t *testing.T) {
 	b := []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}},{"n\u0061me":"b"}],"nextCursor":"x"}}`)
 	n := testing.AllocsPerRun(100, func() {
-		for it := Members(b, 0); it.Next(); {
+		it := Members(b, 0)
+		for it.Next() {
 			if EqualFold(it.Name(), "result") {
 				if v, ok := Member(b, it.ValueOff(), "tools", true); ok {
-					for el := Elements(v, 0); el.Next(); {
+					el := Elements(v, 0)
+					for el.Next() {
 						Member(v, el.ValueOff(), "name", true)
 					}
 				}

@@ -597,7 +597,8 @@ func decodeString(lit []byte) (string, error) {
 // objectMembers lists the members of the object starting at in[off].
 func objectMembers(in []byte, off int) []member {
 	var out []member
-	for it := jsonscan.Members(in, off); it.Next(); {
+	it := jsonscan.Members(in, off)
+	for it.Next() {
 		n, _ := decodeString(it.Name())
 		out = append(out, member{name: n, off: it.ValueOff(), end: it.ValueEnd(), nameOff: it.NameOff()})
 	}
@@ -613,7 +614,8 @@ func objectMembers(in []byte, off int) []member {
 // them); any other's are allocated.
 func resultMembers(in []byte, off int, sc *scratch) []member {
 	var out []member
-	for it := jsonscan.Members(in, off); it.Next(); {
+	it := jsonscan.Members(in, off)
+	for it.Next() {
 		n, _ := decodeString(it.Name())
 		j := it.ValueOff()
 		m := member{name: n, off: j, nameOff: it.NameOff()}
