@@ -1,10 +1,11 @@
 // Package jsonscan walks JSON text (RFC 8259) without building anything:
 // where a value ends, the members of an object, the elements of an array,
-// and what a string literal decodes to. It is the one walker of the
-// packages that read JSON a strict parser has already validated
-// (mcpparse.Parse for MCP bodies, json.Valid for JOSE headers and JWT
-// claims) or that must read untrusted bytes leniently but safely
-// (mcpparse.PeekEnvelope).
+// and what a string literal decodes to. It is the one walker of the code
+// that reads JSON a strict parser has already validated (list results and
+// params after mcpparse.Parse in internal/listfilter and the decider,
+// arguments in mcpparse's Message.Arg and internal/argschema's fast path,
+// JOSE headers and JWT claims after json.Valid in internal/bearer) or that
+// must read untrusted bytes leniently but safely (mcpparse.PeekEnvelope).
 //
 // It is not a validator. It finds structure by quotes, backslashes,
 // brackets and the bytes that end a literal: brackets are counted, not
