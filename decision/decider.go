@@ -13,7 +13,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/argschema"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/bearer"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/cursor"
-	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jsonscan"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
@@ -464,16 +464,18 @@ func (d *Decider) seam(ctx context.Context, lp *LoadedPolicy, el *Decision, m *m
 	return ""
 }
 
-// paramMember returns the raw value of params member name (exact name:
-// mcpparse refused case variants), or nil.
+// paramMember returns the raw value of params member name, or nil: the
+// last member whose name decodes to name exactly (mcpparse refused case
+// variants of cursor; a case variant of taskId is not taskId, and its
+// absence denies).
 func paramMember(params []byte, name string) []byte {
-	v, _ := listfilter.Member(params, name, false)
+	v, _ := jsonscan.Member(params, jsonscan.SkipSpace(params, 0), name, false)
 	return v
 }
 
 // paramString returns params member name as a decoded string.
 func paramString(params []byte, name string) (string, bool) {
-	return listfilter.String(paramMember(params, name))
+	return jsonscan.Unquote(paramMember(params, name))
 }
 
 // supersededDetail is the decision log's detail of a definition_changed

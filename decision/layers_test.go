@@ -19,8 +19,10 @@ const module = "github.com/mcp-extauthz/mcp-extauthz"
 // extproc asks it and never imports policy, and cmd never reaches into the
 // seam's byte helpers (internal/listfilter, internal/sse, internal/cursor:
 // extproc.CheckList, decision.CursorSealer). internal/mcpmethod, which
-// every layer may import, imports no package of the module. Only non-test
-// imports count.
+// every layer may import, imports no package of the module, and
+// internal/jsonscan, the walker of validated JSON that mcpparse, the seam's
+// byte helpers, bearer and the core share, imports only the standard
+// library. Only non-test imports count.
 func TestLayers(t *testing.T) {
 	adapters := map[string]bool{module + "/extauthz": true, module + "/extproc": true}
 	seamBytes := map[string]bool{module + "/internal/listfilter": true, module + "/internal/sse": true, module + "/internal/cursor": true}
@@ -68,6 +70,8 @@ func TestLayers(t *testing.T) {
 				t.Errorf("%s imports the seam's byte helper %s: ask extproc or the core", pkg, imp)
 			case pkg == module+"/internal/mcpmethod" && strings.HasPrefix(imp, module):
 				t.Errorf("internal/mcpmethod imports %s: it is the leaf every layer names methods and revisions by", imp)
+			case pkg == module+"/internal/jsonscan" && strings.Contains(strings.SplitN(imp, "/", 2)[0], "."):
+				t.Errorf("internal/jsonscan imports %s: it is a leaf of the standard library only, below mcpparse", imp)
 			}
 		}
 	}

@@ -76,6 +76,13 @@ func TestTaskOwnership(t *testing.T) {
 		{"alice", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{}}`, ReasonInvalidParams},
 		{"bob", `{"jsonrpc":"2.0","id":1,"method":"tasks/list"}`, ReasonAllowed},
 		{"alice", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t-2"}}`, ReasonTaskNotOwned},
+		// A name written with escapes is the name it decodes to, as
+		// encoding/json and JSON.parse read it; a case variant is not
+		// taskId (an SDK matching names case-insensitively would read
+		// it as one, so its absence denies).
+		{"alice", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"\u0074askId":"t-1"}}`, ReasonAllowed},
+		{"bob", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"\u0074ask\u0049d":"t-1"}}`, ReasonTaskNotOwned},
+		{"alice", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"TaskId":"t-1"}}`, ReasonInvalidParams},
 	}
 	for _, tt := range tests {
 		if got := d.Decide(context.Background(), post(tt.who, tt.body)); got.Reason != tt.want {
@@ -119,6 +126,11 @@ func TestSealedCursorCheck(t *testing.T) {
 		{"alice", list("up-2"), ReasonInvalidParams},
 		{"alice", strings.Replace(list(sealed), "tools/list", "prompts/list", 1), ReasonInvalidParams},
 		{"alice", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":null}}`, ReasonInvalidParams},
+		// A name written with escapes is the name it decodes to: an
+		// upstream cursor under "\u0063ursor" is refused like one under
+		// "cursor".
+		{"alice", strings.Replace(list("up-2"), `"cursor"`, `"\u0063ursor"`, 1), ReasonInvalidParams},
+		{"alice", strings.Replace(list(sealed), `"cursor"`, `"\u0063ursor"`, 1), ReasonAllowed},
 	}
 	for _, tt := range tests {
 		if got := d.Decide(context.Background(), post(tt.who, tt.body)); got.Reason != tt.want {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jsonscan"
 )
 
 // argIndex locates the top-level members of RawArguments.
@@ -75,66 +77,14 @@ func (p *scanner) indexMembers() *argIndex {
 		p.pos++ // ':'
 		p.skipWS()
 		x.vals = append(x.vals, p.pos)
-		p.skip()
+		if p.pos = jsonscan.Skip(p.in, p.pos); p.pos < 0 {
+			return x
+		}
 		p.skipWS()
 		if p.pos >= len(p.in) || p.in[p.pos] != ',' {
 			return x
 		}
 		p.pos++
-	}
-}
-
-// skip moves past the value at p.pos, which the scan accepted: a string,
-// brackets counted up to the matching close (strings skipped), or a
-// scalar up to the next delimiter.
-func (p *scanner) skip() {
-	in := p.in
-	switch {
-	case p.pos >= len(in):
-		return
-	case in[p.pos] == '"':
-		p.skipString()
-		return
-	case in[p.pos] == '{' || in[p.pos] == '[':
-		depth := 0
-		for p.pos < len(in) {
-			switch in[p.pos] {
-			case '"':
-				p.skipString()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					p.pos++
-					return
-				}
-			}
-			p.pos++
-		}
-		return
-	}
-	for p.pos < len(in) {
-		switch in[p.pos] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return
-		}
-		p.pos++
-	}
-}
-
-// skipString moves past the string at p.pos, escapes included.
-func (p *scanner) skipString() {
-	in := p.in
-	for p.pos++; p.pos < len(in); p.pos++ {
-		switch in[p.pos] {
-		case '"':
-			p.pos++
-			return
-		case '\\':
-			p.pos++
-		}
 	}
 }
 

@@ -1,6 +1,10 @@
 package mcpparse
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jsonscan"
+)
 
 // MaxPeekID bounds the id PeekEnvelope returns, in bytes.
 const MaxPeekID = 256
@@ -21,32 +25,21 @@ const MaxPeekID = 256
 // "error" and no method, else "". A key written with escapes makes both
 // unknown, since it might spell "id".
 func PeekEnvelope(body []byte) (id []byte, method string) {
-	s := peeker{b: body}
-	s.ws()
-	if !s.eat('{') {
-		return nil, ""
-	}
 	var ids, methods, results int
 	var methodRaw []byte
-	for first := true; ; first = false {
-		s.ws()
-		if first && s.eat('}') {
-			break
+	it := jsonscan.Members(body, jsonscan.SkipSpace(body, 0))
+	for it.Next() {
+		key := it.Name()
+		key = key[1 : len(key)-1]
+		for _, c := range key { // names are short: no IndexByte call
+			if c == '\\' {
+				return nil, ""
+			}
 		}
-		key, ok := s.plainString()
-		if !ok {
+		val := it.Value()
+		if val == nil {
 			return nil, ""
 		}
-		s.ws()
-		if !s.eat(':') {
-			return nil, ""
-		}
-		s.ws()
-		start := s.i
-		if !s.skipValue() {
-			return nil, ""
-		}
-		val := body[start:s.i]
 		switch string(key) {
 		case "id":
 			ids++
@@ -57,16 +50,8 @@ func PeekEnvelope(body []byte) (id []byte, method string) {
 		case "result", "error":
 			results++
 		}
-		s.ws()
-		if s.eat('}') {
-			break
-		}
-		if !s.eat(',') {
-			return nil, ""
-		}
 	}
-	s.ws()
-	if s.i != len(body) {
+	if it.End() < 0 || jsonscan.SkipSpace(body, it.End()) != len(body) {
 		return nil, ""
 	}
 	if ids != 1 || !echoableID(id) {
@@ -118,110 +103,4 @@ func echoableString(v []byte) bool {
 		}
 	}
 	return utf8.Valid(in)
-}
-
-// peeker scans JSON structure without validating scalars.
-type peeker struct {
-	b []byte
-	i int
-}
-
-func (s *peeker) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *peeker) eat(c byte) bool {
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// plainString reads a string without escapes and returns its content.
-func (s *peeker) plainString() ([]byte, bool) {
-	if !s.eat('"') {
-		return nil, false
-	}
-	start := s.i
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '"':
-			s.i++
-			return s.b[start : s.i-1], true
-		case '\\':
-			return nil, false
-		}
-		s.i++
-	}
-	return nil, false
-}
-
-// skipString skips a string, escapes included.
-func (s *peeker) skipString() bool {
-	if !s.eat('"') {
-		return false
-	}
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '"':
-			s.i++
-			return true
-		case '\\':
-			s.i++
-		}
-		s.i++
-	}
-	return false
-}
-
-// skipValue skips one value: a string, or a run up to the matching close of
-// an object or array (brackets counted, strings skipped), or a scalar up to
-// the next delimiter. Brackets are counted, not matched by kind: this is a
-// scan, not a parser.
-func (s *peeker) skipValue() bool {
-	if s.i >= len(s.b) {
-		return false
-	}
-	switch s.b[s.i] {
-	case '"':
-		return s.skipString()
-	case '{', '[':
-		depth := 0
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case '"':
-				if !s.skipString() {
-					return false
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.i++
-					return true
-				}
-			}
-			s.i++
-		}
-		return false
-	}
-	start := s.i
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return s.i > start
-		}
-		s.i++
-	}
-	return s.i > start
 }

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jsonscan"
 )
 
 // The fast path. The library validates a decoded tree (map[string]any,
@@ -654,9 +656,6 @@ func (v *fastValidator) str() (raw []byte, esc bool) {
 	}
 }
 
-// skipStop marks the bytes skip stops at inside a container.
-var skipStop = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true}
-
 // strSpecial marks the bytes str stops at.
 var strSpecial = [256]bool{'"': true, '\\': true}
 
@@ -683,42 +682,12 @@ func containsByte(b []byte, c byte) bool {
 	return false
 }
 
-// skip steps over the value at v.pos.
+// skip steps over the value at v.pos and any white space before it
+// (jsonscan.Skip: the arguments are JSON mcpparse validated); to the end of
+// the input when it cannot.
 func (v *fastValidator) skip() {
-	depth := 0
-	for v.pos < len(v.in) {
-		if depth > 0 {
-			// Inside a container only quotes and brackets matter.
-			p := v.pos
-			for p < len(v.in) && !skipStop[v.in[p]] {
-				p++
-			}
-			if v.pos = p; p == len(v.in) {
-				return
-			}
-		}
-		switch c := v.in[v.pos]; {
-		case c == '"':
-			v.str()
-			if depth == 0 {
-				return
-			}
-			continue
-		case c == '{' || c == '[':
-			depth++
-		case c == '}' || c == ']':
-			depth--
-			if depth <= 0 {
-				v.pos++
-				return
-			}
-		case depth == 0 && !isSpace[c]:
-			for v.pos < len(v.in) && !literalEnd[v.in[v.pos]] {
-				v.pos++
-			}
-			return
-		}
-		v.pos++
+	if v.pos = jsonscan.Skip(v.in, jsonscan.SkipSpace(v.in, v.pos)); v.pos < 0 {
+		v.pos = len(v.in)
 	}
 }
 

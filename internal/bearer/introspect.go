@@ -26,6 +26,8 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/sony/gobreaker/v2"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jsonscan"
 )
 
 // Defaults of an IntrospectionVerifier.
@@ -479,7 +481,7 @@ func (v *IntrospectionVerifier) check(body []byte) (*introspected, error) {
 		return refuse(KindMalformed, errors.New("iss is not a string"))
 	case c.iss == nil:
 		return refuse(KindWrongIssuer, fmt.Errorf("no iss, want %q", v.cfg.Issuer))
-	case !stringIs(c.iss, v.cfg.Issuer):
+	case !jsonscan.Equal(c.iss, v.cfg.Issuer):
 		return refuse(KindWrongIssuer, fmt.Errorf("token iss %s, want %q", clipJSON(c.iss), v.cfg.Issuer))
 	}
 	aud, ok := audience(c.aud, v.cfg.Audiences)
@@ -516,17 +518,15 @@ func (v *IntrospectionVerifier) check(body []byte) (*introspected, error) {
 // unescaping): a decoder keeps one of them, and which one differs.
 func uniqueMembers(obj []byte) error {
 	seen := map[string]bool{}
-	var err error
-	eachMember(obj, func(name, _ []byte) bool {
-		n, _ := jsonString(name)
+	it := jsonscan.Members(obj, jsonscan.SkipSpace(obj, 0))
+	for it.Next() {
+		n, _ := jsonString(it.Name())
 		if seen[n] {
-			err = fmt.Errorf("member %s twice", clip(n))
-			return false
+			return fmt.Errorf("member %s twice", clip(n))
 		}
 		seen[n] = true
-		return true
-	})
-	return err
+	}
+	return nil
 }
 
 // discover returns the endpoint: configured, discovered before, or

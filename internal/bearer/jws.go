@@ -18,11 +18,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jsonscan"
 )
 
 // MaxTokenBytes is the longest compact JWS the verifier reads, a bearer
@@ -126,7 +127,10 @@ func parseHeader(b []byte) (Header, error) {
 		return h, fmt.Errorf("header: %w", err)
 	}
 	n := 0
-	eachMember(b, func(_, _ []byte) bool { n++; return n <= maxHeaderMembers })
+	it := jsonscan.Members(b, jsonscan.SkipSpace(b, 0))
+	for n <= maxHeaderMembers && it.Next() {
+		n++
+	}
 	if n > maxHeaderMembers {
 		return h, fmt.Errorf("header: more than %d members", maxHeaderMembers)
 	}
@@ -409,7 +413,9 @@ func checkJSON(b []byte) error {
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			i = skipString(b, i)
+			if i = jsonscan.String(b, i) - 1; i < 0 {
+				i = len(b) // it does not close: json.Valid refuses it
+			}
 		case '[', '{':
 			if depth++; depth > maxJOSEDepth {
 				return fmt.Errorf("JSON nested more than %d deep", maxJOSEDepth)
@@ -424,184 +430,6 @@ func checkJSON(b []byte) error {
 	return nil
 }
 
-// skipString returns the index of the quote that closes the string opening
-// at b[i], or len(b).
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i
-		}
-	}
-	return len(b)
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index just past the JSON value at b[i].
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i) + 1
-	case '[', '{':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-			case '[', '{':
-				depth++
-			case ']', '}':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for i < len(b) && b[i] != ',' && b[i] != ']' && b[i] != '}' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
-	}
-	return i
-}
-
-// eachMember calls f with the name and the value, both as written (the
-// name quoted), of every member of the JSON object b, in order, until f
-// returns false. b must have passed checkJSON; false when it is not an
-// object. It does not allocate.
-func eachMember(b []byte, f func(name, value []byte) bool) bool {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	if i = skipSpace(b, i+1); b[i] == '}' {
-		return true
-	}
-	for {
-		end := skipString(b, i)
-		name := b[i : end+1]
-		i = skipSpace(b, skipSpace(b, end+1)+1) // past the ':'
-		vend := skipValue(b, i)
-		if !f(name, b[i:vend]) {
-			return true
-		}
-		if i = skipSpace(b, vend); b[i] == '}' {
-			return true
-		}
-		i = skipSpace(b, i+1) // past the ','
-	}
-}
-
-// eachElement is eachMember for the elements of the JSON array b.
-func eachElement(b []byte, f func(value []byte) bool) bool {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '[' {
-		return false
-	}
-	if i = skipSpace(b, i+1); b[i] == ']' {
-		return true
-	}
-	for {
-		vend := skipValue(b, i)
-		if !f(b[i:vend]) {
-			return true
-		}
-		if i = skipSpace(b, vend); b[i] == ']' {
-			return true
-		}
-		i = skipSpace(b, i+1)
-	}
-}
-
-// stringIs reports whether the JSON string q (quoted, as written, from a
-// text checkJSON accepts) decodes to s, as encoding/json decodes it
-// (invalid UTF-8 and lone surrogates become U+FFFD). It compares while
-// unescaping and never allocates.
-func stringIs(q []byte, s string) bool {
-	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
-		return false
-	}
-	q = q[1 : len(q)-1]
-	k := 0
-	var buf [utf8.UTFMax]byte
-	for i := 0; i < len(q); {
-		var out []byte
-		switch c := q[i]; {
-		case c == '\\' && i+1 < len(q) && q[i+1] == 'u' && i+6 <= len(q):
-			r := hex4(q[i+2 : i+6])
-			i += 6
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if i+6 <= len(q) && q[i] == '\\' && q[i+1] == 'u' {
-					r2 = hex4(q[i+2 : i+6])
-				}
-				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-					r, i = d, i+6
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			out = buf[:utf8.EncodeRune(buf[:], r)]
-		case c == '\\' && i+1 < len(q):
-			e := strings.IndexByte(`"\/bfnrt`, q[i+1])
-			if e < 0 {
-				return false
-			}
-			buf[0] = "\"\\/\b\f\n\r\t"[e]
-			out, i = buf[:1], i+2
-		case c < utf8.RuneSelf:
-			out, i = q[i:i+1], i+1
-		default:
-			r, size := utf8.DecodeRune(q[i:])
-			if r == utf8.RuneError && size == 1 {
-				out = buf[:utf8.EncodeRune(buf[:], r)]
-			} else {
-				out = q[i : i+size]
-			}
-			i += size
-		}
-		if k+len(out) > len(s) || string(out) != s[k:k+len(out)] {
-			return false
-		}
-		k += len(out)
-	}
-	return k == len(s)
-}
-
-// hex4 is the value of four hex digits (-1 if they are not).
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return -1
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
-}
-
-// jsonString decodes the JSON string q; false when q is not a string.
-func jsonString(q []byte) (string, bool) {
-	if len(q) == 0 || q[0] != '"' {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(q, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
+// jsonString decodes the JSON string q as encoding/json does
+// (jsonscan.Unquote); false when q is not a string.
+func jsonString(q []byte) (string, bool) { return jsonscan.Unquote(q) }

@@ -561,27 +561,3 @@ func FuzzReadClaims(f *testing.F) {
 		}
 	})
 }
-
-// FuzzStringIs is differential against encoding/json: a JSON string
-// equals exactly what json.Unmarshal decodes it to.
-func FuzzStringIs(f *testing.F) {
-	for _, s := range []string{`"a"`, `"\u0069ss"`, `"\ud83d\ude00"`, `"\ud83d"`, `"\ud83dx"`, `"\udc00\ud800"`, "\"\xff\"", `"\"\\\/\b\f\n\r\t"`, `""`, `"é"`} {
-		f.Add([]byte(s), "iss")
-	}
-	f.Fuzz(func(t *testing.T, q []byte, other string) {
-		var d string
-		if checkJSON(q) != nil || json.Unmarshal(q, &d) != nil {
-			return
-		}
-		q = bytes.TrimSpace(q) // as eachMember hands values over
-		if !stringIs(q, d) {
-			t.Fatalf("stringIs(%q, %q) = false", q, d)
-		}
-		if other != d && stringIs(q, other) {
-			t.Fatalf("stringIs(%q, %q) = true; it decodes to %q", q, other, d)
-		}
-		if !stringIs(q, d) || stringIs(q, d+"x") || len(d) > 0 && stringIs(q, d[:len(d)-1]) {
-			t.Fatalf("stringIs(%q) matches a neighbour of %q", q, d)
-		}
-	})
-}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jsonscan"
 )
 
 // SigningAlgorithms is the JWS algorithm allowlist (RFC 7518 section 3): asymmetric
@@ -396,7 +398,7 @@ func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal,
 		return nil, &TokenError{Kind: KindMalformed, Err: errors.New("iss is not a string")}
 	case c.iss == nil:
 		return nil, &TokenError{Kind: KindWrongIssuer, Err: fmt.Errorf("no iss, want %q", v.cfg.Issuer)}
-	case !stringIs(c.iss, v.cfg.Issuer):
+	case !jsonscan.Equal(c.iss, v.cfg.Issuer):
 		return nil, &TokenError{Kind: KindWrongIssuer, Err: fmt.Errorf("token iss %s, want %q", clipJSON(c.iss), v.cfg.Issuer)}
 	}
 	iss := v.cfg.Issuer
@@ -439,7 +441,7 @@ func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal,
 	if err := json.Unmarshal(j.payload, &claims); err != nil {
 		return nil, &TokenError{Kind: KindMalformed, Err: err}
 	}
-	// The claims were read by eachMember; the map is what the policy
+	// The claims were read by readClaims; the map is what the policy
 	// reads. Both must say one thing.
 	if got, _ := claims["iss"].(string); got != iss {
 		return nil, &TokenError{Kind: KindMalformed, Err: errors.New("iss read two ways")}
@@ -533,42 +535,42 @@ func readClaims(payload []byte) (*payloadClaims, error) {
 		return nil, err
 	}
 	var c payloadClaims
-	var err error
-	isObject := eachMember(payload, func(name, v []byte) bool {
+	it := jsonscan.Members(payload, jsonscan.SkipSpace(payload, 0))
+	for it.Next() {
+		name, v := it.Name(), it.Value()
 		var raw *[]byte
 		var date *numericDate
 		switch {
-		case stringIs(name, "iss"):
+		case jsonscan.Equal(name, "iss"):
 			raw = &c.iss
-		case stringIs(name, "sub"):
+		case jsonscan.Equal(name, "sub"):
 			raw = &c.sub
-		case stringIs(name, "aud"):
+		case jsonscan.Equal(name, "aud"):
 			raw = &c.aud
-		case stringIs(name, "exp"):
+		case jsonscan.Equal(name, "exp"):
 			date = &c.exp
-		case stringIs(name, "nbf"):
+		case jsonscan.Equal(name, "nbf"):
 			date = &c.nbf
-		case stringIs(name, "iat"):
+		case jsonscan.Equal(name, "iat"):
 			date = &c.iat
 		default:
-			return true
+			continue
 		}
 		switch {
 		case raw != nil && *raw != nil || date != nil && date.set:
-			err = fmt.Errorf("claim %s twice", name)
+			return &c, fmt.Errorf("claim %s twice", name)
 		case raw != nil:
 			*raw = v
 		default:
-			if err = date.UnmarshalJSON(v); err != nil {
-				err = fmt.Errorf("claim %s: %w", name, err)
+			if err := date.UnmarshalJSON(v); err != nil {
+				return &c, fmt.Errorf("claim %s: %w", name, err)
 			}
 		}
-		return err == nil
-	})
-	if !isObject {
+	}
+	if it.End() < 0 {
 		return nil, errors.New("not a JSON object")
 	}
-	return &c, err
+	return &c, nil
 }
 
 // audience returns the first of want (in want's order) that aud holds, ""
@@ -585,7 +587,7 @@ func audience(aud []byte, want []string) (string, bool) {
 			return false
 		}
 		for i := 0; i < best; i++ {
-			if stringIs(q, want[i]) {
+			if jsonscan.Equal(q, want[i]) {
 				best = i
 				break
 			}
@@ -594,7 +596,10 @@ func audience(aud []byte, want []string) (string, bool) {
 	}
 	ok := true
 	if aud[0] == '[' {
-		eachElement(aud, func(v []byte) bool { ok = match(v); return ok })
+		it := jsonscan.Elements(aud, 0)
+		for ok && it.Next() {
+			ok = match(it.Value())
+		}
 	} else {
 		ok = match(aud)
 	}
@@ -617,11 +622,11 @@ func audiences(aud []byte, max int) []string {
 	if s, ok := jsonString(aud); ok {
 		return []string{s}
 	}
-	eachElement(aud, func(v []byte) bool {
-		s, _ := jsonString(v)
+	it := jsonscan.Elements(aud, 0)
+	for it.Next() && (max <= 0 || len(out) < max) {
+		s, _ := jsonString(it.Value())
 		out = append(out, s)
-		return max <= 0 || len(out) < max
-	})
+	}
 	return out
 }
 

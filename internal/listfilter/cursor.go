@@ -3,6 +3,7 @@ package listfilter
 import (
 	"bytes"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jsonscan"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
@@ -26,14 +27,15 @@ func ReplaceCursor(body []byte, lim mcpparse.Limits, open func(method, cursor st
 			continue
 		}
 		off := offsetIn(body, m.Params)
-		c, ok := findMember(body, off, "cursor")
+		v, ok := jsonscan.Member(body, off, "cursor", true)
 		if !ok {
 			continue
 		}
+		c := member{off: offsetIn(body, v), end: offsetIn(body, v) + len(v)}
 		if body[c.off] != '"' {
 			return nil, false, &Error{Kind: "cursor", Msg: "params.cursor is not a string"}
 		}
-		sealed, err := decodeString(body[c.off:c.end])
+		sealed, err := decodeString(v)
 		if err != nil {
 			return nil, false, &Error{Kind: "cursor", Msg: "undecodable params.cursor", Err: err}
 		}

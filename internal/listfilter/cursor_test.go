@@ -27,6 +27,8 @@ func TestReplaceCursor(t *testing.T) {
 			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","cursor":"c"}}`, false},
 		{"escaped", `{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{"cursor":"\u0073"}}`,
 			`{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{"cursor":"tasks/list|s"}}`, true},
+		{"escaped name", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"\u0063ursor":"s1"}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"\u0063ursor":"tools/list|s1"}}`, true},
 	}
 	for _, tt := range tests {
 		out, changed, err := ReplaceCursor([]byte(tt.give), mcpparse.Limits{}, open)

@@ -34,11 +34,12 @@ package listfilter
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"sync"
 
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jsonscan"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/mcpmethod"
 	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
@@ -541,7 +542,7 @@ func memberString(in []byte, m *member) (string, bool) {
 	if m == nil {
 		return "", false
 	}
-	return String(in[m.off:m.end])
+	return jsonscan.Unquote(in[m.off:m.end])
 }
 
 // ttlOf reads a task TTL in milliseconds: a non-negative integer as is,
@@ -576,131 +577,32 @@ func foldEq(name, want string) bool {
 	return bytes.EqualFold([]byte(name), []byte(want))
 }
 
-// decodeString decodes a JSON string literal already validated by mcpparse.
+// errUndecodable is decodeString's error: a literal that is not a JSON
+// string, which bytes mcpparse validated never hold.
+var errUndecodable = errors.New("not a JSON string literal")
+
+// decodeString decodes a JSON string literal already validated by mcpparse,
+// as encoding/json decodes it (jsonscan.Unquote).
 func decodeString(lit []byte) (string, error) {
-	if bytes.IndexByte(lit, '\\') < 0 {
-		return string(lit[1 : len(lit)-1]), nil
-	}
-	var s string
-	if err := json.Unmarshal(lit, &s); err != nil {
-		return "", err
+	s, ok := jsonscan.Unquote(lit)
+	if !ok {
+		return "", errUndecodable
 	}
 	return s, nil
 }
 
-// The walkers below read JSON that mcpparse.Parse has validated: they
-// assume its grammar and never fail.
-
-func skipWS(in []byte, i int) int {
-	for i < len(in) && (in[i] == ' ' || in[i] == '\t' || in[i] == '\n' || in[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the end of the value starting at in[i].
-func skipValue(in []byte, i int) int {
-	switch in[i] {
-	case '"':
-		return skipString(in, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(in); j++ {
-			switch in[j] {
-			case '"':
-				j = skipString(in, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(in)
-	default:
-		j := i
-		for j < len(in) && !isDelim(in[j]) {
-			j++
-		}
-		return j
-	}
-}
-
-func isDelim(c byte) bool {
-	return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r'
-}
-
-func skipString(in []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(in[j:], '"')
-		if k < 0 {
-			return len(in)
-		}
-		q := j + k
-		// The quote is escaped when an odd run of backslashes precedes
-		// it: validated JSON has no backslash that is not part of an
-		// escape, so the run is escaped backslashes (pairs) and, when
-		// odd, the escape of this quote.
-		n := 0
-		for p := q - 1; p > i && in[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return q + 1
-		}
-		j = q + 1
-	}
-}
+// The walks below read JSON that mcpparse.Parse has validated, through
+// internal/jsonscan: they assume its grammar and never fail.
 
 // objectMembers lists the members of the object starting at in[off].
 func objectMembers(in []byte, off int) []member {
 	var out []member
-	eachMember(in, off, func(name []byte, nameOff, voff, vend int) bool {
-		n, _ := decodeString(name)
-		out = append(out, member{name: n, off: voff, end: vend, nameOff: nameOff})
-		return true
-	})
+	it := jsonscan.Members(in, off)
+	for it.Next() {
+		n, _ := decodeString(it.Name())
+		out = append(out, member{name: n, off: it.ValueOff(), end: it.ValueEnd(), nameOff: it.NameOff()})
+	}
 	return out
-}
-
-// findMember returns the value span of the last member of the object at
-// in[off] whose decoded name folds to want, without allocating unless a
-// name holds an escape.
-func findMember(in []byte, off int, want string) (m member, ok bool) {
-	eachMember(in, off, func(name []byte, nameOff, voff, vend int) bool {
-		if nameFolds(name, want) {
-			m, ok = member{off: voff, end: vend, nameOff: nameOff}, true
-		}
-		return true
-	})
-	return m, ok
-}
-
-// eachMember calls fn with each member's raw name literal (quotes
-// included) and value span, until fn returns false. It returns the end of
-// the object (after its '}'), or -1 when fn stopped it.
-func eachMember(in []byte, off int, fn func(name []byte, nameOff, voff, vend int) bool) int {
-	i := skipWS(in, off+1)
-	if in[i] == '}' {
-		return i + 1
-	}
-	for {
-		nameEnd := skipString(in, i)
-		j := skipWS(in, nameEnd)
-		j = skipWS(in, j+1) // ':'
-		vend := skipValue(in, j)
-		if !fn(in[i:nameEnd], i, j, vend) {
-			return -1
-		}
-		k := skipWS(in, vend)
-		if in[k] == '}' {
-			return k + 1
-		}
-		i = skipWS(in, k+1)
-	}
 }
 
 // resultMembers is objectMembers of the result object at in[off], with the
@@ -712,16 +614,11 @@ func eachMember(in []byte, off int, fn func(name []byte, nameOff, voff, vend int
 // them); any other's are allocated.
 func resultMembers(in []byte, off int, sc *scratch) []member {
 	var out []member
-	i := skipWS(in, off+1)
-	if in[i] == '}' {
-		return nil
-	}
-	for {
-		nameEnd := skipString(in, i)
-		n, _ := decodeString(in[i:nameEnd])
-		j := skipWS(in, nameEnd)
-		j = skipWS(in, j+1) // ':'
-		m := member{name: n, off: j, nameOff: i}
+	it := jsonscan.Members(in, off)
+	for it.Next() {
+		n, _ := decodeString(it.Name())
+		j := it.ValueOff()
+		m := member{name: n, off: j, nameOff: it.NameOff()}
 		if k := listKind(n); k != 0 && in[j] == '[' {
 			if sc != nil {
 				m.items, m.end = listItems(in, j, kinds[k].key, sc.items[:0])
@@ -729,16 +626,13 @@ func resultMembers(in []byte, off int, sc *scratch) []member {
 			} else {
 				m.items, m.end = listItems(in, j, kinds[k].key, nil)
 			}
+			it.SetValueEnd(m.end)
 		} else {
-			m.end = skipValue(in, j)
+			m.end = it.ValueEnd()
 		}
 		out = append(out, m)
-		k := skipWS(in, m.end)
-		if in[k] == '}' {
-			return out
-		}
-		i = skipWS(in, k+1)
 	}
+	return out
 }
 
 // listKind is the kind whose list member name folds to, or 0.
@@ -752,76 +646,25 @@ func listKind(name string) Kind {
 }
 
 // listItems appends the items of the array at in[off] to out, each
-// object's key member (named as key, under folding) found, and returns
-// them and the array's end.
+// object's key member (the last named as key, under folding) found, and
+// returns them and the array's end.
 func listItems(in []byte, off int, key string, out []item) ([]item, int) {
-	i := skipWS(in, off+1)
-	if in[i] == ']' {
-		return out, i + 1
-	}
-	for {
-		it := item{off: i}
-		if in[i] == '{' {
-			it.end = eachMember(in, i, func(name []byte, _, voff, vend int) bool {
-				if nameFolds(name, key) {
-					it.keyOff, it.keyEnd, it.hasKey = voff, vend, true
+	el := jsonscan.Elements(in, off)
+	for el.Next() {
+		it := item{off: el.ValueOff()}
+		if in[it.off] == '{' {
+			m := jsonscan.Members(in, it.off)
+			for m.Next() {
+				if jsonscan.EqualFold(m.Name(), key) {
+					it.keyOff, it.keyEnd, it.hasKey = m.ValueOff(), m.ValueEnd(), true
 				}
-				return true
-			})
+			}
+			it.end = m.End()
+			el.SetValueEnd(it.end)
 		} else {
-			it.end = skipValue(in, i)
+			it.end = el.ValueEnd()
 		}
 		out = append(out, it)
-		k := skipWS(in, it.end)
-		if in[k] == ']' {
-			return out, k + 1
-		}
-		i = skipWS(in, k+1)
 	}
-}
-
-// nameFolds reports whether the member name literal lit (quotes included)
-// decodes to a name that folds to want.
-func nameFolds(lit []byte, want string) bool {
-	raw := lit[1 : len(lit)-1]
-	if bytes.IndexByte(raw, '\\') >= 0 {
-		d, _ := decodeString(lit)
-		raw = []byte(d)
-	}
-	return bytes.EqualFold(raw, []byte(want))
-}
-
-// Member returns the raw value of the last member of the JSON object obj
-// whose decoded name is name (exactly, or under bytes.EqualFold when fold),
-// and false when there is none. obj must be an object mcpparse.Parse has
-// validated (such as mcpparse.Message.Params); Member does not validate.
-func Member(obj []byte, name string, fold bool) ([]byte, bool) {
-	i := skipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil, false
-	}
-	var out []byte
-	found := false
-	eachMember(obj, i, func(lit []byte, _, voff, vend int) bool {
-		raw := lit[1 : len(lit)-1]
-		if bytes.IndexByte(raw, '\\') >= 0 {
-			d, _ := decodeString(lit)
-			raw = []byte(d)
-		}
-		if (fold && bytes.EqualFold(raw, []byte(name))) || (!fold && string(raw) == name) {
-			out, found = obj[voff:vend], true
-		}
-		return true
-	})
-	return out, found
-}
-
-// String decodes a JSON string literal raw (validated JSON); ok is false
-// for any other value.
-func String(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	s, err := decodeString(raw)
-	return s, err == nil
+	return out, el.End()
 }

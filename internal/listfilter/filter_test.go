@@ -420,37 +420,6 @@ func bigList(n int) []byte {
 	return []byte(sb.String())
 }
 
-// TestSkipString: the IndexByte walk ends each string literal where a byte
-// by byte reading of its escapes does, on runs of backslashes of every
-// length before a quote and on escaped quotes.
-func TestSkipString(t *testing.T) {
-	slow := func(in []byte, i int) int {
-		for j := i + 1; j < len(in); j++ {
-			switch in[j] {
-			case '\\':
-				j++
-			case '"':
-				return j + 1
-			}
-		}
-		return len(in)
-	}
-	lits := []string{`""`, `"a"`, `"\""`, `"\\"`, `"\\\""`, `"\\\\"`, `"a\\\\\"b\\"`, `"\u0022\"x"`, `"é\"\\\\\\"`, `"\/"`}
-	for _, lit := range lits {
-		var in []byte
-		if !json.Valid([]byte(lit)) {
-			t.Fatalf("%s is not a JSON string", lit)
-		}
-		in = append(in, `{"k":`...)
-		in = append(in, lit...)
-		in = append(in, `,"x":"\\"}`...)
-		i := len(`{"k":`)
-		if got, want := skipString(in, i), slow(in, i); got != want || got != i+len(lit) {
-			t.Errorf("%s: %d, byte by byte %d, want %d", lit, got, want, i+len(lit))
-		}
-	}
-}
-
 // TestObserveList: ObserveList sees each list array's bytes before its
 // items; seen skips Observe for that list only (the other lists of a batch
 // are still observed item by item), and the answer is the same either way;
