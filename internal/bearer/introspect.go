@@ -491,7 +491,7 @@ func (v *IntrospectionVerifier) check(body []byte) (*introspected, error) {
 	case aud == "":
 		return refuse(KindWrongAudience, fmt.Errorf("token aud %s holds none of %q", ClipList(audiences(c.aud, 6)), v.cfg.Audiences))
 	}
-	sub, isString := jsonString(c.sub)
+	sub, isString := jsonscan.Unquote(c.sub)
 	tt, _ := claims["token_type"].(string)
 	switch {
 	case c.sub != nil && !isString:
@@ -520,7 +520,7 @@ func uniqueMembers(obj []byte) error {
 	seen := map[string]bool{}
 	it := jsonscan.Members(obj, jsonscan.SkipSpace(obj, 0))
 	for it.Next() {
-		n, _ := jsonString(it.Name())
+		n, _ := jsonscan.Unquote(it.Name())
 		if seen[n] {
 			return fmt.Errorf("member %s twice", clip(n))
 		}

@@ -429,7 +429,3 @@ func checkJSON(b []byte) error {
 	}
 	return nil
 }
-
-// jsonString decodes the JSON string q as encoding/json does
-// (jsonscan.Unquote); false when q is not a string.
-func jsonString(q []byte) (string, bool) { return jsonscan.Unquote(q) }

@@ -409,7 +409,7 @@ func (v *OIDCVerifier) Verify(ctx context.Context, rawToken string) (*Principal,
 	if aud == "" {
 		return nil, &TokenError{Kind: KindWrongAudience, Err: fmt.Errorf("token aud %s holds none of %q", ClipList(audiences(c.aud, 6)), v.cfg.Audiences)}
 	}
-	sub, isString := jsonString(c.sub)
+	sub, isString := jsonscan.Unquote(c.sub)
 	if c.sub != nil && !isString {
 		return nil, &TokenError{Kind: KindMalformed, Err: errors.New("sub is not a string")}
 	}
@@ -498,7 +498,7 @@ func clipJSON(q []byte) string {
 	if len(q) > 200 {
 		q, more = q[:200], "..."
 	}
-	s, ok := jsonString(append(append([]byte{'"'}, q...), '"'))
+	s, ok := jsonscan.Unquote(append(append([]byte{'"'}, q...), '"'))
 	if !ok { // cut inside an escape
 		s = string(q)
 	}
@@ -619,12 +619,12 @@ func audiences(aud []byte, max int) []string {
 	if aud == nil {
 		return nil
 	}
-	if s, ok := jsonString(aud); ok {
+	if s, ok := jsonscan.Unquote(aud); ok {
 		return []string{s}
 	}
-	it := jsonscan.Elements(aud, 0)
+	it := jsonscan.Elements(aud, jsonscan.SkipSpace(aud, 0))
 	for it.Next() && (max <= 0 || len(out) < max) {
-		s, _ := jsonString(it.Value())
+		s, _ := jsonscan.Unquote(it.Value())
 		out = append(out, s)
 	}
 	return out
