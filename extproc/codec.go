@@ -2,13 +2,16 @@ package extproc
 
 import (
 	"fmt"
+	"strconv"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/mcp-extauthz/mcp-extauthz/decision"
 )
 
 // fieldMetadataContext is ProcessingRequest.metadata_context
@@ -23,14 +26,17 @@ const fieldMetadataContext protowire.Number = 8
 // (about 20 string members: some 114 allocations to decode each time),
 // and the processor reads it from the first message only (readMeta). The
 // metadata_context's bytes are kept as the message's unknown fields, and
-// readMeta decodes them there, once per stream: the same Struct proto
-// would have decoded, with proto's merge of a repeated field.
+// readMeta reads Check's members off them once per stream (authzMembers),
+// without building the Struct: the members proto would have decoded, with
+// proto's merge of a repeated field.
 //
 // A message that is not valid wire format goes to Next unchanged (and
-// fails there as it would have). A metadata_context whose own bytes are not
-// a valid Metadata is kept all the same: the stream reads it as no
-// metadata and refuses (no_authorization_metadata) where proto would have
-// failed the RPC; closed both ways.
+// fails there as it would have). A metadata_context that proto would
+// refuse (not wire format, or a string that is not UTF-8) is kept all the
+// same: one that is not wire format is no metadata (the stream refuses,
+// no_authorization_metadata), one with such a string is read as it is
+// (Check, through Envoy, is its only writer; ParseMetadata checks its
+// members).
 type Codec struct{ Next encoding.CodecV2 }
 
 // Name is Next's name ("proto"): the wire is unchanged for Envoy.
@@ -92,21 +98,139 @@ func splitField(msg []byte, num protowire.Number) (rest, field []byte, ok bool) 
 	return append(out, msg[start:]...), field, true
 }
 
-// metadataContext is req's metadata_context: decoded, or kept unread by
-// Codec in its unknown fields and decoded here (every occurrence, merged
-// as proto merges a repeated message field). Kept bytes that do not decode
-// are no metadata (nil).
-func metadataContext(req *extprocv3.ProcessingRequest) *corev3.Metadata {
+// authzMember is one member of Check's metadata as the processor reads it:
+// a string value, a bool as "true" or "false", any other kind as "".
+type authzMember struct{ key, value string }
+
+// authzMembers returns the members of req's metadata_context
+// filter_metadata[AuthzNamespace] (Check's dynamic metadata), in wire
+// order, a later member of a name after an earlier one. Metadata proto
+// decoded already (a server without Codec) is read from the Struct; kept
+// bytes (Codec) are read off the wire without building one: the last
+// filter_metadata entry of the namespace wins whole, as proto's merge of a
+// map field does, and within a Value its last kind. ok is false when the
+// kept bytes are not valid wire format (no metadata).
+func authzMembers(req *extprocv3.ProcessingRequest) (ms []authzMember, ok bool) {
 	if md := req.GetMetadataContext(); md != nil {
-		return md
+		for k, v := range md.GetFilterMetadata()[AuthzNamespace].GetFields() {
+			ms = append(ms, authzMember{k, valueString(v)})
+		}
+		return ms, true
 	}
 	_, kept, ok := splitField(req.ProtoReflect().GetUnknown(), fieldMetadataContext)
-	if !ok || kept == nil {
-		return nil
+	if !ok {
+		return nil, false
 	}
-	var out extprocv3.ProcessingRequest
-	if err := proto.Unmarshal(kept, &out); err != nil {
-		return nil
+	// Every key and value is a substring of one copy of the kept bytes.
+	ks := string(kept)
+	str := func(v []byte, off int) string { return ks[off : off+len(v)] }
+	var entry []byte // the Struct of the last filter_metadata entry of the namespace
+	entryOff, found := 0, false
+	if !eachField(kept, 0, func(_ protowire.Number, typ protowire.Type, md []byte, off int) bool { // each occurrence: a Metadata
+		return typ == protowire.BytesType && eachField(md, off, func(num protowire.Number, typ protowire.Type, v []byte, off int) bool {
+			if num != 1 || typ != protowire.BytesType { // filter_metadata
+				return true
+			}
+			var key string
+			var val []byte
+			valOff, hasVal := 0, false
+			if !eachField(v, off, func(num protowire.Number, typ protowire.Type, v []byte, off int) bool {
+				switch {
+				case num == 1 && typ == protowire.BytesType:
+					key = str(v, off)
+				case num == 2 && typ == protowire.BytesType:
+					val, valOff, hasVal = v, off, true
+				}
+				return true
+			}) {
+				return false
+			}
+			if key == AuthzNamespace {
+				entry, entryOff, found = nil, 0, true
+				if hasVal {
+					entry, entryOff = val, valOff
+				}
+			}
+			return true
+		})
+	}) {
+		return nil, false
 	}
-	return out.GetMetadataContext()
+	if !found {
+		return nil, true
+	}
+	ms = make([]authzMember, 0, decision.MetadataMembers) // what Check writes, at most
+	ok = eachField(entry, entryOff, func(num protowire.Number, typ protowire.Type, v []byte, off int) bool {
+		if num != 1 || typ != protowire.BytesType { // Struct.fields
+			return true
+		}
+		var m authzMember
+		return eachField(v, off, func(num protowire.Number, typ protowire.Type, v []byte, off int) bool {
+			switch {
+			case num == 1 && typ == protowire.BytesType:
+				m.key = str(v, off)
+			case num == 2 && typ == protowire.BytesType:
+				m.value = ""
+				return eachField(v, off, func(num protowire.Number, typ protowire.Type, v []byte, off int) bool {
+					switch {
+					case num == 3 && typ == protowire.BytesType: // string_value
+						m.value = str(v, off)
+					case num == 4 && typ == protowire.VarintType: // bool_value
+						b, _ := protowire.ConsumeVarint(v)
+						m.value = strconv.FormatBool(b != 0)
+					case num == 1 && typ == protowire.VarintType, num == 2 && typ == protowire.Fixed64Type,
+						(num == 5 || num == 6) && typ == protowire.BytesType: // null, number, struct, list
+						m.value = ""
+					}
+					return true
+				})
+			}
+			return true
+		}) && appendMember(&ms, m)
+	})
+	return ms, ok
+}
+
+// appendMember appends m to ms; it reports true.
+func appendMember(ms *[]authzMember, m authzMember) bool { *ms = append(*ms, m); return true }
+
+// valueString is a Value as the processor reads it (authzMember).
+func valueString(v *structpb.Value) string {
+	if b, isBool := v.GetKind().(*structpb.Value_BoolValue); isBool {
+		return strconv.FormatBool(b.BoolValue)
+	}
+	return v.GetStringValue()
+}
+
+// eachField calls f with each field of the message b (number, wire type,
+// the value's bytes: a length-delimited one's contents, a varint's or fixed
+// one's encoding; and their offset, b being at offset base), in order,
+// until f returns false; it reports false when b is not valid wire format
+// or f stopped.
+func eachField(b []byte, base int, f func(num protowire.Number, typ protowire.Type, v []byte, off int) bool) bool {
+	at := 0
+	for at < len(b) {
+		num, typ, n := protowire.ConsumeTag(b[at:])
+		if n < 0 {
+			return false
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[at+n:])
+		if m < 0 {
+			return false
+		}
+		v, voff := b[at+n:at+n+m], at+n
+		if typ == protowire.BytesType {
+			var k int
+			v, k = protowire.ConsumeBytes(v)
+			if k < 0 {
+				return false
+			}
+			voff += k - len(v)
+		}
+		if !f(num, typ, v, base+voff) {
+			return false
+		}
+		at += n + m
+	}
+	return true
 }

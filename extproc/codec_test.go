@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"maps"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -51,6 +52,19 @@ func codecCases(t testing.TB) [][]byte {
 		}
 		out = append(out, b)
 	}
+	// Every kind of Value, and another namespace beside Check's.
+	kinds, err := structpb.NewStruct(map[string]any{"decision_id": "d-4", "retry": true, "dry_run": false, "n": 1.5, "z": nil,
+		"l": []any{"x"}, "s": map[string]any{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := structpb.NewStruct(map[string]any{"decision_id": "elsewhere"})
+	b, err := proto.Marshal(&extprocv3.ProcessingRequest{Request: body, MetadataContext: &corev3.Metadata{
+		FilterMetadata: map[string]*structpb.Struct{AuthzNamespace: kinds, "mcp.receipt": other}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, b)
 	// metadata_context twice: proto merges the two (the later member wins).
 	one, _ := proto.Marshal(&extprocv3.ProcessingRequest{MetadataContext: meta("decision_id", "d-3", "method", "ping")})
 	two, _ := proto.Marshal(&extprocv3.ProcessingRequest{Request: body, MetadataContext: meta("method", "tools/list", "server", "s")})
@@ -65,12 +79,34 @@ func decodeBoth(b []byte) (want, got *extprocv3.ProcessingRequest, wantErr, gotE
 	return
 }
 
-// sameRequest reports whether got, read as the processor reads it (the
-// metadata through metadataContext, the rest as decoded), is want.
+// members is authzMembers(req) as the processor reads it: the last value
+// of each name; ok false: no metadata.
+func members(req *extprocv3.ProcessingRequest) (map[string]string, bool) {
+	ms, ok := authzMembers(req)
+	if !ok {
+		return nil, false
+	}
+	m := map[string]string{}
+	for _, x := range ms {
+		m[x.key] = x.value
+	}
+	return m, true
+}
+
+// sameRequest reports whether got, read as the processor reads it (Check's
+// members through authzMembers, the rest as decoded), is want as grpc-go's
+// codec decoded it.
 func sameRequest(want, got *extprocv3.ProcessingRequest) bool {
-	if !proto.Equal(metadataContext(got), want.GetMetadataContext()) {
+	wm, wok := members(want)
+	gm, gok := members(got)
+	if !wok || !gok || !maps.Equal(wm, gm) {
 		return false
 	}
+	return sameRest(want, got)
+}
+
+// sameRest reports whether want and got agree but for their metadata.
+func sameRest(want, got *extprocv3.ProcessingRequest) bool {
 	w, g := proto.Clone(want).(*extprocv3.ProcessingRequest), proto.Clone(got).(*extprocv3.ProcessingRequest)
 	w.MetadataContext, g.MetadataContext = nil, nil
 	_, wu, _ := splitField(w.ProtoReflect().GetUnknown(), fieldMetadataContext)
@@ -81,7 +117,7 @@ func sameRequest(want, got *extprocv3.ProcessingRequest) bool {
 
 // TestCodec: every case decodes to what grpc-go's codec decodes, read as
 // the processor reads it; a message with metadata keeps it unread (no
-// Struct decoded) until metadataContext; other messages go to Next.
+// Struct decoded) for authzMembers; other messages go to Next.
 func TestCodec(t *testing.T) {
 	for i, b := range codecCases(t) {
 		want, got, werr, gerr := decodeBoth(b)
@@ -89,7 +125,8 @@ func TestCodec(t *testing.T) {
 			t.Fatalf("case %d: %v, %v", i, werr, gerr)
 		}
 		if !sameRequest(want, got) {
-			t.Errorf("case %d: got %v (metadata %v), want %v", i, got, metadataContext(got), want)
+			gm, _ := members(got)
+			t.Errorf("case %d: got %v (members %v), want %v", i, got, gm, want)
 		}
 		if want.GetMetadataContext() != nil && got.GetMetadataContext() != nil {
 			t.Errorf("case %d: the metadata was decoded by the codec", i)
@@ -143,12 +180,11 @@ func TestSplitField(t *testing.T) {
 }
 
 // FuzzCodec: for any bytes, Codec yields the ProcessingRequest grpc-go's
-// codec yields, read as the processor reads it (proto is the oracle),
-// whatever Codec decoded before into the reused message; it fails when
-// proto fails, but for a metadata_context whose own bytes do not decode,
-// which Codec keeps and metadataContext reads as no metadata (the stream
-// is refused, no_authorization_metadata, where proto failed the RPC:
-// closed both ways).
+// codec yields, read as the processor reads it (proto is the oracle:
+// Check's members from the decoded Struct), whatever Codec decoded before
+// into the reused message; it fails when proto fails, but for a
+// metadata_context proto refuses, which Codec keeps: the rest must then be
+// what proto decodes without it.
 func FuzzCodec(f *testing.F) {
 	for _, b := range codecCases(f) {
 		f.Add(b)
@@ -161,9 +197,15 @@ func FuzzCodec(f *testing.F) {
 		case werr == nil && gerr != nil:
 			t.Fatalf("proto decodes, Codec %v", gerr)
 		case werr != nil && gerr == nil:
-			if md := metadataContext(got); md != nil {
-				t.Fatalf("proto %v, yet Codec's metadata decodes: %v", werr, md)
+			rest, _, ok := splitField(b, fieldMetadataContext)
+			var alone extprocv3.ProcessingRequest
+			if !ok || proto.Unmarshal(rest, &alone) != nil {
+				t.Fatalf("proto %v on the message without its metadata too, yet Codec decoded it", werr)
 			}
+			if !sameRest(&alone, got) {
+				t.Fatalf("got %v, want %v", got, &alone)
+			}
+			_, _ = members(got) // any bytes: no panic
 			return
 		case werr != nil:
 			return

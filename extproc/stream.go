@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcp-extauthz/mcp-extauthz/decision"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/listfilter"
@@ -191,13 +189,17 @@ func (st *stream) handle(ctx context.Context, req *extprocv3.ProcessingRequest) 
 // block that does not parse is no metadata: the stream refuses with
 // ReasonNoMetadata.
 func (st *stream) readMeta(req *extprocv3.ProcessingRequest) {
-	f := metadataContext(req).GetFilterMetadata()[AuthzNamespace].GetFields()
+	ms, ok := authzMembers(req)
+	if !ok {
+		ms = nil // not wire format: no metadata
+	}
 	md, err := decision.ParseMetadata(func(k string) (string, bool) {
-		v, ok := f[k]
-		if b, isBool := v.GetKind().(*structpb.Value_BoolValue); isBool {
-			return strconv.FormatBool(b.BoolValue), ok
+		for i := len(ms) - 1; i >= 0; i-- { // the last of a name wins
+			if ms[i].key == k {
+				return ms[i].value, true
+			}
 		}
-		return v.GetStringValue(), ok
+		return "", false
 	})
 	if err != nil {
 		if !errors.Is(err, decision.ErrNoMetadata) && !st.metaRefused {
