@@ -257,8 +257,8 @@ func trimZeros(x uint64) (uint64, int) {
 		div1e1m  = 0xcccccccccccccccd
 		div1e1le = math.MaxUint64 / 10
 	)
-	if x == 0 {
-		return 0, 0
+	if x == 0 || bits.RotateLeft64(x*div1e1m, -1) > div1e1le {
+		return x, 0 // the usual significand: its last digit is not zero
 	}
 	p := 0
 	for d := bits.RotateLeft64(x*div1e8m, -8); d <= div1e8le; d = bits.RotateLeft64(x*div1e8m, -8) {

@@ -235,6 +235,12 @@ func (acc *digitAcc) add(in []byte, a, b int) {
 	for ; a+8 <= b && n+8 <= accDigits; a, n = a+8, n+8 {
 		m = m*1e8 + eightDigits(in[a:])
 	}
+	if l := min(b-a, accDigits-n); l > 0 && l < 8 && a+8 <= len(in) {
+		// The rest of the run (or of the 19 digits), as above: one load.
+		x := binary.LittleEndian.Uint64(in[a:]) << (64 - 8*l)
+		m = m*pow10u[l] + eightDigitsWord(x)
+		a, n = a+l, n+l
+	}
 	for ; a < b && n < accDigits; a, n = a+1, n+1 {
 		m = m*10 + uint64(in[a]-'0')
 	}

@@ -91,3 +91,73 @@ func FuzzNumberForms(f *testing.F) {
 		}
 	})
 }
+
+// TestDigitAcc: digitAcc.add and trim read the significant digits of runs
+// of every length (1 to 40, at every offset from the end of the input, in
+// one or two runs, zeros past the 19th or not) as a digit-by-digit loop
+// does, and trimZeros strips what a division loop strips.
+func TestDigitAcc(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 19))
+	naive := func(runs ...string) (m uint64, k int, over bool) {
+		n := 0
+		for _, r := range runs {
+			for _, c := range []byte(r) {
+				if n < accDigits {
+					m = m*10 + uint64(c-'0')
+				} else if c != '0' {
+					over = true
+				}
+				n++
+			}
+		}
+		k = min(n, accDigits)
+		for m != 0 && m%10 == 0 {
+			m, k = m/10, k-1
+		}
+		return m, k, over
+	}
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + rng.IntN(10))
+			if rng.IntN(4) == 0 {
+				b[i] = '0'
+			}
+		}
+		if n > 0 && b[0] == '0' {
+			b[0] = '1'
+		}
+		return string(b)
+	}
+	for range 20000 {
+		runs := []string{digits(rng.IntN(41) + 1)}
+		if rng.IntN(2) == 0 {
+			runs = append(runs, digits(rng.IntN(25)+1))
+		}
+		tail := strings.Repeat("x", rng.IntN(10)) // bytes past the literal, if any
+		in := []byte(strings.Join(runs, ".") + tail)
+		var acc digitAcc
+		acc.add(in, 0, len(runs[0]))
+		if len(runs) > 1 {
+			acc.add(in, len(runs[0])+1, len(runs[0])+1+len(runs[1]))
+		}
+		m, k := acc.trim()
+		wm, wk, wover := naive(runs...)
+		if acc.over != wover || !wover && (m != wm || k != wk) {
+			t.Fatalf("%q: m %d k %d over %v, want %d %d %v", in, m, k, acc.over, wm, wk, wover)
+		}
+	}
+	for range 20000 {
+		x := rng.Uint64() >> rng.IntN(64)
+		if rng.IntN(2) == 0 {
+			x = x / pow10u[rng.IntN(10)] * pow10u[rng.IntN(10)]
+		}
+		wx, wz := x, 0
+		for wx != 0 && wx%10 == 0 {
+			wx, wz = wx/10, wz+1
+		}
+		if gx, gz := trimZeros(x); gx != wx || gz != wz {
+			t.Fatalf("trimZeros(%d) = %d, %d; want %d, %d", x, gx, gz, wx, wz)
+		}
+	}
+}
