@@ -333,13 +333,29 @@ func (d *decimal) shortest(f float64) {
 	d.n = d.k + e
 }
 
-// es6Layout reports whether lit (read by parse into d, at most 15
-// significant digits) is already laid out as appendES6 prints d: no
-// exponent, no trailing zero in a fraction, not zero, and a magnitude
-// ES6 prints without an exponent (1e-6 <= |lit| < 1e21).
+// es6Layout reports whether lit (read by number into d, at most 17
+// significant digits) is already laid out as appendES6 prints d (ECMA-262
+// Number::toString): not zero, no trailing zero in a fraction, and either
+// no exponent and a magnitude ES6 prints without one (1e-6 <= |lit| <
+// 1e21), or ES6's exponent form for the others, as JavaScript writes them:
+// one non-zero integer digit, a lowercase 'e', the exponent's sign always
+// written, its digits without a leading zero (1.5e-7, 2e+21; not 1.5e-07,
+// 15e-8 or 2E+21).
 func (d *decimal) es6Layout(lit []byte, intEnd, fracEnd, expOff int) bool {
-	return expOff == len(lit) && (fracEnd == intEnd || lit[fracEnd-1] != '0') &&
-		d.k > 0 && d.n > -6 && d.n <= 21
+	if d.k == 0 || fracEnd > intEnd && lit[fracEnd-1] == '0' {
+		return false
+	}
+	if expOff == len(lit) {
+		return d.n > -6 && d.n <= 21
+	}
+	start := 0
+	if d.neg {
+		start = 1
+	}
+	// A sign is followed by a digit (the grammar): lit[expOff+2] exists.
+	return intEnd-start == 1 && lit[start] != '0' && lit[expOff] == 'e' &&
+		(d.n > 21 && lit[expOff+1] == '+' || d.n <= -6 && lit[expOff+1] == '-') && lit[expOff+2] != '0'
+
 }
 
 // appendCanonical appends d, read from lit (its integer part ending at

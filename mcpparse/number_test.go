@@ -161,3 +161,67 @@ func TestDigitAcc(t *testing.T) {
 		}
 	}
 }
+
+// FuzzNumberFastPath: number and numberOracle (the rule as it was before
+// issue 31, number_oracle_test.go) agree on every literal, followed by the
+// end of input or by another byte, exempt or not, written or not, lenient
+// or not, on a fresh scanner and on one reused
+// across literals (its output buffer holding earlier numbers): the same
+// error (kind, offset, message), the same end, the same bytes appended.
+func FuzzNumberFastPath(f *testing.F) {
+	for _, lit := range []string{
+		"0", "-0", "7", "-7", "100", "1E2", "1e2", "1.0", "1.50", "0.1", "-0.5", "0.125", "0e0", "0E-0", "-0.0",
+		"9007199254740991", "9007199254740992", "9007199254740993", "-9007199254740993", "10000000000000000",
+		"123456789012345", "1234567890123456", "12345678901234567", "100000000000000000000", "1e21", "1e20",
+		"999999999999999", "0.000001", "0.0000001", "0.0000012", "1e-7", "1e-6", "5e-324", "4.9e-324",
+		"1.7976931348623157e308", "1.7976931348623159e308", "2.2250738585072014e-308", "123456789012345.6",
+		"12345678901234.5", "0.123456789012345", "0.1234567890123456", "1.5e+10", "2.5E-7", "1e+21",
+		"1e400", "1e-400", "1e0000000000000000000021", "01", "00", "-01", "-", "1.", "1.e5", ".5", "1e", "1e+",
+		"-a", "1.5x", "9007199254740992.5", "352.9113193356502", "7.473804659119398e-08",
+		"0.30000000000000004", "3.0000000000000004", "12345678901234567890123", "1.00000000000000000000001",
+		"1.5e-7", "-2.5e-7", "2e+21", "1.5e+21", "1e-07", "15e-8", "2E+21", "1.0e-7", "1.50e-7", "0.5e-7",
+		"-0e-7", "1e+0", "1e+20", "1e+22", "1e-5", "1.234567890123456e-7", "1.2345678901234567e+30",
+		"5e-324", "5e-0324", "4.940656458412465e-324", "1e+308", "1e+309", "9.999999999999999e+22",
+	} {
+		f.Add(lit, byte(','), uint8(0))
+	}
+	reused := new(scanner)
+	f.Fuzz(func(t *testing.T, lit string, next byte, mode uint8) {
+		if lit == "" || lit[0] != '-' && (lit[0] < '0' || lit[0] > '9') {
+			return // value() calls number only there
+		}
+		in := []byte(lit)
+		if mode&1 != 0 {
+			in = append(in, next)
+		}
+		exempt, w, lenient := mode&2 != 0, mode&4 == 0, mode&8 != 0
+		run := func(p *scanner, oracle bool) (int, []byte, *ParseError) {
+			prior := len(p.out)
+			p.reset(in, Limits{}.withDefaults())
+			p.lenient = lenient
+			var err *ParseError
+			if oracle {
+				err = p.numberOracle(exempt, w)
+			} else {
+				err = p.number(exempt, w)
+			}
+			return p.pos, bytes.Clone(p.out[prior:]), err
+		}
+		wantPos, want, werr := run(new(scanner), true)
+		for _, c := range []struct {
+			name string
+			p    *scanner
+		}{{"fresh", new(scanner)}, {"reused", reused}} {
+			pos, got, err := run(c.p, false)
+			if (err == nil) != (werr == nil) || err != nil && *err != *werr {
+				t.Fatalf("%q (mode %d, %s): error %v, oracle %v", in, mode, c.name, err, werr)
+			}
+			if err == nil && (pos != wantPos || !bytes.Equal(got, want)) {
+				t.Fatalf("%q (mode %d, %s): end %d, %q; oracle %d, %q", in, mode, c.name, pos, got, wantPos, want)
+			}
+		}
+		if len(reused.out) > 1<<16 {
+			reused.out = reused.out[:0]
+		}
+	})
+}
