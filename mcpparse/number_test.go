@@ -225,3 +225,32 @@ func FuzzNumberFastPath(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkNumberKinds measures the number rule per kind of literal the
+// numbers payload holds (benchdata.Numbers): Canonicalize of an array of
+// 1,000 copies of one literal, on a reused scanner, reported as CPU
+// nanoseconds per number (cpu-ns/number: the array's own work included;
+// the "7" row is about that). Issue 31's number work is measured here,
+// beside BenchmarkParse's numbers payload.
+func BenchmarkNumberKinds(b *testing.B) {
+	for _, k := range []struct{ name, lit string }{
+		{"small", "7"}, {"int13", "1700000000250"}, {"int16", "9007199254740987"},
+		{"frac", "0.125"}, {"dec16", "-672.2491699572555"}, {"dec17", "437.63673227163645"},
+		{"exp-es6", "5.5e-10"}, {"exp-other", "6.02E23"}, {"exp17", "-1.1253144115495104e-06"},
+		{"int21", "100000000000000000000"},
+	} {
+		body := []byte("[" + strings.Repeat(k.lit+",", 999) + k.lit + "]")
+		lim := Limits{MaxElements: 1 << 20}.withDefaults()
+		b.Run(k.name, func(b *testing.B) {
+			b.ReportAllocs()
+			p := new(scanner)
+			start := cpuTime(b)
+			for b.Loop() {
+				if _, err := canonOn(p, body, lim); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N)/1000, "cpu-ns/number")
+		})
+	}
+}
