@@ -7,12 +7,15 @@ import (
 	"strconv"
 )
 
-// The number rule as it was before its fast paths were reworked (issue
-// 31), kept verbatim (renamed) as FuzzNumberFastPath's oracle: number must
-// give every literal the same answer, end and bytes as numberOracle.
-// Eisel-Lemire, Dragonbox and appendES6 are shared (TestEiselLemire and
-// TestShortestDigits check those against strconv; FuzzNumberForms the
-// whole rule against the tree parser).
+// The number rule as it was before issue 31 reworked its shortcuts, kept
+// verbatim (renamed: numberOracle, with its digitAcc.add, trim, trimZeros
+// and appendCanonical) as the oracle of sameAsOracle
+// (TestNumberAgainstOracle, FuzzNumberForms): number must give every
+// literal the same answer, end and bytes. Shared with number: digitsEnd,
+// Eisel-Lemire, Dragonbox (shortestDigits, with today's trimZeros) and
+// appendES6; TestEiselLemire and TestShortestDigits check those against
+// strconv, TestDigitAcc the digit reading against a loop, and
+// FuzzNumberForms the whole rule against the tree parser.
 
 func (p *scanner) numberOracle(exempt, w bool) *ParseError {
 	in := p.in

@@ -67,14 +67,20 @@ func TestNumberDifferential(t *testing.T) {
 // FuzzNumberForms is TestNumberDifferential on fuzzed doubles (any bit
 // pattern; NaN and the infinities have no literal and are skipped) and on
 // fuzzed literals: Canonicalize and the tree parser agree on each, and so
-// do the vectorized and the scalar path (samePaths).
+// do the vectorized and the scalar path (samePaths), and number and the
+// rule as it was before issue 31 (sameAsOracle).
 func FuzzNumberForms(f *testing.F) {
 	f.Add(math.Float64bits(0.1), "1.5e10")
 	f.Add(math.Float64bits(-123.45678901234567), "333333333.33333329")
 	f.Add(uint64(1), "5e-324")
+	for i, lit := range oracleSeeds {
+		f.Add(uint64(i), lit)
+	}
 	paths := newPathScanners()
+	reused := new(scanner)
 	f.Fuzz(func(t *testing.T, b uint64, lit string) {
 		check := func(lit string) {
+			sameAsOracle(t, reused, lit, byte(b))
 			samePaths(t, paths, []byte(lit), ParseOptions{})
 			got, err := Canonicalize([]byte(lit), Limits{})
 			want, werr := refCanonicalize([]byte(lit), Limits{})
@@ -162,34 +168,37 @@ func TestDigitAcc(t *testing.T) {
 	}
 }
 
-// FuzzNumberFastPath: number and numberOracle (the rule as it was before
-// issue 31, number_oracle_test.go) agree on every literal, followed by the
-// end of input or by another byte, exempt or not, written or not, lenient
-// or not, on a fresh scanner and on one reused
-// across literals (its output buffer holding earlier numbers): the same
-// error (kind, offset, message), the same end, the same bytes appended.
-func FuzzNumberFastPath(f *testing.F) {
-	for _, lit := range []string{
-		"0", "-0", "7", "-7", "100", "1E2", "1e2", "1.0", "1.50", "0.1", "-0.5", "0.125", "0e0", "0E-0", "-0.0",
-		"9007199254740991", "9007199254740992", "9007199254740993", "-9007199254740993", "10000000000000000",
-		"123456789012345", "1234567890123456", "12345678901234567", "100000000000000000000", "1e21", "1e20",
-		"999999999999999", "0.000001", "0.0000001", "0.0000012", "1e-7", "1e-6", "5e-324", "4.9e-324",
-		"1.7976931348623157e308", "1.7976931348623159e308", "2.2250738585072014e-308", "123456789012345.6",
-		"12345678901234.5", "0.123456789012345", "0.1234567890123456", "1.5e+10", "2.5E-7", "1e+21",
-		"1e400", "1e-400", "1e0000000000000000000021", "01", "00", "-01", "-", "1.", "1.e5", ".5", "1e", "1e+",
-		"-a", "1.5x", "9007199254740992.5", "352.9113193356502", "7.473804659119398e-08",
-		"0.30000000000000004", "3.0000000000000004", "12345678901234567890123", "1.00000000000000000000001",
-		"1.5e-7", "-2.5e-7", "2e+21", "1.5e+21", "1e-07", "15e-8", "2E+21", "1.0e-7", "1.50e-7", "0.5e-7",
-		"-0e-7", "1e+0", "1e+20", "1e+22", "1e-5", "1.234567890123456e-7", "1.2345678901234567e+30",
-		"5e-324", "5e-0324", "4.940656458412465e-324", "1e+308", "1e+309", "9.999999999999999e+22",
-	} {
-		f.Add(lit, byte(','), uint8(0))
+// oracleSeeds are literals at the edges of number's shortcuts (2^53 and
+// its neighbours, 15 to 17 digits, 1e-6 and 1e-7, 1e21, the double range,
+// ES6's exponent form and the forms next to it) and of the grammar.
+var oracleSeeds = []string{
+	"0", "-0", "7", "-7", "100", "1E2", "1e2", "1.0", "1.50", "0.1", "-0.5", "0.125", "0e0", "0E-0", "-0.0",
+	"9007199254740991", "9007199254740992", "9007199254740993", "-9007199254740993", "10000000000000000",
+	"123456789012345", "1234567890123456", "12345678901234567", "100000000000000000000", "1e21", "1e20",
+	"999999999999999", "0.000001", "0.0000001", "0.0000012", "1e-7", "1e-6", "5e-324", "4.9e-324",
+	"1.7976931348623157e308", "1.7976931348623159e308", "2.2250738585072014e-308", "123456789012345.6",
+	"12345678901234.5", "0.123456789012345", "0.1234567890123456", "1.5e+10", "2.5E-7", "1e+21",
+	"1e400", "1e-400", "1e0000000000000000000021", "01", "00", "-01", "-", "1.", "1.e5", ".5", "1e", "1e+",
+	"-a", "1.5x", "9007199254740992.5", "352.9113193356502", "7.473804659119398e-08",
+	"0.30000000000000004", "3.0000000000000004", "12345678901234567890123", "1.00000000000000000000001",
+	"1.5e-7", "-2.5e-7", "2e+21", "1.5e+21", "1e-07", "15e-8", "2E+21", "1.0e-7", "1.50e-7", "0.5e-7",
+	"-0e-7", "1e+0", "1e+20", "1e+22", "1e-5", "1.234567890123456e-7", "1.2345678901234567e+30",
+	"5e-0324", "4.940656458412465e-324", "1e+308", "1e+309", "9.999999999999999e+22",
+}
+
+// sameAsOracle fails t unless number and numberOracle (the rule as it was
+// before issue 31, number_oracle_test.go) agree on lit, followed by the
+// end of input or by next, exempt or not, written or not, lenient or not
+// (the 16 modes), on a fresh scanner and on reused (its output buffer
+// holding earlier numbers): the same error (kind, offset, message), the
+// same end, the same bytes appended. value() calls number only at a '-'
+// or a digit; other literals are skipped.
+func sameAsOracle(t *testing.T, reused *scanner, lit string, next byte) {
+	t.Helper()
+	if lit == "" || lit[0] != '-' && (lit[0] < '0' || lit[0] > '9') {
+		return
 	}
-	reused := new(scanner)
-	f.Fuzz(func(t *testing.T, lit string, next byte, mode uint8) {
-		if lit == "" || lit[0] != '-' && (lit[0] < '0' || lit[0] > '9') {
-			return // value() calls number only there
-		}
+	for mode := range 16 {
 		in := []byte(lit)
 		if mode&1 != 0 {
 			in = append(in, next)
@@ -220,10 +229,22 @@ func FuzzNumberFastPath(f *testing.F) {
 				t.Fatalf("%q (mode %d, %s): end %d, %q; oracle %d, %q", in, mode, c.name, pos, got, wantPos, want)
 			}
 		}
-		if len(reused.out) > 1<<16 {
-			reused.out = reused.out[:0]
+	}
+	if len(reused.out) > 1<<16 {
+		reused.out = reused.out[:0]
+	}
+}
+
+// TestNumberAgainstOracle: sameAsOracle on oracleSeeds, each followed by
+// the end of input, ',', ']', 'e', '.', '0' and a space; FuzzNumberForms
+// does the same on fuzzed literals and doubles.
+func TestNumberAgainstOracle(t *testing.T) {
+	reused := new(scanner)
+	for _, lit := range oracleSeeds {
+		for _, next := range []byte(",]e.0 ") {
+			sameAsOracle(t, reused, lit, next)
 		}
-	})
+	}
 }
 
 // BenchmarkNumberKinds measures the number rule per kind of literal the
