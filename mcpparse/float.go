@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 )
 
 // The slow path of the number rule converts a literal of 16 or 17
@@ -39,8 +40,19 @@ const (
 // pow10Tab returns the 128-bit mantissas of 10^e for pow10Min <= e <=
 // pow10Max, truncated, scaled so that the high bit is set: strconv's
 // pow10tab.go, computed on first use (math/big, about 2 ms) rather than
-// stored.
-var pow10Tab = sync.OnceValue(func() *[pow10Max - pow10Min + 1]uint128 {
+// stored. After the first use it is one atomic load (inlined), not a call
+// through sync.OnceValue (about a tenth of a 17-digit number's check).
+func pow10Tab() *[pow10Max - pow10Min + 1]uint128 {
+	if t := pow10Loaded.Load(); t != nil {
+		return t
+	}
+	return pow10Compute()
+}
+
+// pow10Loaded is pow10Compute's table once computed.
+var pow10Loaded atomic.Pointer[[pow10Max - pow10Min + 1]uint128]
+
+var pow10Compute = sync.OnceValue(func() *[pow10Max - pow10Min + 1]uint128 {
 	var t [pow10Max - pow10Min + 1]uint128
 	ten := big.NewInt(10)
 	mask := new(big.Int).SetUint64(math.MaxUint64)
@@ -63,6 +75,7 @@ var pow10Tab = sync.OnceValue(func() *[pow10Max - pow10Min + 1]uint128 {
 		lo.And(&x, mask)
 		t[e-pow10Min] = uint128{new(big.Int).Rsh(&x, 64).Uint64(), lo.Uint64()}
 	}
+	pow10Loaded.Store(&t)
 	return &t
 })
 
@@ -257,8 +270,8 @@ func trimZeros(x uint64) (uint64, int) {
 		div1e1m  = 0xcccccccccccccccd
 		div1e1le = math.MaxUint64 / 10
 	)
-	if x == 0 {
-		return 0, 0
+	if x == 0 || bits.RotateLeft64(x*div1e1m, -1) > div1e1le {
+		return x, 0 // the usual significand: its last digit is not zero
 	}
 	p := 0
 	for d := bits.RotateLeft64(x*div1e8m, -8); d <= div1e8le; d = bits.RotateLeft64(x*div1e8m, -8) {

@@ -235,6 +235,12 @@ func (acc *digitAcc) add(in []byte, a, b int) {
 	for ; a+8 <= b && n+8 <= accDigits; a, n = a+8, n+8 {
 		m = m*1e8 + eightDigits(in[a:])
 	}
+	if l := min(b-a, accDigits-n); l > 0 && l < 8 && a+8 <= len(in) {
+		// The rest of the run (or of the 19 digits), as above: one load.
+		x := binary.LittleEndian.Uint64(in[a:]) << (64 - 8*l)
+		m = m*pow10u[l] + eightDigitsWord(x)
+		a, n = a+l, n+l
+	}
 	for ; a < b && n < accDigits; a, n = a+1, n+1 {
 		m = m*10 + uint64(in[a]-'0')
 	}
@@ -327,21 +333,39 @@ func (d *decimal) shortest(f float64) {
 	d.n = d.k + e
 }
 
-// es6Layout reports whether lit (read by parse into d, at most 15
-// significant digits) is already laid out as appendES6 prints d: no
-// exponent, no trailing zero in a fraction, not zero, and a magnitude
-// ES6 prints without an exponent (1e-6 <= |lit| < 1e21).
+// es6Layout reports whether lit (read by number into d, at most 17
+// significant digits) is already laid out as appendES6 prints d (ECMA-262
+// Number::toString): no exponent, no trailing zero in a fraction, not
+// zero, and a magnitude ES6 prints without an exponent (1e-6 <= |lit| <
+// 1e21). es6ExpLayout is the same for a literal with an exponent.
 func (d *decimal) es6Layout(lit []byte, intEnd, fracEnd, expOff int) bool {
 	return expOff == len(lit) && (fracEnd == intEnd || lit[fracEnd-1] != '0') &&
 		d.k > 0 && d.n > -6 && d.n <= 21
 }
 
+// es6ExpLayout reports whether lit, with an exponent at expOff, is
+// already in ES6's exponent form (for magnitudes below 1e-6 or from
+// 1e21), as JavaScript writes it: one non-zero integer digit, no trailing
+// zero in a fraction, a lowercase 'e', the exponent's sign always written,
+// its digits without a leading zero (1.5e-7, 2e+21; not 1.5e-07, 15e-8,
+// 1.50e-7 or 2E+21).
+func (d *decimal) es6ExpLayout(lit []byte, intEnd, fracEnd, expOff int) bool {
+	start := 0
+	if d.neg {
+		start = 1
+	}
+	// A sign is followed by a digit (the grammar): lit[expOff+2] exists.
+	return d.k > 0 && intEnd-start == 1 && lit[start] != '0' && (fracEnd == intEnd || lit[fracEnd-1] != '0') &&
+		lit[expOff] == 'e' && (d.n > 21 && lit[expOff+1] == '+' || d.n <= -6 && lit[expOff+1] == '-') &&
+		lit[expOff+2] != '0'
+}
+
 // appendCanonical appends d, read from lit (its integer part ending at
 // intEnd, its fraction at fracEnd after lead zeros, its exponent at
-// expOff), in its RFC 8785 form: lit itself when es6Layout says so, else
-// appendES6 of lit's digits.
+// expOff), in its RFC 8785 form: lit itself when es6Layout or
+// es6ExpLayout says so, else appendES6 of lit's digits.
 func (d *decimal) appendCanonical(dst, lit []byte, intEnd, fracEnd, expOff, lead int) []byte {
-	if d.es6Layout(lit, intEnd, fracEnd, expOff) {
+	if d.es6Layout(lit, intEnd, fracEnd, expOff) || expOff < len(lit) && d.es6ExpLayout(lit, intEnd, fracEnd, expOff) {
 		return append(dst, lit...)
 	}
 	ip := lit[:intEnd]
