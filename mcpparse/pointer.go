@@ -1,9 +1,10 @@
 package mcpparse
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/mcp-extauthz/mcp-extauthz/internal/jsonscan"
 )
 
 // maxPointerLen bounds the pointer PointerAt returns (bytes, "/…" past it).
@@ -92,15 +93,10 @@ func PointerAt(in []byte, off int) string {
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // stringEnd returns the offset just past the string starting at in[i]
-// (a quote), or len(in) when it does not end.
+// (a quote), or len(in) when it does not end (jsonscan.String).
 func stringEnd(in []byte, i int) int {
-	for j := i + 1; j < len(in); j++ {
-		switch in[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
+	if end := jsonscan.String(in, i); end >= 0 {
+		return end
 	}
 	return len(in)
 }
@@ -110,9 +106,10 @@ func stringEnd(in []byte, i int) int {
 // (RFC 6901 section 3). A name that does not decode is written raw.
 func appendSegment(b *strings.Builder, raw []byte) {
 	name := string(raw)
-	var s string
-	if strings.IndexByte(name, '\\') >= 0 && json.Unmarshal([]byte(`"`+name+`"`), &s) == nil {
-		name = s
+	if strings.IndexByte(name, '\\') >= 0 {
+		if s, ok := jsonscan.Unquote([]byte(`"` + name + `"`)); ok {
+			name = s
+		}
 	}
 	const maxName = 32
 	cut := false
