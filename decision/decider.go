@@ -348,6 +348,9 @@ func (d *Decider) decideBatch(ctx context.Context, lp *LoadedPolicy, dec *Decisi
 	if refused >= 0 {
 		el := els[refused]
 		el.ID, el.BatchIndex, el.BatchDigests, el.parsed = dec.ID, refused, dec.BatchDigests, true
+		// A dry run admits the whole batch: the seam still needs to swap
+		// any element's sealed cursor (x-mcp-cursor).
+		el.SealedCursor = dec.SealedCursor
 		*dec = el
 		return el.Reason
 	}

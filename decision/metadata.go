@@ -98,7 +98,7 @@ func MetadataOf(d *Decision, dryRun bool, seamClass string) Metadata {
 	}
 	if d.Principal != nil {
 		m.Principal, m.Issuer = d.Principal.Subject, d.Principal.Issuer
-		if ClaimsFor(d.Method) {
+		if ClaimsFor(d.Method) || d.BatchIndex >= 0 && len(d.BatchDigests) > 0 { // a refused batch a dry run admits whole
 			// A claim set JSON cannot encode (never one a token or an
 			// introspection answer decoded) writes none: the processor
 			// then refuses the answer (no claims for the principal).

@@ -14,7 +14,7 @@ type headerKV struct{ k, v string }
 // setsHeader reports whether name is one of set's names.
 func setsHeader(set []headerKV, name string) bool {
 	for _, h := range set {
-		if h.k == name {
+		if strings.EqualFold(h.k, name) { // Envoy's header map is lower case: X-MCP-Method is x-mcp-method
 			return true
 		}
 	}

@@ -106,10 +106,11 @@ type authzMember struct{ key, value string }
 // filter_metadata[AuthzNamespace] (Check's dynamic metadata), in wire
 // order, a later member of a name after an earlier one. Metadata proto
 // decoded already (a server without Codec) is read from the Struct; kept
-// bytes (Codec) are read off the wire without building one: the last
-// filter_metadata entry of the namespace wins whole, as proto's merge of a
-// map field does, and within a Value its last kind. ok is false when the
-// kept bytes are not valid wire format (no metadata).
+// bytes (Codec) are read off the wire without building one, with proto's
+// merge rules: the last filter_metadata entry of the namespace wins whole
+// (its pieces merged), a later member of a name wins, and a Value given in
+// pieces takes its last kind field. ok is false when the kept bytes are
+// not valid wire format (no metadata).
 func authzMembers(req *extprocv3.ProcessingRequest) (ms []authzMember, ok bool) {
 	if md := req.GetMetadataContext(); md != nil {
 		for k, v := range md.GetFilterMetadata()[AuthzNamespace].GetFields() {
@@ -124,32 +125,36 @@ func authzMembers(req *extprocv3.ProcessingRequest) (ms []authzMember, ok bool) 
 	// Every key and value is a substring of one copy of the kept bytes.
 	ks := string(kept)
 	str := func(v []byte, off int) string { return ks[off : off+len(v)] }
-	var entry []byte // the Struct of the last filter_metadata entry of the namespace
-	entryOff, found := 0, false
+	// piece is one occurrence of a message field: its bytes and offset.
+	type piece struct {
+		v   []byte
+		off int
+	}
+	// The namespace's Struct: every piece of the last filter_metadata
+	// entry of the namespace (proto merges the pieces of one entry; a
+	// later entry of the same key replaces the earlier whole).
+	var entry []piece
+	found := false
 	if !eachField(kept, 0, func(_ protowire.Number, typ protowire.Type, md []byte, off int) bool { // each occurrence: a Metadata
 		return typ == protowire.BytesType && eachField(md, off, func(num protowire.Number, typ protowire.Type, v []byte, off int) bool {
 			if num != 1 || typ != protowire.BytesType { // filter_metadata
 				return true
 			}
 			var key string
-			var val []byte
-			valOff, hasVal := 0, false
+			var vals []piece
 			if !eachField(v, off, func(num protowire.Number, typ protowire.Type, v []byte, off int) bool {
 				switch {
 				case num == 1 && typ == protowire.BytesType:
 					key = str(v, off)
 				case num == 2 && typ == protowire.BytesType:
-					val, valOff, hasVal = v, off, true
+					vals = append(vals, piece{v, off})
 				}
 				return true
 			}) {
 				return false
 			}
 			if key == AuthzNamespace {
-				entry, entryOff, found = nil, 0, true
-				if hasVal {
-					entry, entryOff = val, valOff
-				}
+				entry, found = vals, true
 			}
 			return true
 		})
@@ -160,17 +165,24 @@ func authzMembers(req *extprocv3.ProcessingRequest) (ms []authzMember, ok bool) 
 		return nil, true
 	}
 	ms = make([]authzMember, 0, decision.MetadataMembers) // what Check writes, at most
-	ok = eachField(entry, entryOff, func(num protowire.Number, typ protowire.Type, v []byte, off int) bool {
-		if num != 1 || typ != protowire.BytesType { // Struct.fields
-			return true
-		}
-		var m authzMember
-		return eachField(v, off, func(num protowire.Number, typ protowire.Type, v []byte, off int) bool {
-			switch {
-			case num == 1 && typ == protowire.BytesType:
-				m.key = str(v, off)
-			case num == 2 && typ == protowire.BytesType:
-				m.value = ""
+	// Struct.fields entries of every piece in order (a later entry of a
+	// name wins, as the reader takes the last); within an entry, every
+	// piece of its Value in order, the last kind field deciding (proto's
+	// merge of a oneof).
+	for _, p := range entry {
+		if !eachField(p.v, p.off, func(num protowire.Number, typ protowire.Type, v []byte, off int) bool {
+			if num != 1 || typ != protowire.BytesType { // Struct.fields
+				return true
+			}
+			var m authzMember
+			return eachField(v, off, func(num protowire.Number, typ protowire.Type, v []byte, off int) bool {
+				if num == 1 && typ == protowire.BytesType {
+					m.key = str(v, off)
+					return true
+				}
+				if num != 2 || typ != protowire.BytesType {
+					return true
+				}
 				return eachField(v, off, func(num protowire.Number, typ protowire.Type, v []byte, off int) bool {
 					switch {
 					case num == 3 && typ == protowire.BytesType: // string_value
@@ -184,11 +196,12 @@ func authzMembers(req *extprocv3.ProcessingRequest) (ms []authzMember, ok bool) 
 					}
 					return true
 				})
-			}
-			return true
-		}) && appendMember(&ms, m)
-	})
-	return ms, ok
+			}) && appendMember(&ms, m)
+		}) {
+			return nil, false
+		}
+	}
+	return ms, true
 }
 
 // appendMember appends m to ms; it reports true.

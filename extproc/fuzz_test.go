@@ -71,7 +71,7 @@ func FuzzProcessSSE(f *testing.F) {
 	f.Add([]byte("\xef\xbb\xbfevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\r\ndata: \"result\":{\"Tools\":[{\"name\":\"delete_repo\"}]}}"), uint8(9))
 	f.Add([]byte("event: x\ndata: "+toolsBody+"\n\ndata: ["+toolsBody+"]\n\n"), uint8(30))
 	f.Fuzz(func(t *testing.T, up []byte, cut uint8) {
-		st := &stream{s: srv, haveMeta: true, decision: "d", method: "tools/list", server: "payments", principal: "alice",
+		st := &stream{s: srv, haveMeta: true, decision: "d", method: "tools/list", server: "payments", principal: "alice", claims: map[string]any{"sub": "alice"},
 			policyVersion: "v", isList: true, mode: modeSSE, framer: sse.New(1 << 16)}
 		c := min(int(cut), len(up))
 		var out []byte

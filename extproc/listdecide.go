@@ -39,6 +39,12 @@ func (st *stream) filterOptions(ctx context.Context) listfilter.Options {
 		items.Tasks = t
 	}
 	opt.Keep = func(k listfilter.Kind, key string, raw []byte) (bool, error) {
+		if st.claims == nil && st.principal != "" {
+			// A list's shape on a stream whose Check carried no claims
+			// (a tools/call's answer: decision.ClaimsFor): no item can be
+			// decided for the caller, so none is shown.
+			return false, nil
+		}
 		d, err := items.MaySee(ctx, k, key)
 		return d.Visible, err
 	}

@@ -73,7 +73,7 @@ func TestListObservedOnce(t *testing.T) {
 	list := func(session, body string) (string, int) {
 		t.Helper()
 		before := fs.claims
-		st := &stream{s: srv, haveMeta: true, decision: "d", method: "tools/list", server: "payments", principal: "alice",
+		st := &stream{s: srv, haveMeta: true, decision: "d", method: "tools/list", server: "payments", principal: "alice", claims: map[string]any{"sub": "alice"},
 			policyVersion: "v", isList: true, session: session, rpcID: []byte("1"), mode: modeJSON}
 		r, err := st.responseBody(context.Background(), &extprocv3.HttpBody{Body: []byte(body), EndOfStream: true})
 		if err != nil {

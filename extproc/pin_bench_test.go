@@ -151,7 +151,7 @@ func pinBenchRun(b *testing.B, src, off []byte, mode int, body []byte) func() {
 	srv := New(cfg)
 	ctx := context.Background()
 	run := func() {
-		st := &stream{s: srv, haveMeta: true, decision: "d", method: "tools/list", server: "payments", principal: "alice",
+		st := &stream{s: srv, haveMeta: true, decision: "d", method: "tools/list", server: "payments", principal: "alice", claims: map[string]any{"sub": "alice"},
 			policyVersion: "v", isList: true, session: "s1", rpcID: []byte("1"), mode: modeJSON}
 		if fresh {
 			srv.cfg.Fingerprints = &toolpin.Cache{}

@@ -310,7 +310,7 @@ func BenchmarkListFilteredLine(b *testing.B) {
 			srv := New(cfg)
 			ctx := context.Background()
 			run := func() {
-				st := &stream{s: srv, haveMeta: true, decision: "d", method: "tools/list", server: "payments", principal: "alice",
+				st := &stream{s: srv, haveMeta: true, decision: "d", method: "tools/list", server: "payments", principal: "alice", claims: map[string]any{"sub": "alice"},
 					policyVersion: "v", isList: true, session: "s1", rpcID: []byte("1"), mode: modeJSON}
 				if _, err := st.responseBody(ctx, &extprocv3.HttpBody{Body: body, EndOfStream: true}); err != nil {
 					b.Fatal(err)

@@ -63,7 +63,7 @@ func TestListOneRead(t *testing.T) {
 		return func(session, body string, responses respRule) (string, storeCalls) {
 			t.Helper()
 			before := *sc
-			st := &stream{s: srv, haveMeta: true, decision: "d", method: "tools/list", server: "payments", principal: "alice",
+			st := &stream{s: srv, haveMeta: true, decision: "d", method: "tools/list", server: "payments", principal: "alice", claims: map[string]any{"sub": "alice"},
 				policyVersion: "v", isList: true, session: session, rpcID: []byte("1"), mode: modeJSON, responses: responses}
 			r, err := st.responseBody(context.Background(), &extprocv3.HttpBody{Body: []byte(body), EndOfStream: true})
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-extauthz/mcp-extauthz/internal/sse"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/state"
 	"github.com/mcp-extauthz/mcp-extauthz/internal/toolpin"
+	"github.com/mcp-extauthz/mcp-extauthz/mcpparse"
 )
 
 // AuthzNamespace is the dynamic-metadata namespace ext_authz writes Check's
@@ -52,6 +53,11 @@ type Config struct {
 	Tasks *state.Tasks
 	// Cursors seals nextCursor; nil: cursors pass unchanged.
 	Cursors *cursor.Sealer
+	// RequestLimits are Check's parse limits (--max-body-bytes, the
+	// --max-json-* flags): a request body the processor reads to swap a
+	// sealed cursor is read with them, so whatever Check admitted, it
+	// reads. Zero: mcpparse's defaults.
+	RequestLimits mcpparse.Limits
 	// Log is the decision logger: one line per filtered list. Nil: none.
 	Log *zap.Logger
 	// Metrics counts side streams and filtered lists. Nil: none.

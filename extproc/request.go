@@ -48,14 +48,13 @@ func (st *stream) requestBody(b *extprocv3.HttpBody) (*extprocv3.ProcessingRespo
 	if st.s.cfg.Cursors == nil || !st.haveMeta {
 		return pass, nil
 	}
-	body, changed, err := listfilter.ReplaceCursor(b.GetBody(), st.limits(), func(method, c string) (string, error) {
+	body, changed, err := listfilter.ReplaceCursor(b.GetBody(), st.s.cfg.RequestLimits, func(method, c string) (string, error) {
 		return st.s.cfg.Cursors.Open(st.binding(method), c)
 	})
 	if err != nil {
-		var fe *listfilter.Error
-		if errors.As(err, &fe) && fe.Kind == "parse" {
-			return pass, nil // Check decided this body; it is not a list request we can read
-		}
+		// A body Check admitted reads with Check's limits; one that does
+		// not (other limits, a config that sends every list's body) may
+		// carry a sealed cursor the upstream must not get: refused.
 		return st.immediate(ReasonInvalidCursor, "Invalid cursor"), nil
 	}
 	if !changed {

@@ -723,7 +723,7 @@ func newProcessor(cfg *Config, asm *assembly, store *decision.PolicyStore, st st
 			return nil, ""
 		},
 		Log: decisionLog, Metrics: m,
-		CacheTTLms: asm.ListCacheTTL.Milliseconds(),
+		CacheTTLms: asm.ListCacheTTL.Milliseconds(), RequestLimits: limitsOf(cfg),
 	}
 	if r, ok := st.(state.Reader); ok {
 		pc.Tasks = &state.Tasks{Store: r}
